@@ -1,0 +1,94 @@
+/**
+ * The planner contract: what the workflow gives a planner activity each turn and what
+ * it gets back. Sandbox-safe (types and zod only) so the workflow can import it.
+ */
+import { z } from 'zod';
+import { usageSchema, type Usage } from '../workflows/guard/schemas';
+
+/** What the planner (and an LLM) knows about a tool. */
+export interface ToolDescriptor {
+  readonly name: string;
+  readonly description: string;
+  readonly effect: 'read' | 'write';
+  /** JSON Schema of the args (from the tool's zod schema), for the model's tool list. */
+  readonly inputSchema: Record<string, unknown>;
+}
+
+/**
+ * What happened to the planner's previous proposal, fed back on its next turn. A guard
+ * *stop* is never an observation: it ends the run, it is not text for the model to argue with.
+ */
+export interface Observation {
+  /** The planner's own id for the call (e.g. Anthropic `tool_use.id`), echoed back. */
+  readonly callId?: string;
+  readonly tool: string;
+  readonly kind: 'SUCCESS' | 'RETRYABLE' | 'PENDING' | 'PRECONDITION' | 'FATAL';
+  readonly data?: unknown;
+  readonly code?: string;
+  readonly unmet?: string;
+  readonly retryAfterMs?: number;
+  /** True when the ledger answered with a stored result and nothing ran. */
+  readonly cached?: boolean;
+}
+
+/** One planner turn: a tool call, a final answer, or nothing more to propose. */
+export type PlannerTurn =
+  | {
+      readonly type: 'call';
+      readonly tool: string;
+      readonly args: unknown;
+      /** Explicit operation key; else the tool's own `operationKey(args)` is used. */
+      readonly operationKey?: string | null;
+      readonly callId?: string;
+      readonly usage: Usage;
+      /** Replay/script mode only: the index of the proposal in the script. */
+      readonly scriptIndex?: number;
+    }
+  | { readonly type: 'finish'; readonly summary: string; readonly usage: Usage }
+  | { readonly type: 'exhausted'; readonly usage: Usage };
+
+/** Input of one planner turn. `memory` is the planner's own opaque, JSON-safe state. */
+export interface PlannerInput {
+  readonly runId: string;
+  readonly goal: string;
+  readonly planner: PlannerSpec;
+  readonly tools: readonly ToolDescriptor[];
+  readonly memory: unknown;
+  readonly observation: Observation | null;
+}
+
+/** Output of one planner turn: the turn and the planner's new memory. */
+export interface PlannerOutput {
+  readonly turn: PlannerTurn;
+  readonly memory: unknown;
+}
+
+/** Which planner a run uses, and its non-secret settings (API keys come from the environment). */
+export const plannerSpecSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('scripted'), scriptPath: z.string().optional(), script: z.unknown().optional() }),
+  z.object({
+    kind: z.literal('anthropic'),
+    model: z.string().default('claude-sonnet-4-5'),
+    maxTokens: z.number().int().positive().default(1024),
+    baseURL: z.string().url().optional(),
+    system: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('openai'),
+    model: z.string().default('gpt-4o-mini'),
+    maxTokens: z.number().int().positive().default(1024),
+    baseURL: z.string().url().optional(),
+    system: z.string().optional(),
+  }),
+]);
+/** Planner selection. */
+export type PlannerSpec = z.output<typeof plannerSpecSchema>;
+
+/** A planner implementation (lives in activities/planners). */
+export interface Planner {
+  next(input: PlannerInput): Promise<PlannerOutput>;
+}
+
+/** Zero usage. */
+export const NO_USAGE: Usage = Object.freeze({ tokens: 0, costUsd: 0 });
+export { usageSchema };

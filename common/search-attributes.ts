@@ -1,0 +1,39 @@
+/**
+ * The custom search attributes of an agent run (SPEC §7), so an operator can filter runs
+ * in the Temporal UI and CLI (`temporal workflow list -q 'AgentState="STOPPED"'`).
+ *
+ * This is the ONE place the names and types live: the dev server (scripts/dev-server.ts),
+ * the test environment (test/helpers/temporal-env.ts), docker-compose.yml (checked by
+ * test/deploy/compose.test.ts) and the workflow (upsertSearchAttributes) all read it.
+ *
+ * Sandbox-safe: no Node imports, only `@temporalio/common`.
+ */
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeKey } from '@temporalio/common';
+
+/** Name → type as the Temporal CLI spells it (`--search-attribute Name=Type`). */
+export const SEARCH_ATTRIBUTES = {
+  AgentState: 'Keyword',
+  AgentGuardReason: 'Keyword',
+  AgentSteps: 'Int',
+} as const;
+
+export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTES;
+export type CliSearchAttributeType = (typeof SEARCH_ATTRIBUTES)[SearchAttributeName];
+
+/** The run's lifecycle state, e.g. RUNNING / STOPPED / NEEDS_HUMAN / COMPLETED. */
+export const AGENT_STATE: SearchAttributeKey<'KEYWORD'> = defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD);
+/** Why the guard stopped the run (the guard's reason code), empty while running. */
+export const AGENT_GUARD_REASON: SearchAttributeKey<'KEYWORD'> = defineSearchAttributeKey(
+  'AgentGuardReason',
+  SearchAttributeType.KEYWORD,
+);
+/** Tool steps executed so far. */
+export const AGENT_STEPS: SearchAttributeKey<'INT'> = defineSearchAttributeKey('AgentSteps', SearchAttributeType.INT);
+
+/** All typed keys, in declaration order (for `TestWorkflowEnvironment` `searchAttributes`). */
+export const SEARCH_ATTRIBUTE_KEYS = [AGENT_STATE, AGENT_GUARD_REASON, AGENT_STEPS] as const;
+
+/** `['--search-attribute', 'AgentState=Keyword', …]` for `temporal server start-dev`. */
+export function searchAttributeCliArgs(): string[] {
+  return Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
+}

@@ -1,0 +1,49 @@
+/**
+ * Fingerprints: tool name + canonical arguments (SPEC §3).
+ */
+import { canonicalize, hash64, removePaths, type Json } from './canonical';
+
+/**
+ * How a tool's arguments are normalised before fingerprinting. Registered tools pass a
+ * zod-like `parse` (so defaults are filled in); replay fixtures give top-level
+ * `defaults` instead. `nonSemantic` lists dot paths (request ids, trace ids) to drop.
+ */
+export interface ArgsSpec {
+  /** Parses and validates raw args, filling defaults; throws on invalid input. */
+  readonly parse?: (args: unknown) => unknown;
+  /** Top-level values filled in when the field is absent (fixture tools). */
+  readonly defaults?: Readonly<Record<string, unknown>>;
+  /** Dot paths whose values never change a tool's result. */
+  readonly nonSemantic?: readonly string[];
+}
+
+/** Normalised arguments: the canonical value and the fingerprint derived from it. */
+export interface NormalizedCall {
+  readonly tool: string;
+  /** Canonical args (sorted, trimmed, defaults filled, non-semantic paths removed). */
+  readonly canonicalArgs: Json;
+  /** `tool:16-hex-digit-hash` of the canonical args. */
+  readonly fingerprint: string;
+}
+
+/** Fingerprint of already-canonical args. */
+export function fingerprintOf(tool: string, canonicalArgs: Json): string {
+  return `${tool}:${hash64(JSON.stringify(canonicalArgs))}`;
+}
+
+/**
+ * Normalises a call's args and returns its fingerprint. Throws whatever `spec.parse`
+ * throws for invalid args: the caller classifies that as PRECONDITION `invalid_args`.
+ */
+export function normalizeCall(tool: string, args: unknown, spec: ArgsSpec = {}): NormalizedCall {
+  let value: unknown = args ?? {};
+  if (spec.parse) value = spec.parse(value);
+  if (spec.defaults && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const filled: Record<string, unknown> = { ...spec.defaults };
+    for (const [key, item] of Object.entries(value)) if (item !== undefined) filled[key] = item;
+    value = filled;
+  }
+  if (spec.nonSemantic && spec.nonSemantic.length > 0) value = removePaths(value, spec.nonSemantic);
+  const canonicalArgs = canonicalize(value);
+  return { tool, canonicalArgs, fingerprint: fingerprintOf(tool, canonicalArgs) };
+}

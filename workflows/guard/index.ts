@@ -1,0 +1,11 @@
+/**
+ * The pure loop guard: fingerprints, the LoopGuard state machine, StopReports and the
+ * offline replay. No Node built-ins, no Temporal: it runs anywhere.
+ */
+export * from './constants';
+export * from './schemas';
+export * from './canonical';
+export * from './fingerprint';
+export * from './loop-guard';
+export * from './report';
+export * from './replay';

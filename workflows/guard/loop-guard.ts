@@ -1,0 +1,405 @@
+/**
+ * @module loop-guard
+ *
+ * The loop guard of SPEC §3: a pure, deterministic state machine consulted before and
+ * after every tool call. It never reads a clock or does I/O — time comes in as
+ * `nowMs` — so the very same code runs in the Temporal workflow sandbox, in the offline
+ * replay CLI and in unit tests, and a state restored from {@link LoopGuard.toJSON}
+ * makes exactly the decisions the original would have made.
+ *
+ * Cost: every decision is O(1) amortised in the window length. The window is kept as
+ * counts per fingerprint, the latest result kind per fingerprint and the last three
+ * fingerprints — never as a list that is rescanned.
+ */
+import { NEEDS_HUMAN_CODES, TerminalState, type AfterDecision, type ResultKind } from './constants';
+import { guardConfigSchema, type GuardConfig, type GuardConfigInput, type ToolResult, type Usage } from './schemas';
+
+/** A proposed call as the guard sees it: fingerprinted already. */
+export interface GuardCall {
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly operationKey?: string | null;
+  /** Tokens and cost the planner spent proposing this call. */
+  readonly usage?: Partial<Usage>;
+}
+
+/** A decision that stops the run. */
+export interface StopDecision {
+  readonly decision: 'stop';
+  readonly reason: string;
+  readonly terminalState: TerminalState;
+}
+
+/** What `before()` decided. */
+export type BeforeResult =
+  | { readonly decision: 'execute'; readonly honouredPoll: boolean }
+  | { readonly decision: 'return_cached_success'; readonly honouredPoll: boolean }
+  | StopDecision;
+
+/** What `after()` decided. */
+export type AfterResult =
+  | {
+      readonly decision: Exclude<AfterDecision, 'stop'>;
+      /** For `retry_after_backoff` / `wait_bounded`: the server-given wait. */
+      readonly retryAfterMs?: number;
+    }
+  | (StopDecision & { readonly decision: 'stop' });
+
+interface LastExecution {
+  kind: ResultKind;
+  retryAfterMs: number;
+  atMs: number;
+}
+
+interface InFlight {
+  fingerprint: string;
+  cached: boolean;
+  honouredPoll: boolean;
+}
+
+/** The guard's whole state as plain JSON (checkpoints, continue-as-new). */
+export interface GuardStateJson {
+  readonly v: 1;
+  readonly config: { [K in keyof GuardConfig]: number | null };
+  readonly startMs: number;
+  readonly steps: number;
+  readonly tokens: number;
+  readonly costUsd: number;
+  readonly lastProgressVersion: number;
+  readonly noProgress: number;
+  readonly windowLength: number;
+  readonly counts: ReadonlyArray<readonly [string, number]>;
+  readonly lastKinds: ReadonlyArray<readonly [string, ResultKind]>;
+  readonly lastThree: readonly string[];
+  readonly honoured: ReadonlyArray<readonly [string, number]>;
+  readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
+  readonly completed: ReadonlyArray<readonly [string, string | null]>;
+  readonly lastUnmet: string | null;
+  readonly inFlight: InFlight | null;
+  readonly stop: { reason: string; terminalState: TerminalState } | null;
+}
+
+/** Options for a new guard. */
+export interface LoopGuardOptions {
+  /** When the run's wall clock starts (the replay's run starts at 0). */
+  readonly startMs?: number;
+  /** The checkpoint's progress version on resume, else the world's version at start. */
+  readonly initialProgressVersion?: number;
+  /**
+   * Operation keys already in the completed ledger. A `null` fingerprint (a key known
+   * only by name, e.g. from a replay file's `completed`) matches any call.
+   */
+  readonly completed?: Iterable<readonly [string, string | null]> | Iterable<string>;
+}
+
+/** Raised when the guard is driven out of order (after() without before(), etc.). */
+export class GuardSequenceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GuardSequenceError';
+  }
+}
+
+const infinityToNull = (n: number): number | null => (Number.isFinite(n) ? n : null);
+const nullToInfinity = (n: number | null): number => (n === null ? Number.POSITIVE_INFINITY : n);
+
+/**
+ * The loop guard. Drive it as `before(call, now)` → (execute the tool only on
+ * `execute`) → `after(call, result, progressVersion, now)`; a `return_cached_success`
+ * is also followed by `after()` (with the cached result) so it counts as no progress.
+ */
+export class LoopGuard {
+  readonly config: GuardConfig;
+  private startMs: number;
+  private steps = 0;
+  private tokens = 0;
+  private costUsd = 0;
+  private lastProgressVersion: number;
+  private noProgress = 0;
+  private windowLength = 0;
+  /** How often each fingerprint occurs in the window. */
+  private counts = new Map<string, number>();
+  /** The result kind of each fingerprint's latest window entry. */
+  private lastKinds = new Map<string, ResultKind>();
+  /** The last three window entries (oldest first). */
+  private lastThree: string[] = [];
+  /** Honoured re-polls per fingerprint in the window. */
+  private honoured = new Map<string, number>();
+  /** Fingerprints whose latest execution asked to be polled again after a wait. */
+  private lastExecutions = new Map<string, LastExecution>();
+  /** The completed ledger: operation key → fingerprint that completed it (null: any). */
+  private completed = new Map<string, string | null>();
+  private lastUnmet: string | null = null;
+  private inFlight: InFlight | null = null;
+  private stopState: { reason: string; terminalState: TerminalState } | null = null;
+
+  constructor(config: GuardConfigInput = {}, options: LoopGuardOptions = {}) {
+    this.config = guardConfigSchema.parse(config);
+    this.startMs = options.startMs ?? 0;
+    this.lastProgressVersion = options.initialProgressVersion ?? 0;
+    for (const entry of options.completed ?? []) {
+      if (typeof entry === 'string') this.completed.set(entry, null);
+      else this.completed.set(entry[0], entry[1]);
+    }
+  }
+
+  /** Executed steps so far. */
+  get stepCount(): number {
+    return this.steps;
+  }
+  /** The highest progress version seen. */
+  get progressVersion(): number {
+    return this.lastProgressVersion;
+  }
+  /** Consecutive decisions without progress. */
+  get noProgressCount(): number {
+    return this.noProgress;
+  }
+  /** Entries in the current window. */
+  get windowSize(): number {
+    return this.windowLength;
+  }
+  /** Token and cost totals. */
+  get usage(): Usage {
+    return { tokens: this.tokens, costUsd: this.costUsd };
+  }
+  /** The stop in force, if any. */
+  get stopped(): { reason: string; terminalState: TerminalState } | null {
+    return this.stopState;
+  }
+  /** Completed operation keys, in the order they completed. */
+  completedKeys(): string[] {
+    return [...this.completed.keys()];
+  }
+  /** Whether an operation key is in the completed ledger. */
+  isCompleted(key: string): boolean {
+    return this.completed.has(key);
+  }
+  /** The `unmet` text of the latest PRECONDITION result (for the StopReport). */
+  get lastUnmetPrecondition(): string | null {
+    return this.lastUnmet;
+  }
+
+  /** Decides whether a proposed call may run (SPEC §3 before(), rules 1–9 in order). */
+  before(call: GuardCall, nowMs: number): BeforeResult {
+    if (this.inFlight) throw new GuardSequenceError('before() called twice without after()');
+    if (this.stopState) return { decision: 'stop', ...this.stopState };
+    const { config } = this;
+    const fp = call.fingerprint;
+
+    if (this.steps >= config.maxSteps) return this.stop('step_budget');
+    if (nowMs - this.startMs >= config.maxMs) return this.stop('wall_clock_budget');
+
+    this.tokens += call.usage?.tokens ?? 0;
+    this.costUsd += call.usage?.costUsd ?? 0;
+    if (this.tokens > config.maxTokens) return this.stop('token_budget');
+    if (this.costUsd > config.maxCostUsd) return this.stop('cost_budget');
+
+    const last = this.lastExecutions.get(fp);
+    const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
+    if (honouredPoll) {
+      if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop('wait_budget');
+    } else {
+      if ((this.counts.get(fp) ?? 0) >= config.sameCallLimit) return this.stop('same_call_repeat');
+      const [x, y, z] = this.lastThree;
+      if (this.lastThree.length === 3 && x === z && x !== y && fp === y) return this.stop('short_cycle');
+    }
+
+    if (this.lastKinds.get(fp) === 'PRECONDITION') return this.stop('precondition_unchanged');
+
+    const key = call.operationKey;
+    if (key !== undefined && key !== null && this.completed.has(key)) {
+      const owner = this.completed.get(key);
+      if (owner !== null && owner !== undefined && owner !== fp) {
+        return this.stop('idempotency_conflict', TerminalState.NEEDS_HUMAN);
+      }
+      this.inFlight = { fingerprint: fp, cached: true, honouredPoll };
+      return { decision: 'return_cached_success', honouredPoll };
+    }
+
+    this.steps += 1;
+    if (honouredPoll) this.honoured.set(fp, (this.honoured.get(fp) ?? 0) + 1);
+    this.inFlight = { fingerprint: fp, cached: false, honouredPoll };
+    return { decision: 'execute', honouredPoll };
+  }
+
+  /**
+   * Records the outcome of the call `before()` let through (SPEC §3 after(), rules 1–5).
+   * For a cached return pass the cached SUCCESS; its `progressVersion` is ignored.
+   */
+  after(call: GuardCall, result: ToolResult, progressVersion: number, nowMs: number): AfterResult {
+    const flight = this.inFlight;
+    if (!flight || flight.fingerprint !== call.fingerprint) {
+      throw new GuardSequenceError(`after() for ${call.fingerprint} without a matching before()`);
+    }
+    this.inFlight = null;
+    const fp = call.fingerprint;
+    const kind: ResultKind = flight.cached ? 'SUCCESS' : result.kind;
+
+    if (!flight.cached && progressVersion > this.lastProgressVersion) {
+      this.lastProgressVersion = progressVersion;
+      this.openWindow();
+    } else if (flight.cached || !flight.honouredPoll) {
+      this.noProgress += 1;
+    }
+    this.enterWindow(fp, kind);
+
+    if (!flight.cached) {
+      const wait = result.kind === 'PENDING' || result.kind === 'RETRYABLE' ? result.retryAfterMs : undefined;
+      if (wait !== undefined) this.lastExecutions.set(fp, { kind: result.kind, retryAfterMs: wait, atMs: nowMs });
+      else this.lastExecutions.delete(fp);
+      if (result.kind === 'PRECONDITION') this.lastUnmet = result.unmet ?? result.message ?? result.code ?? null;
+    }
+
+    if (kind === 'FATAL' && result.kind === 'FATAL') {
+      const reason = result.code ?? 'fatal';
+      return this.stop(reason, NEEDS_HUMAN_CODES.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED);
+    }
+    if (kind === 'SUCCESS') {
+      const key = call.operationKey;
+      if (!flight.cached && key !== undefined && key !== null) this.completed.set(key, fp);
+      if (!flight.cached && result.kind === 'SUCCESS' && result.terminal === true) {
+        return { decision: 'complete' };
+      }
+    }
+    if (this.noProgress >= this.config.noProgressLimit) return this.stop('no_progress');
+
+    switch (kind) {
+      case 'SUCCESS':
+        return { decision: 'continue' };
+      case 'RETRYABLE':
+        return withWait('retry_after_backoff', result);
+      case 'PENDING':
+        return withWait('wait_bounded', result);
+      case 'PRECONDITION':
+        return { decision: 'needs_changed_precondition' };
+      default:
+        throw new GuardSequenceError(`unhandled result kind ${String(kind)}`);
+    }
+  }
+
+  /**
+   * Records a stop the runtime decided outside the rules (operator stop, planner
+   * exhausted, an unknown ledger outcome) so the state and any report agree.
+   */
+  forceStop(reason: string, terminalState: TerminalState = TerminalState.STOPPED_LOOP_GUARD): StopDecision {
+    this.inFlight = null;
+    return this.stop(reason, terminalState);
+  }
+
+  /**
+   * Continues a stopped run after its precondition was re-verified as changed: the stop
+   * is lifted and a new window opens (the verified change is progress the planner did
+   * not make up). The progress version stays at the checkpoint's, so a first result at
+   * the world's new version still reads as progress. Budgets may be raised; the wall
+   * clock restarts, since time spent waiting for a person is not the agent running.
+   */
+  resume(nowMs: number, raise: Partial<Pick<GuardConfig, 'maxSteps' | 'maxMs' | 'maxTokens' | 'maxCostUsd' | 'maxWaitPolls'>> = {}): void {
+    this.stopState = null;
+    this.inFlight = null;
+    this.startMs = nowMs;
+    const cfg = this.config as { -readonly [K in keyof GuardConfig]: GuardConfig[K] };
+    for (const [k, v] of Object.entries(raise) as [keyof typeof raise, number | undefined][]) {
+      if (v !== undefined && v > cfg[k]) cfg[k] = v;
+    }
+    this.openWindow();
+    this.lastExecutions.clear();
+  }
+
+  /** Adds operation keys to the completed ledger (e.g. what the persistent ledger knows). */
+  markCompleted(key: string, fingerprint: string | null): void {
+    if (!this.completed.has(key)) this.completed.set(key, fingerprint);
+  }
+
+  /** The whole state as JSON. */
+  toJSON(): GuardStateJson {
+    const c = this.config;
+    return {
+      v: 1,
+      config: {
+        maxSteps: c.maxSteps,
+        maxMs: c.maxMs,
+        sameCallLimit: c.sameCallLimit,
+        noProgressLimit: c.noProgressLimit,
+        maxWaitPolls: c.maxWaitPolls,
+        maxTokens: infinityToNull(c.maxTokens),
+        maxCostUsd: infinityToNull(c.maxCostUsd),
+      },
+      startMs: this.startMs,
+      steps: this.steps,
+      tokens: this.tokens,
+      costUsd: this.costUsd,
+      lastProgressVersion: this.lastProgressVersion,
+      noProgress: this.noProgress,
+      windowLength: this.windowLength,
+      counts: [...this.counts],
+      lastKinds: [...this.lastKinds],
+      lastThree: [...this.lastThree],
+      honoured: [...this.honoured],
+      lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
+      completed: [...this.completed],
+      lastUnmet: this.lastUnmet,
+      inFlight: this.inFlight ? { ...this.inFlight } : null,
+      stop: this.stopState ? { ...this.stopState } : null,
+    };
+  }
+
+  /** Restores a guard from {@link toJSON} output. */
+  static fromJSON(state: GuardStateJson): LoopGuard {
+    if (state?.v !== 1) throw new TypeError('LoopGuard state: unsupported version (expected v: 1)');
+    const c = state.config;
+    const guard = new LoopGuard({
+      maxSteps: c.maxSteps ?? undefined,
+      maxMs: c.maxMs ?? undefined,
+      sameCallLimit: c.sameCallLimit ?? undefined,
+      noProgressLimit: c.noProgressLimit ?? undefined,
+      maxWaitPolls: c.maxWaitPolls ?? undefined,
+      maxTokens: nullToInfinity(c.maxTokens),
+      maxCostUsd: nullToInfinity(c.maxCostUsd),
+    });
+    guard.startMs = state.startMs;
+    guard.steps = state.steps;
+    guard.tokens = state.tokens;
+    guard.costUsd = state.costUsd;
+    guard.lastProgressVersion = state.lastProgressVersion;
+    guard.noProgress = state.noProgress;
+    guard.windowLength = state.windowLength;
+    guard.counts = new Map(state.counts);
+    guard.lastKinds = new Map(state.lastKinds);
+    guard.lastThree = [...state.lastThree];
+    guard.honoured = new Map(state.honoured);
+    guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
+    guard.completed = new Map(state.completed);
+    guard.lastUnmet = state.lastUnmet;
+    guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
+    guard.stopState = state.stop ? { ...state.stop } : null;
+    return guard;
+  }
+
+  private openWindow(): void {
+    this.noProgress = 0;
+    this.windowLength = 0;
+    this.counts.clear();
+    this.lastKinds.clear();
+    this.lastThree = [];
+    this.honoured.clear();
+  }
+
+  private enterWindow(fp: string, kind: ResultKind): void {
+    this.windowLength += 1;
+    this.counts.set(fp, (this.counts.get(fp) ?? 0) + 1);
+    this.lastKinds.set(fp, kind);
+    this.lastThree.push(fp);
+    if (this.lastThree.length > 3) this.lastThree.shift();
+  }
+
+  private stop(reason: string, terminalState: TerminalState = TerminalState.STOPPED_LOOP_GUARD): StopDecision {
+    this.stopState = { reason, terminalState };
+    return { decision: 'stop', reason, terminalState };
+  }
+}
+
+function withWait(decision: 'retry_after_backoff' | 'wait_bounded', result: ToolResult): AfterResult {
+  const retryAfterMs = 'retryAfterMs' in result ? result.retryAfterMs : undefined;
+  return retryAfterMs === undefined ? { decision } : { decision, retryAfterMs };
+}

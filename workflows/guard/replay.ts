@@ -1,0 +1,170 @@
+/**
+ * The offline replay of SPEC §6: a trace file plays both the planner and the tools, and
+ * the guard decides exactly as it would inside a durable run. Pure: the CLI reads the
+ * files, this module parses and decides.
+ */
+import { z } from 'zod';
+import { TerminalState } from './constants';
+import { normalizeCall, type ArgsSpec } from './fingerprint';
+import { LoopGuard } from './loop-guard';
+import { buildStopReport } from './report';
+import { guardConfigSchema, toolResultSchema, usageSchema, type StopReport, type ToolResult } from './schemas';
+
+const fixtureToolSchema = z
+  .object({
+    effect: z.enum(['read', 'write']).default('read'),
+    defaults: z.record(z.string(), z.unknown()).optional(),
+    nonSemantic: z.array(z.string()).optional(),
+  })
+  .strict();
+
+const replayCallSchema = z.object({
+  tool: z.string({ error: 'required string' }).min(1, 'must not be empty'),
+  args: z.unknown().optional(),
+  operationKey: z.string().nullable().optional(),
+  atMs: z.number({ error: 'must be a number' }).finite().optional(),
+  result: toolResultSchema.optional(),
+  progressVersion: z.number({ error: 'must be a number' }).finite().optional(),
+  usage: usageSchema.optional(),
+});
+
+/** A replay file (SPEC §6). */
+export const replayFileSchema = z.object({
+  name: z.string().optional(),
+  config: guardConfigSchema.optional(),
+  initialProgressVersion: z.number().finite().optional(),
+  tools: z.record(z.string(), fixtureToolSchema).optional(),
+  completed: z.array(z.string()).optional(),
+  calls: z.array(replayCallSchema, { error: 'required array' }),
+});
+/** A parsed replay file. */
+export type ReplayFile = z.output<typeof replayFileSchema>;
+/** One call of a replay file. */
+export type ReplayCall = z.output<typeof replayCallSchema>;
+
+/** One entry of the replay output's `decisions`. */
+export interface ReplayDecision {
+  index: number;
+  tool: string;
+  decision: 'execute' | 'return_cached_success' | 'stop';
+  after?: string;
+}
+
+/** The replay's output object (SPEC §6). */
+export interface ReplayOutcome {
+  terminal_state: TerminalState;
+  reason: string | null;
+  executed: number;
+  cached: number;
+  stopped_at: number | null;
+  decisions: ReplayDecision[];
+  report: StopReport | null;
+}
+
+/** A replay file that does not fit the format; the message names the field. */
+export class ReplayFormatError extends Error {
+  constructor(
+    message: string,
+    readonly field: string,
+  ) {
+    super(message);
+    this.name = 'ReplayFormatError';
+  }
+}
+
+function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : `${out ? '.' : ''}${String(seg)}`;
+  return out || '(root)';
+}
+
+/** Parses a replay file's JSON value; throws {@link ReplayFormatError} naming the field. */
+export function parseReplayFile(value: unknown): ReplayFile {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ReplayFormatError('(root): expected a JSON object', '(root)');
+  }
+  const parsed = replayFileSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = formatPath(issue?.path ?? []);
+    let message = issue?.message ?? 'invalid';
+    if (issue?.code === 'unrecognized_keys') message = `unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+    if (issue?.code === 'invalid_union' && field.startsWith('config.')) message = 'must be a positive number or null';
+    if (issue?.code === 'invalid_union' && field.endsWith('.result')) {
+      message = 'unknown or malformed result (kind must be SUCCESS, RETRYABLE, PENDING, PRECONDITION or FATAL)';
+    }
+    throw new ReplayFormatError(`${field}: ${message}`, field);
+  }
+  return parsed.data;
+}
+
+/** Args specs of a file's fixture tools (a tool it does not list is a read with no defaults). */
+export function fixtureArgsSpecs(file: ReplayFile): Map<string, ArgsSpec> {
+  const specs = new Map<string, ArgsSpec>();
+  for (const [name, tool] of Object.entries(file.tools ?? {})) {
+    specs.set(name, { defaults: tool.defaults, nonSemantic: tool.nonSemantic });
+  }
+  return specs;
+}
+
+const DEFAULT_RESULT: ToolResult = { kind: 'SUCCESS' };
+
+/** Replays a parsed file through a fresh guard. */
+export function replay(file: ReplayFile): ReplayOutcome {
+  const guard = new LoopGuard(file.config ?? {}, {
+    startMs: 0,
+    initialProgressVersion: file.initialProgressVersion ?? 0,
+    completed: file.completed ?? [],
+  });
+  const specs = fixtureArgsSpecs(file);
+  const decisions: ReplayDecision[] = [];
+  let executed = 0;
+  let cached = 0;
+  let atMs = 0;
+
+  const finish = (
+    state: TerminalState,
+    reason: string | null,
+    stoppedAt: number | null,
+    blocked: { tool: string; fingerprint: string } | null,
+  ): ReplayOutcome => ({
+    terminal_state: state,
+    reason: state === TerminalState.COMPLETED ? null : reason,
+    executed,
+    cached,
+    stopped_at: stoppedAt,
+    decisions,
+    report:
+      state === TerminalState.COMPLETED
+        ? null
+        : buildStopReport(guard, { terminalState: state, reason: reason ?? 'unknown', blockedCall: blocked }),
+  });
+
+  for (let index = 0; index < file.calls.length; index++) {
+    const raw = file.calls[index] as ReplayCall;
+    atMs = raw.atMs ?? atMs;
+    const norm = normalizeCall(raw.tool, raw.args ?? {}, specs.get(raw.tool));
+    const call = {
+      tool: raw.tool,
+      fingerprint: norm.fingerprint,
+      operationKey: raw.operationKey ?? null,
+      usage: raw.usage,
+    };
+    const blocked = { tool: raw.tool, fingerprint: norm.fingerprint };
+    const before = guard.before(call, atMs);
+    if (before.decision === 'stop') {
+      decisions.push({ index, tool: raw.tool, decision: 'stop' });
+      return finish(before.terminalState, before.reason, index, blocked);
+    }
+    const isCached = before.decision === 'return_cached_success';
+    if (isCached) cached += 1;
+    else executed += 1;
+    const result = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
+    const after = guard.after(call, result, raw.progressVersion ?? guard.progressVersion, atMs);
+    decisions.push({ index, tool: raw.tool, decision: before.decision, after: after.decision });
+    if (after.decision === 'stop') return finish(after.terminalState, after.reason, index, blocked);
+    if (after.decision === 'complete') return finish(TerminalState.COMPLETED, null, index, null);
+  }
+  guard.forceStop('planner_exhausted', TerminalState.PARTIAL);
+  return finish(TerminalState.PARTIAL, 'planner_exhausted', null, null);
+}

@@ -1,0 +1,111 @@
+/**
+ * Zod schemas for the guard's contract: configuration, tool results, the StopReport
+ * (SPEC §4, snake_case on the wire) and trace records (SPEC §5).
+ */
+import { z } from 'zod';
+import { AfterDecision, BeforeDecision, RESULT_KINDS, TERMINAL_STATES } from './constants';
+
+const limit = z.number().int().positive();
+/** A budget may be a finite positive number or `null`/`Infinity` for "no limit". */
+const optionalBudget = z
+  .union([
+    z.number().positive(),
+    z.null(),
+    z.custom<number>((v) => v === Number.POSITIVE_INFINITY, 'must be a positive number or null'),
+  ])
+  .transform((v) => (v === null ? Number.POSITIVE_INFINITY : v));
+
+/** Guard configuration (SPEC §3 defaults). Unknown keys are an error, not silently ignored. */
+export const guardConfigSchema = z
+  .object({
+    maxSteps: limit.default(20),
+    maxMs: z.number().positive().default(60_000),
+    sameCallLimit: limit.default(2),
+    noProgressLimit: limit.default(3),
+    maxWaitPolls: limit.default(10),
+    maxTokens: optionalBudget.default(Number.POSITIVE_INFINITY),
+    maxCostUsd: optionalBudget.default(Number.POSITIVE_INFINITY),
+  })
+  .strict();
+/** Fully resolved guard configuration. */
+export type GuardConfig = z.output<typeof guardConfigSchema>;
+/** Guard configuration as a caller writes it (every field optional). */
+export type GuardConfigInput = z.input<typeof guardConfigSchema>;
+
+/** Token and cost usage of one planner proposal. */
+export const usageSchema = z
+  .object({ tokens: z.number().nonnegative().default(0), costUsd: z.number().nonnegative().default(0) })
+  .strict();
+/** Usage of one proposal. */
+export type Usage = z.output<typeof usageSchema>;
+
+const code = z.string().min(1);
+/** A classified tool result (SPEC §2). `code` is optional so a bare FATAL reads as `fatal`. */
+export const toolResultSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('SUCCESS'), data: z.unknown().optional(), terminal: z.boolean().optional() }),
+  z.object({
+    kind: z.literal('RETRYABLE'),
+    code: code.optional(),
+    retryAfterMs: z.number().nonnegative().optional(),
+    message: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('PENDING'),
+    code: code.optional(),
+    retryAfterMs: z.number().nonnegative().optional(),
+    ref: z.string().optional(),
+    message: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('PRECONDITION'),
+    code: code.optional(),
+    unmet: z.string().optional(),
+    message: z.string().optional(),
+  }),
+  z.object({ kind: z.literal('FATAL'), code: code.optional(), message: z.string().optional() }),
+]);
+/** A classified tool result. */
+export type ToolResult = z.output<typeof toolResultSchema>;
+/** Result kind enum schema. */
+export const resultKindSchema = z.enum(RESULT_KINDS);
+
+/** The call that ended a run, as the StopReport names it. */
+export const blockedCallSchema = z.object({ tool: z.string(), fingerprint: z.string() });
+
+/** The StopReport of SPEC §4 (snake_case keys, JSON). */
+export const stopReportSchema = z.object({
+  terminal_state: z.enum(TERMINAL_STATES),
+  guard_reason: z.string(),
+  completed: z.array(z.string()),
+  last_safe_checkpoint: z.string().nullable(),
+  unmet_precondition: z.string().nullable(),
+  resume_condition: z.string().nullable(),
+  next_allowed_action: z.string(),
+  steps: z.number().int().nonnegative(),
+  last_progress_version: z.number(),
+  blocked_call: blockedCallSchema.nullable(),
+});
+/** A StopReport. */
+export type StopReport = z.output<typeof stopReportSchema>;
+
+/** One trace record per decision (SPEC §5). */
+export const traceRecordSchema = z.object({
+  run_id: z.string(),
+  step: z.number().int().nonnegative(),
+  tool: z.string().nullable(),
+  fingerprint: z.string().nullable(),
+  args: z.unknown(),
+  result_kind: resultKindSchema.nullable(),
+  error_code: z.string().nullable(),
+  progress_version: z.number(),
+  operation_key: z.string().nullable(),
+  phase: z.enum(['before', 'after', 'run']),
+  decision: z.string(),
+  reason: z.string().nullable(),
+  at_ms: z.number(),
+});
+/** A trace record. */
+export type TraceRecord = z.output<typeof traceRecordSchema>;
+
+/** Decision values accepted in a trace `decision` field from before()/after(). */
+export const decisionValues = [...Object.values(BeforeDecision), ...Object.values(AfterDecision)];

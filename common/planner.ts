@@ -68,7 +68,7 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('scripted'), scriptPath: z.string().optional(), script: z.unknown().optional() }),
   z.object({
     kind: z.literal('anthropic'),
-    model: z.string().default('claude-sonnet-4-5'),
+    model: z.string().default('claude-sonnet-4-6'),
     maxTokens: z.number().int().positive().default(1024),
     baseURL: z.string().url().optional(),
     system: z.string().optional(),

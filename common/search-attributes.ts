@@ -8,7 +8,7 @@
  *
  * Sandbox-safe: no Node imports, only `@temporalio/common`.
  */
-import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeKey } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /** Name → type as the Temporal CLI spells it (`--search-attribute Name=Type`). */
 export const SEARCH_ATTRIBUTES = {
@@ -21,19 +21,19 @@ export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTES;
 export type CliSearchAttributeType = (typeof SEARCH_ATTRIBUTES)[SearchAttributeName];
 
 /** The run's lifecycle state, e.g. RUNNING / STOPPED / NEEDS_HUMAN / COMPLETED. */
-export const AGENT_STATE: SearchAttributeKey<'KEYWORD'> = defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD);
+export const AGENT_STATE = defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD);
 /** Why the guard stopped the run (the guard's reason code), empty while running. */
-export const AGENT_GUARD_REASON: SearchAttributeKey<'KEYWORD'> = defineSearchAttributeKey(
-  'AgentGuardReason',
-  SearchAttributeType.KEYWORD,
-);
+export const AGENT_GUARD_REASON = defineSearchAttributeKey('AgentGuardReason', SearchAttributeType.KEYWORD);
 /** Tool steps executed so far. */
-export const AGENT_STEPS: SearchAttributeKey<'INT'> = defineSearchAttributeKey('AgentSteps', SearchAttributeType.INT);
+export const AGENT_STEPS = defineSearchAttributeKey('AgentSteps', SearchAttributeType.INT);
 
 /** All typed keys, in declaration order (for `TestWorkflowEnvironment` `searchAttributes`). */
 export const SEARCH_ATTRIBUTE_KEYS = [AGENT_STATE, AGENT_GUARD_REASON, AGENT_STEPS] as const;
 
 /** `['--search-attribute', 'AgentState=Keyword', …]` for `temporal server start-dev`. */
 export function searchAttributeCliArgs(): string[] {
-  return Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
+  return Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => [
+    '--search-attribute',
+    `${name}=${type}`,
+  ]);
 }

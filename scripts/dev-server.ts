@@ -132,7 +132,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const envUiPort = process.env.TEMPORAL_UI_PORT ? Number(process.env.TEMPORAL_UI_PORT) : undefined;
   const uiPort = options.uiPort ?? envUiPort ?? port + 1000;
   const envDb = process.env.TEMPORAL_DB_FILE;
-  const dbFileOpt = options.dbFile !== undefined ? options.dbFile : envDb !== undefined ? envDb : DEFAULT_DB_FILE;
+  const dbFileOpt =
+    options.dbFile !== undefined ? options.dbFile : envDb !== undefined ? envDb : DEFAULT_DB_FILE;
   const dbFile = dbFileOpt && dbFileOpt !== ':memory:' ? path.resolve(dbFileOpt) : undefined;
   const address = `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
 
@@ -188,7 +189,14 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     stopping ??= (async () => {
       if (exited || child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
-      const killed = await Promise.race([exitPromise.then(() => true), sleep(timeoutMs).then(() => false)]);
+      let timer: NodeJS.Timeout | undefined;
+      const killed = await Promise.race([
+        exitPromise.then(() => true),
+        new Promise<boolean>((r) => {
+          timer = setTimeout(() => r(false), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
       if (!killed) {
         child.kill('SIGKILL');
         await exitPromise;

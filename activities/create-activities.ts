@@ -1,0 +1,303 @@
+/**
+ * The activities a worker hosts: `plan` (ask the planner, validate and fingerprint its
+ * proposal), `runTool` (run a tool; writes only through the ledger) and
+ * `verifyPrecondition` (re-check the world before a stopped run may resume).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Planner, PlannerInput } from '../common/planner';
+import { fixtureArgsSpecs, normalizeCall, type ToolResult } from '../workflows/guard';
+import {
+  executeOnce,
+  executeOnceAtomic,
+  LedgerState,
+  SideEffectErrorClass,
+  type ExecuteOutcome,
+  type Ledger,
+} from './ledger';
+import { createScriptedPlanner, scriptOf } from './planners/scripted';
+import { classifyError } from './tools/classify';
+import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
+import type { World } from './tools/demo/world';
+import type { ToolRegistry } from './tools/registry';
+import type { Tx } from './tools/tx';
+import type {
+  PlanInput,
+  PlanOutput,
+  ProposalInfo,
+  RunToolInput,
+  RunToolOutput,
+  VerifyInput,
+  VerifyOutput,
+} from './types';
+
+/** What the activities need. */
+export interface ActivityDeps {
+  readonly registry: ToolRegistry;
+  readonly world: World;
+  readonly ledger: Ledger;
+  /** True when the ledger lives in the world's database file (atomic business writes). */
+  readonly ledgerSharesWorldDb: boolean;
+  /** Planners by kind; `scripted` is always available. */
+  readonly planners?: Partial<Record<'anthropic' | 'openai', Planner>>;
+  /** Ledger lease; renewed while a write runs. */
+  readonly leaseMs?: number;
+  /** Worker identity, for the ledger's owner column. */
+  readonly identity?: string;
+}
+
+/** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
+class ResultNotSuccess extends Error {
+  constructor(readonly result: ToolResult) {
+    super(`tool returned ${result.kind}`);
+    this.name = 'ResultNotSuccess';
+  }
+}
+
+function ledgerClass(result: ToolResult): SideEffectErrorClass {
+  // A tool that answered PRECONDITION/RETRYABLE/PENDING or refused (permission) did not perform
+  // the operation: release the claim so the operation can run once the world changes.
+  if (result.kind !== 'FATAL') return SideEffectErrorClass.NOT_PERFORMED;
+  if (result.code === 'permission_denied' || result.code === 'policy_blocked' || result.code === 'needs_human') {
+    return SideEffectErrorClass.NOT_PERFORMED;
+  }
+  return SideEffectErrorClass.FINAL;
+}
+
+function heartbeatSafe(): void {
+  try {
+    Context.current().heartbeat();
+  } catch {
+    // Outside an activity (unit tests call these functions directly).
+  }
+}
+
+function activityInfo(): { attempt: number; activityId: string; signal: AbortSignal } {
+  try {
+    const ctx = Context.current();
+    return { attempt: ctx.info.attempt, activityId: ctx.info.activityId, signal: ctx.cancellationSignal };
+  } catch {
+    return { attempt: 1, activityId: 'direct', signal: new AbortController().signal };
+  }
+}
+
+/** Creates the activity functions over their dependencies. */
+export function createActivities(deps: ActivityDeps) {
+  const { registry, world, ledger } = deps;
+  const leaseMs = deps.leaseMs ?? 30_000;
+  const identity = deps.identity ?? `worker-${process.pid}`;
+  const scripted = createScriptedPlanner();
+
+  function plannerFor(kind: string): Planner {
+    if (kind === 'scripted') return scripted;
+    const p = deps.planners?.[kind as 'anthropic' | 'openai'];
+    if (!p) {
+      throw ApplicationFailure.nonRetryable(`planner "${kind}" is not configured on this worker`, 'PlannerNotConfigured');
+    }
+    return p;
+  }
+
+  async function ledgerView(key: string | null): Promise<ProposalInfo['ledger']> {
+    if (key === null) return null;
+    const rec = await ledger.get(key);
+    if (!rec || rec.state !== LedgerState.SUCCEEDED) return null;
+    return { state: rec.state, fingerprint: rec.argsHash, result: rec.result };
+  }
+
+  /** Asks the planner for its next turn and validates + fingerprints the proposal. */
+  async function plan(input: PlanInput): Promise<PlanOutput> {
+    const planner = plannerFor(input.planner.kind);
+    const plannerInput: PlannerInput = {
+      runId: input.runId,
+      goal: input.goal,
+      planner: input.planner,
+      tools: registry.descriptors(),
+      memory: input.memory,
+      observation: (input.observation as PlannerInput['observation']) ?? null,
+    };
+    const out = await planner.next(plannerInput);
+    const turn = out.turn;
+    if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
+
+    if (input.planner.kind === 'scripted') {
+      // Script mode plays both planner and tools: fixture tools normalise as the replay does.
+      const file = scriptOf(input);
+      const n = normalizeCall(turn.tool, turn.args, fixtureArgsSpecs(file).get(turn.tool));
+      const call = file.calls[turn.scriptIndex ?? -1];
+      return {
+        turn,
+        memory: out.memory,
+        proposal: {
+          tool: turn.tool,
+          args: turn.args,
+          canonicalArgs: n.canonicalArgs,
+          fingerprint: n.fingerprint,
+          operationKey: turn.operationKey ?? null,
+          effect: file.tools?.[turn.tool]?.effect ?? 'read',
+          rejection: null,
+          ledger: null,
+          fixture: { result: call?.result ?? null, progressVersion: call?.progressVersion ?? null },
+        },
+      };
+    }
+    const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
+    return {
+      turn,
+      memory: out.memory,
+      proposal: { ...n, ledger: n.rejection ? null : await ledgerView(n.operationKey), fixture: null },
+    };
+  }
+
+  async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promise<ToolResult> {
+    const { signal } = activityInfo();
+    const ret: ToolReturn = await tool.execute(input.args, {
+      runId: input.runId,
+      operationKey: input.operationKey,
+      heartbeat: heartbeatSafe,
+      signal,
+      tx,
+    });
+    return toResult(ret);
+  }
+
+  function mapOutcome(
+    outcome: ExecuteOutcome<ToolResult>,
+    failure: ToolResult | null,
+  ): { result: ToolResult; via: RunToolOutput['via'] } {
+    switch (outcome.kind) {
+      case 'executed':
+        return { result: outcome.result, via: 'executed' };
+      case 'cached':
+        return { result: { kind: 'SUCCESS', data: outcome.result }, via: 'ledger' };
+      case 'in_progress':
+        return {
+          result: { kind: 'RETRYABLE', code: 'in_progress', retryAfterMs: outcome.retryAfterMs },
+          via: 'not_run',
+        };
+      case 'unknown':
+        return {
+          result: {
+            kind: 'FATAL',
+            code: 'outcome_unknown',
+            message: `operation ${outcome.key}: the executor died after dispatch; settle it with "agentctl ledger resolve ${outcome.key}"`,
+          },
+          via: 'not_run',
+        };
+      case 'failed_final':
+        return {
+          result: { kind: 'FATAL', code: outcome.error.code ?? 'failed_final', message: outcome.error.message },
+          via: outcome.replayed ? 'ledger' : 'executed',
+        };
+      case 'failed_retryable':
+        return { result: failure ?? classifyError(new Error(outcome.error.message)), via: 'executed' };
+      case 'conflict':
+        return { result: { kind: 'FATAL', code: 'idempotency_conflict', message: outcome.error.message }, via: 'not_run' };
+    }
+  }
+
+  /** Runs one tool call. Reads run directly; writes run through the ledger. */
+  async function runTool(input: RunToolInput): Promise<RunToolOutput> {
+    if (input.fixture) {
+      await world.countCall(input.runId, input.tool);
+      return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
+    }
+    const tool = registry.get(input.tool);
+    if (!tool) {
+      return {
+        result: { kind: 'PRECONDITION', code: 'unknown_tool', unmet: `no tool named "${input.tool}"` },
+        progressVersion: await world.progressVersion(input.runId),
+        via: 'not_run',
+      };
+    }
+    // Strict parse again at the point of execution: nothing runs on unvalidated args.
+    const parsed = tool.schema.safeParse(input.args);
+    if (!parsed.success) {
+      return { result: classifyError(parsed.error), progressVersion: await world.progressVersion(input.runId), via: 'not_run' };
+    }
+    const args = { ...input, args: parsed.data };
+
+    if (tool.effect === 'read') {
+      let result: ToolResult;
+      try {
+        result = await world.transaction((tx) => execute(tool, args, tx));
+      } catch (err) {
+        result = tool.classify?.(err) ?? classifyError(err);
+      }
+      return { result, progressVersion: await world.progressVersion(input.runId), via: 'executed' };
+    }
+
+    if (input.operationKey === null) {
+      return {
+        result: { kind: 'PRECONDITION', code: 'missing_operation_key', unmet: `write tool ${tool.name} needs an operation key` },
+        progressVersion: await world.progressVersion(input.runId),
+        via: 'not_run',
+      };
+    }
+    const { attempt, activityId } = activityInfo();
+    // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
+    let lastFailure: ToolResult | null = null;
+    const options = {
+      key: input.operationKey,
+      tool: tool.name,
+      argsHash: input.fingerprint,
+      runId: input.runId,
+      owner: `${identity}/${activityId}/attempt-${attempt}`,
+      leaseMs,
+      vendorIdempotent: tool.vendorIdempotent ?? false,
+      classifyError: (err: unknown) => {
+        lastFailure = err instanceof ResultNotSuccess ? err.result : (tool.classify?.(err) ?? classifyError(err));
+        if (err instanceof ResultNotSuccess) return ledgerClass(err.result);
+        return lastFailure.kind === 'FATAL' && ledgerClass(lastFailure) === SideEffectErrorClass.FINAL
+          ? SideEffectErrorClass.FINAL
+          : lastFailure.kind === 'RETRYABLE'
+            ? SideEffectErrorClass.UNKNOWN_OUTCOME
+            : SideEffectErrorClass.NOT_PERFORMED;
+      },
+    };
+    const run = async (tx: Tx): Promise<ToolResult> => {
+      const r = await execute(tool, args, tx);
+      if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
+      return r;
+    };
+    const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb;
+    const outcome = atomic
+      ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
+      : await executeOnce(ledger, options, () => world.transaction((tx) => run(tx)));
+    const mapped = mapOutcome(outcome, lastFailure);
+    return { ...mapped, progressVersion: await world.progressVersion(input.runId) };
+  }
+
+  /** Re-verifies, from external state, that what stopped a run has changed. */
+  async function verifyPrecondition(input: VerifyInput): Promise<VerifyOutput> {
+    const version = await world.progressVersion(input.runId);
+    if (input.reason === 'outcome_unknown' && input.operationKey) {
+      const rec = await ledger.get(input.operationKey);
+      const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
+      return {
+        changed: settled,
+        progressVersion: version,
+        detail: settled
+          ? `ledger record ${input.operationKey} settled as ${rec?.state}`
+          : `ledger record ${input.operationKey} is still UNKNOWN`,
+      };
+    }
+    const changed = version > input.checkpointProgressVersion;
+    return {
+      changed,
+      progressVersion: version,
+      detail: changed
+        ? `external state moved from version ${input.checkpointProgressVersion} to ${version}`
+        : `external state unchanged at version ${version}`,
+    };
+  }
+
+  /** The run's progress version now (at start, for initialProgressVersion). */
+  async function currentProgress(runId: string): Promise<number> {
+    return world.progressVersion(runId);
+  }
+
+  return { plan, runTool, verifyPrecondition, currentProgress };
+}
+
+/** The activity functions, for `proxyActivities<Activities>()`. */
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,108 @@
+/**
+ * One setting picks the backend: `LEDGER_URL=sqlite:./data/ledger.db` (embedded default,
+ * one host) or `postgres://…` (several workers on several hosts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { LedgerConnectionError } from './errors';
+import { PostgresLedger } from './postgres-ledger';
+import { SqliteLedger } from './sqlite-ledger';
+import type { Ledger } from './types';
+
+/** The URL used when `LEDGER_URL` is unset. */
+export const DEFAULT_LEDGER_URL = 'sqlite:./data/ledger.db';
+
+/** `LEDGER_URL` from the environment, or {@link DEFAULT_LEDGER_URL}. */
+export function ledgerUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const url = env.LEDGER_URL?.trim();
+  return url ? url : DEFAULT_LEDGER_URL;
+}
+
+/** Replaces the password of a URL with `***` so it can be logged and shown in errors. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+  }
+}
+
+/** Options of {@link openLedger}. */
+export interface OpenLedgerOptions {
+  /** Apply pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+const HOW_TO_FIX =
+  'Set LEDGER_URL to sqlite:PATH (embedded, one host; e.g. sqlite:./data/ledger.db) or ' +
+  'postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME] (several hosts).';
+
+/**
+ * Opens the ledger named by `url` and (by default) migrates it.
+ *
+ * - `sqlite:PATH` — a file (its folder is created) or `sqlite::memory:`
+ * - `postgres://…` / `postgresql://…` — optional `?schema=NAME` query parameter selects a schema
+ *
+ * Unknown schemes and unreachable databases throw {@link LedgerConnectionError} naming the
+ * URL (password redacted) and how to fix it.
+ */
+export async function openLedger(url: string = ledgerUrlFromEnv(), options: OpenLedgerOptions = {}): Promise<Ledger> {
+  const shown = redactUrl(url);
+  let ledger: Ledger;
+  if (url.startsWith('sqlite:')) {
+    const file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!file) throw new LedgerConnectionError(`Ledger URL "${shown}" names no file. ${HOW_TO_FIX}`, shown);
+    try {
+      if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+      ledger = new SqliteLedger(file);
+    } catch (err) {
+      throw new LedgerConnectionError(
+        `Cannot open the SQLite ledger at "${shown}": ${(err as Error).message}. Check that the folder is writable. ${HOW_TO_FIX}`,
+        shown,
+        { cause: err },
+      );
+    }
+  } else if (/^postgres(ql)?:\/\//.test(url)) {
+    const { connectionString, schema } = splitSchema(url);
+    const pg = new PostgresLedger(connectionString, schema ? { schema } : {});
+    try {
+      await pg.ping();
+    } catch (err) {
+      await pg.close().catch(() => undefined);
+      throw new LedgerConnectionError(
+        `Cannot reach the PostgreSQL ledger at "${shown}": ${(err as Error).message || String(err)}. ` +
+          `Check that the server runs and accepts this user/database. ${HOW_TO_FIX}`,
+        shown,
+        { cause: err },
+      );
+    }
+    ledger = pg;
+  } else {
+    throw new LedgerConnectionError(`Unsupported ledger URL "${shown}". ${HOW_TO_FIX}`, shown);
+  }
+  if (options.migrate ?? true) {
+    try {
+      await ledger.migrate();
+    } catch (err) {
+      await ledger.close().catch(() => undefined);
+      throw new LedgerConnectionError(`Cannot migrate the ledger at "${shown}": ${(err as Error).message}`, shown, {
+        cause: err,
+      });
+    }
+  }
+  return ledger;
+}
+
+/** Takes our own `schema` query parameter out of the URL before `pg` sees it. */
+function splitSchema(url: string): { connectionString: string; schema: string | undefined } {
+  try {
+    const u = new URL(url);
+    const schema = u.searchParams.get('schema') ?? undefined;
+    u.searchParams.delete('schema');
+    return { connectionString: u.toString(), schema };
+  } catch {
+    return { connectionString: url, schema: undefined };
+  }
+}

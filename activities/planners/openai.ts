@@ -1,0 +1,188 @@
+/**
+ * The OpenAI-compatible Chat Completions planner. Through `baseURL` the same code
+ * reaches OpenAI, vLLM (`http://host:8000/v1`), Ollama (`http://host:11434/v1`) and
+ * any other server speaking `POST /v1/chat/completions` with tools.
+ *
+ * The API key is read from `OPENAI_API_KEY` inside the activity on every turn; it is
+ * never part of the memory, the turn or an error message.
+ */
+import OpenAI from 'openai';
+import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
+import { plannerSpecSchema } from '../../common/planner';
+import {
+  DEFAULT_MAX_OBSERVATION_CHARS,
+  DEFAULT_TIMEOUT_MS,
+  PlannerProtocolError,
+  activityCancellationSignal,
+  defaultWarn,
+  failureToThrow,
+  readApiKey,
+  runTurn,
+  toolParameters,
+  wrapOtherFailure,
+  wrapSdkFailure,
+  type LlmPlannerOptions,
+  type ModelReply,
+  type PendingCall,
+  type PlannerError,
+  type ProviderAdapter,
+} from './llm-common';
+import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf } from './pricing';
+
+/** Env var holding the OpenAI (or compatible server's) API key. */
+export const OPENAI_API_KEY_ENV = 'OPENAI_API_KEY';
+/** Env var overriding the base URL (vLLM, Ollama, a gateway, a test server); include `/v1`. */
+export const OPENAI_BASE_URL_ENV = 'OPENAI_BASE_URL';
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+
+/** Options of {@link createOpenAIPlanner}. */
+export interface OpenAIPlannerOptions extends LlmPlannerOptions {
+  /**
+   * Which request field carries `maxTokens`. OpenAI's reasoning models accept only
+   * `max_completion_tokens`; many compatible servers know only `max_tokens`. Default:
+   * `max_completion_tokens` for the public OpenAI API, `max_tokens` for any other base URL.
+   */
+  readonly maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
+}
+
+/**
+ * The args of a tool call. `arguments` is JSON text written by the model: `""` (some
+ * local servers send it for argument-less tools) means `{}`; text that is not JSON is
+ * passed on *as the raw string*, so the runtime's zod parse rejects it as PRECONDITION
+ * `invalid_args` and the model is told so, instead of the planner guessing a repair.
+ */
+export function parseToolArguments(raw: string | undefined | null): unknown {
+  if (raw === undefined || raw === null || raw.trim() === '') return {};
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
+function wrapError(err: unknown, key: string): PlannerError {
+  if (err instanceof OpenAI.APIUserAbortError) {
+    return wrapSdkFailure('OpenAI', { status: null, message: 'request aborted', aborted: true }, [key]);
+  }
+  if (err instanceof OpenAI.APIError) {
+    return wrapSdkFailure(
+      'OpenAI',
+      {
+        status: typeof err.status === 'number' ? err.status : null,
+        message: err.message,
+        retryAfter: err.headers?.get('retry-after') ?? null,
+        requestId: err.requestID ?? null,
+      },
+      [key],
+    );
+  }
+  return wrapOtherFailure('OpenAI', err, [key]);
+}
+
+/**
+ * Creates the OpenAI-compatible planner. Per turn it reads `OPENAI_API_KEY` (required;
+ * any non-empty value for a local server without auth) and the base URL
+ * (`input.planner.baseURL`, else `OPENAI_BASE_URL`, else the public API).
+ * Errors are {@link PlannerError}s with redacted messages.
+ */
+export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
+  const env = opts.env ?? process.env;
+  const warn = opts.warn ?? defaultWarn;
+  const maxObservationChars = opts.maxObservationChars ?? DEFAULT_MAX_OBSERVATION_CHARS;
+
+  return {
+    async next(input: PlannerInput): Promise<PlannerOutput> {
+      const spec = plannerSpecSchema.parse(input.planner);
+      if (spec.kind !== 'openai')
+        throw new PlannerProtocolError(`the openai planner got a "${spec.kind}" planner spec`);
+      const key = readApiKey(env, OPENAI_API_KEY_ENV, 'openai');
+      const priceTable = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+      const baseURL = spec.baseURL ?? env[OPENAI_BASE_URL_ENV] ?? DEFAULT_BASE_URL;
+      const maxTokensParam =
+        opts.maxTokensParam ?? (baseURL === DEFAULT_BASE_URL ? 'max_completion_tokens' : 'max_tokens');
+      // Organization and project come from our env too, so an injected `env` is the
+      // whole configuration and the worker's process env cannot leak in.
+      const client = new OpenAI({
+        apiKey: key,
+        baseURL,
+        organization: env.OPENAI_ORG_ID ?? null,
+        project: env.OPENAI_PROJECT_ID ?? null,
+        maxRetries: opts.maxRetries ?? 2,
+        timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      });
+      const tools: OpenAI.Chat.Completions.ChatCompletionFunctionTool[] = input.tools.map((tool) => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: toolParameters(tool) },
+      }));
+
+      const adapter: ProviderAdapter<MessageParam> = {
+        provider: 'openai',
+        userMessage: (text) => ({ role: 'user', content: text }),
+        isAssistant: (message) => message.role === 'assistant',
+        // Chat Completions has no error flag on tool messages: the `kind` in the text says it.
+        appendToolResult(messages, call: PendingCall, content) {
+          messages.push({ role: 'tool', tool_call_id: call.id, content });
+        },
+        async request(messages): Promise<ModelReply<MessageParam>> {
+          const signal = activityCancellationSignal();
+          const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
+            model: spec.model,
+            messages: spec.system ? [{ role: 'system', content: spec.system }, ...messages] : [...messages],
+            ...(tools.length > 0 ? { tools } : {}),
+          };
+          if (maxTokensParam === 'max_tokens') body.max_tokens = spec.maxTokens;
+          else body.max_completion_tokens = spec.maxTokens;
+          let reply: OpenAI.Chat.Completions.ChatCompletion;
+          try {
+            reply = await client.chat.completions.create(body, signal ? { signal } : undefined);
+          } catch (err) {
+            throw failureToThrow(err, signal, (e) => wrapError(e, key));
+          }
+          const choice = reply.choices[0];
+          if (!choice) throw new PlannerProtocolError('the chat completion has no choices');
+          const msg = choice.message;
+          // Servers that omit tool-call ids still need one to pair each result with its call.
+          const toolCalls = (msg.tool_calls ?? [])
+            .filter(
+              (tc): tc is OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall =>
+                tc.type === 'function',
+            )
+            .map((tc, i) => ({ ...tc, id: tc.id || `call_${messages.length}_${i}` }));
+          const calls: PendingCall[] = toolCalls.map((tc) => ({
+            id: tc.id,
+            tool: tc.function.name,
+            args: parseToolArguments(tc.function.arguments),
+          }));
+          const assistant: OpenAI.Chat.Completions.ChatCompletionAssistantMessageParam = {
+            role: 'assistant',
+            content: msg.content ?? null,
+          };
+          if (toolCalls.length > 0) {
+            assistant.tool_calls = toolCalls.map((tc) => ({
+              id: tc.id,
+              type: 'function',
+              function: { name: tc.function.name, arguments: tc.function.arguments },
+            }));
+          }
+          const u = reply.usage;
+          const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
+          const prompt = u?.prompt_tokens ?? 0;
+          const usage = usageOf(
+            [reply.model, spec.model],
+            {
+              // prompt_tokens includes the cached ones; they are billed at their own price.
+              inputTokens: Math.max(0, prompt - cached),
+              cacheReadTokens: Math.min(cached, prompt),
+              outputTokens: u?.completion_tokens ?? 0,
+            },
+            { table: priceTable, warn },
+          );
+          return { message: assistant, calls, text: msg.content ?? msg.refusal ?? '', usage };
+        },
+      };
+      return runTurn(input, adapter, maxObservationChars);
+    },
+  };
+}

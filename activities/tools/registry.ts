@@ -1,0 +1,108 @@
+/**
+ * The registry of tools a worker hosts, and the normalisation of a proposed call: strict
+ * zod parse, operation key, canonical args and fingerprint — done in an activity so the
+ * workflow only ever sees validated, fingerprinted calls.
+ */
+import { z } from 'zod';
+import type { ToolDescriptor } from '../../common/planner';
+import { normalizeCall, type ToolResult } from '../../workflows/guard';
+import { classifyError } from './classify';
+import type { AnyTool } from './define-tool';
+
+/** A proposed call after normalisation. */
+export interface NormalizedProposal {
+  readonly tool: string;
+  /** Parsed args (defaults filled) when valid, else the raw args. */
+  readonly args: unknown;
+  readonly canonicalArgs: unknown;
+  readonly fingerprint: string;
+  readonly operationKey: string | null;
+  readonly effect: 'read' | 'write';
+  /** Set when the call cannot run as proposed: PRECONDITION unknown_tool / invalid_args. */
+  readonly rejection: ToolResult | null;
+}
+
+/** The tools one worker hosts. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, AnyTool>();
+
+  constructor(tools: readonly AnyTool[] = []) {
+    for (const t of tools) this.register(t);
+  }
+
+  /** Adds a tool; a second tool with the same name is an error. */
+  register(tool: AnyTool): this {
+    if (this.tools.has(tool.name)) throw new TypeError(`ToolRegistry: tool "${tool.name}" registered twice`);
+    this.tools.set(tool.name, tool);
+    return this;
+  }
+
+  /** The tool of that name, if registered. */
+  get(name: string): AnyTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Registered tool names. */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** What planners (and LLMs) see of the tools. */
+  descriptors(): ToolDescriptor[] {
+    return [...this.tools.values()].map((t) => ({
+      name: t.name,
+      description: t.description,
+      effect: t.effect,
+      inputSchema: z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+    }));
+  }
+
+  /**
+   * Validates and fingerprints a proposed call. Nothing runs here; an unknown tool or
+   * invalid args come back as a `rejection` the workflow records as the call's result.
+   */
+  normalize(toolName: string, args: unknown, explicitKey?: string | null): NormalizedProposal {
+    const tool = this.tools.get(toolName);
+    if (!tool) {
+      const n = normalizeCall(toolName, args);
+      return {
+        tool: toolName,
+        args,
+        canonicalArgs: n.canonicalArgs,
+        fingerprint: n.fingerprint,
+        operationKey: explicitKey ?? null,
+        effect: 'read',
+        rejection: {
+          kind: 'PRECONDITION',
+          code: 'unknown_tool',
+          unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
+        },
+      };
+    }
+    const parsed = tool.schema.safeParse(args ?? {});
+    if (!parsed.success) {
+      const n = normalizeCall(toolName, args, { nonSemantic: tool.nonSemantic });
+      return {
+        tool: toolName,
+        args,
+        canonicalArgs: n.canonicalArgs,
+        fingerprint: n.fingerprint,
+        operationKey: explicitKey ?? null,
+        effect: tool.effect,
+        rejection: classifyError(parsed.error),
+      };
+    }
+    const n = normalizeCall(toolName, parsed.data, { nonSemantic: tool.nonSemantic });
+    let operationKey = explicitKey ?? null;
+    if (operationKey === null && tool.operationKey) operationKey = tool.operationKey(parsed.data);
+    return {
+      tool: toolName,
+      args: parsed.data,
+      canonicalArgs: n.canonicalArgs,
+      fingerprint: n.fingerprint,
+      operationKey,
+      effect: tool.effect,
+      rejection: null,
+    };
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Inputs and outputs of the activities the workflow calls. The workflow imports this
+ * file as types only.
+ */
+import type { PlannerSpec, PlannerTurn } from '../common/planner';
+import type { ToolResult } from '../workflows/guard';
+
+/** Input of the `plan` activity. */
+export interface PlanInput {
+  readonly runId: string;
+  readonly goal: string;
+  readonly planner: PlannerSpec;
+  readonly memory: unknown;
+  readonly observation: unknown;
+}
+
+/** A proposed call, validated and fingerprinted by the activity. */
+export interface ProposalInfo {
+  readonly tool: string;
+  readonly args: unknown;
+  readonly canonicalArgs: unknown;
+  readonly fingerprint: string;
+  readonly operationKey: string | null;
+  readonly effect: 'read' | 'write';
+  /** PRECONDITION unknown_tool / invalid_args: nothing will run. */
+  readonly rejection: ToolResult | null;
+  /** What the persistent ledger already knows about the operation key. */
+  readonly ledger: { readonly state: string; readonly fingerprint: string; readonly result: unknown } | null;
+  /** Script mode: the file's answer for this proposal. */
+  readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
+}
+
+/** Output of the `plan` activity. */
+export interface PlanOutput {
+  readonly turn: PlannerTurn;
+  readonly memory: unknown;
+  readonly proposal: ProposalInfo | null;
+}
+
+/** Input of the `runTool` activity. */
+export interface RunToolInput {
+  readonly runId: string;
+  readonly tool: string;
+  readonly args: unknown;
+  readonly operationKey: string | null;
+  readonly fingerprint: string;
+  /** Script mode: answer with this instead of running a tool. */
+  readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
+}
+
+/** Output of the `runTool` activity. */
+export interface RunToolOutput {
+  readonly result: ToolResult;
+  /** The run's progress version after the call, read from external state; null in script mode. */
+  readonly progressVersion: number | null;
+  /** `executed`: the tool ran; `ledger`: the stored result, zero calls; `fixture`: script mode. */
+  readonly via: 'executed' | 'ledger' | 'fixture' | 'not_run';
+}
+
+/** Input of the `verifyPrecondition` activity. */
+export interface VerifyInput {
+  readonly runId: string;
+  readonly reason: string;
+  readonly checkpointProgressVersion: number;
+  readonly blockedTool: string | null;
+  readonly operationKey: string | null;
+  readonly precondition: string;
+}
+
+/** Output of the `verifyPrecondition` activity. */
+export interface VerifyOutput {
+  readonly changed: boolean;
+  readonly progressVersion: number;
+  readonly detail: string;
+}

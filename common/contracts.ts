@@ -1,0 +1,198 @@
+/**
+ * The contract between the workflow, the worker and agentctl: task queue, workflow
+ * type, message definitions and their zod schemas. Sandbox-safe; never retype these
+ * strings elsewhere.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { z } from 'zod';
+import {
+  guardConfigSchema,
+  type GuardStateJson,
+  type StopReport,
+  type TerminalState,
+  type TraceRecord,
+} from '../workflows/guard';
+import { plannerSpecSchema } from './planner';
+
+/** Default task queue of agent runs. */
+export const DEFAULT_TASK_QUEUE = 'agent-loop-guard';
+/** Workflow type name. */
+export const WORKFLOW_TYPE = 'agentRun';
+/** Prefix of generated workflow ids. */
+export const WORKFLOW_ID_PREFIX = 'agent-run';
+
+/** Budgets an operator may raise on resume. */
+export const budgetRaiseSchema = z
+  .object({
+    maxSteps: z.number().int().positive().optional(),
+    maxMs: z.number().positive().optional(),
+    maxTokens: z.number().positive().optional(),
+    maxCostUsd: z.number().positive().optional(),
+    maxWaitPolls: z.number().int().positive().optional(),
+  })
+  .strict();
+/** Budget raise. */
+export type BudgetRaise = z.output<typeof budgetRaiseSchema>;
+
+/** Payload of the `resume` signal and update. */
+export const resumeRequestSchema = z
+  .object({
+    actor: z.string().min(1, 'actor is required'),
+    reason: z.string().min(1, 'reason is required'),
+    /** What the operator says changed (free text, recorded; the workflow re-verifies it). */
+    precondition: z.string().default(''),
+    requestId: z.string().min(1, 'requestId is required'),
+    raise: budgetRaiseSchema.optional(),
+  })
+  .strict();
+/** A resume request. */
+export type ResumeRequest = z.input<typeof resumeRequestSchema>;
+
+/** Payload of the `stop` signal (the kill switch). */
+export const stopRequestSchema = z
+  .object({
+    actor: z.string().min(1, 'actor is required'),
+    reason: z.string().min(1, 'reason is required'),
+    requestId: z.string().min(1, 'requestId is required'),
+  })
+  .strict();
+/** A stop request. */
+export type StopRequest = z.input<typeof stopRequestSchema>;
+
+/** The answer to a resume. */
+export interface ResumeAnswer {
+  readonly accepted: boolean;
+  readonly reason: string;
+  readonly progressVersion: number;
+}
+
+/** Per-kind activity timeouts. */
+export const timeoutsSchema = z
+  .object({
+    plannerStartToCloseMs: z.number().int().positive().default(120_000),
+    toolStartToCloseMs: z.number().int().positive().default(300_000),
+    toolHeartbeatMs: z.number().int().positive().default(20_000),
+  })
+  .strict();
+
+/** Input of the `agentRun` workflow. */
+export const runInputSchema = z
+  .object({
+    goal: z.string().min(1),
+    planner: plannerSpecSchema,
+    guard: guardConfigSchema.partial().default({}),
+    /** false turns the guard into a pass-through (benchmarks only). */
+    guardEnabled: z.boolean().default(true),
+    /** Operation keys already completed (as after a resume from another run). */
+    completed: z.array(z.string()).default([]),
+    initialProgressVersion: z.number().optional(),
+    /** How long a stopped run waits for `resume` before it closes with its StopReport. */
+    resumeWindowMs: z.number().int().positive().default(7 * 24 * 3600 * 1000),
+    /** Continue-as-new after this many history events (also when the server suggests it). */
+    maxHistoryEvents: z.number().int().positive().default(10_000),
+    /** Trace records kept in the workflow (older ones stay in history). */
+    traceLimit: z.number().int().positive().default(2000),
+    timeouts: timeoutsSchema.default({
+      plannerStartToCloseMs: 120_000,
+      toolStartToCloseMs: 300_000,
+      toolHeartbeatMs: 20_000,
+    }),
+    /** Only with continue-as-new or `resume --from`: the state to continue from. */
+    checkpoint: z.unknown().optional(),
+  })
+  .strict();
+/** Workflow input as a caller writes it. */
+export type RunInput = z.input<typeof runInputSchema>;
+/** Workflow input with defaults filled. */
+export type ResolvedRunInput = z.output<typeof runInputSchema>;
+
+/** Lifecycle of a run as `status` reports it. */
+export type RunPhase = 'RUNNING' | 'WAITING' | 'STOPPED' | TerminalState;
+
+/** One replay-style decision (SPEC §6 `decisions` entry). */
+export interface RunDecision {
+  index: number;
+  tool: string;
+  decision: 'execute' | 'return_cached_success' | 'stop';
+  after?: string;
+}
+
+/** What the `status` query returns. */
+export interface RunStatus {
+  readonly workflowId: string;
+  readonly phase: RunPhase;
+  readonly terminalState: TerminalState | null;
+  readonly guardReason: string | null;
+  readonly steps: number;
+  readonly executed: number;
+  readonly cached: number;
+  readonly proposals: number;
+  readonly progressVersion: number;
+  readonly noProgress: number;
+  readonly usage: { tokens: number; costUsd: number };
+  readonly lastDecision: string | null;
+  readonly waitingForResume: boolean;
+  readonly goal: string;
+}
+
+/** Everything a run needs to continue: kept on stop, carried across continue-as-new. */
+export interface Checkpoint {
+  readonly v: 1;
+  readonly guard: GuardStateJson;
+  readonly plannerMemory: unknown;
+  readonly observation: unknown;
+  readonly proposals: number;
+  readonly executed: number;
+  readonly cached: number;
+  readonly decisions: RunDecision[];
+  readonly trace: TraceRecord[];
+  readonly traceTotal: number;
+  readonly seenRequestIds: string[];
+  /** Set when the checkpoint was taken while the run was stopped. */
+  readonly stop: { terminalState: TerminalState; reason: string; report: StopReport } | null;
+}
+
+/** The workflow's result. */
+export interface RunResult {
+  readonly workflow_id: string;
+  readonly terminal_state: TerminalState;
+  readonly reason: string | null;
+  readonly executed: number;
+  readonly cached: number;
+  readonly stopped_at: number | null;
+  readonly decisions: RunDecision[];
+  readonly report: StopReport | null;
+  readonly summary: string | null;
+  /** Checkpoint to continue from with `agentctl resume --from` (null when COMPLETED). */
+  readonly checkpoint: Checkpoint | null;
+}
+
+/** Trace page query arguments. */
+export interface TracePageArgs {
+  offset?: number;
+  limit?: number;
+  decision?: string;
+  reason?: string;
+}
+
+/** A page of trace records. */
+export interface TracePage {
+  total: number;
+  kept: number;
+  records: TraceRecord[];
+}
+
+/** Resume signal: asynchronous; the outcome is recorded in the trace. */
+export const resumeSignal = defineSignal<[ResumeRequest]>('resume');
+/** Stop signal: the kill switch, effective before the next tool call. */
+export const stopSignal = defineSignal<[StopRequest]>('stop');
+/** Resume update: the same as the signal, with a synchronous yes/no. */
+export const resumeUpdate = defineUpdate<ResumeAnswer, [ResumeRequest]>('resume');
+/** Status query. */
+export const statusQuery = defineQuery<RunStatus>('status');
+/** StopReport query (null while running or when COMPLETED). */
+export const reportQuery = defineQuery<StopReport | null>('report');
+/** Paged trace query. */
+export const traceQuery = defineQuery<TracePage, [TracePageArgs?]>('trace');
+/** The checkpoint the run would continue from. */
+export const checkpointQuery = defineQuery<Checkpoint>('checkpoint');

@@ -1,0 +1,82 @@
+/**
+ * A real stack for workflow tests: the shared dev server, a worker hosting the real
+ * workflow and activities, a fresh SQLite file for the ledger + demo world.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import type { RunInput, RunResult } from '../../common/contracts';
+import { agentRun } from '../../workflows';
+import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../../worker/create-worker';
+import { createTestEnv, uniqueId, uniqueTaskQueue } from './temporal-env';
+
+try {
+  // Worker state chatter drowns test output; warnings and errors still show.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+} catch {
+  // Already installed by another module in this test file.
+}
+
+let bundle: Promise<{ code: string }> | null = null;
+/** One workflow bundle per test file (bundling takes seconds). */
+export function workflowBundle(): Promise<{ code: string }> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  return bundle;
+}
+const noop = (): void => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+
+/** A running harness. */
+export interface Harness {
+  env: TestWorkflowEnvironment;
+  deps: WorkerDeps;
+  taskQueue: string;
+  dbUrl: string;
+  worker: Worker;
+  start(input: RunInput, workflowId?: string): Promise<{ workflowId: string; result: () => Promise<RunResult> }>;
+  counters(workflowId: string): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link startHarness}. */
+export interface HarnessOptions {
+  dbUrl?: string;
+  pollAfterMs?: number;
+  leaseMs?: number;
+}
+
+/** Starts a worker on the shared dev server with a fresh database. */
+export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
+  const env = await createTestEnv();
+  const dbUrl = o.dbUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-')), 'agent.db')}`;
+  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, pollAfterMs: o.pollAfterMs ?? 100, leaseMs: o.leaseMs });
+  const taskQueue = uniqueTaskQueue('run');
+  const worker = await createAgentWorker({
+    connection: env.nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    deps,
+    workflowBundle: await workflowBundle(),
+  });
+  const running = worker.run();
+  return {
+    env,
+    deps,
+    taskQueue,
+    dbUrl,
+    worker,
+    async start(input, workflowId = uniqueId('run')) {
+      const handle = await env.client.workflow.start(agentRun, { taskQueue, workflowId, args: [input], staticSummary: input.goal });
+      return { workflowId, result: () => handle.result() };
+    },
+    counters: (id) => deps.world.counters(id),
+    async close() {
+      worker.shutdown();
+      await running;
+      await deps.close();
+      await env.teardown();
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * A real Temporal dev server for workflow tests — no downloads, no Docker.
+ *
+ * Usage in a test file:
+ *
+ *   import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal-env';
+ *   let env: TestWorkflowEnvironment;
+ *   beforeAll(async () => { env = await createTestEnv(); });
+ *   afterAll(async () => { await env?.teardown(); });
+ *   // Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default',
+ *   //                 taskQueue: uniqueTaskQueue('agent-run'), workflowsPath: …, activities })
+ *   // env.client.workflow.start(…, { taskQueue, workflowId: uniqueId('run') })
+ *
+ * Two modes, chosen automatically:
+ *  - SHARED (default under `npm test`): jest's globalSetup (test/helpers/temporal-global-setup.ts)
+ *    starts ONE `temporal server start-dev` (in-memory, headless, random port) for the whole run
+ *    and exports its address as TEMPORAL_TEST_ADDRESS; createTestEnv() connects to it with
+ *    `TestWorkflowEnvironment.createFromExistingServer` and teardown() only closes connections.
+ *    Test files run in parallel against it, so ALWAYS use unique task queues / workflow ids.
+ *  - OWN SERVER (TEMPORAL_TEST_ADDRESS unset, e.g. a single file run without globalSetup):
+ *    `TestWorkflowEnvironment.createLocal` spawns a private dev server from the locally installed
+ *    CLI (`existing-path`, never the SDK's cached download), with the search attributes from
+ *    common/search-attributes.ts registered; teardown() stops it.
+ *
+ * Either way the three search attributes (AgentState, AgentGuardReason, AgentSteps) exist in the
+ * `default` namespace when createTestEnv() resolves.
+ */
+import { randomUUID } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../common/search-attributes';
+import { ensureTemporalCli } from '../../scripts/temporal-cli';
+
+export const TEST_ADDRESS_ENV = 'TEMPORAL_TEST_ADDRESS';
+export const TEST_NAMESPACE = 'default';
+
+export interface CreateTestEnvOptions {
+  /** Force a private server even when a shared one is available (e.g. a test that kills the server). */
+  ownServer?: boolean;
+  /** Extra `temporal server start-dev` args for a private server (e.g. `--dynamic-config-value`). */
+  extraArgs?: string[];
+}
+
+/** A `TestWorkflowEnvironment` on a real dev server; see the module comment. Always call `teardown()`. */
+export async function createTestEnv(options: CreateTestEnvOptions = {}): Promise<TestWorkflowEnvironment> {
+  const shared = process.env[TEST_ADDRESS_ENV];
+  if (shared && !options.ownServer) {
+    return TestWorkflowEnvironment.createFromExistingServer({ address: shared, namespace: TEST_NAMESPACE });
+  }
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: await ensureTemporalCli({ quiet: true }) },
+      ip: '127.0.0.1',
+      namespace: TEST_NAMESPACE,
+      searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
+      // The SDK's default log format "pretty" is accepted by the CLI; keep the noise down.
+      log: { format: 'pretty', level: 'error' },
+      ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}),
+    },
+  });
+}
+
+/** `prefix-<uuid>`: task queues and workflow ids must not collide on a shared server. */
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${randomUUID()}`;
+}
+
+export const uniqueTaskQueue = (prefix = 'test'): string => uniqueId(`tq-${prefix}`);

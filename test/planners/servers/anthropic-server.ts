@@ -1,0 +1,171 @@
+/**
+ * A local server speaking the Anthropic Messages API (`POST /v1/messages`, non-
+ * streaming) with scripted replies, for driving the real `@anthropic-ai/sdk` client.
+ *
+ * Like the real API it rejects a conversation that breaks the tool protocol (every
+ * `tool_use` needs a `tool_result` in the very next user message, roles alternate),
+ * so a planner bug shows up as a 400, not as a silently passing test.
+ */
+import {
+  presentedKey,
+  startJsonServer,
+  type HttpReply,
+  type RecordedRequest,
+  type RunningServer,
+} from './http-script';
+
+/** A content block the scripted model replies with. */
+export type ScriptedAnthropicBlock =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'tool_use'; readonly id?: string; readonly name: string; readonly input: unknown };
+
+/** One scripted model reply. */
+export interface ScriptedAnthropicReply {
+  readonly content: readonly ScriptedAnthropicBlock[];
+  /** Default: `tool_use` when the content has a tool_use block, else `end_turn`. */
+  readonly stop_reason?: string;
+  readonly usage?: {
+    readonly input_tokens?: number;
+    readonly output_tokens?: number;
+    readonly cache_read_input_tokens?: number;
+    readonly cache_creation_input_tokens?: number;
+  };
+  /** The model id echoed back; default the requested one. */
+  readonly model?: string;
+}
+
+/** A scripted API error. */
+export interface ScriptedAnthropicError {
+  readonly error: {
+    readonly status: number;
+    readonly type: string;
+    readonly message: string;
+    readonly headers?: Record<string, string>;
+  };
+}
+
+/** A scripted step: a reply or an error. */
+export type AnthropicStep = ScriptedAnthropicReply | ScriptedAnthropicError;
+
+/** The script: a list consumed in order, or a function of the request number (0-based). */
+export type AnthropicScript =
+  readonly AnthropicStep[] | ((index: number, request: RecordedRequest) => AnthropicStep);
+
+/** Options of {@link startAnthropicServer}. */
+export interface AnthropicServerOptions {
+  /** When set, requests without this key (x-api-key or Bearer) get a 401. */
+  readonly apiKey?: string;
+}
+
+/** A running scripted Anthropic server. */
+export interface AnthropicServer extends RunningServer {
+  /** Bodies of the accepted `POST /v1/messages` requests, in order. */
+  readonly messageRequests: () => Array<Record<string, unknown>>;
+}
+
+type Json = Record<string, unknown>;
+
+function errorReply(
+  status: number,
+  type: string,
+  message: string,
+  headers?: Record<string, string>,
+): HttpReply {
+  return {
+    status,
+    body: { type: 'error', error: { type, message }, request_id: `req_test_${status}` },
+    headers: { 'request-id': `req_test_${status}`, ...(headers ?? {}) },
+  };
+}
+
+/** Checks the tool protocol the real API enforces; returns the violation, or null. */
+function protocolViolation(body: Json): string | null {
+  if (typeof body.model !== 'string') return 'model: Field required';
+  if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
+  let expectedRole = 'user';
+  let openToolUses: string[] = [];
+  for (const [i, raw] of messages.entries()) {
+    const m = raw as Json;
+    if (m.role !== expectedRole)
+      return `messages.${i}.role: expected ${expectedRole}, roles must alternate starting with user`;
+    const blocks =
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as Json[]);
+    if (!Array.isArray(blocks)) return `messages.${i}.content: invalid`;
+    if (m.role === 'user') {
+      const answered = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id as string);
+      for (const id of answered)
+        if (!openToolUses.includes(id))
+          return `messages.${i}: tool_result ${id} has no tool_use in the previous message`;
+      for (const id of openToolUses) {
+        if (!answered.includes(id))
+          return `messages.${i}: tool_use ids were found without tool_result blocks immediately after: ${id}`;
+      }
+      openToolUses = [];
+    } else {
+      openToolUses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id as string);
+    }
+    expectedRole = m.role === 'user' ? 'assistant' : 'user';
+  }
+  if (expectedRole !== 'assistant') return 'the last message must be a user message';
+  return null;
+}
+
+/** Starts the server. Use `origin` as the SDK's `baseURL`. */
+export async function startAnthropicServer(
+  script: AnthropicScript,
+  options: AnthropicServerOptions = {},
+): Promise<AnthropicServer> {
+  let served = 0;
+  let toolUseCounter = 0;
+  const accepted: Json[] = [];
+  const server = await startJsonServer((req) => {
+    if (req.method !== 'POST' || req.path !== '/v1/messages')
+      return errorReply(404, 'not_found_error', `no route ${req.method} ${req.path}`);
+    if (options.apiKey !== undefined && presentedKey(req.headers) !== options.apiKey) {
+      return errorReply(401, 'authentication_error', 'invalid x-api-key');
+    }
+    if (!req.headers['anthropic-version'])
+      return errorReply(400, 'invalid_request_error', 'anthropic-version: header is required');
+    const body = req.body as Json | undefined;
+    if (!body) return errorReply(400, 'invalid_request_error', 'body: invalid JSON');
+    const violation = protocolViolation(body);
+    if (violation) return errorReply(400, 'invalid_request_error', violation);
+    accepted.push(body);
+
+    const index = served++;
+    const step = typeof script === 'function' ? script(index, req) : script[index];
+    if (!step) return errorReply(500, 'api_error', `script exhausted after ${index} replies`);
+    if ('error' in step)
+      return errorReply(step.error.status, step.error.type, step.error.message, step.error.headers);
+
+    const content = step.content.map((b) =>
+      b.type === 'tool_use'
+        ? { ...b, id: b.id ?? `toolu_${String(++toolUseCounter).padStart(4, '0')}` }
+        : { ...b, citations: null },
+    );
+    const hasToolUse = content.some((b) => b.type === 'tool_use');
+    return {
+      status: 200,
+      headers: { 'request-id': `req_${index}` },
+      body: {
+        id: `msg_${String(index).padStart(4, '0')}`,
+        type: 'message',
+        role: 'assistant',
+        model: step.model ?? body.model,
+        content,
+        stop_reason: step.stop_reason ?? (hasToolUse ? 'tool_use' : 'end_turn'),
+        stop_sequence: null,
+        usage: {
+          input_tokens: step.usage?.input_tokens ?? 10,
+          output_tokens: step.usage?.output_tokens ?? 5,
+          cache_creation_input_tokens: step.usage?.cache_creation_input_tokens ?? 0,
+          cache_read_input_tokens: step.usage?.cache_read_input_tokens ?? 0,
+          service_tier: 'standard',
+        },
+      },
+    };
+  });
+  return { ...server, messageRequests: () => accepted };
+}

@@ -1,0 +1,183 @@
+/**
+ * A local server speaking OpenAI Chat Completions (`POST /v1/chat/completions`, non-
+ * streaming) with scripted replies, for driving the real `openai` client — the same
+ * surface vLLM and Ollama expose.
+ *
+ * Like the real API it rejects a conversation that breaks the tool protocol (each
+ * assistant `tool_calls` entry needs a `role: 'tool'` message with its id before the
+ * next non-tool message), so a planner bug shows up as a 400.
+ */
+import {
+  presentedKey,
+  startJsonServer,
+  type HttpReply,
+  type RecordedRequest,
+  type RunningServer,
+} from './http-script';
+
+/** A tool call the scripted model makes; `arguments` is sent verbatim (it is JSON *text*). */
+export interface ScriptedOpenAIToolCall {
+  readonly id?: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+/** One scripted model reply. */
+export interface ScriptedOpenAIReply {
+  readonly content?: string | null;
+  readonly tool_calls?: readonly ScriptedOpenAIToolCall[];
+  /** Default: `tool_calls` when there are tool calls, else `stop`. */
+  readonly finish_reason?: string;
+  readonly usage?: {
+    readonly prompt_tokens?: number;
+    readonly completion_tokens?: number;
+    readonly cached_tokens?: number;
+  };
+  /** The model id echoed back; default the requested one. */
+  readonly model?: string;
+}
+
+/** A scripted API error. */
+export interface ScriptedOpenAIError {
+  readonly error: {
+    readonly status: number;
+    readonly type: string;
+    readonly message: string;
+    readonly code?: string;
+    readonly headers?: Record<string, string>;
+  };
+}
+
+/** A scripted step. */
+export type OpenAIStep = ScriptedOpenAIReply | ScriptedOpenAIError;
+
+/** The script: a list consumed in order, or a function of the request number (0-based). */
+export type OpenAIScript = readonly OpenAIStep[] | ((index: number, request: RecordedRequest) => OpenAIStep);
+
+/** Options of {@link startOpenAIServer}. */
+export interface OpenAIServerOptions {
+  /** When set, requests without `Authorization: Bearer <apiKey>` get a 401. */
+  readonly apiKey?: string;
+}
+
+/** A running scripted Chat Completions server. */
+export interface OpenAIServer extends RunningServer {
+  /** `origin + '/v1'`: the SDK's `baseURL`. */
+  readonly baseURL: string;
+  /** Bodies of the accepted `POST /v1/chat/completions` requests, in order. */
+  readonly completionRequests: () => Array<Record<string, unknown>>;
+}
+
+type Json = Record<string, unknown>;
+
+function errorReply(
+  status: number,
+  type: string,
+  message: string,
+  code: string | null = null,
+  headers?: Record<string, string>,
+): HttpReply {
+  return {
+    status,
+    body: { error: { message, type, param: null, code } },
+    headers: { 'x-request-id': `req_test_${status}`, ...(headers ?? {}) },
+  };
+}
+
+function protocolViolation(body: Json): string | null {
+  if (typeof body.model !== 'string') return 'you must provide a model parameter';
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0)
+    return "'messages' must contain at least one message";
+  let open: string[] = [];
+  for (const [i, raw] of messages.entries()) {
+    const m = raw as Json;
+    if (m.role === 'tool') {
+      const id = m.tool_call_id as string;
+      if (!open.includes(id))
+        return `messages.[${i}]: a message with role 'tool' must answer a preceding tool_calls entry (${id})`;
+      open = open.filter((x) => x !== id);
+      continue;
+    }
+    if (open.length > 0)
+      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${open.join(', ')}`;
+    if (m.role === 'assistant')
+      open = ((m.tool_calls as Json[] | undefined) ?? []).map((tc) => tc.id as string);
+  }
+  if (open.length > 0)
+    return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${open.join(', ')}`;
+  return null;
+}
+
+/** Starts the server. Use `baseURL` as the SDK's `baseURL`. */
+export async function startOpenAIServer(
+  script: OpenAIScript,
+  options: OpenAIServerOptions = {},
+): Promise<OpenAIServer> {
+  let served = 0;
+  let callCounter = 0;
+  const accepted: Json[] = [];
+  const server = await startJsonServer((req) => {
+    if (req.method !== 'POST' || req.path !== '/v1/chat/completions')
+      return errorReply(404, 'invalid_request_error', `Unknown request URL: ${req.method} ${req.path}`);
+    if (options.apiKey !== undefined && presentedKey(req.headers) !== options.apiKey) {
+      return errorReply(401, 'invalid_request_error', 'Incorrect API key provided.', 'invalid_api_key');
+    }
+    const body = req.body as Json | undefined;
+    if (!body)
+      return errorReply(400, 'invalid_request_error', 'We could not parse the JSON body of your request.');
+    const violation = protocolViolation(body);
+    if (violation) return errorReply(400, 'invalid_request_error', violation);
+    accepted.push(body);
+
+    const index = served++;
+    const step = typeof script === 'function' ? script(index, req) : script[index];
+    if (!step) return errorReply(500, 'server_error', `script exhausted after ${index} replies`);
+    if ('error' in step)
+      return errorReply(
+        step.error.status,
+        step.error.type,
+        step.error.message,
+        step.error.code ?? null,
+        step.error.headers,
+      );
+
+    const toolCalls = (step.tool_calls ?? []).map((tc) => ({
+      id: tc.id ?? `call_${String(++callCounter).padStart(4, '0')}`,
+      type: 'function',
+      function: { name: tc.name, arguments: tc.arguments },
+    }));
+    const prompt = step.usage?.prompt_tokens ?? 10;
+    const completion = step.usage?.completion_tokens ?? 5;
+    return {
+      status: 200,
+      headers: { 'x-request-id': `req_${index}` },
+      body: {
+        id: `chatcmpl-${String(index).padStart(4, '0')}`,
+        object: 'chat.completion',
+        created: 1_700_000_000 + index,
+        model: step.model ?? body.model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: step.content ?? null,
+              refusal: null,
+              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+            },
+            logprobs: null,
+            finish_reason: step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+          },
+        ],
+        usage: {
+          prompt_tokens: prompt,
+          completion_tokens: completion,
+          total_tokens: prompt + completion,
+          prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
+        },
+      },
+    };
+  });
+  return { ...server, baseURL: `${server.origin}/v1`, completionRequests: () => accepted };
+}

@@ -1,0 +1,87 @@
+/**
+ * Builds the worker: opens the ledger and the demo world, registers the tools and
+ * planners, and creates a Temporal `Worker` hosting the workflow and the activities.
+ * Shared by `npm run worker`, the demo and the tests, so they all run the same thing.
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities/create-activities';
+import { openLedger, type Ledger } from '../activities/ledger';
+import { createAnthropicPlanner } from '../activities/planners/anthropic';
+import { createOpenAIPlanner } from '../activities/planners/openai';
+import { createDemoTools } from '../activities/tools/demo/tools';
+import { World, worldFile } from '../activities/tools/demo/world';
+import { ToolRegistry } from '../activities/tools/registry';
+import type { AnyTool } from '../activities/tools/define-tool';
+
+/** Options for {@link openWorkerDeps}. */
+export interface WorkerDepsOptions {
+  readonly ledgerUrl: string;
+  readonly worldUrl: string;
+  /** Extra tools beyond the demo set. */
+  readonly tools?: readonly AnyTool[];
+  /** Replace the demo tools entirely. */
+  readonly demoTools?: boolean;
+  readonly pollAfterMs?: number;
+  readonly leaseMs?: number;
+  readonly identity?: string;
+}
+
+/** The activities' dependencies plus a close function. */
+export interface WorkerDeps extends ActivityDeps {
+  readonly world: World;
+  readonly ledger: Ledger;
+  close(): Promise<void>;
+}
+
+function sqlitePath(url: string): string | null {
+  return url.startsWith('sqlite:') ? worldFile(url) : null;
+}
+
+/** Opens the ledger and the world and builds the tool registry. */
+export async function openWorkerDeps(o: WorkerDepsOptions): Promise<WorkerDeps> {
+  const ledger = await openLedger(o.ledgerUrl);
+  const world = World.open(o.worldUrl);
+  const tools = [...(o.demoTools === false ? [] : createDemoTools(world, { pollAfterMs: o.pollAfterMs })), ...(o.tools ?? [])];
+  const ledgerPath = sqlitePath(o.ledgerUrl);
+  return {
+    registry: new ToolRegistry(tools),
+    world,
+    ledger,
+    ledgerSharesWorldDb: ledgerPath !== null && ledgerPath === world.file,
+    planners: { anthropic: createAnthropicPlanner(), openai: createOpenAIPlanner() },
+    leaseMs: o.leaseMs,
+    identity: o.identity,
+    async close() {
+      world.close();
+      await ledger.close();
+    },
+  };
+}
+
+/** Options for {@link createAgentWorker}. */
+export interface AgentWorkerOptions {
+  readonly connection: NativeConnection;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly deps: ActivityDeps;
+  /** Prebuilt workflow bundle (tests share one to save bundling time). */
+  readonly workflowBundle?: { code: string };
+  readonly maxConcurrentActivityTaskExecutions?: number;
+}
+
+/** The path of the workflows module the worker bundles. */
+export const WORKFLOWS_PATH = require.resolve('../workflows');
+
+/** Creates the Temporal worker. */
+export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: o.connection,
+    namespace: o.namespace,
+    taskQueue: o.taskQueue,
+    ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(o.deps),
+    ...(o.maxConcurrentActivityTaskExecutions
+      ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }
+      : {}),
+  });
+}

@@ -1,0 +1,140 @@
+/**
+ * The worker's environment: the ONE list of variable names the worker reads, their
+ * defaults, and how the Temporal connection is derived from them.
+ *
+ * docker-compose.yml's `worker` service may only set names listed in WORKER_ENV_VARS
+ * (checked by test/deploy/compose.test.ts), so a typo there fails CI instead of being
+ * silently ignored in production.
+ *
+ * Temporal connection settings (address, namespace, API key, mTLS) are read by
+ * `@temporalio/envconfig`, the SDK's standard loader: TEMPORAL_* env vars override a
+ * profile from the TOML config file (TEMPORAL_CONFIG_FILE, default
+ * `~/.config/temporalio/temporal.toml`, profile TEMPORAL_PROFILE or `default`). The same
+ * variables work for the `temporal` CLI, so one `.env` configures both.
+ */
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import { z } from 'zod';
+import { DEFAULT_TASK_QUEUE } from '../common/contracts';
+
+/** Default Temporal frontend (the local dev server, `npm run dev:server`). */
+export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
+export const DEFAULT_NAMESPACE = 'default';
+/** Default task queue shared by every worker replica and the client. */
+export { DEFAULT_TASK_QUEUE };
+/** Default ledger: embedded SQLite (one host). Use `postgres://…` for several workers/hosts. */
+export const DEFAULT_LEDGER_URL = 'sqlite:data/agent.db';
+/** Default demo world (SQLite file the demo tools act on). */
+export const DEFAULT_WORLD_URL = 'sqlite:data/agent.db';
+
+/** Every environment variable the worker reads, with what it means. */
+export const WORKER_ENV_DOCS = {
+  // ── Temporal connection (read by @temporalio/envconfig; same names as the `temporal` CLI) ──
+  TEMPORAL_ADDRESS: `Temporal frontend host:port (default ${DEFAULT_TEMPORAL_ADDRESS}; Temporal Cloud: <ns>.<acct>.tmprl.cloud:7233 or <region>.<cloud>.api.temporal.io:7233).`,
+  TEMPORAL_NAMESPACE: `Temporal namespace (default ${DEFAULT_NAMESPACE}).`,
+  TEMPORAL_API_KEY: 'API key (Temporal Cloud); turns TLS on.',
+  TEMPORAL_TLS: 'true/false: force TLS on/off.',
+  TEMPORAL_TLS_CLIENT_CERT_PATH: 'mTLS client certificate (PEM file).',
+  TEMPORAL_TLS_CLIENT_CERT_DATA: 'mTLS client certificate (PEM contents).',
+  TEMPORAL_TLS_CLIENT_KEY_PATH: 'mTLS client private key (PEM file).',
+  TEMPORAL_TLS_CLIENT_KEY_DATA: 'mTLS client private key (PEM contents).',
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: 'CA bundle for the server certificate (PEM file), self-hosted TLS.',
+  TEMPORAL_TLS_SERVER_CA_CERT_DATA: 'CA bundle for the server certificate (PEM contents).',
+  TEMPORAL_TLS_SERVER_NAME: 'SNI / expected server name override.',
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'true: skip host name verification (testing only).',
+  TEMPORAL_PROFILE: 'Profile name in the envconfig TOML file (default "default").',
+  TEMPORAL_CONFIG_FILE: 'Path of the envconfig TOML file (default ~/.config/temporalio/temporal.toml).',
+  // ── This application ──
+  TEMPORAL_TASK_QUEUE: `Task queue the worker polls (default ${DEFAULT_TASK_QUEUE}); all replicas share it.`,
+  LEDGER_URL: `Completed-operation ledger: sqlite:<file> (one host) or postgres://… (several workers/hosts). Default ${DEFAULT_LEDGER_URL}.`,
+  WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,
+  ANTHROPIC_API_KEY: 'Anthropic API key for the LLM planner (optional; passthrough).',
+  OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
+} as const;
+
+export type WorkerEnvVar = keyof typeof WORKER_ENV_DOCS;
+
+/** The names of every environment variable the worker reads. */
+export const WORKER_ENV_VARS = Object.keys(WORKER_ENV_DOCS) as readonly WorkerEnvVar[];
+
+/** Empty strings (e.g. compose's `${VAR:-}`) mean "unset". */
+const optional = (schema: z.ZodString) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
+
+const workerEnvSchema = z.object({
+  TEMPORAL_ADDRESS: optional(z.string().regex(/^.+:\d+$/, 'TEMPORAL_ADDRESS must be host:port')),
+  TEMPORAL_NAMESPACE: optional(z.string().min(1)),
+  TEMPORAL_TASK_QUEUE: optional(z.string().min(1)),
+  LEDGER_URL: optional(
+    z
+      .string()
+      .regex(
+        /^(sqlite:|postgres:\/\/|postgresql:\/\/)/,
+        'LEDGER_URL must start with sqlite:, postgres:// or postgresql://',
+      ),
+  ),
+  WORLD_URL: optional(z.string().min(1)),
+});
+
+/** The application settings of a worker, with defaults applied. */
+export interface WorkerEnv {
+  readonly temporalAddress: string;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly ledgerUrl: string;
+  readonly worldUrl: string;
+}
+
+/**
+ * Read and validate the worker's settings. Throws an Error naming every invalid variable.
+ * TLS/API-key settings are not here: see {@link loadConnectionOptions}.
+ */
+export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
+  const parsed = workerEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid worker environment: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    temporalAddress: e.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS,
+    namespace: e.TEMPORAL_NAMESPACE ?? DEFAULT_NAMESPACE,
+    taskQueue: e.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+    ledgerUrl: e.LEDGER_URL ?? DEFAULT_LEDGER_URL,
+    // The demo world defaults to the ledger's SQLite file, so its writes commit atomically
+    // with the ledger record; with a PostgreSQL ledger it gets a file of its own.
+    worldUrl:
+      e.WORLD_URL ??
+      (e.LEDGER_URL === undefined || e.LEDGER_URL.startsWith('sqlite:') ? (e.LEDGER_URL ?? DEFAULT_WORLD_URL) : 'sqlite:data/world.db'),
+  };
+}
+
+/** What `NativeConnection.connect` / `Connection.connect` need, plus the namespace. */
+export interface ConnectionSettings {
+  readonly connectionOptions: ClientConnectConfig['connectionOptions'] & { address: string };
+  readonly namespace: string;
+}
+
+/**
+ * Temporal connection options via `@temporalio/envconfig` (TOML profile + TEMPORAL_* env
+ * overrides: API key, mTLS, gRPC metadata), falling back to TEMPORAL_ADDRESS /
+ * localhost:7233 and namespace `default` when nothing is configured.
+ *
+ * @example
+ *   const { connectionOptions, namespace } = loadConnectionOptions();
+ *   const connection = await NativeConnection.connect(connectionOptions);
+ */
+export function loadConnectionOptions(env: NodeJS.ProcessEnv = process.env): ConnectionSettings {
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') vars[k] = v;
+  const app = readWorkerEnv(env);
+  const cfg = loadClientConnectConfig({ overrideEnvVars: vars });
+  const connectionOptions = {
+    ...cfg.connectionOptions,
+    address: cfg.connectionOptions.address ?? app.temporalAddress,
+  };
+  // Drop undefined keys so spreading into Connection options doesn't override SDK defaults.
+  for (const key of Object.keys(connectionOptions) as (keyof typeof connectionOptions)[]) {
+    if (connectionOptions[key] === undefined) delete connectionOptions[key];
+  }
+  return { connectionOptions, namespace: cfg.namespace ?? app.namespace };
+}

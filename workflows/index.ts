@@ -1,0 +1,2 @@
+/** Workflows registered by the worker. */
+export { agentRun } from './agent-run';

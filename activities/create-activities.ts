@@ -119,7 +119,7 @@ export function createActivities(deps: ActivityDeps) {
     const turn = out.turn;
     if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
 
-    if (input.planner.kind === 'scripted') {
+    if (input.planner.kind === 'scripted' && !input.planner.live) {
       // Script mode plays both planner and tools: fixture tools normalise as the replay does.
       const file = scriptOf(input);
       const n = normalizeCall(turn.tool, turn.args, fixtureArgsSpecs(file).get(turn.tool));

@@ -65,7 +65,16 @@ export interface PlannerOutput {
 
 /** Which planner a run uses, and its non-secret settings (API keys come from the environment). */
 export const plannerSpecSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('scripted'), scriptPath: z.string().optional(), script: z.unknown().optional() }),
+  z.object({
+    kind: z.literal('scripted'),
+    scriptPath: z.string().optional(),
+    script: z.unknown().optional(),
+    /**
+     * false (fixture mode): the script's own results answer, as in the offline replay.
+     * true (live mode): the script only proposes; the registered tools really run.
+     */
+    live: z.boolean().default(false),
+  }),
   z.object({
     kind: z.literal('anthropic'),
     model: z.string().default('claude-sonnet-4-6'),

@@ -148,10 +148,30 @@ const traceArb = (o: { progress?: boolean; waits?: boolean } = {}, max = 40) =>
     .tuple(fc.array(opArb(o), { minLength: 1, maxLength: max }), fc.nat({ max: 200 }))
     .map(([ops, t]) => ops.map((op, i) => (i === t && op.kind === 'SUCCESS' ? { ...op, terminal: true } : op)));
 
+/** Two calls, rare progress, polls spaced at the server's wait: cycles and wait budgets. */
+const loopyArb = fc.array(
+  fc.record({
+    call: fc.nat({ max: 1 }),
+    kind: fc.constantFrom<ToolResult['kind']>('SUCCESS', 'PENDING', 'PENDING', 'RETRYABLE'),
+    retryAfterMs: fc.constant(100),
+    terminal: fc.constant(false),
+    progress: fc.nat({ max: 5 }).map((n) => n === 0),
+    dt: fc.constantFrom(50, 100),
+    tokens: fc.constant(1),
+    costUsd: fc.constant(0),
+  }),
+  { minLength: 1, maxLength: 40 },
+);
+const loopyConfigArb: fc.Arbitrary<GuardConfigInput> = fc.record({
+  sameCallLimit: fc.integer({ min: 2, max: 4 }),
+  noProgressLimit: fc.integer({ min: 3, max: 8 }),
+  maxWaitPolls: fc.integer({ min: 1, max: 3 }),
+});
+
 describe('guard properties', () => {
   it('ends every generated trace within its budgets', () => {
     fc.assert(
-      fc.property(configArb, traceArb(), (config, ops) => {
+      fc.property(fc.oneof(fc.tuple(configArb, traceArb()), fc.tuple(loopyConfigArb, loopyArb)), ([config, ops]) => {
         const { events, guard } = drive(config, ops);
         const cfg = guard.config;
         const executed = events.filter((e) => e.before === 'execute');
@@ -202,15 +222,19 @@ describe('guard properties', () => {
 
   it('makes the same decisions when the state is checkpointed and restored at any point', () => {
     fc.assert(
-      fc.property(configArb, traceArb(), fc.nat({ max: 80 }), (config, ops, at) => {
+      fc.property(
+        fc.oneof(fc.tuple(configArb, traceArb()), fc.tuple(loopyConfigArb, loopyArb)),
+        fc.nat({ max: 80 }),
+        ([config, ops], at) => {
         const original = drive(config, ops);
         const once = drive(config, ops, (p) => p === at);
         const always = drive(config, ops, () => true);
         expect(once.events).toEqual(original.events);
         expect(always.events).toEqual(original.events);
         expect(once.guard.toJSON()).toEqual(original.guard.toJSON());
-      }),
-      { numRuns: 200 },
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });

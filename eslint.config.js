@@ -4,7 +4,9 @@ const tseslint = require('typescript-eslint');
 const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:${m}`]);
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/**', '.tools/**', 'data/**', 'coverage/**', 'eslint.config.js', 'jest.config.js'] },
+  {
+    ignores: ['node_modules/**', '.tools/**', 'data/**', 'coverage/**', 'eslint.config.js', 'jest.config.js'],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
@@ -21,9 +23,22 @@ module.exports = tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflow/common code must stay sandbox-safe.' })),
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflow/common code must stay sandbox-safe.',
+          })),
           patterns: [
-            { group: ['**/activities/**', '**/activities', '@temporalio/activity', '@temporalio/worker', '@temporalio/client'], message: 'Workflows import activities as types only (import type).', allowTypeImports: true },
+            {
+              group: [
+                '**/activities/**',
+                '**/activities',
+                '@temporalio/activity',
+                '@temporalio/worker',
+                '@temporalio/client',
+              ],
+              message: 'Workflows import activities as types only (import type).',
+              allowTypeImports: true,
+            },
           ],
         },
       ],
@@ -37,7 +52,12 @@ module.exports = tseslint.config(
         'error',
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'The guard is pure.' })),
-          patterns: [{ group: ['@temporalio/*', '**/activities/**'], message: 'The guard is pure: no Temporal, no activities.' }],
+          patterns: [
+            {
+              group: ['@temporalio/*', '**/activities/**'],
+              message: 'The guard is pure: no Temporal, no activities.',
+            },
+          ],
         },
       ],
     },

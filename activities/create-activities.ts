@@ -58,7 +58,11 @@ function ledgerClass(result: ToolResult): SideEffectErrorClass {
   // A tool that answered PRECONDITION/RETRYABLE/PENDING or refused (permission) did not perform
   // the operation: release the claim so the operation can run once the world changes.
   if (result.kind !== 'FATAL') return SideEffectErrorClass.NOT_PERFORMED;
-  if (result.code === 'permission_denied' || result.code === 'policy_blocked' || result.code === 'needs_human') {
+  if (
+    result.code === 'permission_denied' ||
+    result.code === 'policy_blocked' ||
+    result.code === 'needs_human'
+  ) {
     return SideEffectErrorClass.NOT_PERFORMED;
   }
   return SideEffectErrorClass.FINAL;
@@ -92,7 +96,10 @@ export function createActivities(deps: ActivityDeps) {
     if (kind === 'scripted') return scripted;
     const p = deps.planners?.[kind as 'anthropic' | 'openai'];
     if (!p) {
-      throw ApplicationFailure.nonRetryable(`planner "${kind}" is not configured on this worker`, 'PlannerNotConfigured');
+      throw ApplicationFailure.nonRetryable(
+        `planner "${kind}" is not configured on this worker`,
+        'PlannerNotConfigured',
+      );
     }
     return p;
   }
@@ -185,13 +192,20 @@ export function createActivities(deps: ActivityDeps) {
         };
       case 'failed_final':
         return {
-          result: { kind: 'FATAL', code: outcome.error.code ?? 'failed_final', message: outcome.error.message },
+          result: {
+            kind: 'FATAL',
+            code: outcome.error.code ?? 'failed_final',
+            message: outcome.error.message,
+          },
           via: outcome.replayed ? 'ledger' : 'executed',
         };
       case 'failed_retryable':
         return { result: failure ?? classifyError(new Error(outcome.error.message)), via: 'executed' };
       case 'conflict':
-        return { result: { kind: 'FATAL', code: 'idempotency_conflict', message: outcome.error.message }, via: 'not_run' };
+        return {
+          result: { kind: 'FATAL', code: 'idempotency_conflict', message: outcome.error.message },
+          via: 'not_run',
+        };
     }
   }
 
@@ -212,7 +226,11 @@ export function createActivities(deps: ActivityDeps) {
     // Strict parse again at the point of execution: nothing runs on unvalidated args.
     const parsed = tool.schema.safeParse(input.args);
     if (!parsed.success) {
-      return { result: classifyError(parsed.error), progressVersion: await world.progressVersion(input.runId), via: 'not_run' };
+      return {
+        result: classifyError(parsed.error),
+        progressVersion: await world.progressVersion(input.runId),
+        via: 'not_run',
+      };
     }
     const args = { ...input, args: parsed.data };
 
@@ -228,7 +246,11 @@ export function createActivities(deps: ActivityDeps) {
 
     if (input.operationKey === null) {
       return {
-        result: { kind: 'PRECONDITION', code: 'missing_operation_key', unmet: `write tool ${tool.name} needs an operation key` },
+        result: {
+          kind: 'PRECONDITION',
+          code: 'missing_operation_key',
+          unmet: `write tool ${tool.name} needs an operation key`,
+        },
         progressVersion: await world.progressVersion(input.runId),
         via: 'not_run',
       };
@@ -245,7 +267,8 @@ export function createActivities(deps: ActivityDeps) {
       leaseMs,
       vendorIdempotent: tool.vendorIdempotent ?? false,
       classifyError: (err: unknown) => {
-        lastFailure = err instanceof ResultNotSuccess ? err.result : (tool.classify?.(err) ?? classifyError(err));
+        lastFailure =
+          err instanceof ResultNotSuccess ? err.result : (tool.classify?.(err) ?? classifyError(err));
         if (err instanceof ResultNotSuccess) return ledgerClass(err.result);
         return lastFailure.kind === 'FATAL' && ledgerClass(lastFailure) === SideEffectErrorClass.FINAL
           ? SideEffectErrorClass.FINAL

@@ -87,7 +87,11 @@ export const runInputSchema = z
     completed: z.array(z.string()).default([]),
     initialProgressVersion: z.number().optional(),
     /** How long a stopped run waits for `resume` before it closes with its StopReport. */
-    resumeWindowMs: z.number().int().positive().default(7 * 24 * 3600 * 1000),
+    resumeWindowMs: z
+      .number()
+      .int()
+      .positive()
+      .default(7 * 24 * 3600 * 1000),
     /** Continue-as-new after this many history events (also when the server suggests it). */
     maxHistoryEvents: z.number().int().positive().default(10_000),
     /** Trace records kept in the workflow (older ones stay in history). */

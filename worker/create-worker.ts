@@ -41,7 +41,10 @@ function sqlitePath(url: string): string | null {
 export async function openWorkerDeps(o: WorkerDepsOptions): Promise<WorkerDeps> {
   const ledger = await openLedger(o.ledgerUrl);
   const world = World.open(o.worldUrl);
-  const tools = [...(o.demoTools === false ? [] : createDemoTools(world, { pollAfterMs: o.pollAfterMs })), ...(o.tools ?? [])];
+  const tools = [
+    ...(o.demoTools === false ? [] : createDemoTools(world, { pollAfterMs: o.pollAfterMs })),
+    ...(o.tools ?? []),
+  ];
   const ledgerPath = sqlitePath(o.ledgerUrl);
   return {
     registry: new ToolRegistry(tools),

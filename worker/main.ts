@@ -23,7 +23,9 @@ async function run(): Promise<void> {
   try {
     // Worker.run() shuts down gracefully on SIGINT/SIGTERM (the SDK installs the handlers).
     const worker = await createAgentWorker({ connection, namespace, taskQueue: env.taskQueue, deps });
-    console.log(`worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`);
+    console.log(
+      `worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`,
+    );
     await worker.run();
   } finally {
     await connection.close();

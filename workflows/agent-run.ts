@@ -78,7 +78,19 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
   const planOptions: ActivityOptions = {
     startToCloseTimeout: t.plannerStartToCloseMs,
-    retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['PlannerNotConfigured', 'MissingApiKeyError', 'PlannerAuthError', 'PlannerRequestError', 'TypeError', 'ReplayFormatError'] },
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '30s',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [
+        'PlannerNotConfigured',
+        'MissingApiKeyError',
+        'PlannerAuthError',
+        'PlannerRequestError',
+        'TypeError',
+        'ReplayFormatError',
+      ],
+    },
   };
   const toolOptions: ActivityOptions = {
     startToCloseTimeout: t.toolStartToCloseMs,
@@ -175,7 +187,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       trace,
       traceTotal,
       seenRequestIds: [...seenRequestIds].slice(-1000),
-      stop: stopInfo ? { terminalState: stopInfo.terminalState, reason: stopInfo.reason, report: stopInfo.report } : null,
+      stop: stopInfo
+        ? { terminalState: stopInfo.terminalState, reason: stopInfo.reason, report: stopInfo.report }
+        : null,
     };
   }
 
@@ -217,7 +231,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     return answer;
   }
 
-  async function verifyResume(stop: StopInfo, req: ReturnType<typeof resumeRequestSchema.parse>): Promise<ResumeAnswer> {
+  async function verifyResume(
+    stop: StopInfo,
+    req: ReturnType<typeof resumeRequestSchema.parse>,
+  ): Promise<ResumeAnswer> {
     if (stop.reason === 'operator_stop') {
       return { accepted: true, reason: 'operator stop lifted', progressVersion: guard.progressVersion };
     }
@@ -225,7 +242,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       const raised = budgetRaised(stop.reason, req.raise ?? {});
       return {
         accepted: raised,
-        reason: raised ? `budget raised (${JSON.stringify(req.raise)})` : `the ${stop.reason} was not raised (use --raise)`,
+        reason: raised
+          ? `budget raised (${JSON.stringify(req.raise)})`
+          : `the ${stop.reason} was not raised (use --raise)`,
         progressVersion: guard.progressVersion,
       };
     }
@@ -275,14 +294,27 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       });
       return;
     }
-    if (verifying) return void record({ phase: 'run', tool: null, fingerprint: null, args: null, result_kind: null, error_code: null, operation_key: null, decision: 'resume_refused', reason: 'another resume is being verified' });
+    if (verifying)
+      return void record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: null,
+        result_kind: null,
+        error_code: null,
+        operation_key: null,
+        decision: 'resume_refused',
+        reason: 'another resume is being verified',
+      });
     await handleResume(parsed.data);
   });
   setHandler(resumeUpdate, handleResume, {
     validator: (raw) => {
       const parsed = resumeRequestSchema.safeParse(raw);
       if (!parsed.success) {
-        throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '));
+        throw new Error(
+          parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '),
+        );
       }
       if (resumeAnswers.has(parsed.data.requestId)) return;
       if (phase !== 'WAITING') throw new Error(`run is ${phase}, not waiting for resume`);
@@ -292,13 +324,33 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(stopSignal, (raw) => {
     const parsed = stopRequestSchema.safeParse(raw);
     if (!parsed.success) {
-      record({ phase: 'run', tool: null, fingerprint: null, args: null, result_kind: null, error_code: 'invalid_signal', operation_key: null, decision: 'signal_rejected', reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ') });
+      record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: null,
+        result_kind: null,
+        error_code: 'invalid_signal',
+        operation_key: null,
+        decision: 'signal_rejected',
+        reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '),
+      });
       return;
     }
     if (seenRequestIds.has(parsed.data.requestId)) return;
     seenRequestIds.add(parsed.data.requestId);
     if (phase !== 'RUNNING') {
-      record({ phase: 'run', tool: null, fingerprint: null, args: { actor: parsed.data.actor, reason: parsed.data.reason }, result_kind: null, error_code: null, operation_key: null, decision: 'stop_ignored', reason: `run is ${phase}` });
+      record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: { actor: parsed.data.actor, reason: parsed.data.reason },
+        result_kind: null,
+        error_code: null,
+        operation_key: null,
+        decision: 'stop_ignored',
+        reason: `run is ${phase}`,
+      });
       return;
     }
     stopRequested = parsed.data;
@@ -357,7 +409,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       reason: state === TerminalState.COMPLETED ? null : (stopInfo?.reason ?? null),
       executed,
       cached,
-      stopped_at: state === TerminalState.PARTIAL && stopInfo?.reason === 'planner_exhausted' ? null : (last?.index ?? null),
+      stopped_at:
+        state === TerminalState.PARTIAL && stopInfo?.reason === 'planner_exhausted'
+          ? null
+          : (last?.index ?? null),
       decisions,
       report: state === TerminalState.COMPLETED ? null : (stopInfo?.report ?? null),
       summary,
@@ -370,7 +425,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     // A stopped run waits for a verified resume, then continues from its checkpoint.
     if (stopInfo) {
       const resumable =
-        stopInfo.terminalState === TerminalState.STOPPED_LOOP_GUARD || stopInfo.terminalState === TerminalState.NEEDS_HUMAN;
+        stopInfo.terminalState === TerminalState.STOPPED_LOOP_GUARD ||
+        stopInfo.terminalState === TerminalState.NEEDS_HUMAN;
       if (!resumable) {
         finalState = stopInfo.terminalState;
         phase = finalState;
@@ -415,18 +471,50 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const kill = stopRequested as StopRequest | null;
     if (kill) {
       guard.forceStop('operator_stop');
-      record({ phase: 'run', tool: null, fingerprint: null, args: { actor: kill.actor, reason: kill.reason }, result_kind: null, error_code: null, operation_key: null, decision: 'stop', reason: 'operator_stop' });
-      stopWith(TerminalState.STOPPED_LOOP_GUARD, 'operator_stop', null, null, `operator ${kill.actor}: ${kill.reason}`);
+      record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: { actor: kill.actor, reason: kill.reason },
+        result_kind: null,
+        error_code: null,
+        operation_key: null,
+        decision: 'stop',
+        reason: 'operator_stop',
+      });
+      stopWith(
+        TerminalState.STOPPED_LOOP_GUARD,
+        'operator_stop',
+        null,
+        null,
+        `operator ${kill.actor}: ${kill.reason}`,
+      );
       stopRequested = null;
       continue;
     }
 
-    const planned: PlanOutput = await plan({ runId, goal: input.goal, planner: input.planner, memory, observation });
+    const planned: PlanOutput = await plan({
+      runId,
+      goal: input.goal,
+      planner: input.planner,
+      memory,
+      observation,
+    });
     memory = planned.memory;
     const turn = planned.turn;
 
     if (turn.type === 'finish') {
-      record({ phase: 'run', tool: null, fingerprint: null, args: null, result_kind: null, error_code: null, operation_key: null, decision: 'complete', reason: 'planner_finished' });
+      record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: null,
+        result_kind: null,
+        error_code: null,
+        operation_key: null,
+        decision: 'complete',
+        reason: 'planner_finished',
+      });
       finalState = TerminalState.COMPLETED;
       phase = finalState;
       publish();
@@ -435,7 +523,17 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     if (turn.type === 'exhausted' || !planned.proposal) {
       guard.forceStop('planner_exhausted', TerminalState.PARTIAL);
-      record({ phase: 'run', tool: null, fingerprint: null, args: null, result_kind: null, error_code: null, operation_key: null, decision: 'stop', reason: 'planner_exhausted' });
+      record({
+        phase: 'run',
+        tool: null,
+        fingerprint: null,
+        args: null,
+        result_kind: null,
+        error_code: null,
+        operation_key: null,
+        decision: 'stop',
+        reason: 'planner_exhausted',
+      });
       stopWith(TerminalState.PARTIAL, 'planner_exhausted', null, null);
       continue;
     }
@@ -447,8 +545,18 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const p: ProposalInfo = planned.proposal;
     const index = turn.scriptIndex ?? proposals;
     proposals += 1;
-    const call: GuardCall = { tool: p.tool, fingerprint: p.fingerprint, operationKey: p.operationKey, usage: turn.usage };
-    const base = { tool: p.tool, fingerprint: p.fingerprint, args: p.canonicalArgs, operation_key: p.operationKey };
+    const call: GuardCall = {
+      tool: p.tool,
+      fingerprint: p.fingerprint,
+      operationKey: p.operationKey,
+      usage: turn.usage,
+    };
+    const base = {
+      tool: p.tool,
+      fingerprint: p.fingerprint,
+      args: p.canonicalArgs,
+      operation_key: p.operationKey,
+    };
 
     if (!input.guardEnabled) {
       const out = await runToolActivity(p);
@@ -466,11 +574,23 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (p.ledger && p.operationKey) guard.markCompleted(p.operationKey, p.ledger.fingerprint);
 
     const before = guard.before(call, Date.now());
-    record({ ...base, phase: 'before', result_kind: null, error_code: null, decision: before.decision, reason: before.decision === 'stop' ? before.reason : null });
+    record({
+      ...base,
+      phase: 'before',
+      result_kind: null,
+      error_code: null,
+      decision: before.decision,
+      reason: before.decision === 'stop' ? before.reason : null,
+    });
     if (before.decision === 'stop') {
       decisions.push({ index, tool: p.tool, decision: 'stop' });
       // A guard stop ends the planner's turn; the refusal is never fed back as text to retry.
-      stopWith(before.terminalState, before.reason, { tool: p.tool, fingerprint: p.fingerprint }, p.operationKey);
+      stopWith(
+        before.terminalState,
+        before.reason,
+        { tool: p.tool, fingerprint: p.fingerprint },
+        p.operationKey,
+      );
       continue;
     }
 
@@ -493,14 +613,27 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
     const after = guard.after(call, toolResult, progressVersion, Date.now());
     const errorCode = toolResult.kind === 'SUCCESS' ? null : (toolResult.code ?? null);
-    record({ ...base, phase: 'after', result_kind: toolResult.kind, error_code: errorCode, decision: after.decision, reason: after.decision === 'stop' ? after.reason : null });
+    record({
+      ...base,
+      phase: 'after',
+      result_kind: toolResult.kind,
+      error_code: errorCode,
+      decision: after.decision,
+      reason: after.decision === 'stop' ? after.reason : null,
+    });
     decisions.push({ index, tool: p.tool, decision: before.decision, after: after.decision });
     if (decisions.length > MAX_DECISIONS_KEPT * 2) decisions.splice(0, decisions.length - MAX_DECISIONS_KEPT);
     publish();
 
     if (after.decision === 'stop') {
       const unmet = toolResult.kind === 'FATAL' ? (toolResult.message ?? null) : null;
-      stopWith(after.terminalState, after.reason, { tool: p.tool, fingerprint: p.fingerprint }, p.operationKey, unmet);
+      stopWith(
+        after.terminalState,
+        after.reason,
+        { tool: p.tool, fingerprint: p.fingerprint },
+        p.operationKey,
+        unmet,
+      );
       continue;
     }
     if (after.decision === 'complete') {
@@ -508,7 +641,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       phase = finalState;
       publish();
       await condition(allHandlersFinished);
-      const data = toolResult.kind === 'SUCCESS' ? (toolResult.data as { summary?: unknown } | undefined) : undefined;
+      const data =
+        toolResult.kind === 'SUCCESS' ? (toolResult.data as { summary?: unknown } | undefined) : undefined;
       return result(typeof data?.summary === 'string' ? data.summary : null);
     }
     observation = toObservation(turn.callId, p.tool, toolResult, isCached);
@@ -519,21 +653,34 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   }
 
   async function runToolActivity(p: ProposalInfo): Promise<RunToolOutput> {
-    return runTool.executeWithOptions({ ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
-      {
-        runId,
-        tool: p.tool,
-        args: p.args,
-        operationKey: p.operationKey,
-        fingerprint: p.fingerprint,
-        fixture: p.fixture,
-      },
-    ]);
+    return runTool.executeWithOptions(
+      { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
+      [
+        {
+          runId,
+          tool: p.tool,
+          args: p.args,
+          operationKey: p.operationKey,
+          fingerprint: p.fingerprint,
+          fixture: p.fixture,
+        },
+      ],
+    );
   }
 }
 
-function toObservation(callId: string | undefined, tool: string, r: ToolResult, cachedResult: boolean): Observation {
-  const base = { tool, kind: r.kind, ...(callId ? { callId } : {}), ...(cachedResult ? { cached: true } : {}) };
+function toObservation(
+  callId: string | undefined,
+  tool: string,
+  r: ToolResult,
+  cachedResult: boolean,
+): Observation {
+  const base = {
+    tool,
+    kind: r.kind,
+    ...(callId ? { callId } : {}),
+    ...(cachedResult ? { cached: true } : {}),
+  };
   switch (r.kind) {
     case 'SUCCESS':
       return { ...base, data: r.data };

@@ -26,7 +26,10 @@ function statusOf(err: unknown): number | undefined {
 }
 
 function retryAfterOf(err: unknown): number | undefined {
-  const e = err as { retryAfterMs?: unknown; headers?: Record<string, unknown> | { get?: (k: string) => unknown } };
+  const e = err as {
+    retryAfterMs?: unknown;
+    headers?: Record<string, unknown> | { get?: (k: string) => unknown };
+  };
   if (typeof e?.retryAfterMs === 'number') return e.retryAfterMs;
   const h = e?.headers as { get?: (k: string) => unknown } & Record<string, unknown>;
   const raw = typeof h?.get === 'function' ? h.get('retry-after') : h?.['retry-after'];
@@ -43,7 +46,12 @@ export function messageOf(err: unknown): string {
 /** Classifies a thrown error by the defaults of SPEC §2. */
 export function classifyError(err: unknown): ToolResult {
   if (err instanceof RetryableToolError) {
-    return { kind: 'RETRYABLE', code: err.code, retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, message: err.message };
+    return {
+      kind: 'RETRYABLE',
+      code: err.code,
+      retryAfterMs: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS,
+      message: err.message,
+    };
   }
   if (err instanceof PreconditionToolError) return { kind: 'PRECONDITION', code: err.code, unmet: err.unmet };
   if (err instanceof FatalToolError) return { kind: 'FATAL', code: err.code, message: err.message };
@@ -60,13 +68,19 @@ export function classifyError(err: unknown): ToolResult {
       message: messageOf(err),
     };
   }
-  if (status === 401 || status === 403) return { kind: 'FATAL', code: 'permission_denied', message: messageOf(err) };
+  if (status === 401 || status === 403)
+    return { kind: 'FATAL', code: 'permission_denied', message: messageOf(err) };
   if (status !== undefined && status >= 400) {
     return { kind: 'PRECONDITION', code: `http_${status}`, unmet: messageOf(err) };
   }
   const code = (err as { code?: unknown })?.code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) {
-    return { kind: 'RETRYABLE', code: 'network', retryAfterMs: DEFAULT_RETRY_AFTER_MS, message: messageOf(err) };
+    return {
+      kind: 'RETRYABLE',
+      code: 'network',
+      retryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      message: messageOf(err),
+    };
   }
   return { kind: 'FATAL', code: 'tool_error', message: messageOf(err) };
 }

@@ -61,7 +61,8 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** Validates and returns a tool definition. */
 export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
-  if (!TOOL_NAME.test(def.name)) throw new TypeError(`defineTool: name "${def.name}" must match ${TOOL_NAME}`);
+  if (!TOOL_NAME.test(def.name))
+    throw new TypeError(`defineTool: name "${def.name}" must match ${TOOL_NAME}`);
   if (def.effect !== 'read' && def.effect !== 'write') {
     throw new TypeError(`defineTool(${def.name}): effect must be "read" or "write"`);
   }
@@ -70,7 +71,8 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
       `defineTool(${def.name}): a write tool needs operationKey(args) naming the business operation`,
     );
   }
-  if (!(def.schema instanceof z.ZodType)) throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
+  if (!(def.schema instanceof z.ZodType))
+    throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
   return def;
 }
 

@@ -53,7 +53,10 @@ export class ToolRegistry {
       name: t.name,
       description: t.description,
       effect: t.effect,
-      inputSchema: z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+      inputSchema: z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<
+        string,
+        unknown
+      >,
     }));
   }
 

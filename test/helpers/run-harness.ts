@@ -9,7 +9,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
-import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../../worker/create-worker';
+import {
+  createAgentWorker,
+  openWorkerDeps,
+  WORKFLOWS_PATH,
+  type WorkerDeps,
+} from '../../worker/create-worker';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from './temporal-env';
 
 try {
@@ -35,7 +40,10 @@ export interface Harness {
   taskQueue: string;
   dbUrl: string;
   worker: Worker;
-  start(input: RunInput, workflowId?: string): Promise<{ workflowId: string; result: () => Promise<RunResult> }>;
+  start(
+    input: RunInput,
+    workflowId?: string,
+  ): Promise<{ workflowId: string; result: () => Promise<RunResult> }>;
   counters(workflowId: string): Promise<Record<string, number>>;
   close(): Promise<void>;
 }
@@ -51,7 +59,12 @@ export interface HarnessOptions {
 export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const env = await createTestEnv();
   const dbUrl = o.dbUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-')), 'agent.db')}`;
-  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, pollAfterMs: o.pollAfterMs ?? 100, leaseMs: o.leaseMs });
+  const deps = await openWorkerDeps({
+    ledgerUrl: dbUrl,
+    worldUrl: dbUrl,
+    pollAfterMs: o.pollAfterMs ?? 100,
+    leaseMs: o.leaseMs,
+  });
   const taskQueue = uniqueTaskQueue('run');
   const worker = await createAgentWorker({
     connection: env.nativeConnection,
@@ -68,7 +81,12 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     dbUrl,
     worker,
     async start(input, workflowId = uniqueId('run')) {
-      const handle = await env.client.workflow.start(agentRun, { taskQueue, workflowId, args: [input], staticSummary: input.goal });
+      const handle = await env.client.workflow.start(agentRun, {
+        taskQueue,
+        workflowId,
+        args: [input],
+        staticSummary: input.goal,
+      });
       return { workflowId, result: () => handle.result() };
     },
     counters: (id) => deps.world.counters(id),

@@ -69,7 +69,11 @@ export const GuardReason = {
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
 
 /** FATAL codes that need a person rather than ending the run as FAILED (SPEC §2). */
-export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set(['permission_denied', 'policy_blocked', 'needs_human']);
+export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
+  'permission_denied',
+  'policy_blocked',
+  'needs_human',
+]);
 
 /** Budget reasons: a resume for these is "changed" when the operator raised the budget. */
 export const BUDGET_REASONS: ReadonlySet<string> = new Set([

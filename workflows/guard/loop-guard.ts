@@ -12,7 +12,13 @@
  * fingerprints — never as a list that is rescanned.
  */
 import { NEEDS_HUMAN_CODES, TerminalState, type AfterDecision, type ResultKind } from './constants';
-import { guardConfigSchema, type GuardConfig, type GuardConfigInput, type ToolResult, type Usage } from './schemas';
+import {
+  guardConfigSchema,
+  type GuardConfig,
+  type GuardConfigInput,
+  type ToolResult,
+  type Usage,
+} from './schemas';
 
 /** A proposed call as the guard sees it: fingerprinted already. */
 export interface GuardCall {
@@ -256,14 +262,19 @@ export class LoopGuard {
 
     if (!flight.cached) {
       const wait = result.kind === 'PENDING' || result.kind === 'RETRYABLE' ? result.retryAfterMs : undefined;
-      if (wait !== undefined) this.lastExecutions.set(fp, { kind: result.kind, retryAfterMs: wait, atMs: nowMs });
+      if (wait !== undefined)
+        this.lastExecutions.set(fp, { kind: result.kind, retryAfterMs: wait, atMs: nowMs });
       else this.lastExecutions.delete(fp);
-      if (result.kind === 'PRECONDITION') this.lastUnmet = result.unmet ?? result.message ?? result.code ?? null;
+      if (result.kind === 'PRECONDITION')
+        this.lastUnmet = result.unmet ?? result.message ?? result.code ?? null;
     }
 
     if (kind === 'FATAL' && result.kind === 'FATAL') {
       const reason = result.code ?? 'fatal';
-      return this.stop(reason, this.needsHuman.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED);
+      return this.stop(
+        reason,
+        this.needsHuman.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED,
+      );
     }
     if (kind === 'SUCCESS') {
       const key = call.operationKey;
@@ -304,7 +315,12 @@ export class LoopGuard {
    * the world's new version still reads as progress. Budgets may be raised; the wall
    * clock restarts, since time spent waiting for a person is not the agent running.
    */
-  resume(nowMs: number, raise: Partial<Pick<GuardConfig, 'maxSteps' | 'maxMs' | 'maxTokens' | 'maxCostUsd' | 'maxWaitPolls'>> = {}): void {
+  resume(
+    nowMs: number,
+    raise: Partial<
+      Pick<GuardConfig, 'maxSteps' | 'maxMs' | 'maxTokens' | 'maxCostUsd' | 'maxWaitPolls'>
+    > = {},
+  ): void {
     this.stopState = null;
     this.inFlight = null;
     this.startMs = nowMs;
@@ -358,15 +374,18 @@ export class LoopGuard {
   static fromJSON(state: GuardStateJson, options: Pick<LoopGuardOptions, 'needsHumanCodes'> = {}): LoopGuard {
     if (state?.v !== 1) throw new TypeError('LoopGuard state: unsupported version (expected v: 1)');
     const c = state.config;
-    const guard = new LoopGuard({
-      maxSteps: c.maxSteps ?? undefined,
-      maxMs: c.maxMs ?? undefined,
-      sameCallLimit: c.sameCallLimit ?? undefined,
-      noProgressLimit: c.noProgressLimit ?? undefined,
-      maxWaitPolls: c.maxWaitPolls ?? undefined,
-      maxTokens: nullToInfinity(c.maxTokens),
-      maxCostUsd: nullToInfinity(c.maxCostUsd),
-    }, options);
+    const guard = new LoopGuard(
+      {
+        maxSteps: c.maxSteps ?? undefined,
+        maxMs: c.maxMs ?? undefined,
+        sameCallLimit: c.sameCallLimit ?? undefined,
+        noProgressLimit: c.noProgressLimit ?? undefined,
+        maxWaitPolls: c.maxWaitPolls ?? undefined,
+        maxTokens: nullToInfinity(c.maxTokens),
+        maxCostUsd: nullToInfinity(c.maxCostUsd),
+      },
+      options,
+    );
     guard.startMs = state.startMs;
     guard.steps = state.steps;
     guard.tokens = state.tokens;
@@ -403,7 +422,10 @@ export class LoopGuard {
     if (this.lastThree.length > 3) this.lastThree.shift();
   }
 
-  private stop(reason: string, terminalState: TerminalState = TerminalState.STOPPED_LOOP_GUARD): StopDecision {
+  private stop(
+    reason: string,
+    terminalState: TerminalState = TerminalState.STOPPED_LOOP_GUARD,
+  ): StopDecision {
     this.stopState = { reason, terminalState };
     return { decision: 'stop', reason, terminalState };
   }

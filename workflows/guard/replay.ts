@@ -8,7 +8,13 @@ import { TerminalState } from './constants';
 import { normalizeCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
 import { buildStopReport } from './report';
-import { guardConfigSchema, toolResultSchema, usageSchema, type StopReport, type ToolResult } from './schemas';
+import {
+  guardConfigSchema,
+  toolResultSchema,
+  usageSchema,
+  type StopReport,
+  type ToolResult,
+} from './schemas';
 
 const fixtureToolSchema = z
   .object({
@@ -88,10 +94,13 @@ export function parseReplayFile(value: unknown): ReplayFile {
     const issue = parsed.error.issues[0];
     const field = formatPath(issue?.path ?? []);
     let message = issue?.message ?? 'invalid';
-    if (issue?.code === 'unrecognized_keys') message = `unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-    if (issue?.code === 'invalid_union' && field.startsWith('config.')) message = 'must be a positive number or null';
+    if (issue?.code === 'unrecognized_keys')
+      message = `unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+    if (issue?.code === 'invalid_union' && field.startsWith('config.'))
+      message = 'must be a positive number or null';
     if (issue?.code === 'invalid_union' && field.endsWith('.result')) {
-      message = 'unknown or malformed result (kind must be SUCCESS, RETRYABLE, PENDING, PRECONDITION or FATAL)';
+      message =
+        'unknown or malformed result (kind must be SUCCESS, RETRYABLE, PENDING, PRECONDITION or FATAL)';
     }
     throw new ReplayFormatError(`${field}: ${message}`, field);
   }

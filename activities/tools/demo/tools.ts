@@ -102,12 +102,10 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     operationKey: (a) => `notify:${a.channel}:${a.incident}:${a.type}`,
     async execute(args, ctx) {
       await world.countCall(ctx.runId, 'send_notification', ctx.tx);
-      await ctx.tx.run('INSERT INTO world_notifications (op_key, channel, message, run_id) VALUES (?, ?, ?, ?)', [
-        ctx.operationKey,
-        args.channel,
-        args.message,
-        ctx.runId,
-      ]);
+      await ctx.tx.run(
+        'INSERT INTO world_notifications (op_key, channel, message, run_id) VALUES (?, ?, ?, ?)',
+        [ctx.operationKey, args.channel, args.message, ctx.runId],
+      );
       await world.bump(ctx.tx);
       return { data: { sent: true, channel: args.channel } };
     },
@@ -146,7 +144,9 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     description: 'Start a long job; poll it with poll_job.',
     effect: 'write',
     atomicWithLedger: true,
-    schema: z.object({ name: z.string().min(1), pollsNeeded: z.number().int().min(1).max(20).default(2) }).strict(),
+    schema: z
+      .object({ name: z.string().min(1), pollsNeeded: z.number().int().min(1).max(20).default(2) })
+      .strict(),
     operationKey: (a) => `job:${a.name}`,
     async execute(args, ctx) {
       await world.countCall(ctx.runId, 'start_job', ctx.tx);
@@ -218,5 +218,15 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     },
   });
 
-  return [search, readRecord, writeRecord, sendNotification, chargePayment, startJob, pollJob, deploy, completeTask];
+  return [
+    search,
+    readRecord,
+    writeRecord,
+    sendNotification,
+    chargePayment,
+    startJob,
+    pollJob,
+    deploy,
+    completeTask,
+  ];
 }

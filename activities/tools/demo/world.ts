@@ -32,7 +32,12 @@ CREATE TABLE IF NOT EXISTS world_tool_calls (run_id TEXT NOT NULL, tool TEXT NOT
 const SEED_DOCS: ReadonlyArray<readonly [string, string, string, string]> = [
   ['doc-1', 'temporal', 'Durable execution', 'Workflows survive crashes by replaying history.'],
   ['doc-2', 'temporal', 'Activities', 'Activities are at-least-once; make side effects idempotent.'],
-  ['doc-3', 'temporal', 'Signals and updates', 'Signals are async; updates return a result after validation.'],
+  [
+    'doc-3',
+    'temporal',
+    'Signals and updates',
+    'Signals are async; updates return a result after validation.',
+  ],
   ['doc-4', 'temporal', 'Continue-as-new', 'Long runs start a fresh history with their state.'],
   ['doc-5', 'temporal', 'Search attributes', 'Index workflows by custom keys for list filters.'],
   ['doc-6', 'agents', 'Loop guards', 'Stop repeated calls before they execute.'],
@@ -55,14 +60,18 @@ export class World {
     db.pragma('journal_mode = WAL');
     db.pragma('busy_timeout = 5000');
     db.exec(SCHEMA);
-    const insert = db.prepare('INSERT OR IGNORE INTO world_docs (id, topic, title, body) VALUES (?, ?, ?, ?)');
+    const insert = db.prepare(
+      'INSERT OR IGNORE INTO world_docs (id, topic, title, body) VALUES (?, ?, ?, ?)',
+    );
     for (const d of SEED_DOCS) insert.run(...d);
     return new World(db, file);
   }
 
   /** The world's own connection as a {@link Tx}. */
   readonly tx: Tx = {
-    run: async (sql, params = []) => ({ changes: this.db.prepare(sql).run(...(params as unknown[])).changes }),
+    run: async (sql, params = []) => ({
+      changes: this.db.prepare(sql).run(...(params as unknown[])).changes,
+    }),
     all: async <T>(sql: string, params: readonly unknown[] = []) =>
       this.db.prepare(sql).all(...(params as unknown[])) as T[],
     get: async <T>(sql: string, params: readonly unknown[] = []) =>
@@ -141,9 +150,10 @@ export class World {
 
   /** Whether a permission is granted. */
   async hasPermission(permission: string, tx: Tx = this.tx): Promise<boolean> {
-    const row = await tx.get<{ granted: number }>('SELECT granted FROM world_permissions WHERE permission = ?', [
-      permission,
-    ]);
+    const row = await tx.get<{ granted: number }>(
+      'SELECT granted FROM world_permissions WHERE permission = ?',
+      [permission],
+    );
     return row?.granted === 1;
   }
 

@@ -9,22 +9,24 @@
  * N and 1.1·N. Small windows are timed across several guards per batch so that one
  * timer read covers at least 256 pairs. Each size is repeated and the median batch is
  * reported; filling is not timed. Both sides fingerprint every call from raw args
- * (ours: normalizeCall; baseline: sorted-copy + JSON.stringify), as a runtime must.
+ * (ours: fingerprintCall; baseline: sorted-copy + JSON.stringify), as a runtime must.
  *
  * Targets (issue 2): ours(10,000) within 2x of ours(10); at least 20x faster than the
  * baseline at 1,000. `--json` prints one JSON object instead of the table.
  */
-import { LoopGuard, normalizeCall, type ToolResult } from '../workflows/guard';
-import { BaselineGuard, type BaselineCall } from './seed-baseline';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { fingerprintCall, LoopGuard, type ToolResult } from '../workflows/guard';
+import { BaselineGuard, baselineFingerprint, type BaselineCall } from './seed-baseline';
 
 const SIZES = [10, 100, 1_000, 10_000] as const;
 const PAIRS_PER_BATCH = 256;
 /** Timed time per size and side before we stop repeating (ns). */
-const TIMED_BUDGET_NS = 250e6;
+const TIMED_BUDGET_NS = 100e6;
 const MIN_REPS = 5;
-const MAX_REPS = 400;
-/** Wall-time cap per size and side (ms), so the whole bench stays well under 30 s. */
-const WALL_CAP_MS = 3_000;
+const MAX_REPS = 200;
+/** Wall-time cap per measurement (ms), so the whole bench stays well under 30 s. */
+const WALL_CAP_MS = 800;
 
 const HUGE = { maxSteps: 1e9, maxMs: 1e15, sameCallLimit: 1e9, noProgressLimit: 1e9 };
 const OK: ToolResult = { kind: 'SUCCESS' };
@@ -41,19 +43,39 @@ function makeArgs(count: number): BaselineCall[] {
 
 let sink = 0;
 
+/**
+ * A full GC before every timed batch, so garbage left by the (untimed) filling is not
+ * collected on the timed clock: otherwise large windows pay for their own set-up.
+ * `--expose-gc` cannot be passed through `npm run bench:guard`, hence the V8 flag at
+ * run time.
+ */
+const collectGarbage: () => void = (() => {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as unknown;
+    if (typeof gc === 'function') return gc as () => void;
+  } catch {
+    // Fall through: measure without forced collections.
+  }
+  return () => undefined;
+})();
+
 interface Side {
   /** Creates a guard and fills it with `calls[0..n)`; returns the timed-pair function. */
   prepare(n: number): (i: number) => void;
 }
 
-function oursSide(calls: readonly BaselineCall[]): Side {
+/**
+ * Our side. With `fps` the fingerprints are precomputed (decision cost only); without,
+ * every pair normalises the raw args first, as the runtime does.
+ */
+function oursSide(calls: readonly BaselineCall[], fps?: readonly string[]): Side {
   return {
     prepare(n) {
       const g = new LoopGuard(HUGE);
       const pair = (i: number): void => {
         const c = calls[i]!;
-        const norm = normalizeCall(c.tool, c.args);
-        const call = { tool: c.tool, fingerprint: norm.fingerprint };
+        const call = { tool: c.tool, fingerprint: fps ? fps[i]! : fingerprintCall(c.tool, c.args) };
         const b = g.before(call, 0);
         if (b.decision !== 'execute') throw new Error(`ours refused call ${i}: ${JSON.stringify(b)}`);
         const a = g.after(call, OK, 0, 0);
@@ -66,17 +88,20 @@ function oursSide(calls: readonly BaselineCall[]): Side {
   };
 }
 
-function baselineSide(calls: readonly BaselineCall[]): Side {
+/** The baseline. With `fps` its fingerprints are precomputed too (history scan only). */
+function baselineSide(calls: readonly BaselineCall[], fps?: readonly string[]): Side {
+  const filled = fps ?? calls.map((c) => baselineFingerprint(c.tool, c.args));
   return {
     prepare(n) {
       const g = new BaselineGuard(HUGE);
       const pair = (i: number): void => {
         const c = calls[i]!;
-        const b = g.before(c, 0);
+        const b = fps ? g.decide(fps[i]!, c, 0) : g.before(c, 0);
         if (b.decision !== 'execute') throw new Error(`baseline refused call ${i}`);
         sink += g.after(b.fp, c, BASE_OK, 0).length;
       };
-      for (let i = 0; i < n; i++) pair(i);
+      // Same end state as n pairs (history of n distinct fingerprints), built in O(n).
+      g.preload(filled.slice(0, n));
       if (g.windowSize !== n) throw new Error(`baseline window ${g.windowSize} != ${n}`);
       return pair;
     },
@@ -92,6 +117,7 @@ function measure(side: Side, n: number): number {
   const wallStart = Date.now();
   for (let rep = 0; rep < MAX_REPS; rep++) {
     const pairs = Array.from({ length: guards }, () => side.prepare(n));
+    collectGarbage();
     const t0 = process.hrtime.bigint();
     for (const pair of pairs) for (let i = n; i < n + k; i++) pair(i);
     const dt = Number(process.hrtime.bigint() - t0);
@@ -110,6 +136,8 @@ export interface BenchRow {
   baseline_ns_per_pair: number;
   speedup: number;
   ours_vs_ours_10: number;
+  /** The same with fingerprints precomputed: the decision cost alone. */
+  decision_only: { ours_ns_per_pair: number; baseline_ns_per_pair: number; speedup: number };
 }
 
 function main(): void {
@@ -117,13 +145,21 @@ function main(): void {
   const calls = makeArgs(Math.max(...SIZES) * 1.1 + 10);
   const ours = oursSide(calls);
   const base = baselineSide(calls);
+  const oursDecide = oursSide(
+    calls,
+    calls.map((c) => fingerprintCall(c.tool, c.args)),
+  );
+  const baseDecide = baselineSide(
+    calls,
+    calls.map((c) => baselineFingerprint(c.tool, c.args)),
+  );
 
   // Warm-up: let both sides reach optimised code before anything is recorded.
   for (let w = 0; w < 3; w++) {
-    measureQuick(ours, 100);
-    measureQuick(base, 100);
-    measureQuick(ours, 1_000);
-    measureQuick(base, 1_000);
+    for (const side of [ours, base, oursDecide, baseDecide]) {
+      measureQuick(side, 100);
+      measureQuick(side, 1_000);
+    }
   }
 
   const started = Date.now();
@@ -132,6 +168,8 @@ function main(): void {
   for (const n of SIZES) {
     const o = measure(ours, n);
     const b = measure(base, n);
+    const od = measure(oursDecide, n);
+    const bd = measure(baseDecide, n);
     if (n === 10) ours10 = o;
     rows.push({
       window: n,
@@ -139,6 +177,11 @@ function main(): void {
       baseline_ns_per_pair: round(b),
       speedup: round(b / o, 1),
       ours_vs_ours_10: round(o / ours10, 2),
+      decision_only: {
+        ours_ns_per_pair: round(od),
+        baseline_ns_per_pair: round(bd),
+        speedup: round(bd / od, 1),
+      },
     });
   }
   const at1000 = rows.find((r) => r.window === 1_000)!;
@@ -150,21 +193,43 @@ function main(): void {
 
   if (json) {
     process.stdout.write(
-      JSON.stringify({ bench: 'guard', node: process.version, unit: 'ns per before+after pair', rows, targets, ms: Date.now() - started, sink: sink % 7 }) + '\n',
+      JSON.stringify({
+        bench: 'guard',
+        node: process.version,
+        unit: 'ns per before+after pair',
+        rows,
+        targets,
+        ms: Date.now() - started,
+        sink: sink % 7,
+      }) + '\n',
     );
     return;
   }
-  const header = ['window', 'ours ns/pair', 'baseline ns/pair', 'speed-up x', 'ours(n)/ours(10)'];
+  const header = [
+    'window',
+    'ours ns/pair',
+    'baseline ns/pair',
+    'speed-up x',
+    'ours(n)/ours(10)',
+    '| decision only: ours',
+    'baseline',
+    'speed-up x',
+  ];
   const lines = rows.map((r) => [
     r.window.toLocaleString('en-US'),
     r.ours_ns_per_pair.toLocaleString('en-US'),
     r.baseline_ns_per_pair.toLocaleString('en-US'),
     r.speedup.toFixed(1),
     r.ours_vs_ours_10.toFixed(2),
+    r.decision_only.ours_ns_per_pair.toLocaleString('en-US'),
+    r.decision_only.baseline_ns_per_pair.toLocaleString('en-US'),
+    r.decision_only.speedup.toFixed(1),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
-  console.log(`guard bench (node ${process.version}): ns per fingerprint+before+after pair, median of batches`);
+  console.log(
+    `guard bench (node ${process.version}): ns per fingerprint+before+after pair, median of batches`,
+  );
   console.log(fmt(header));
   for (const l of lines) console.log(fmt(l));
   console.log(

@@ -16,7 +16,8 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { executeOnce, openLedger, type Ledger } from '../activities/ledger';
 
-const PG_URL = process.env.BENCH_PG_URL ?? process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const PG_URL =
+  process.env.BENCH_PG_URL ?? process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5);
 const TOOL_MS = 5;
 
@@ -37,7 +38,9 @@ interface Share {
 }
 
 const percentile = (sorted: number[], p: number) =>
-  sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
+  sorted.length === 0
+    ? 0
+    : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
 const round = (n: number, d = 3) => Math.round(n * 10 ** d) / 10 ** d;
 
 async function claimCommitLoop(ledgers: Ledger[], backend: Row['backend']): Promise<Row> {
@@ -50,7 +53,14 @@ async function claimCommitLoop(ledgers: Ledger[], backend: Row['backend']): Prom
       while (performance.now() < until) {
         const key = `bench-${ledgers.length}-${client}-${seq++}`;
         const t0 = performance.now();
-        const c = await ledger.claim({ key, tool: 'bench', argsHash: 'h', runId: 'bench', owner: `c${client}`, leaseMs: 30_000 });
+        const c = await ledger.claim({
+          key,
+          tool: 'bench',
+          argsHash: 'h',
+          runId: 'bench',
+          owner: `c${client}`,
+          leaseMs: 30_000,
+        });
         if (c.kind !== 'claimed') throw new Error(`bench: expected a fresh claim, got ${c.kind}`);
         await ledger.dispatch(key, c.token);
         await ledger.commit(key, c.token, { ok: true });
@@ -91,10 +101,18 @@ async function toolShare(ledger: Ledger, backend: Share['backend']): Promise<Sha
   }
   const total = totals.reduce((a, b) => a + b, 0);
   totals.sort((a, b) => a - b);
-  return { backend, toolMs: TOOL_MS, activityP50Ms: round(percentile(totals, 50)), ledgerShare: round((total - toolTime) / total, 4) };
+  return {
+    backend,
+    toolMs: TOOL_MS,
+    activityP50Ms: round(percentile(totals, 50)),
+    ledgerShare: round((total - toolTime) / total, 4),
+  };
 }
 
-async function withBackend<T>(backend: Row['backend'], fn: (open: () => Promise<Ledger>) => Promise<T>): Promise<T> {
+async function withBackend<T>(
+  backend: Row['backend'],
+  fn: (open: () => Promise<Ledger>) => Promise<T>,
+): Promise<T> {
   const opened: Ledger[] = [];
   if (backend === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ledger-bench-'));
@@ -135,25 +153,44 @@ async function main(): Promise<void> {
     await withBackend(backend, async (open) => {
       const first = await open();
       rows.push(await claimCommitLoop([first], backend));
-      const eight = backend === 'sqlite' ? [first, ...(await Promise.all(Array.from({ length: 7 }, open)))] : Array(8).fill(first);
+      const eight =
+        backend === 'sqlite'
+          ? [first, ...(await Promise.all(Array.from({ length: 7 }, open)))]
+          : Array(8).fill(first);
       rows.push(await claimCommitLoop(eight, backend));
       shares.push(await toolShare(first, backend));
     });
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify({ secondsPerCell: SECONDS, claimCommit: rows, toolShare: shares })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ secondsPerCell: SECONDS, claimCommit: rows, toolShare: shares })}\n`,
+    );
     return;
   }
   const table = [
     ['backend', 'clients', 'ops', 'p50 ms', 'p99 ms', 'ops/s'],
-    ...rows.map((r) => [r.backend, String(r.clients), String(r.ops), r.p50Ms.toFixed(3), r.p99Ms.toFixed(3), String(r.opsPerSec)]),
+    ...rows.map((r) => [
+      r.backend,
+      String(r.clients),
+      String(r.ops),
+      r.p50Ms.toFixed(3),
+      r.p99Ms.toFixed(3),
+      String(r.opsPerSec),
+    ]),
   ];
   const w = table[0]?.map((_, i) => Math.max(...table.map((row) => (row[i] ?? '').length))) ?? [];
-  const fmt = (row: string[]) => row.map((c, i) => (i === 0 ? c.padEnd(w[i] ?? 0) : c.padStart(w[i] ?? 0))).join('  ');
-  process.stdout.write(`ledger claim -> dispatch -> commit (${SECONDS}s per cell)\n${table.map(fmt).join('\n')}\n\n`);
-  process.stdout.write(`ledger share of a tool activity (executeOnce around a ${TOOL_MS} ms tool, 1 client)\n`);
+  const fmt = (row: string[]) =>
+    row.map((c, i) => (i === 0 ? c.padEnd(w[i] ?? 0) : c.padStart(w[i] ?? 0))).join('  ');
+  process.stdout.write(
+    `ledger claim -> dispatch -> commit (${SECONDS}s per cell)\n${table.map(fmt).join('\n')}\n\n`,
+  );
+  process.stdout.write(
+    `ledger share of a tool activity (executeOnce around a ${TOOL_MS} ms tool, 1 client)\n`,
+  );
   for (const s of shares) {
-    process.stdout.write(`${s.backend.padEnd(8)}  activity p50 ${s.activityP50Ms.toFixed(3)} ms  ledger share ${(s.ledgerShare * 100).toFixed(1)}%\n`);
+    process.stdout.write(
+      `${s.backend.padEnd(8)}  activity p50 ${s.activityP50Ms.toFixed(3)} ms  ledger share ${(s.ledgerShare * 100).toFixed(1)}%\n`,
+    );
   }
 }
 

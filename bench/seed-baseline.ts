@@ -51,6 +51,13 @@ export function baselineFingerprint(tool: string, args: unknown): string {
   return `${tool}:${JSON.stringify(sortedCopy(args))}`;
 }
 
+/** What the baseline's `before` said, with the fingerprint to hand to `after`. */
+export interface BaselineDecision {
+  readonly decision: 'execute' | 'return_cached_success' | 'stop';
+  readonly fp: string;
+  readonly reason?: string;
+}
+
 /** The seed's guard: a history array rescanned on every call. */
 export class BaselineGuard {
   private readonly maxSteps: number;
@@ -76,12 +83,28 @@ export class BaselineGuard {
     return this.history.length;
   }
 
+  /**
+   * Puts executed, no-progress calls straight into the history, leaving the state that
+   * running them would leave. Lets the bench build a 10,000-entry window without the
+   * O(n²) cost of getting there (which is not what it measures).
+   */
+  preload(fps: readonly string[]): void {
+    for (const fp of fps) this.history.push({ fp, kind: 'SUCCESS' });
+    this.steps += fps.length;
+    this.noProgress += fps.length;
+  }
+
   /** Decides on a proposal; returns the fingerprint to hand to `after` when it may run. */
-  before(call: BaselineCall, nowMs: number): { decision: 'execute' | 'return_cached_success' | 'stop'; fp: string; reason?: string } {
-    const fp = baselineFingerprint(call.tool, call.args);
+  before(call: BaselineCall, nowMs: number): BaselineDecision {
+    return this.decide(baselineFingerprint(call.tool, call.args), call, nowMs);
+  }
+
+  /** The decision for an already fingerprinted proposal (lets the bench separate the costs). */
+  decide(fp: string, call: BaselineCall, nowMs: number): BaselineDecision {
     if (this.steps >= this.maxSteps) return { decision: 'stop', fp, reason: 'step_budget' };
     if (nowMs >= this.deadline) return { decision: 'stop', fp, reason: 'wall_clock_budget' };
-    if (call.operationKey && this.completed.has(call.operationKey)) return { decision: 'return_cached_success', fp };
+    if (call.operationKey && this.completed.has(call.operationKey))
+      return { decision: 'return_cached_success', fp };
     const repeats = this.history.filter((entry) => entry.fp === fp).length;
     if (repeats >= this.sameCallLimit) return { decision: 'stop', fp, reason: 'same_call_repeat' };
     const recent = this.history.slice(-3).map((entry) => entry.fp);

@@ -67,7 +67,9 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
     };
 
   const ledger = new Command('ledger')
-    .description('Inspect and settle the completed-operation ledger (LEDGER_URL, default sqlite:./data/ledger.db)')
+    .description(
+      'Inspect and settle the completed-operation ledger (LEDGER_URL, default sqlite:./data/ledger.db)',
+    )
     .configureOutput({ writeOut: deps.stdout, writeErr: deps.stderr })
     .exitOverride((err: CommanderError) => {
       deps.exit(err.exitCode === 0 ? 0 : 2);
@@ -104,7 +106,9 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
     .command('resolve')
     .description('Settle an UNKNOWN record after checking what really happened')
     .argument('<key>', 'operation key')
-    .addOption(new Option('--as <outcome>', 'what happened').choices(['succeeded', 'failed']).makeOptionMandatory())
+    .addOption(
+      new Option('--as <outcome>', 'what happened').choices(['succeeded', 'failed']).makeOptionMandatory(),
+    )
     .requiredOption('--actor <name>', 'who decides (stored)')
     .requiredOption('--reason <text>', 'why: the evidence checked (stored)')
     .option('--result <json>', 'result to replay to duplicates (with --as succeeded)')
@@ -114,7 +118,13 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
         async (
           l,
           key: string,
-          opts: { as: 'succeeded' | 'failed'; actor: string; reason: string; result?: string; json?: boolean },
+          opts: {
+            as: 'succeeded' | 'failed';
+            actor: string;
+            reason: string;
+            result?: string;
+            json?: boolean;
+          },
         ) => {
           if (opts.result !== undefined && opts.as !== 'succeeded') {
             throw new UsageError('--result only goes with --as succeeded');
@@ -142,9 +152,14 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
     .action(
       withLedger(async (l, opts: { ttlHours: string; json?: boolean }) => {
         const hours = Number(opts.ttlHours);
-        if (!Number.isFinite(hours) || hours < 0) throw new UsageError(`--ttl-hours must be a number >= 0, got "${opts.ttlHours}"`);
+        if (!Number.isFinite(hours) || hours < 0)
+          throw new UsageError(`--ttl-hours must be a number >= 0, got "${opts.ttlHours}"`);
         const removed = await l.reap(hours * 3_600_000);
-        deps.stdout(opts.json ? `${JSON.stringify({ removed, ttlHours: hours })}\n` : `removed ${removed} record(s) older than ${hours} h\n`);
+        deps.stdout(
+          opts.json
+            ? `${JSON.stringify({ removed, ttlHours: hours })}\n`
+            : `removed ${removed} record(s) older than ${hours} h\n`,
+        );
       }),
     );
 
@@ -153,7 +168,8 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
 
 function positiveInt(text: string, flag: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} must be a positive integer, got "${text}"`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`${flag} must be a positive integer, got "${text}"`);
   return n;
 }
 
@@ -174,9 +190,23 @@ function lease(r: LedgerRecord): string {
 function renderTable(records: LedgerRecord[]): string {
   if (records.length === 0) return 'no ledger records\n';
   const header = ['KEY', 'STATE', 'TOOL', 'RUN', 'OWNER', 'TOKEN', 'ATTEMPTS', 'LEASE', 'UPDATED'];
-  const rows = records.map((r) => [r.key, r.state, r.tool, r.runId, r.owner, String(r.token), String(r.attempts), lease(r), r.updatedAt]);
+  const rows = records.map((r) => [
+    r.key,
+    r.state,
+    r.tool,
+    r.runId,
+    r.owner,
+    String(r.token),
+    String(r.attempts),
+    lease(r),
+    r.updatedAt,
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
@@ -196,7 +226,10 @@ function renderRecord(r: LedgerRecord): string {
     ['dispatched', r.dispatchedAt ?? '-'],
     ['finished', r.finishedAt ?? '-'],
     ['result', r.result === null ? '-' : JSON.stringify(r.result)],
-    ['error', r.error ? `${r.error.name}: ${r.error.message}${r.error.code ? ` (${r.error.code})` : ''}` : '-'],
+    [
+      'error',
+      r.error ? `${r.error.name}: ${r.error.message}${r.error.code ? ` (${r.error.code})` : ''}` : '-',
+    ],
   ];
   if (r.resolution) {
     lines.push(

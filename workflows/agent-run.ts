@@ -12,7 +12,6 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
@@ -138,6 +137,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   let stopRequested: StopRequest | null = null;
   let approvedResume: ResumeRequest | null = null;
   let verifying = false;
+  /** The FATAL message of the current stop, if any (RunResult.summary; not in the StopReport). */
+  let stopDetail: string | null = null;
 
   // ---- trace ----
   function record(rec: Omit<TraceRecord, 'run_id' | 'step' | 'at_ms' | 'progress_version'>): void {
@@ -397,6 +398,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       ...(unmet ? { unmet } : {}),
     });
     stopInfo = { terminalState, reason, report, blockedTool: call?.tool ?? null, operationKey };
+    stopDetail = null;
     phase = 'STOPPED';
   }
 
@@ -415,7 +417,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           : (last?.index ?? null),
       decisions,
       report: state === TerminalState.COMPLETED ? null : (stopInfo?.report ?? null),
-      summary,
+      summary: summary ?? (state === TerminalState.COMPLETED ? null : stopDetail),
       checkpoint: state === TerminalState.COMPLETED ? null : checkpoint(),
     };
   }
@@ -626,14 +628,12 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     publish();
 
     if (after.decision === 'stop') {
-      const unmet = toolResult.kind === 'FATAL' ? (toolResult.message ?? null) : null;
-      stopWith(
-        after.terminalState,
-        after.reason,
-        { tool: p.tool, fingerprint: p.fingerprint },
-        p.operationKey,
-        unmet,
-      );
+      // FIX (replay agreement, SPEC §6): the StopReport is built from the guard alone, exactly
+      // as the offline replay builds it. A FATAL's message used to go into
+      // `unmet_precondition`, so the durable run's report differed from `replay()` for the
+      // same trace; the message is kept for the operator in RunResult.summary instead.
+      stopWith(after.terminalState, after.reason, { tool: p.tool, fingerprint: p.fingerprint }, p.operationKey);
+      if (toolResult.kind === 'FATAL') stopDetail = toolResult.message ?? null;
       continue;
     }
     if (after.decision === 'complete') {
@@ -648,7 +648,11 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     observation = toObservation(turn.callId, p.tool, toolResult, isCached);
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer: it survives worker restarts.
-      await sleep(after.retryAfterMs ?? DEFAULT_WAIT_MS);
+      // FIX (kill switch, SPEC §7 `stop`): the wait ends early when the operator stops the
+      // run; with a plain sleep() a stop sent during a long wait took effect only after the
+      // whole wait. condition() with a timeout schedules the same timer (cancelled on stop),
+      // so histories recorded with sleep() still replay.
+      await condition(() => stopRequested !== null, after.retryAfterMs ?? DEFAULT_WAIT_MS);
     }
   }
 

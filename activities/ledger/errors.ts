@@ -83,7 +83,13 @@ export class StaleTokenError extends LedgerError {
    * @param options standard `ErrorOptions`
    */
   constructor(
-    details: { key: string; token: number; currentToken: number | null; currentState: string | null; op: string },
+    details: {
+      key: string;
+      token: number;
+      currentToken: number | null;
+      currentState: string | null;
+      op: string;
+    },
     options?: ErrorOptions,
   ) {
     super(

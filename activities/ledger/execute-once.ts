@@ -203,14 +203,19 @@ async function claimOrSettle(
  * A previous executor died after dispatch and we hold the takeover claim. Returns the settled
  * outcome, or null when executing is safe (vendor-idempotent, or the vendor never saw it).
  */
-async function settleDeadDispatch(ledger: Ledger, o: ExecuteOnceOptions, token: number): Promise<Settled | null> {
+async function settleDeadDispatch(
+  ledger: Ledger,
+  o: ExecuteOnceOptions,
+  token: number,
+): Promise<Settled | null> {
   if (o.reconcile) {
     let answer: ReconcileAnswer;
     try {
       answer = await o.reconcile(o.key);
     } catch (err) {
       answer = { status: 'unknown' };
-      if (!o.vendorIdempotent) return markUnknown(ledger, o.key, token, `reconcile failed: ${toStoredError(err).message}`);
+      if (!o.vendorIdempotent)
+        return markUnknown(ledger, o.key, token, `reconcile failed: ${toStoredError(err).message}`);
     }
     try {
       switch (answer.status) {
@@ -224,7 +229,12 @@ async function settleDeadDispatch(ledger: Ledger, o: ExecuteOnceOptions, token: 
           return null;
         case 'unknown':
           if (o.vendorIdempotent) return null;
-          return markUnknown(ledger, o.key, token, 'reconcile could not tell whether the side effect happened');
+          return markUnknown(
+            ledger,
+            o.key,
+            token,
+            'reconcile could not tell whether the side effect happened',
+          );
       }
     } catch (err) {
       if (err instanceof StaleTokenError) return afterStale(ledger, o.key);
@@ -276,7 +286,11 @@ async function afterStale(ledger: Ledger, key: string): Promise<Settled> {
   if (r?.state === LedgerState.FAILED_FINAL && r.error) {
     return { kind: 'failed_final', key, error: r.error, replayed: true };
   }
-  if (r && (r.state === LedgerState.CLAIMED || r.state === LedgerState.DISPATCHED) && (r.leaseRemainingMs ?? 0) > 0) {
+  if (
+    r &&
+    (r.state === LedgerState.CLAIMED || r.state === LedgerState.DISPATCHED) &&
+    (r.leaseRemainingMs ?? 0) > 0
+  ) {
     return { kind: 'in_progress', key, retryAfterMs: Math.ceil(r.leaseRemainingMs ?? 1) };
   }
   return { kind: 'unknown', key, record: r };

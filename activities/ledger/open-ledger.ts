@@ -48,7 +48,10 @@ const HOW_TO_FIX =
  * Unknown schemes and unreachable databases throw {@link LedgerConnectionError} naming the
  * URL (password redacted) and how to fix it.
  */
-export async function openLedger(url: string = ledgerUrlFromEnv(), options: OpenLedgerOptions = {}): Promise<Ledger> {
+export async function openLedger(
+  url: string = ledgerUrlFromEnv(),
+  options: OpenLedgerOptions = {},
+): Promise<Ledger> {
   const shown = redactUrl(url);
   let ledger: Ledger;
   if (url.startsWith('sqlite:')) {
@@ -87,9 +90,13 @@ export async function openLedger(url: string = ledgerUrlFromEnv(), options: Open
       await ledger.migrate();
     } catch (err) {
       await ledger.close().catch(() => undefined);
-      throw new LedgerConnectionError(`Cannot migrate the ledger at "${shown}": ${(err as Error).message}`, shown, {
-        cause: err,
-      });
+      throw new LedgerConnectionError(
+        `Cannot migrate the ledger at "${shown}": ${(err as Error).message}`,
+        shown,
+        {
+          cause: err,
+        },
+      );
     }
   }
   return ledger;

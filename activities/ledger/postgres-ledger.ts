@@ -242,7 +242,11 @@ export class PostgresLedger implements Ledger {
   async commitWith<T>(key: string, token: number, work: (tx: LedgerTx) => Promise<T> | T): Promise<T> {
     return this.inTx(async (c) => {
       const row = await this.row(c, key, true);
-      if (!row || Number(row.token) !== token || !(row.state === LedgerState.CLAIMED || row.state === LedgerState.DISPATCHED)) {
+      if (
+        !row ||
+        Number(row.token) !== token ||
+        !(row.state === LedgerState.CLAIMED || row.state === LedgerState.DISPATCHED)
+      ) {
         throw staleError('commit', key, token, row);
       }
       const value = await work(txFor(c));
@@ -321,9 +325,10 @@ export class PostgresLedger implements Ledger {
           `SELECT ${COLUMNS} FROM ledger_records WHERE state = $1 ORDER BY updated_at DESC, key LIMIT $2`,
           [options.state, limit],
         )
-      : await this.pool.query<PgRow>(`SELECT ${COLUMNS} FROM ledger_records ORDER BY updated_at DESC, key LIMIT $1`, [
-          limit,
-        ]);
+      : await this.pool.query<PgRow>(
+          `SELECT ${COLUMNS} FROM ledger_records ORDER BY updated_at DESC, key LIMIT $1`,
+          [limit],
+        );
     return r.rows.map(toRecord);
   }
 
@@ -347,7 +352,9 @@ export class PostgresLedger implements Ledger {
       const state = r.as === 'succeeded' ? LedgerState.SUCCEEDED : LedgerState.FAILED_FINAL;
       const result = r.as === 'succeeded' ? toJsonText(r.result) : null;
       const error =
-        r.as === 'failed' ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` }) : null;
+        r.as === 'failed'
+          ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` })
+          : null;
       await c.query(
         `UPDATE ledger_records SET state = $2, result = $3, error = $4, lease_expires_at = NULL,
          finished_at = ${NOW}, updated_at = ${NOW}, resolved_as = $5, resolved_by = $6, resolution_reason = $7,
@@ -432,7 +439,9 @@ function staleError(op: string, key: string, token: number, row: PgRow | undefin
 
 function txFor(c: PoolClient): LedgerTx {
   return {
-    run: async (sql, params) => ({ changes: (await c.query(toPgPlaceholders(sql), [...(params ?? [])])).rowCount ?? 0 }),
+    run: async (sql, params) => ({
+      changes: (await c.query(toPgPlaceholders(sql), [...(params ?? [])])).rowCount ?? 0,
+    }),
     all: async <T>(sql: string, params?: readonly unknown[]) =>
       (await c.query(toPgPlaceholders(sql), [...(params ?? [])])).rows as T[],
     get: async <T>(sql: string, params?: readonly unknown[]) =>

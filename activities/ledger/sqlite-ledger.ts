@@ -119,9 +119,9 @@ export class SqliteLedger implements Ledger {
         'CREATE TABLE IF NOT EXISTS ledger_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
       );
       this.immediate(() => {
-        const applied = (this.db.prepare('SELECT version FROM ledger_migrations').all() as { version: number }[]).map(
-          (r) => r.version,
-        );
+        const applied = (
+          this.db.prepare('SELECT version FROM ledger_migrations').all() as { version: number }[]
+        ).map((r) => r.version);
         assertNotNewer(applied, SQLITE_MIGRATIONS, this.path);
         for (const m of SQLITE_MIGRATIONS) {
           if (applied.includes(m.version)) continue;
@@ -149,7 +149,15 @@ export class SqliteLedger implements Ledger {
                 `INSERT INTO ledger_records (key, tool, args_hash, run_id, owner, state, token, lease_expires_at, attempts, created_at, updated_at)
                  VALUES (?, ?, ?, ?, ?, '${LedgerState.CLAIMED}', ?, ${NOW} + ?, 1, ${NOW}, ${NOW})`,
               )
-              .run(input.key, input.tool, input.argsHash, input.runId, input.owner, token, Math.ceil(input.leaseMs));
+              .run(
+                input.key,
+                input.tool,
+                input.argsHash,
+                input.runId,
+                input.owner,
+                token,
+                Math.ceil(input.leaseMs),
+              );
             return { kind: 'claimed', token, takenOverFrom: null };
           }
           case 'takeover': {
@@ -176,7 +184,10 @@ export class SqliteLedger implements Ledger {
           case 'replay_succeeded':
             return { kind: 'succeeded', result: toRecord(row as SqliteRow).result };
           case 'replay_failed':
-            return { kind: 'failed_final', error: toRecord(row as SqliteRow).error ?? { name: 'Error', message: '' } };
+            return {
+              kind: 'failed_final',
+              error: toRecord(row as SqliteRow).error ?? { name: 'Error', message: '' },
+            };
           case 'report_unknown':
             return { kind: 'unknown', record: toRecord(row as SqliteRow) };
         }
@@ -186,13 +197,17 @@ export class SqliteLedger implements Ledger {
 
   /** @inheritDoc */
   dispatch(key: string, token: number): Promise<void> {
-    return this.fenced('dispatch', key, token, () =>
-      this.db
-        .prepare(
-          `UPDATE ledger_records SET state = '${LedgerState.DISPATCHED}', dispatched_at = COALESCE(dispatched_at, ${NOW}),
+    return this.fenced(
+      'dispatch',
+      key,
+      token,
+      () =>
+        this.db
+          .prepare(
+            `UPDATE ledger_records SET state = '${LedgerState.DISPATCHED}', dispatched_at = COALESCE(dispatched_at, ${NOW}),
            updated_at = ${NOW} WHERE key = ? AND token = ? AND state IN ${LIVE}`,
-        )
-        .run(key, token).changes,
+          )
+          .run(key, token).changes,
     );
   }
 
@@ -207,7 +222,11 @@ export class SqliteLedger implements Ledger {
       this.db.exec('BEGIN IMMEDIATE');
       try {
         const row = this.row(key);
-        if (!row || row.token !== token || !(row.state === LedgerState.CLAIMED || row.state === LedgerState.DISPATCHED)) {
+        if (
+          !row ||
+          row.token !== token ||
+          !(row.state === LedgerState.CLAIMED || row.state === LedgerState.DISPATCHED)
+        ) {
           throw this.staleError('commit', key, token, row);
         }
         const value = await work(this.tx());
@@ -252,26 +271,34 @@ export class SqliteLedger implements Ledger {
   /** @inheritDoc */
   markUnknown(key: string, token: number, note: string): Promise<void> {
     const stored = toJsonText({ name: 'OutcomeUnknown', message: note });
-    return this.fenced('markUnknown', key, token, () =>
-      this.db
-        .prepare(
-          `UPDATE ledger_records SET state = '${LedgerState.UNKNOWN}', error = ?, lease_expires_at = NULL,
+    return this.fenced(
+      'markUnknown',
+      key,
+      token,
+      () =>
+        this.db
+          .prepare(
+            `UPDATE ledger_records SET state = '${LedgerState.UNKNOWN}', error = ?, lease_expires_at = NULL,
            finished_at = ${NOW}, updated_at = ${NOW} WHERE key = ? AND token = ? AND state = '${LedgerState.DISPATCHED}'`,
-        )
-        .run(stored, key, token).changes,
+          )
+          .run(stored, key, token).changes,
     );
   }
 
   /** @inheritDoc */
   async renew(key: string, token: number, leaseMs: number): Promise<void> {
     assertLeaseMs(leaseMs);
-    return this.fenced('renew', key, token, () =>
-      this.db
-        .prepare(
-          `UPDATE ledger_records SET lease_expires_at = ${NOW} + ?, updated_at = ${NOW}
+    return this.fenced(
+      'renew',
+      key,
+      token,
+      () =>
+        this.db
+          .prepare(
+            `UPDATE ledger_records SET lease_expires_at = ${NOW} + ?, updated_at = ${NOW}
            WHERE key = ? AND token = ? AND state IN ${LIVE}`,
-        )
-        .run(Math.ceil(leaseMs), key, token).changes,
+          )
+          .run(Math.ceil(leaseMs), key, token).changes,
     );
   }
 
@@ -289,7 +316,9 @@ export class SqliteLedger implements Ledger {
     return this.lock.run(() => {
       const rows = (
         options.state
-          ? this.db.prepare(`${SELECT_ROW} WHERE state = ? ORDER BY updated_at DESC, key LIMIT ?`).all(options.state, limit)
+          ? this.db
+              .prepare(`${SELECT_ROW} WHERE state = ? ORDER BY updated_at DESC, key LIMIT ?`)
+              .all(options.state, limit)
           : this.db.prepare(`${SELECT_ROW} ORDER BY updated_at DESC, key LIMIT ?`).all(limit)
       ) as SqliteRow[];
       return rows.map(toRecord);
@@ -318,7 +347,9 @@ export class SqliteLedger implements Ledger {
         const state = r.as === 'succeeded' ? LedgerState.SUCCEEDED : LedgerState.FAILED_FINAL;
         const result = r.as === 'succeeded' ? toJsonText(r.result) : null;
         const error =
-          r.as === 'failed' ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` }) : null;
+          r.as === 'failed'
+            ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` })
+            : null;
         this.db
           .prepare(
             `UPDATE ledger_records SET state = ?, result = ?, error = ?, lease_expires_at = NULL,
@@ -366,7 +397,9 @@ export class SqliteLedger implements Ledger {
   }
 
   private nextToken(): number {
-    const r = this.db.prepare('UPDATE ledger_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token').get() as {
+    const r = this.db
+      .prepare('UPDATE ledger_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token')
+      .get() as {
       last_token: number;
     };
     return r.last_token;
@@ -402,11 +435,13 @@ export class SqliteLedger implements Ledger {
 
   private tx(): LedgerTx {
     const db = this.db;
-    const bind = (params?: readonly unknown[]) => (params ?? []).map((p) => (typeof p === 'boolean' ? Number(p) : p));
+    const bind = (params?: readonly unknown[]) =>
+      (params ?? []).map((p) => (typeof p === 'boolean' ? Number(p) : p));
     return {
       run: async (sql, params) => ({ changes: db.prepare(sql).run(...bind(params)).changes }),
       all: async <T>(sql: string, params?: readonly unknown[]) => db.prepare(sql).all(...bind(params)) as T[],
-      get: async <T>(sql: string, params?: readonly unknown[]) => db.prepare(sql).get(...bind(params)) as T | undefined,
+      get: async <T>(sql: string, params?: readonly unknown[]) =>
+        db.prepare(sql).get(...bind(params)) as T | undefined,
     };
   }
 }

@@ -5,6 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { RunInput, RunResult } from '../../common/contracts';
@@ -87,7 +88,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
         args: [input],
         staticSummary: input.goal,
       });
-      return { workflowId, result: () => handle.result() };
+      return { workflowId, result: () => handle.result(), handle };
     },
     counters: (id) => deps.world.counters(id),
     async close() {

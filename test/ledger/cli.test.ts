@@ -1,5 +1,11 @@
 import { ledgerCommand } from '../../client/ledger-commands';
-import { LedgerConnectionError, LedgerState, openLedger, redactUrl, type Ledger } from '../../activities/ledger';
+import {
+  LedgerConnectionError,
+  LedgerState,
+  openLedger,
+  redactUrl,
+  type Ledger,
+} from '../../activities/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { executions } from './helpers/counter';
 
@@ -46,13 +52,20 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
   }
 
   async function unknownRecord(key: string) {
-    const c = await ledger.claim({ key, tool: 'pay', argsHash: 'h', runId: 'run-cli', owner: 'w', leaseMs: 5_000 });
+    const c = await ledger.claim({
+      key,
+      tool: 'pay',
+      argsHash: 'h',
+      runId: 'run-cli',
+      owner: 'w',
+      leaseMs: 5_000,
+    });
     if (c.kind !== 'claimed') throw new Error('must claim');
     await ledger.dispatch(key, c.token);
     await db.expireLease(key);
-    expect((await ledger.claim({ key, tool: 'pay', argsHash: 'h', runId: 'r', owner: 'w2', leaseMs: 1 })).kind).toBe(
-      'unknown',
-    );
+    expect(
+      (await ledger.claim({ key, tool: 'pay', argsHash: 'h', runId: 'r', owner: 'w2', leaseMs: 1 })).kind,
+    ).toBe('unknown');
   }
 
   it('lists records as a table and as JSON, filtered by state', async () => {
@@ -75,16 +88,33 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
     expect(shown.out).toContain('agentctl ledger resolve cli-show');
     expect(JSON.parse((await agentctl('show', 'cli-show', '--json')).out)).toMatchObject({ key: 'cli-show' });
     const missing = await agentctl('show', 'nope');
-    expect(missing).toMatchObject({ code: 1, err: expect.stringContaining('no ledger record for key "nope"') });
+    expect(missing).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('no ledger record for key "nope"'),
+    });
   });
 
   it('resolves an UNKNOWN record with actor and reason stored, and refuses bad usage with exit 2', async () => {
     await unknownRecord('cli-resolve');
-    expect((await agentctl('resolve', 'cli-resolve', '--as', 'maybe', '--actor', 'a', '--reason', 'r')).code).toBe(2);
+    expect(
+      (await agentctl('resolve', 'cli-resolve', '--as', 'maybe', '--actor', 'a', '--reason', 'r')).code,
+    ).toBe(2);
     expect((await agentctl('resolve', 'cli-resolve', '--as', 'succeeded', '--reason', 'r')).code).toBe(2);
     expect(
-      (await agentctl('resolve', 'cli-resolve', '--as', 'succeeded', '--actor', 'a', '--reason', 'r', '--result', '{x'))
-        .code,
+      (
+        await agentctl(
+          'resolve',
+          'cli-resolve',
+          '--as',
+          'succeeded',
+          '--actor',
+          'a',
+          '--reason',
+          'r',
+          '--result',
+          '{x',
+        )
+      ).code,
     ).toBe(2);
     const ok = await agentctl(
       'resolve',
@@ -104,7 +134,16 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
       result: { chargeId: 'ch_1' },
       resolution: { actor: 'alice', reason: 'charge ch_1 visible in dashboard' },
     });
-    const again = await agentctl('resolve', 'cli-resolve', '--as', 'failed', '--actor', 'bob', '--reason', 'r');
+    const again = await agentctl(
+      'resolve',
+      'cli-resolve',
+      '--as',
+      'failed',
+      '--actor',
+      'bob',
+      '--reason',
+      'r',
+    );
     expect(again).toMatchObject({ code: 1, err: expect.stringContaining('Cannot resolve') });
   });
 
@@ -119,7 +158,9 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
 describe('openLedger', () => {
   it('names the URL with the password redacted and how to fix it for an unknown scheme', async () => {
     await expect(openLedger('mysql://u:hunter2@h/db')).rejects.toThrow(LedgerConnectionError);
-    await expect(openLedger('mysql://u:hunter2@h/db')).rejects.toThrow(/"mysql:\/\/u:\*\*\*@h\/db".*Set LEDGER_URL/);
+    await expect(openLedger('mysql://u:hunter2@h/db')).rejects.toThrow(
+      /"mysql:\/\/u:\*\*\*@h\/db".*Set LEDGER_URL/,
+    );
   });
 
   it('fails fast and clearly for an unreachable PostgreSQL', async () => {

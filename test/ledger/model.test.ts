@@ -41,7 +41,12 @@ async function check(r: Real): Promise<void> {
 }
 
 /** Runs a fenced ledger call; a stale token means this worker lost the key, as in production. */
-async function fenced(r: Real, w: number, op: (token: number) => Promise<void>, onOk: (worker: Worker) => void) {
+async function fenced(
+  r: Real,
+  w: number,
+  op: (token: number) => Promise<void>,
+  onOk: (worker: Worker) => void,
+) {
   const worker = r.workers[w] as Worker;
   try {
     await op(worker.token as number);
@@ -62,12 +67,22 @@ class Step implements Cmd {
       const c = await r.ledger.claim(claimInput(r, this.w));
       if (c.kind === 'claimed') r.workers[this.w] = { token: c.token, dispatched: false, effected: false };
     } else if (!wk.dispatched) {
-      await fenced(r, this.w, (t) => r.ledger.dispatch(r.key, t), (x) => (x.dispatched = true));
+      await fenced(
+        r,
+        this.w,
+        (t) => r.ledger.dispatch(r.key, t),
+        (x) => (x.dispatched = true),
+      );
     } else if (!wk.effected) {
       r.sideEffects += 1;
       wk.effected = true;
     } else {
-      await fenced(r, this.w, (t) => r.ledger.commit(r.key, t, { by: this.w }), () => (r.workers[this.w] = idle()));
+      await fenced(
+        r,
+        this.w,
+        (t) => r.ledger.commit(r.key, t, { by: this.w }),
+        () => (r.workers[this.w] = idle()),
+      );
     }
     await check(r);
   }
@@ -80,7 +95,12 @@ class FailTransient implements Cmd {
   async run(_m: Model, r: Real) {
     const wk = r.workers[this.w] as Worker;
     if (wk.token === null || wk.dispatched) return;
-    await fenced(r, this.w, (t) => r.ledger.fail(r.key, t, new Error('429'), { final: false }), () => (r.workers[this.w] = idle()));
+    await fenced(
+      r,
+      this.w,
+      (t) => r.ledger.fail(r.key, t, new Error('429'), { final: false }),
+      () => (r.workers[this.w] = idle()),
+    );
     await check(r);
   }
   toString = () => `failTransient(w${this.w})`;
@@ -159,7 +179,7 @@ describe.each(backendNames)('ledger model on %s', (backend) => {
         });
         await check(real);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 });

@@ -18,10 +18,12 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
   let ledger: Ledger;
   let n = 0;
   const nextKey = () => `op-${++n}`;
-  const effect = (key: string, result: unknown = { ok: key }) => async () => {
-    bump(db.dir, key);
-    return result;
-  };
+  const effect =
+    (key: string, result: unknown = { ok: key }) =>
+    async () => {
+      bump(db.dir, key);
+      return result;
+    };
 
   beforeAll(async () => {
     db = await createTestDb(backend);
@@ -37,7 +39,12 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
     expect(again).toEqual({ kind: 'cached', key, result: { chargeId: 'ch_1' }, source: 'ledger' });
     expect(executions(db.dir, key)).toBe(1);
     const rec = await ledger.get(key);
-    expect(rec).toMatchObject({ state: LedgerState.SUCCEEDED, tool: 'charge_card', argsHash: 'h1', attempts: 1 });
+    expect(rec).toMatchObject({
+      state: LedgerState.SUCCEEDED,
+      tool: 'charge_card',
+      argsHash: 'h1',
+      attempts: 1,
+    });
     expect(rec?.dispatchedAt).not.toBeNull();
   });
 
@@ -61,9 +68,15 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
       expect(clash.error).toBeInstanceOf(LedgerConflictError);
       expect(clash.error.message).toContain(`"${key}"`);
       expect(clash.error.message).toContain('h2');
-      expect(clash.error).toMatchObject({ name: 'LedgerConflictError', storedArgsHash: 'h1', requestedArgsHash: 'h2' });
+      expect(clash.error).toMatchObject({
+        name: 'LedgerConflictError',
+        storedArgsHash: 'h1',
+        requestedArgsHash: 'h2',
+      });
     }
-    await expect(ledger.claim({ ...base, key, tool: 'refund' })).rejects.toThrow(/tool refund \(stored: charge_card\)/);
+    await expect(ledger.claim({ ...base, key, tool: 'refund' })).rejects.toThrow(
+      /tool refund \(stored: charge_card\)/,
+    );
     expect(await ledger.get(key)).toEqual(before);
     expect(executions(db.dir, key)).toBe(1);
   });
@@ -84,7 +97,11 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
     bump(db.dir, key);
     await ledger.commit(key, b.token, { by: 'B' });
     await expect(ledger.commit(key, a.token, { by: 'A' })).rejects.toThrow(StaleTokenError);
-    expect(await ledger.get(key)).toMatchObject({ state: LedgerState.SUCCEEDED, result: { by: 'B' }, owner: 'B' });
+    expect(await ledger.get(key)).toMatchObject({
+      state: LedgerState.SUCCEEDED,
+      result: { by: 'B' },
+      owner: 'B',
+    });
     expect(executions(db.dir, key)).toBe(1);
   });
 
@@ -101,7 +118,11 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
     );
     expect(first).toMatchObject({ kind: 'failed_final', replayed: false, error: { code: 'card_declined' } });
     const again = await executeOnce(ledger, { ...base, key }, effect(key));
-    expect(again).toMatchObject({ kind: 'failed_final', replayed: true, error: { message: 'card declined' } });
+    expect(again).toMatchObject({
+      kind: 'failed_final',
+      replayed: true,
+      error: { message: 'card declined' },
+    });
     expect(executions(db.dir, key)).toBe(1);
   });
 
@@ -203,11 +224,20 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
     expect(rec).toMatchObject({
       state: LedgerState.SUCCEEDED,
       result: { chargeId: 'ch_9' },
-      resolution: { as: 'succeeded', actor: 'alice', reason: 'vendor dashboard shows ch_9', priorState: 'UNKNOWN' },
+      resolution: {
+        as: 'succeeded',
+        actor: 'alice',
+        reason: 'vendor dashboard shows ch_9',
+        priorState: 'UNKNOWN',
+      },
     });
     expect(Number.isNaN(Date.parse(rec.resolution?.at ?? ''))).toBe(false);
-    const audit = await db.exec('SELECT actor, reason, prior_state FROM ledger_resolutions WHERE key = ?', [key]);
-    expect(audit).toEqual([{ actor: 'alice', reason: 'vendor dashboard shows ch_9', prior_state: 'UNKNOWN' }]);
+    const audit = await db.exec('SELECT actor, reason, prior_state FROM ledger_resolutions WHERE key = ?', [
+      key,
+    ]);
+    expect(audit).toEqual([
+      { actor: 'alice', reason: 'vendor dashboard shows ch_9', prior_state: 'UNKNOWN' },
+    ]);
     await expect(ledger.resolve(key, { as: 'failed', actor: 'bob', reason: 'oops' })).rejects.toThrow(
       /Cannot resolve .* SUCCEEDED/,
     );
@@ -217,7 +247,14 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
   });
 
   it('reaps old SUCCEEDED and FAILED_FINAL records and never touches CLAIMED, DISPATCHED or UNKNOWN', async () => {
-    const keys = { ok: nextKey(), failed: nextKey(), fresh: nextKey(), claimed: nextKey(), dispatched: nextKey(), unknown: nextKey() };
+    const keys = {
+      ok: nextKey(),
+      failed: nextKey(),
+      fresh: nextKey(),
+      claimed: nextKey(),
+      dispatched: nextKey(),
+      unknown: nextKey(),
+    };
     await executeOnce(ledger, { ...base, key: keys.ok }, effect(keys.ok));
     await executeOnce(ledger, { ...base, key: keys.fresh }, effect(keys.fresh));
     await executeOnce(ledger, { ...base, key: keys.failed, classifyError: () => 'final' }, async () => {
@@ -242,7 +279,8 @@ describe.each(backendNames)('ledger semantics on %s', (backend) => {
     expect(removed).toBe(2);
     expect(await ledger.get(keys.ok)).toBeNull();
     expect(await ledger.get(keys.failed)).toBeNull();
-    for (const k of [keys.fresh, keys.claimed, keys.dispatched, keys.unknown]) expect(await ledger.get(k)).not.toBeNull();
+    for (const k of [keys.fresh, keys.claimed, keys.dispatched, keys.unknown])
+      expect(await ledger.get(k)).not.toBeNull();
     expect(await ledger.reap(0)).toBeGreaterThanOrEqual(1);
     expect(await ledger.get(keys.fresh)).toBeNull();
     expect(await ledger.get(keys.claimed)).toMatchObject({ state: LedgerState.CLAIMED });

@@ -13,7 +13,13 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadReplayFile, runReplay } from '../../client/replay';
-import { normalizeCall, parseReplayFile, replay, stopReportSchema, type ReplayOutcome } from '../../workflows/guard';
+import {
+  normalizeCall,
+  parseReplayFile,
+  replay,
+  stopReportSchema,
+  type ReplayOutcome,
+} from '../../workflows/guard';
 
 const ROOT = resolve(__dirname, '../..');
 const TRACES = join(ROOT, 'test/fixtures/traces');
@@ -68,7 +74,13 @@ describe('replay fixtures (hand-derived expectations)', () => {
         if (d.after) after.add(d.after);
       }
     }
-    expect([...states].sort()).toEqual(['COMPLETED', 'FAILED', 'NEEDS_HUMAN', 'PARTIAL', 'STOPPED_LOOP_GUARD']);
+    expect([...states].sort()).toEqual([
+      'COMPLETED',
+      'FAILED',
+      'NEEDS_HUMAN',
+      'PARTIAL',
+      'STOPPED_LOOP_GUARD',
+    ]);
     expect([...before].sort()).toEqual(['execute', 'return_cached_success', 'stop']);
     expect([...after].sort()).toEqual([
       'complete',
@@ -156,7 +168,11 @@ describe('replay fixtures (hand-derived expectations)', () => {
     it('gives the same line through runReplay as through replay()', () => {
       const lines: string[] = [];
       const errors: string[] = [];
-      const code = runReplay([join(TRACES, file)], (l) => lines.push(l), (l) => errors.push(l));
+      const code = runReplay(
+        [join(TRACES, file)],
+        (l) => lines.push(l),
+        (l) => errors.push(l),
+      );
       expect(code).toBe(0);
       expect(errors).toEqual([]);
       expect(lines).toEqual([JSON.stringify(got)]);
@@ -183,7 +199,12 @@ describe('replay CLI (tsx client/replay-main.ts)', () => {
     const lines = res.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const out = JSON.parse(lines[0]!) as ReplayOutcome;
-    expect(out).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'same_call_repeat', executed: 2, stopped_at: 2 });
+    expect(out).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      executed: 2,
+      stopped_at: 2,
+    });
   });
 
   it('prints one JSON line per file, in the order given', () => {
@@ -205,24 +226,31 @@ describe('replay CLI (tsx client/replay-main.ts)', () => {
 
   const malformed: Array<[string, string, string]> = [
     ['bad JSON', '{"calls": [', '(json)|not valid JSON'],
-    ['an unknown result kind', JSON.stringify({ calls: [{ tool: 'a', result: { kind: 'MAYBE' } }] }), 'calls[0].result'],
+    [
+      'an unknown result kind',
+      JSON.stringify({ calls: [{ tool: 'a', result: { kind: 'MAYBE' } }] }),
+      'calls[0].result',
+    ],
     ['a call without tool', JSON.stringify({ calls: [{ tool: 'a' }, { args: { q: 1 } }] }), 'calls[1].tool'],
     ['a non-numeric atMs', JSON.stringify({ calls: [{ tool: 'a', atMs: 'soon' }] }), 'calls[0].atMs'],
     ['an unknown config key', JSON.stringify({ config: { maxStep: 5 }, calls: [] }), 'maxStep'],
     ['a missing calls array', JSON.stringify({ name: 'x' }), 'calls'],
   ];
 
-  it.each(malformed)('rejects %s with exit 2, the file and the field on stderr and nothing on stdout', (_label, text, field) => {
-    const file = join(dir, `bad-${_label.replace(/\W+/g, '-')}.json`);
-    writeFileSync(file, text);
-    const good = join(TRACES, 'seed-01-exact-repeat.json');
-    // The good file comes first: it must not be printed either (validate all, then replay).
-    const res = cli([good, file]);
-    expect(res.status).toBe(2);
-    expect(res.stdout).toBe('');
-    expect(res.stderr).toContain(file);
-    expect(res.stderr).toMatch(new RegExp(field.split('|').map(escapeRe).join('|')));
-  });
+  it.each(malformed)(
+    'rejects %s with exit 2, the file and the field on stderr and nothing on stdout',
+    (_label, text, field) => {
+      const file = join(dir, `bad-${_label.replace(/\W+/g, '-')}.json`);
+      writeFileSync(file, text);
+      const good = join(TRACES, 'seed-01-exact-repeat.json');
+      // The good file comes first: it must not be printed either (validate all, then replay).
+      const res = cli([good, file]);
+      expect(res.status).toBe(2);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toContain(file);
+      expect(res.stderr).toMatch(new RegExp(field.split('|').map(escapeRe).join('|')));
+    },
+  );
 
   it('replays a batch of 2,000 generated traces in one process, one line each', () => {
     const batch = join(dir, 'batch');
@@ -267,5 +295,10 @@ function generatedTrace(i: number): Record<string, unknown> {
       progressVersion: (i + j) % 4 === 0 ? j : undefined,
     });
   }
-  return { name: `gen-${i}`, config: { maxSteps: 5 + (i % 20) }, tools: { send: { effect: 'write' } }, calls };
+  return {
+    name: `gen-${i}`,
+    config: { maxSteps: 5 + (i % 20) },
+    tools: { send: { effect: 'write' } },
+    calls,
+  };
 }

@@ -5,7 +5,14 @@
  * must stay.
  */
 import { z } from 'zod';
-import { canonicalize, canonicalJson, fingerprintOf, hash64, normalizeCall, removePaths } from '../../workflows/guard';
+import {
+  canonicalize,
+  canonicalJson,
+  fingerprintOf,
+  hash64,
+  normalizeCall,
+  removePaths,
+} from '../../workflows/guard';
 
 const searchArgs = z.object({
   q: z.string(),
@@ -19,11 +26,16 @@ const fp = (tool: string, args: unknown, spec = {}) => normalizeCall(tool, args,
 
 describe('canonicalize', () => {
   it('sorts object keys at every depth', () => {
-    expect(canonicalJson({ b: 1, a: { d: 2, c: [{ f: 1, e: 2 }] } })).toBe('{"a":{"c":[{"e":2,"f":1}],"d":2},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: 2, c: [{ f: 1, e: 2 }] } })).toBe(
+      '{"a":{"c":[{"e":2,"f":1}],"d":2},"b":1}',
+    );
   });
 
   it('trims strings, including inside arrays and nested objects', () => {
-    expect(canonicalize({ q: '  x\n', list: [' a ', { s: '\tb' }] })).toEqual({ q: 'x', list: ['a', { s: 'b' }] });
+    expect(canonicalize({ q: '  x\n', list: [' a ', { s: '\tb' }] })).toEqual({
+      q: 'x',
+      list: ['a', { s: 'b' }],
+    });
   });
 
   it('keeps array order, because order can change a result', () => {
@@ -57,7 +69,17 @@ describe('removePaths', () => {
   });
 
   it('removes a field from every array element with *', () => {
-    expect(removePaths({ items: [{ id: 1, traceId: 'a' }, { id: 2, traceId: 'b' }] }, ['items.*.traceId'])).toEqual({
+    expect(
+      removePaths(
+        {
+          items: [
+            { id: 1, traceId: 'a' },
+            { id: 2, traceId: 'b' },
+          ],
+        },
+        ['items.*.traceId'],
+      ),
+    ).toEqual({
       items: [{ id: 1 }, { id: 2 }],
     });
   });
@@ -101,7 +123,11 @@ describe('normalizeCall', () => {
 
   it('treats an explicit default as the same call as the omitted field (zod schema)', () => {
     expect(fp('search', { q: 'x', limit: 10 }, searchSpec)).toBe(fp('search', { q: 'x' }, searchSpec));
-    expect(normalizeCall('search', { q: 'x' }, searchSpec).canonicalArgs).toEqual({ limit: 10, page: 1, q: 'x' });
+    expect(normalizeCall('search', { q: 'x' }, searchSpec).canonicalArgs).toEqual({
+      limit: 10,
+      page: 1,
+      q: 'x',
+    });
   });
 
   it('fills fixture defaults only where the field is absent', () => {

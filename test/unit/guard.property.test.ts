@@ -42,7 +42,10 @@ interface Op {
 const opArb = (o: { progress?: boolean; waits?: boolean } = {}): fc.Arbitrary<Op> =>
   fc.record({
     // Mostly the first three calls, so repeats and A-B cycles are common.
-    call: fc.oneof({ arbitrary: fc.nat({ max: 2 }), weight: 3 }, { arbitrary: fc.nat({ max: POOL.length - 1 }), weight: 1 }),
+    call: fc.oneof(
+      { arbitrary: fc.nat({ max: 2 }), weight: 3 },
+      { arbitrary: fc.nat({ max: POOL.length - 1 }), weight: 1 },
+    ),
     kind: fc.oneof(
       { arbitrary: fc.constant('SUCCESS' as const), weight: 12 },
       { arbitrary: fc.constant('RETRYABLE' as const), weight: 4 },
@@ -50,7 +53,8 @@ const opArb = (o: { progress?: boolean; waits?: boolean } = {}): fc.Arbitrary<Op
       { arbitrary: fc.constant('PRECONDITION' as const), weight: 2 },
       { arbitrary: fc.constant('FATAL' as const), weight: 1 },
     ),
-    retryAfterMs: o.waits === false ? fc.constant(null) : fc.option(fc.constantFrom(0, 50, 100, 200), { nil: null }),
+    retryAfterMs:
+      o.waits === false ? fc.constant(null) : fc.option(fc.constantFrom(0, 50, 100, 200), { nil: null }),
     terminal: fc.constant(false), // a terminal result is placed by traceArb
     progress: o.progress === false ? fc.constant(false) : fc.boolean(),
     dt: fc.constantFrom(0, 10, 50, 100, 250),
@@ -74,7 +78,9 @@ function resultOf(op: Op): ToolResult {
       return { kind: 'SUCCESS', terminal: op.terminal };
     case 'RETRYABLE':
     case 'PENDING':
-      return op.retryAfterMs === null ? { kind: op.kind, code: 'c' } : { kind: op.kind, code: 'c', retryAfterMs: op.retryAfterMs };
+      return op.retryAfterMs === null
+        ? { kind: op.kind, code: 'c' }
+        : { kind: op.kind, code: 'c', retryAfterMs: op.retryAfterMs };
     case 'PRECONDITION':
       return { kind: 'PRECONDITION', code: 'c', unmet: 'u' };
     default:
@@ -98,7 +104,11 @@ interface Event {
  * Drives a guard like the replay does. `restore(point)` is asked before every before()
  * and every after(); when it says yes the guard is replaced by its JSON round trip.
  */
-function drive(config: GuardConfigInput, ops: readonly Op[], restore: (point: number) => boolean = () => false) {
+function drive(
+  config: GuardConfigInput,
+  ops: readonly Op[],
+  restore: (point: number) => boolean = () => false,
+) {
   let g = new LoopGuard(config);
   const events: Event[] = [];
   let atMs = 0;
@@ -146,7 +156,9 @@ function drive(config: GuardConfigInput, ops: readonly Op[], restore: (point: nu
 const traceArb = (o: { progress?: boolean; waits?: boolean } = {}, max = 40) =>
   fc
     .tuple(fc.array(opArb(o), { minLength: 1, maxLength: max }), fc.nat({ max: 200 }))
-    .map(([ops, t]) => ops.map((op, i) => (i === t && op.kind === 'SUCCESS' ? { ...op, terminal: true } : op)));
+    .map(([ops, t]) =>
+      ops.map((op, i) => (i === t && op.kind === 'SUCCESS' ? { ...op, terminal: true } : op)),
+    );
 
 /** Two calls, rare progress, polls spaced at the server's wait: cycles and wait budgets. */
 const loopyArb = fc.array(
@@ -171,34 +183,39 @@ const loopyConfigArb: fc.Arbitrary<GuardConfigInput> = fc.record({
 describe('guard properties', () => {
   it('ends every generated trace within its budgets', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.tuple(configArb, traceArb()), fc.tuple(loopyConfigArb, loopyArb)), ([config, ops]) => {
-        const { events, guard } = drive(config, ops);
-        const cfg = guard.config;
-        const executed = events.filter((e) => e.before === 'execute');
-        expect(executed.length).toBeLessThanOrEqual(cfg.maxSteps);
-        expect(guard.stepCount).toBe(executed.length);
-        for (const e of events.filter((x) => x.before === 'execute' || x.before === 'return_cached_success')) {
-          expect(e.atMs).toBeLessThan(cfg.maxMs);
-          expect(e.tokens).toBeLessThanOrEqual(cfg.maxTokens);
-          expect(e.costUsd).toBeLessThanOrEqual(cfg.maxCostUsd);
-        }
-        // Within one window no fingerprint runs more than sameCallLimit + maxWaitPolls times,
-        // and consecutive no-progress decisions never exceed noProgressLimit.
-        let perWindow = new Map<string, number>();
-        let noProgress = 0;
-        for (const e of events) {
-          if (e.after === null) continue;
-          if (e.progressed) {
-            perWindow = new Map();
-            noProgress = 0;
-          } else if (!(e.honoured && e.before === 'execute')) {
-            noProgress += 1;
+      fc.property(
+        fc.oneof(fc.tuple(configArb, traceArb()), fc.tuple(loopyConfigArb, loopyArb)),
+        ([config, ops]) => {
+          const { events, guard } = drive(config, ops);
+          const cfg = guard.config;
+          const executed = events.filter((e) => e.before === 'execute');
+          expect(executed.length).toBeLessThanOrEqual(cfg.maxSteps);
+          expect(guard.stepCount).toBe(executed.length);
+          for (const e of events.filter(
+            (x) => x.before === 'execute' || x.before === 'return_cached_success',
+          )) {
+            expect(e.atMs).toBeLessThan(cfg.maxMs);
+            expect(e.tokens).toBeLessThanOrEqual(cfg.maxTokens);
+            expect(e.costUsd).toBeLessThanOrEqual(cfg.maxCostUsd);
           }
-          expect(noProgress).toBeLessThanOrEqual(cfg.noProgressLimit);
-          perWindow.set(e.fingerprint, (perWindow.get(e.fingerprint) ?? 0) + 1);
-          expect(perWindow.get(e.fingerprint)).toBeLessThanOrEqual(cfg.sameCallLimit + cfg.maxWaitPolls);
-        }
-      }),
+          // Within one window no fingerprint runs more than sameCallLimit + maxWaitPolls times,
+          // and consecutive no-progress decisions never exceed noProgressLimit.
+          let perWindow = new Map<string, number>();
+          let noProgress = 0;
+          for (const e of events) {
+            if (e.after === null) continue;
+            if (e.progressed) {
+              perWindow = new Map();
+              noProgress = 0;
+            } else if (!(e.honoured && e.before === 'execute')) {
+              noProgress += 1;
+            }
+            expect(noProgress).toBeLessThanOrEqual(cfg.noProgressLimit);
+            perWindow.set(e.fingerprint, (perWindow.get(e.fingerprint) ?? 0) + 1);
+            expect(perWindow.get(e.fingerprint)).toBeLessThanOrEqual(cfg.sameCallLimit + cfg.maxWaitPolls);
+          }
+        },
+      ),
       RUNS,
     );
   });
@@ -226,12 +243,12 @@ describe('guard properties', () => {
         fc.oneof(fc.tuple(configArb, traceArb()), fc.tuple(loopyConfigArb, loopyArb)),
         fc.nat({ max: 80 }),
         ([config, ops], at) => {
-        const original = drive(config, ops);
-        const once = drive(config, ops, (p) => p === at);
-        const always = drive(config, ops, () => true);
-        expect(once.events).toEqual(original.events);
-        expect(always.events).toEqual(original.events);
-        expect(once.guard.toJSON()).toEqual(original.guard.toJSON());
+          const original = drive(config, ops);
+          const once = drive(config, ops, (p) => p === at);
+          const always = drive(config, ops, () => true);
+          expect(once.events).toEqual(original.events);
+          expect(always.events).toEqual(original.events);
+          expect(once.guard.toJSON()).toEqual(original.guard.toJSON());
         },
       ),
       { numRuns: 300 },
@@ -243,7 +260,12 @@ describe('guard properties', () => {
 // Fingerprints
 
 const KEYS = ['a', 'b', 'q', 'page', 'cursor', 'items', 'limit'];
-const leaf = fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.string({ maxLength: 8 }), fc.boolean(), fc.constant(null));
+const leaf = fc.oneof(
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.string({ maxLength: 8 }),
+  fc.boolean(),
+  fc.constant(null),
+);
 const { value: argValue } = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -252,7 +274,9 @@ const { value: argValue } = fc.letrec<{ value: unknown }>((tie) => ({
     fc.dictionary(fc.constantFrom(...KEYS), tie('value'), { maxKeys: 4 }),
   ),
 }));
-const argsArb = fc.dictionary(fc.constantFrom(...KEYS), argValue, { maxKeys: 5 }) as fc.Arbitrary<Record<string, unknown>>;
+const argsArb = fc.dictionary(fc.constantFrom(...KEYS), argValue, { maxKeys: 5 }) as fc.Arbitrary<
+  Record<string, unknown>
+>;
 
 const SPEC = { defaults: { limit: 10 }, nonSemantic: ['requestId', 'meta.traceId'] };
 
@@ -306,7 +330,10 @@ describe('fingerprint properties', () => {
     fc.assert(
       fc.property(argsArb, fc.nat(), fc.string(), fc.string(), (args, seed, requestId, traceId) => {
         const base = normalizeCall('search', args, SPEC).fingerprint;
-        const noisy: Record<string, unknown> = { ...(jitter(args, seed) as Record<string, unknown>), requestId };
+        const noisy: Record<string, unknown> = {
+          ...(jitter(args, seed) as Record<string, unknown>),
+          requestId,
+        };
         if (!('limit' in args)) noisy.limit = 10; // the default spelled out
         expect(normalizeCall('search', noisy, SPEC).fingerprint).toBe(base);
         // A trace id inside a meta object that is itself present in both.

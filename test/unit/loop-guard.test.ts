@@ -43,7 +43,9 @@ const B = call('search', { q: 'b' });
 const C = call('search', { q: 'c' });
 const POLL = call('job_state', { id: 'j1' });
 const pending = (retryAfterMs?: number): ToolResult =>
-  retryAfterMs === undefined ? { kind: 'PENDING', code: 'running' } : { kind: 'PENDING', code: 'running', retryAfterMs };
+  retryAfterMs === undefined
+    ? { kind: 'PENDING', code: 'running' }
+    : { kind: 'PENDING', code: 'running', retryAfterMs };
 
 describe('configuration', () => {
   it('uses the seed-compatible defaults', () => {
@@ -72,7 +74,11 @@ describe('before() rule 1: step budget', () => {
     const g = guard({ maxSteps: 2 });
     step(g, A, OK, 1);
     step(g, B, OK, 2);
-    expect(g.before(C, 0)).toEqual({ decision: 'stop', reason: 'step_budget', terminalState: 'STOPPED_LOOP_GUARD' });
+    expect(g.before(C, 0)).toEqual({
+      decision: 'stop',
+      reason: 'step_budget',
+      terminalState: 'STOPPED_LOOP_GUARD',
+    });
     expect(g.stepCount).toBe(2);
   });
 
@@ -93,7 +99,9 @@ describe('before() rule 2: wall clock', () => {
 
   it('beats the token budget', () => {
     const g = guard({ maxMs: 10, maxTokens: 1 });
-    expect(g.before(call('x', {}, { usage: { tokens: 5 } }), 10)).toMatchObject({ reason: 'wall_clock_budget' });
+    expect(g.before(call('x', {}, { usage: { tokens: 5 } }), 10)).toMatchObject({
+      reason: 'wall_clock_budget',
+    });
     expect(g.usage.tokens).toBe(0);
   });
 });
@@ -117,7 +125,9 @@ describe('before() rule 3: token and cost budgets', () => {
     const g = guard({ maxTokens: 100 });
     step(g, call('a', {}, { usage: { tokens: 10 } }));
     step(g, call('a', {}, { usage: { tokens: 10 } }));
-    expect(g.before(call('a', {}, { usage: { tokens: 10 } }), 0)).toMatchObject({ reason: 'same_call_repeat' });
+    expect(g.before(call('a', {}, { usage: { tokens: 10 } }), 0)).toMatchObject({
+      reason: 'same_call_repeat',
+    });
     expect(g.usage.tokens).toBe(30);
   });
 
@@ -133,7 +143,10 @@ describe('before() rule 3: token and cost budgets', () => {
 describe('before() rule 4: honoured re-polls and the wait budget', () => {
   it('lets a PENDING call be polled again after retryAfterMs, beyond sameCallLimit', () => {
     const g = guard();
-    expect(step(g, POLL, pending(100), undefined, 0).after).toEqual({ decision: 'wait_bounded', retryAfterMs: 100 });
+    expect(step(g, POLL, pending(100), undefined, 0).after).toEqual({
+      decision: 'wait_bounded',
+      retryAfterMs: 100,
+    });
     for (const t of [100, 200, 300, 400]) {
       const s = step(g, POLL, pending(100), undefined, t);
       expect(s.before).toEqual({ decision: 'execute', honouredPoll: true });
@@ -154,7 +167,10 @@ describe('before() rule 4: honoured re-polls and the wait budget', () => {
   it('honours a RETRYABLE with retryAfterMs the same way', () => {
     const g = guard();
     const rl: ToolResult = { kind: 'RETRYABLE', code: 'rate_limited', retryAfterMs: 2000 };
-    expect(step(g, A, rl, undefined, 0).after).toEqual({ decision: 'retry_after_backoff', retryAfterMs: 2000 });
+    expect(step(g, A, rl, undefined, 0).after).toEqual({
+      decision: 'retry_after_backoff',
+      retryAfterMs: 2000,
+    });
     expect(step(g, A, rl, undefined, 2000).before).toMatchObject({ decision: 'execute', honouredPoll: true });
     expect(step(g, A, rl, undefined, 4000).before).toMatchObject({ decision: 'execute', honouredPoll: true });
   });
@@ -162,7 +178,10 @@ describe('before() rule 4: honoured re-polls and the wait budget', () => {
   it('treats a re-poll proposed before retryAfterMs as an ordinary repeat', () => {
     const g = guard();
     step(g, POLL, pending(1000), undefined, 0);
-    expect(step(g, POLL, pending(1000), undefined, 999).before).toEqual({ decision: 'execute', honouredPoll: false });
+    expect(step(g, POLL, pending(1000), undefined, 999).before).toEqual({
+      decision: 'execute',
+      honouredPoll: false,
+    });
     expect(g.before(POLL, 1500)).toMatchObject({ reason: 'same_call_repeat' });
   });
 
@@ -186,14 +205,21 @@ describe('before() rule 4: honoured re-polls and the wait budget', () => {
     step(g, POLL, pending(10), undefined, 0);
     step(g, POLL, pending(10), undefined, 10);
     step(g, POLL, pending(10), undefined, 20);
-    expect(g.before(POLL, 30)).toEqual({ decision: 'stop', reason: 'wait_budget', terminalState: 'STOPPED_LOOP_GUARD' });
+    expect(g.before(POLL, 30)).toEqual({
+      decision: 'stop',
+      reason: 'wait_budget',
+      terminalState: 'STOPPED_LOOP_GUARD',
+    });
   });
 
   it('starts a new honoured-poll count after progress', () => {
     const g = guard({ maxWaitPolls: 1 });
     step(g, POLL, pending(10), undefined, 0);
     step(g, POLL, pending(10), 1, 10); // honoured, and the job moved on: new window
-    expect(step(g, POLL, pending(10), undefined, 20).before).toMatchObject({ decision: 'execute', honouredPoll: true });
+    expect(step(g, POLL, pending(10), undefined, 20).before).toMatchObject({
+      decision: 'execute',
+      honouredPoll: true,
+    });
     expect(g.before(POLL, 30)).toMatchObject({ reason: 'wait_budget' });
   });
 
@@ -215,7 +241,10 @@ describe('before() rule 4: honoured re-polls and the wait budget', () => {
     const g = guard({ sameCallLimit: 10 });
     step(g, POLL, pending(1000), undefined, 0);
     step(g, POLL, pending(1000), undefined, 1);
-    expect(step(g, POLL, pending(1000), undefined, 2).after).toMatchObject({ decision: 'stop', reason: 'no_progress' });
+    expect(step(g, POLL, pending(1000), undefined, 2).after).toMatchObject({
+      decision: 'stop',
+      reason: 'no_progress',
+    });
   });
 });
 
@@ -224,7 +253,11 @@ describe('before() rule 5: same call repeated in the window', () => {
     const g = guard();
     expect(step(g, A).after?.decision).toBe('continue');
     expect(step(g, A).after?.decision).toBe('continue');
-    expect(g.before(A, 0)).toEqual({ decision: 'stop', reason: 'same_call_repeat', terminalState: 'STOPPED_LOOP_GUARD' });
+    expect(g.before(A, 0)).toEqual({
+      decision: 'stop',
+      reason: 'same_call_repeat',
+      terminalState: 'STOPPED_LOOP_GUARD',
+    });
     expect(g.stepCount).toBe(2);
   });
 
@@ -265,7 +298,11 @@ describe('before() rule 6: short cycle', () => {
     step(g, A, OK, 1);
     step(g, B);
     step(g, A);
-    expect(g.before(B, 0)).toEqual({ decision: 'stop', reason: 'short_cycle', terminalState: 'STOPPED_LOOP_GUARD' });
+    expect(g.before(B, 0)).toEqual({
+      decision: 'stop',
+      reason: 'short_cycle',
+      terminalState: 'STOPPED_LOOP_GUARD',
+    });
   });
 
   it('does not fire on A-B-A-C', () => {
@@ -358,17 +395,25 @@ describe('before() rule 8: the completed ledger', () => {
     const g = guard();
     step(g, SEND, OK, 1);
     const other = call('send', { to: 'ops', text: 'disk full!!' }, { operationKey: 'inc-1:notify' });
-    expect(g.before(other, 0)).toEqual({ decision: 'stop', reason: 'idempotency_conflict', terminalState: 'NEEDS_HUMAN' });
+    expect(g.before(other, 0)).toEqual({
+      decision: 'stop',
+      reason: 'idempotency_conflict',
+      terminalState: 'NEEDS_HUMAN',
+    });
   });
 
   it('lets a key known only by name (resume) match any call', () => {
     const g = guard({}, { completed: ['inc-1:notify'] });
-    expect(g.before(call('anything', { x: 1 }, { operationKey: 'inc-1:notify' }), 0).decision).toBe('return_cached_success');
+    expect(g.before(call('anything', { x: 1 }, { operationKey: 'inc-1:notify' }), 0).decision).toBe(
+      'return_cached_success',
+    );
   });
 
   it('keeps the fingerprint of a key given with one', () => {
     const g = guard({}, { completed: [['inc-1:notify', SEND.fingerprint]] });
-    expect(g.before(call('send', { other: 1 }, { operationKey: 'inc-1:notify' }), 0)).toMatchObject({ reason: 'idempotency_conflict' });
+    expect(g.before(call('send', { other: 1 }, { operationKey: 'inc-1:notify' }), 0)).toMatchObject({
+      reason: 'idempotency_conflict',
+    });
   });
 
   it('records a key only for a SUCCESS', () => {
@@ -420,19 +465,31 @@ describe('after() rule 1: progress and the window', () => {
 describe('after() rule 2: FATAL', () => {
   it.each(['permission_denied', 'policy_blocked', 'needs_human'])('ends NEEDS_HUMAN for %s', (code) => {
     const g = guard();
-    expect(step(g, A, { kind: 'FATAL', code }).after).toEqual({ decision: 'stop', reason: code, terminalState: 'NEEDS_HUMAN' });
+    expect(step(g, A, { kind: 'FATAL', code }).after).toEqual({
+      decision: 'stop',
+      reason: code,
+      terminalState: 'NEEDS_HUMAN',
+    });
   });
 
   it('ends FAILED for any other code, and reads a missing code as "fatal"', () => {
-    expect(step(guard(), A, { kind: 'FATAL', code: 'disk_gone' }).after).toMatchObject({ reason: 'disk_gone', terminalState: 'FAILED' });
-    expect(step(guard(), A, { kind: 'FATAL' }).after).toMatchObject({ reason: 'fatal', terminalState: 'FAILED' });
+    expect(step(guard(), A, { kind: 'FATAL', code: 'disk_gone' }).after).toMatchObject({
+      reason: 'disk_gone',
+      terminalState: 'FAILED',
+    });
+    expect(step(guard(), A, { kind: 'FATAL' }).after).toMatchObject({
+      reason: 'fatal',
+      terminalState: 'FAILED',
+    });
   });
 
   it('beats no_progress', () => {
     const g = guard();
     step(g, A);
     step(g, B);
-    expect(step(g, C, { kind: 'FATAL', code: 'permission_denied' }).after).toMatchObject({ terminalState: 'NEEDS_HUMAN' });
+    expect(step(g, C, { kind: 'FATAL', code: 'permission_denied' }).after).toMatchObject({
+      terminalState: 'NEEDS_HUMAN',
+    });
   });
 });
 
@@ -456,7 +513,11 @@ describe('after() rule 4: no progress', () => {
     const g = guard();
     step(g, A);
     step(g, B);
-    expect(step(g, C).after).toEqual({ decision: 'stop', reason: 'no_progress', terminalState: 'STOPPED_LOOP_GUARD' });
+    expect(step(g, C).after).toEqual({
+      decision: 'stop',
+      reason: 'no_progress',
+      terminalState: 'STOPPED_LOOP_GUARD',
+    });
     expect(g.stepCount).toBe(3);
   });
 });
@@ -464,13 +525,20 @@ describe('after() rule 4: no progress', () => {
 describe('after() rule 5: what the runtime does next', () => {
   it('maps each result kind to its own decision', () => {
     expect(step(guard(), A, OK).after).toEqual({ decision: 'continue' });
-    expect(step(guard(), A, { kind: 'RETRYABLE', code: 'x' }).after).toEqual({ decision: 'retry_after_backoff' });
+    expect(step(guard(), A, { kind: 'RETRYABLE', code: 'x' }).after).toEqual({
+      decision: 'retry_after_backoff',
+    });
     expect(step(guard(), A, { kind: 'RETRYABLE', code: 'x', retryAfterMs: 5 }).after).toEqual({
       decision: 'retry_after_backoff',
       retryAfterMs: 5,
     });
-    expect(step(guard(), A, { kind: 'PENDING', retryAfterMs: 7 }).after).toEqual({ decision: 'wait_bounded', retryAfterMs: 7 });
-    expect(step(guard(), A, { kind: 'PRECONDITION', unmet: 'x' }).after).toEqual({ decision: 'needs_changed_precondition' });
+    expect(step(guard(), A, { kind: 'PENDING', retryAfterMs: 7 }).after).toEqual({
+      decision: 'wait_bounded',
+      retryAfterMs: 7,
+    });
+    expect(step(guard(), A, { kind: 'PRECONDITION', unmet: 'x' }).after).toEqual({
+      decision: 'needs_changed_precondition',
+    });
   });
 });
 
@@ -486,7 +554,11 @@ describe('stops', () => {
 
   it('can be forced by the runtime (planner exhausted, operator stop)', () => {
     const g = guard();
-    expect(g.forceStop('planner_exhausted', 'PARTIAL')).toEqual({ decision: 'stop', reason: 'planner_exhausted', terminalState: 'PARTIAL' });
+    expect(g.forceStop('planner_exhausted', 'PARTIAL')).toEqual({
+      decision: 'stop',
+      reason: 'planner_exhausted',
+      terminalState: 'PARTIAL',
+    });
     expect(g.before(A, 0)).toMatchObject({ reason: 'planner_exhausted' });
   });
 });
@@ -542,7 +614,8 @@ describe('toJSON / fromJSON', () => {
     const original = guard({ noProgressLimit: 10 });
     step(original, POLL, pending(100), undefined, 0);
     const restored = LoopGuard.fromJSON(JSON.parse(JSON.stringify(original.toJSON())));
-    for (const [c, r, pv, t] of script) expect(step(restored, c, r, pv, t)).toEqual(step(original, c, r, pv, t));
+    for (const [c, r, pv, t] of script)
+      expect(step(restored, c, r, pv, t)).toEqual(step(original, c, r, pv, t));
     expect(original.stopped).toMatchObject({ reason: 'short_cycle' });
   });
 
@@ -612,7 +685,11 @@ describe('StopReport', () => {
     expect(stop.decision).toBe('stop');
     if (stop.decision !== 'stop') return;
     const report = stopReportSchema.parse(
-      buildStopReport(g, { terminalState: stop.terminalState, reason: stop.reason, blockedCall: { tool: D.tool, fingerprint: D.fingerprint } }),
+      buildStopReport(g, {
+        terminalState: stop.terminalState,
+        reason: stop.reason,
+        blockedCall: { tool: D.tool, fingerprint: D.fingerprint },
+      }),
     );
     expect(report).toEqual({
       terminal_state: 'STOPPED_LOOP_GUARD',
@@ -633,7 +710,9 @@ describe('StopReport', () => {
     step(g, A, { kind: 'FATAL', code: 'corrupt' });
     const failed = stopReportSchema.parse(buildStopReport(g, { terminalState: 'FAILED', reason: 'corrupt' }));
     expect(failed).toMatchObject({ resume_condition: null, next_allowed_action: 'none', blocked_call: null });
-    const partial = stopReportSchema.parse(buildStopReport(guard(), { terminalState: 'PARTIAL', reason: 'planner_exhausted' }));
+    const partial = stopReportSchema.parse(
+      buildStopReport(guard(), { terminalState: 'PARTIAL', reason: 'planner_exhausted' }),
+    );
     expect(partial.next_allowed_action).toBe('deliver_partial_result');
   });
 

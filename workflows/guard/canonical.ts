@@ -9,6 +9,16 @@
 /** A JSON value as the guard sees it after canonicalisation. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/**
+ * Sets an own property even for the key `__proto__` (which JSON.parse creates as an own
+ * key, but plain assignment would treat as the prototype — losing the field, or worse).
+ */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -42,14 +52,59 @@ export function canonicalize(value: unknown): Json {
   for (const key of Object.keys(source).sort()) {
     const item = source[key];
     if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
-    out[key] = canonicalize(item);
+    setOwn(out, key, canonicalize(item));
   }
   return out;
 }
 
-/** JSON text of the canonical value; equal canonical values give equal text. */
+/**
+ * JSON text of the canonical value; equal canonical values give equal text. Written
+ * directly, without building the canonical object first: this runs on every call.
+ * `canonicalJson(v) === JSON.stringify(canonicalize(v))` for every input.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(canonicalize(value));
+  return writeJson(value, false) ?? 'null';
+}
+
+/** Serialises one value; `undefined` means "omit" (only possible for object members). */
+function writeJson(value: unknown, member: boolean): string | undefined {
+  if (value === null || value === undefined) return member && value === undefined ? undefined : 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value.trim());
+    case 'number':
+      return Number.isFinite(value) ? (Object.is(value, -0) ? '0' : String(value)) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      return JSON.stringify(value.toString());
+    case 'function':
+    case 'symbol':
+      return member ? undefined : 'null';
+    default:
+      break;
+  }
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ',';
+      out += writeJson(value[i], false) ?? 'null';
+    }
+    return out + ']';
+  }
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  const source = value as Record<string, unknown>;
+  const keys = Object.keys(source);
+  if (keys.length > 1) keys.sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const item = writeJson(source[key], true);
+    if (item === undefined) continue;
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + item;
+    first = false;
+  }
+  return out + '}';
 }
 
 /**
@@ -70,7 +125,7 @@ function deepCopy(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(deepCopy);
   if (isPlainObject(value) && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) out[key] = deepCopy(value[key]);
+    for (const key of Object.keys(value)) setOwn(out, key, deepCopy(value[key]));
     return out;
   }
   return value;

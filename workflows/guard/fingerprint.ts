@@ -1,7 +1,7 @@
 /**
  * Fingerprints: tool name + canonical arguments (SPEC §3).
  */
-import { canonicalize, hash64, removePaths, type Json } from './canonical';
+import { canonicalize, canonicalJson, hash64, removePaths, setOwn, type Json } from './canonical';
 
 /**
  * How a tool's arguments are normalised before fingerprinting. Registered tools pass a
@@ -28,7 +28,29 @@ export interface NormalizedCall {
 
 /** Fingerprint of already-canonical args. */
 export function fingerprintOf(tool: string, canonicalArgs: Json): string {
-  return `${tool}:${hash64(JSON.stringify(canonicalArgs))}`;
+  return `${tool}:${hash64(canonicalJson(canonicalArgs))}`;
+}
+
+function prepare(args: unknown, spec: ArgsSpec): unknown {
+  let value: unknown = args ?? {};
+  if (spec.parse) value = spec.parse(value);
+  if (spec.defaults && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const filled: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(spec.defaults)) setOwn(filled, key, item);
+    for (const [key, item] of Object.entries(value)) if (item !== undefined) setOwn(filled, key, item);
+    value = filled;
+  }
+  if (spec.nonSemantic && spec.nonSemantic.length > 0) value = removePaths(value, spec.nonSemantic);
+  return value;
+}
+
+/**
+ * The fingerprint alone — the hot path of the replay and the guard: the canonical text is
+ * written directly and hashed, no canonical object is built. Equals
+ * `normalizeCall(tool, args, spec).fingerprint`.
+ */
+export function fingerprintCall(tool: string, args: unknown, spec: ArgsSpec = {}): string {
+  return `${tool}:${hash64(canonicalJson(prepare(args, spec)))}`;
 }
 
 /**
@@ -36,14 +58,10 @@ export function fingerprintOf(tool: string, canonicalArgs: Json): string {
  * throws for invalid args: the caller classifies that as PRECONDITION `invalid_args`.
  */
 export function normalizeCall(tool: string, args: unknown, spec: ArgsSpec = {}): NormalizedCall {
-  let value: unknown = args ?? {};
-  if (spec.parse) value = spec.parse(value);
-  if (spec.defaults && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const filled: Record<string, unknown> = { ...spec.defaults };
-    for (const [key, item] of Object.entries(value)) if (item !== undefined) filled[key] = item;
-    value = filled;
-  }
-  if (spec.nonSemantic && spec.nonSemantic.length > 0) value = removePaths(value, spec.nonSemantic);
-  const canonicalArgs = canonicalize(value);
-  return { tool, canonicalArgs, fingerprint: fingerprintOf(tool, canonicalArgs) };
+  const prepared = prepare(args, spec);
+  return {
+    tool,
+    canonicalArgs: canonicalize(prepared),
+    fingerprint: `${tool}:${hash64(canonicalJson(prepared))}`,
+  };
 }

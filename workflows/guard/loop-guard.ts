@@ -112,6 +112,15 @@ export class GuardSequenceError extends Error {
   }
 }
 
+// Decisions without per-call data are shared frozen objects: the hot path allocates nothing.
+const EXECUTE = Object.freeze({ decision: 'execute', honouredPoll: false } as const);
+const EXECUTE_HONOURED = Object.freeze({ decision: 'execute', honouredPoll: true } as const);
+const CACHED = Object.freeze({ decision: 'return_cached_success', honouredPoll: false } as const);
+const CACHED_HONOURED = Object.freeze({ decision: 'return_cached_success', honouredPoll: true } as const);
+const CONTINUE = Object.freeze({ decision: 'continue' } as const);
+const COMPLETE = Object.freeze({ decision: 'complete' } as const);
+const NEEDS_CHANGE = Object.freeze({ decision: 'needs_changed_precondition' } as const);
+
 const infinityToNull = (n: number): number | null => (Number.isFinite(n) ? n : null);
 const nullToInfinity = (n: number | null): number => (n === null ? Number.POSITIVE_INFINITY : n);
 
@@ -230,13 +239,13 @@ export class LoopGuard {
         return this.stop('idempotency_conflict', TerminalState.NEEDS_HUMAN);
       }
       this.inFlight = { fingerprint: fp, cached: true, honouredPoll };
-      return { decision: 'return_cached_success', honouredPoll };
+      return honouredPoll ? CACHED_HONOURED : CACHED;
     }
 
     this.steps += 1;
     if (honouredPoll) this.honoured.set(fp, (this.honoured.get(fp) ?? 0) + 1);
     this.inFlight = { fingerprint: fp, cached: false, honouredPoll };
-    return { decision: 'execute', honouredPoll };
+    return honouredPoll ? EXECUTE_HONOURED : EXECUTE;
   }
 
   /**
@@ -280,20 +289,20 @@ export class LoopGuard {
       const key = call.operationKey;
       if (!flight.cached && key !== undefined && key !== null) this.completed.set(key, fp);
       if (!flight.cached && result.kind === 'SUCCESS' && result.terminal === true) {
-        return { decision: 'complete' };
+        return COMPLETE;
       }
     }
     if (this.noProgress >= this.config.noProgressLimit) return this.stop('no_progress');
 
     switch (kind) {
       case 'SUCCESS':
-        return { decision: 'continue' };
+        return CONTINUE;
       case 'RETRYABLE':
         return withWait('retry_after_backoff', result);
       case 'PENDING':
         return withWait('wait_bounded', result);
       case 'PRECONDITION':
-        return { decision: 'needs_changed_precondition' };
+        return NEEDS_CHANGE;
       default:
         throw new GuardSequenceError(`unhandled result kind ${String(kind)}`);
     }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { TerminalState } from './constants';
-import { normalizeCall, type ArgsSpec } from './fingerprint';
+import { fingerprintCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
 import { buildStopReport } from './report';
 import {
@@ -152,14 +152,14 @@ export function replay(file: ReplayFile): ReplayOutcome {
   for (let index = 0; index < file.calls.length; index++) {
     const raw = file.calls[index] as ReplayCall;
     atMs = raw.atMs ?? atMs;
-    const norm = normalizeCall(raw.tool, raw.args ?? {}, specs.get(raw.tool));
+    const fingerprint = fingerprintCall(raw.tool, raw.args ?? {}, specs.get(raw.tool));
     const call = {
       tool: raw.tool,
-      fingerprint: norm.fingerprint,
+      fingerprint,
       operationKey: raw.operationKey ?? null,
       usage: raw.usage,
     };
-    const blocked = { tool: raw.tool, fingerprint: norm.fingerprint };
+    const blocked = { tool: raw.tool, fingerprint };
     const before = guard.before(call, atMs);
     if (before.decision === 'stop') {
       decisions.push({ index, tool: raw.tool, decision: 'stop' });

@@ -11,6 +11,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { AsyncMutex } from '../../ledger/async-mutex';
 import type { Tx } from '../tx';
 
 export type { Tx };

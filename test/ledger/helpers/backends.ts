@@ -73,7 +73,12 @@ export async function createTestDb(name: 'sqlite' | 'postgres'): Promise<TestDb>
     await client.query(`CREATE SCHEMA ${schema}`);
     exec = async (sql, params = []) => {
       let n = 0;
-      return (await client.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows;
+      return (
+        await client.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          params,
+        )
+      ).rows;
     };
     close = async () => {
       await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -1,0 +1,135 @@
+/**
+ * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
+ *
+ *   start · status · report · trace · watch · list · resume · stop · ledger · replay
+ *
+ * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
+ * 4 Temporal server unreachable.
+ */
+import { Command, CommanderError } from 'commander';
+import { ledgerCommand } from './ledger-commands';
+import { runReplay } from './replay';
+import { makeCtx } from './commands/common';
+import { resumeCommand, stopCommand } from './commands/control';
+import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
+import { startCommand } from './commands/start';
+import { connectionSettings, unreachableMessage } from './connect';
+import { CliError, Exit, stdio, type Output } from './format';
+
+const EXIT_HELP = `
+Exit codes:
+  0  ok
+  1  error (run failed to answer, not found, unexpected failure)
+  2  usage error or malformed input (bad flag, bad script/replay file, bad environment)
+  3  refused / not resumable (resume refused by the workflow, run closed)
+  4  Temporal server unreachable (start it with \`npm run dev:server\`)
+
+Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE
+(the Temporal CLI's variables); task queue: TEMPORAL_TASK_QUEUE; counters: WORLD_URL.
+Docs: docs/cli.md`;
+
+function applyOutput(cmd: Command, io: Output): void {
+  cmd.exitOverride();
+  cmd.configureOutput({ writeOut: io.out, writeErr: io.err });
+  cmd.showHelpAfterError('(run with --help for usage)');
+  for (const sub of cmd.commands) applyOutput(sub, io);
+}
+
+/** Builds the program (exported for tests). */
+export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
+  const program = new Command('agentctl')
+    .description('Operate durable, loop-guarded agent runs on Temporal')
+    .addHelpText('after', EXIT_HELP);
+  program.addCommand(startCommand(ctx));
+  program.addCommand(statusCommand(ctx));
+  program.addCommand(reportCommand(ctx));
+  program.addCommand(traceCommand(ctx));
+  program.addCommand(watchCommand(ctx));
+  program.addCommand(listCommand(ctx));
+  program.addCommand(resumeCommand(ctx));
+  program.addCommand(stopCommand(ctx));
+  program.addCommand(
+    ledgerCommand({
+      env: ctx.env,
+      stdout: ctx.io.out,
+      stderr: ctx.io.err,
+      // The ledger commands report their own exit code; commander errors are mapped below.
+      exit: (code) => {
+        process.exitCode = code;
+      },
+    }),
+  );
+  program.addCommand(
+    new Command('replay')
+      .description('Offline replay of SPEC §6 files: one JSON object per file (no server needed)')
+      .argument('<files...>', 'replay-format JSON files')
+      .option('--pretty', 'indent the JSON')
+      .action((files: string[], o: { pretty?: boolean }) => {
+        const code = runReplay(files, (l) => ctx.io.out(`${l}\n`), (l) => ctx.io.err(`${l}\n`), { pretty: o.pretty });
+        if (code !== 0) throw new CliError(code === 2 ? Exit.USAGE : Exit.ERROR, 'replay failed (see above)');
+      }),
+  );
+  applyOutput(program, ctx.io);
+  return program;
+}
+
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown } | null;
+  if (!e) return false;
+  if (e.code === 14) return true; // gRPC UNAVAILABLE
+  if (typeof e.message === 'string' && /UNAVAILABLE|ECONNREFUSED|failed to connect|transport error/i.test(e.message)) return true;
+  return e.cause !== undefined && e.cause !== err && isUnavailable(e.cause);
+}
+
+/** Runs agentctl with `argv` (without node and script); resolves to the exit code. */
+export async function main(
+  argv: readonly string[],
+  o: { env?: NodeJS.ProcessEnv; io?: Output } = {},
+): Promise<number> {
+  const io = o.io ?? stdio;
+  const ctx = makeCtx({ env: o.env, io });
+  const program = buildProgram(ctx);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return Number(process.exitCode ?? 0);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return Exit.OK;
+      return Exit.USAGE; // commander already printed the message
+    }
+    if (err instanceof CliError) {
+      if (err.message.trim() !== 'replay failed (see above)') io.err(`agentctl: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (isUnavailable(err)) {
+      let address = '(unknown address)';
+      try {
+        address = connectionSettings(ctx.env).options.address;
+      } catch {
+        // The settings were fine when we connected; keep the placeholder.
+      }
+      io.err(`agentctl: ${unreachableMessage(address, (err as Error).message.split('\n')[0] ?? 'unavailable')}\n`);
+      return Exit.UNREACHABLE;
+    }
+    io.err(`agentctl: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (ctx.env.AGENTCTL_DEBUG && err instanceof Error && err.stack) io.err(`${err.stack}\n`);
+    return Exit.ERROR;
+  } finally {
+    await ctx.close().catch(() => undefined);
+  }
+}
+
+/** Runs with process.argv and sets process.exitCode (bin/agentctl.js, `npm run agentctl`). */
+export function cli(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  return main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`agentctl: ${String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
+
+if (require.main === module) void cli();

@@ -1,0 +1,217 @@
+/** `agentctl status|report|trace|watch|list`: read-only views of runs. */
+import { Command, Option } from 'commander';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
+import { WORKFLOW_TYPE } from '../../common/contracts';
+import type { StopReport, TraceRecord } from '../../workflows/guard';
+import { CliError, Exit, formatCounters, json, keyValues, table, uiBaseFor, uiLink, type Column } from '../format';
+import { describeRun, followRun, readCounters, runReport, runStatus, runTrace } from '../runs';
+import { nonNegativeInt, positiveInt, worldUrlOf, type Ctx } from './common';
+
+/** Trace table columns. */
+export const TRACE_COLUMNS: Column<TraceRecord>[] = [
+  { header: 'STEP', value: (r) => r.step },
+  { header: 'PHASE', value: (r) => r.phase },
+  { header: 'TOOL', value: (r) => r.tool },
+  { header: 'DECISION', value: (r) => r.decision },
+  { header: 'REASON', value: (r) => r.reason },
+  { header: 'RESULT', value: (r) => (r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null) },
+  { header: 'PV', value: (r) => r.progress_version },
+  { header: 'OP KEY', value: (r) => r.operation_key, max: 32 },
+  { header: 'ARGS', value: (r) => r.args, max: 60 },
+];
+
+/** One trace record as a single line (watch, demo). */
+export function traceLine(r: TraceRecord): string {
+  const result = r.result_kind ? ` → ${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : '';
+  const reason = r.reason ? ` (${r.reason})` : '';
+  const tool = r.tool ? `${r.tool} ` : '';
+  return `step ${r.step} ${r.phase.padEnd(6)} ${tool}${r.decision}${reason}${result}`;
+}
+
+/** A StopReport as key/value lines. */
+export function formatReport(r: StopReport): string {
+  return keyValues([
+    ['terminal state', r.terminal_state],
+    ['guard reason', r.guard_reason],
+    ['blocked call', r.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null],
+    ['unmet', r.unmet_precondition],
+    ['resume when', r.resume_condition],
+    ['next action', r.next_allowed_action],
+    ['completed', r.completed.length ? r.completed.join(', ') : null],
+    ['checkpoint', r.last_safe_checkpoint],
+    ['steps', r.steps],
+    ['progress version', r.last_progress_version],
+  ]);
+}
+
+export function statusCommand(ctx: Ctx): Command {
+  return new Command('status')
+    .description('Show a run\'s status (phase, steps, last decision, counters)')
+    .argument('<id>', 'workflow id')
+    .option('--json', 'machine-readable output')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const c = await ctx.connect();
+      const { handle, desc } = await describeRun(c.client, id);
+      const status = await runStatus(handle, desc);
+      const counters = await readCounters(worldUrlOf(ctx.env), id);
+      if (o.json) {
+        ctx.io.out(json({ ...status, temporalStatus: desc.status.name, startTime: desc.startTime.toISOString(), closeTime: desc.closeTime?.toISOString() ?? null, counters }));
+        return;
+      }
+      ctx.io.out(
+        keyValues([
+          ['run', id],
+          ['phase', status.phase],
+          ['terminal state', status.terminalState],
+          ['guard reason', status.guardReason],
+          ['waiting for resume', status.waitingForResume ? 'yes' : 'no'],
+          ['steps', status.steps],
+          ['executed / cached', `${status.executed} / ${status.cached}`],
+          ['proposals', status.proposals],
+          ['progress version', status.progressVersion],
+          ['no-progress count', status.noProgress],
+          ['usage', `${status.usage.tokens} tokens, $${status.usage.costUsd}`],
+          ['last decision', status.lastDecision],
+          ['goal', status.goal],
+          ['temporal status', desc.status.name],
+          ['started', desc.startTime.toISOString()],
+          ['counters', formatCounters(counters)],
+          ['UI', uiLink(uiBaseFor(c.address, ctx.env), c.namespace, id)],
+        ]),
+      );
+    });
+}
+
+export function reportCommand(ctx: Ctx): Command {
+  return new Command('report')
+    .description('Show a run\'s StopReport (none while running or when COMPLETED)')
+    .argument('<id>', 'workflow id')
+    .option('--json', 'machine-readable output (null when there is no report)')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const c = await ctx.connect();
+      const { handle, desc } = await describeRun(c.client, id);
+      const report = await runReport(handle, desc);
+      if (o.json) ctx.io.out(json(report, true));
+      else if (!report) ctx.io.out(`run ${id} has no StopReport (it is running or COMPLETED)\n`);
+      else ctx.io.out(formatReport(report));
+    });
+}
+
+export function traceCommand(ctx: Ctx): Command {
+  return new Command('trace')
+    .description('Show a run\'s decision trace (which rule refused which call)')
+    .argument('<id>', 'workflow id')
+    .option('--decision <decision>', 'only records with this decision (execute, stop, resume_refused, …)')
+    .option('--reason <reason>', 'only records with this reason (same_call_repeat, …)')
+    .option('--offset <n>', 'skip this many (filtered) records', nonNegativeInt, 0)
+    .option('--limit <n>', 'at most this many records', positiveInt, 200)
+    .option('--json', 'machine-readable output: {total, kept, records}')
+    .action(async (id: string, o: { decision?: string; reason?: string; offset: number; limit: number; json?: boolean }) => {
+      const c = await ctx.connect();
+      const { handle, desc } = await describeRun(c.client, id);
+      const page = await runTrace(handle, desc, { decision: o.decision, reason: o.reason, offset: o.offset, limit: Math.min(o.limit, 1000) });
+      if (o.json) {
+        ctx.io.out(json(page));
+        return;
+      }
+      ctx.io.out(table(page.records, TRACE_COLUMNS));
+      if (page.kept < page.total) ctx.io.out(`(${page.total} records in all; the run keeps the last ${page.kept})\n`);
+    });
+}
+
+export function watchCommand(ctx: Ctx): Command {
+  return new Command('watch')
+    .description('Follow a run: one line per decision until it closes')
+    .argument('<id>', 'workflow id')
+    .option('--until-waiting', 'also return when the run stops and waits for resume')
+    .option('--interval <ms>', 'poll interval', positiveInt, 500)
+    .option('--timeout <seconds>', 'give up after this long', positiveInt, 24 * 3600)
+    .action(async (id: string, o: { untilWaiting?: boolean; interval: number; timeout: number }) => {
+      const c = await ctx.connect();
+      const { handle } = await describeRun(c.client, id);
+      const settled = await followRun(handle, {
+        untilWaiting: o.untilWaiting === true,
+        pollMs: o.interval,
+        timeoutMs: o.timeout * 1000,
+        onRecord: (r) => ctx.io.out(`${traceLine(r)}\n`),
+        onWaiting: (s) =>
+          ctx.io.out(
+            `-- stopped (${s.terminalState} ${s.guardReason}); waiting for a verified resume: agentctl report ${id}; agentctl resume ${id} --reason "…"\n`,
+          ),
+      });
+      const s = settled.status;
+      ctx.io.out(
+        settled.closed
+          ? `-- closed: ${s?.terminalState ?? (await handle.describe()).status.name}${s?.guardReason ? ` (${s.guardReason})` : ''}\n`
+          : `-- waiting for resume: ${s?.terminalState} (${s?.guardReason})\n`,
+      );
+    });
+}
+
+/** States `list --state` accepts. */
+export const LIST_STATES = ['RUNNING', 'STOPPED_LOOP_GUARD', 'NEEDS_HUMAN', 'COMPLETED', 'FAILED', 'PARTIAL'] as const;
+
+const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+/** The visibility query of `list`. */
+export function listQuery(o: { state?: string; reason?: string; open?: boolean; closed?: boolean }): string {
+  const parts = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
+  if (o.state) parts.push(`AgentState = ${quote(o.state)}`);
+  if (o.reason) parts.push(`AgentGuardReason = ${quote(o.reason)}`);
+  if (o.open) parts.push(`ExecutionStatus = "Running"`);
+  if (o.closed) parts.push(`ExecutionStatus != "Running"`);
+  return parts.join(' AND ');
+}
+
+interface ListRow {
+  id: string;
+  state: string | undefined;
+  reason: string | undefined;
+  steps: number | undefined;
+  status: string;
+  start: Date;
+}
+
+export function listCommand(ctx: Ctx): Command {
+  return new Command('list')
+    .description('List runs (a visibility query on AgentState / AgentGuardReason)')
+    .addOption(new Option('--state <state>', 'AgentState').choices([...LIST_STATES]))
+    .option('--reason <reason>', 'AgentGuardReason, e.g. same_call_repeat, permission_denied')
+    .option('--open', 'only open executions (running or waiting for resume)')
+    .option('--closed', 'only closed executions')
+    .option('--limit <n>', 'at most this many runs', positiveInt, 50)
+    .option('--json', 'machine-readable output (one array)')
+    .action(async (o: { state?: string; reason?: string; open?: boolean; closed?: boolean; limit: number; json?: boolean }) => {
+      if (o.open && o.closed) throw new CliError(Exit.USAGE, 'list: --open and --closed exclude each other');
+      const c = await ctx.connect();
+      const rows: ListRow[] = [];
+      for await (const wf of c.client.workflow.list({ query: listQuery(o), pageSize: Math.min(o.limit, 1000) })) {
+        const sa = wf.typedSearchAttributes;
+        rows.push({
+          id: wf.workflowId,
+          state: sa.get(AGENT_STATE),
+          reason: sa.get(AGENT_GUARD_REASON),
+          steps: sa.get(AGENT_STEPS),
+          status: wf.status.name,
+          start: wf.startTime,
+        });
+        if (rows.length >= o.limit) break;
+      }
+      if (o.json) {
+        ctx.io.out(json(rows.map((r) => ({ ...r, reason: r.reason || null, start: r.start.toISOString() }))));
+        return;
+      }
+      ctx.io.out(
+        table(rows, [
+          { header: 'ID', value: (r) => r.id, max: 60 },
+          { header: 'STATE', value: (r) => r.state },
+          { header: 'REASON', value: (r) => r.reason },
+          { header: 'STEPS', value: (r) => r.steps },
+          { header: 'TEMPORAL', value: (r) => r.status },
+          { header: 'STARTED', value: (r) => r.start.toISOString() },
+        ]),
+      );
+    });
+}
+
+

@@ -1,0 +1,171 @@
+/** `agentctl start`: start an agent run (scripted, Anthropic or OpenAI planner). */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import {
+  runInputSchema,
+  WORKFLOW_ID_PREFIX,
+  WORKFLOW_TYPE,
+  type RunInput,
+} from '../../common/contracts';
+import { ReplayFormatError } from '../../workflows/guard';
+import { loadReplayFile } from '../replay';
+import { CliError, Exit, formatCounters, json, keyValues, uiBaseFor, uiLink } from '../format';
+import { readCounters, settledOutcome, type RunOutcome } from '../runs';
+import { positiveInt, positiveNumber, worldUrlOf, type Ctx } from './common';
+
+interface StartOpts {
+  planner: 'scripted' | 'anthropic' | 'openai';
+  goal?: string;
+  script?: string;
+  live?: boolean;
+  model?: string;
+  maxSteps?: number;
+  maxMs?: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
+  sameCallLimit?: number;
+  noProgressLimit?: number;
+  maxWaitPolls?: number;
+  resumeWindowMs?: number;
+  id?: string;
+  taskQueue?: string;
+  wait?: boolean;
+  timeout: number;
+  json?: boolean;
+}
+
+/** Builds the workflow input from the options (exit 2 on anything malformed). */
+export function buildRunInput(o: StartOpts): RunInput {
+  const guard: Record<string, number> = {};
+  let input: Record<string, unknown>;
+  if (o.planner === 'scripted') {
+    if (!o.script) throw new CliError(Exit.USAGE, 'start: --planner scripted needs --script FILE (a replay-format JSON file)');
+    let file;
+    let raw: unknown;
+    try {
+      file = loadReplayFile(o.script);
+      raw = JSON.parse(readFileSync(o.script, 'utf8')) as unknown;
+    } catch (err) {
+      if (err instanceof ReplayFormatError) throw new CliError(Exit.USAGE, `start: ${err.message}`);
+      throw err;
+    }
+    Object.assign(guard, file.config ?? {});
+    input = {
+      goal: o.goal ?? `scripted run of ${file.name ?? o.script}`,
+      planner: { kind: 'scripted', script: raw, live: o.live === true },
+      completed: file.completed ?? [],
+      // Fixture mode measures progress by the script, as the offline replay does; live mode by the world.
+      ...(o.live ? {} : { initialProgressVersion: file.initialProgressVersion ?? 0 }),
+    };
+  } else {
+    if (o.script) throw new CliError(Exit.USAGE, `start: --script is for --planner scripted, not ${o.planner}`);
+    if (o.live) throw new CliError(Exit.USAGE, '--live is for --planner scripted (LLM planners always use the real tools)');
+    if (!o.goal) throw new CliError(Exit.USAGE, `start: --planner ${o.planner} needs --goal TEXT`);
+    input = { goal: o.goal, planner: { kind: o.planner, ...(o.model ? { model: o.model } : {}) } };
+  }
+  const flags: Record<string, number | undefined> = {
+    maxSteps: o.maxSteps,
+    maxMs: o.maxMs,
+    maxTokens: o.maxTokens,
+    maxCostUsd: o.maxCostUsd,
+    sameCallLimit: o.sameCallLimit,
+    noProgressLimit: o.noProgressLimit,
+    maxWaitPolls: o.maxWaitPolls,
+  };
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) guard[k] = v;
+  input.guard = guard;
+  if (o.resumeWindowMs !== undefined) input.resumeWindowMs = o.resumeWindowMs;
+  const parsed = runInputSchema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
+    throw new CliError(Exit.USAGE, `start: invalid run input: ${problems}`);
+  }
+  return input as RunInput;
+}
+
+/** Human summary of a settled run. */
+export function formatOutcome(id: string, outcome: RunOutcome, counters: Record<string, number> | null, link: string): string {
+  const r = outcome.report;
+  return keyValues([
+    ['run', id],
+    ['state', outcome.terminal_state],
+    ['reason', outcome.reason],
+    ['executed', outcome.executed],
+    ['cached', outcome.cached],
+    ['stopped at', outcome.stopped_at],
+    ['blocked call', r?.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null],
+    ['unmet', r?.unmet_precondition],
+    ['resume when', r?.resume_condition],
+    ['next action', r?.next_allowed_action],
+    ['counters', formatCounters(counters)],
+    ['UI', link],
+  ]);
+}
+
+/** `--no-progress-limit <n>` is a number, not commander's negation of `--progress-limit`. */
+function noProgressLimitOption(): Option {
+  const opt = new Option('--no-progress-limit <n>', 'calls without progress before a stop (default 3)').argParser(positiveInt);
+  opt.negate = false;
+  return opt;
+}
+
+/** The `start` command. */
+export function startCommand(ctx: Ctx): Command {
+  return new Command('start')
+    .description('Start an agent run')
+    .addOption(new Option('--planner <kind>', 'planner').choices(['scripted', 'anthropic', 'openai']).default('scripted'))
+    .option('--goal <text>', 'the goal (required for LLM planners)')
+    .option('--script <file>', 'replay-format JSON file the scripted planner proposes from (fixture mode)')
+    .option('--live', 'scripted planner: the real (demo) tools answer instead of the script\'s fixture results')
+    .option('--model <name>', 'LLM planner model')
+    .option('--max-steps <n>', 'step budget (default 20)', positiveInt)
+    .option('--max-ms <ms>', 'wall-clock budget in ms (default 60000)', positiveNumber)
+    .option('--max-tokens <n>', 'token budget (default unlimited)', positiveNumber)
+    .option('--max-cost-usd <usd>', 'cost budget in USD (default unlimited)', positiveNumber)
+    .option('--same-call-limit <n>', 'identical calls allowed in a window (default 2)', positiveInt)
+    .addOption(noProgressLimitOption())
+    .option('--max-wait-polls <n>', 'honoured re-polls per call (default 10)', positiveInt)
+    .option('--resume-window-ms <ms>', 'how long a stopped run waits for resume (default 7 days)', positiveInt)
+    .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
+    .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
+    .option('--wait', 'wait until the run completes or stops (waiting for resume), then print the outcome')
+    .option('--timeout <seconds>', 'with --wait: give up after this long', positiveInt, 300)
+    .option('--json', 'machine-readable output')
+    .action(async (o: StartOpts) => {
+      const input = buildRunInput(o);
+      const c = await ctx.connect();
+      const workflowId = o.id ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`;
+      const taskQueue = o.taskQueue ?? c.taskQueue;
+      let handle;
+      try {
+        handle = await c.client.workflow.start(WORKFLOW_TYPE, {
+          taskQueue,
+          workflowId,
+          args: [input],
+          staticSummary: input.goal,
+        });
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          throw new CliError(Exit.ERROR, `a run with id "${workflowId}" is already running`);
+        }
+        throw err;
+      }
+      const link = uiLink(uiBaseFor(c.address, ctx.env), c.namespace, workflowId);
+      if (!o.wait) {
+        if (o.json) ctx.io.out(json({ workflow_id: workflowId, run_id: handle.firstExecutionRunId, task_queue: taskQueue, ui: link }));
+        else
+          ctx.io.out(
+            `started ${workflowId} on task queue ${taskQueue}\n` +
+              `  UI:     ${link}\n` +
+              `  follow: agentctl watch ${workflowId}\n`,
+          );
+        return;
+      }
+      const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000 });
+      const counters = await readCounters(worldUrlOf(ctx.env), workflowId);
+      if (o.json) ctx.io.out(json({ ...outcome, workflow_id: workflowId, counters }));
+      else ctx.io.out(formatOutcome(workflowId, outcome, counters, link));
+    });
+}

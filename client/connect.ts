@@ -1,0 +1,68 @@
+/**
+ * agentctl's Temporal connection, configured the Temporal way: `loadConnectionOptions()`
+ * (worker/env.ts → @temporalio/envconfig: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+ * TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE / TOML profile). An unreachable
+ * server is exit code 4 with the address tried and how to start one.
+ */
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { loadConnectionOptions, readWorkerEnv } from '../worker/env';
+import { CliError, Exit } from './format';
+
+/** A connected client plus what it was configured with. */
+export interface Connected {
+  readonly client: Client;
+  readonly connection: Connection;
+  readonly address: string;
+  readonly namespace: string;
+  /** TEMPORAL_TASK_QUEUE or the default `agent-loop-guard`. */
+  readonly taskQueue: string;
+  close(): Promise<void>;
+}
+
+/** Settings without connecting (bad env → exit 2). */
+export function connectionSettings(env: NodeJS.ProcessEnv = process.env): {
+  options: ConnectionOptions & { address: string };
+  namespace: string;
+  taskQueue: string;
+} {
+  try {
+    const { connectionOptions, namespace } = loadConnectionOptions(env);
+    const o = connectionOptions as unknown as Record<string, unknown>;
+    const options: ConnectionOptions & { address: string } = { address: connectionOptions.address };
+    if (o.tls !== undefined) options.tls = o.tls as ConnectionOptions['tls'];
+    if (typeof o.apiKey === 'string') options.apiKey = o.apiKey;
+    if (o.metadata !== undefined) options.metadata = o.metadata as ConnectionOptions['metadata'];
+    return { options, namespace, taskQueue: readWorkerEnv(env).taskQueue };
+  } catch (err) {
+    throw new CliError(Exit.USAGE, (err as Error).message);
+  }
+}
+
+/** The message of an unreachable server. */
+export function unreachableMessage(address: string, detail: string): string {
+  return (
+    `cannot reach the Temporal server at ${address} (${detail}).\n` +
+    'Start it with `npm run dev:server` (or `npm run demo`), or point TEMPORAL_ADDRESS at a running server.'
+  );
+}
+
+/** Connects (eagerly, with a short timeout) or throws CliError(4). */
+export async function connect(env: NodeJS.ProcessEnv = process.env, timeoutMs = 3_000): Promise<Connected> {
+  const { options, namespace, taskQueue } = connectionSettings(env);
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...options, connectTimeout: timeoutMs });
+  } catch (err) {
+    const detail = (err as Error).message?.split('\n')[0] ?? String(err);
+    throw new CliError(Exit.UNREACHABLE, unreachableMessage(options.address, detail));
+  }
+  const client = new Client({ connection, namespace });
+  return {
+    client,
+    connection,
+    address: options.address,
+    namespace,
+    taskQueue,
+    close: () => connection.close(),
+  };
+}

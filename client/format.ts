@@ -1,0 +1,104 @@
+/**
+ * Output helpers for agentctl: exit codes, the CLI error type, plain-text tables and
+ * key/value blocks. No colours, no dependencies: the output must read well in a terminal,
+ * a CI log and a pipe.
+ */
+
+/** agentctl's documented exit codes (docs/cli.md). */
+export const Exit = {
+  OK: 0,
+  ERROR: 1,
+  USAGE: 2,
+  REFUSED: 3,
+  UNREACHABLE: 4,
+} as const;
+export type ExitCode = (typeof Exit)[keyof typeof Exit];
+
+/** An error with an exit code and an operator-facing message (no stack trace is printed). */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    readonly exitCode: ExitCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Where a command writes; injectable so tests and the demo can capture output. */
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** process.stdout / process.stderr. */
+export const stdio: Output = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+};
+
+/** One column of {@link table}. */
+export interface Column<T> {
+  readonly header: string;
+  readonly value: (row: T) => unknown;
+  /** Cut cells longer than this (with an ellipsis). */
+  readonly max?: number;
+}
+
+/** Renders a cell: null/undefined → "-", objects → compact JSON. */
+export function cell(v: unknown, max = 80): string {
+  let s: string;
+  if (v === null || v === undefined || v === '') s = '-';
+  else if (typeof v === 'string') s = v;
+  else if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') s = String(v);
+  else if (v instanceof Date) s = v.toISOString();
+  else s = JSON.stringify(v);
+  s = s.replace(/\s+/g, ' ');
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** A left-aligned text table with a header row; "(none)" when empty. */
+export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+  if (rows.length === 0) return '(none)\n';
+  const cells = rows.map((r) => columns.map((c) => cell(c.value(r), c.max)));
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => (row[i] ?? '').length)));
+  const line = (vals: readonly string[]) =>
+    vals
+      .map((v, i) => (i === vals.length - 1 ? v : v.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(columns.map((c) => c.header)), ...cells.map(line)].join('\n') + '\n';
+}
+
+/** `key  value` lines, keys padded to one width. */
+export function keyValues(pairs: ReadonlyArray<readonly [string, unknown]>, max = 120): string {
+  const w = Math.max(0, ...pairs.map(([k]) => k.length));
+  return pairs.map(([k, v]) => `${k.padEnd(w)}  ${cell(v, max)}`).join('\n') + '\n';
+}
+
+/** `{search: 2, deploy: 1}` → `search=2 deploy=1` (sorted by tool), `(none)` when empty. */
+export function formatCounters(counters: Record<string, number> | null | undefined): string {
+  if (!counters) return '(unknown)';
+  const entries = Object.entries(counters).sort(([a], [b]) => a.localeCompare(b));
+  return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${v}`).join(' ');
+}
+
+/** Pretty or compact JSON plus a newline. */
+export function json(value: unknown, pretty = false): string {
+  return `${JSON.stringify(value, null, pretty ? 2 : undefined)}\n`;
+}
+
+/** The Temporal Web UI link of a workflow. */
+export function uiLink(uiBase: string, namespace: string, workflowId: string): string {
+  return `${uiBase.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** The UI base for a frontend address: TEMPORAL_UI_URL, else host with port + 1000 (the dev server's default). */
+export function uiBaseFor(address: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TEMPORAL_UI_URL) return env.TEMPORAL_UI_URL;
+  const m = /^(.*):(\d+)$/.exec(address);
+  const host = m?.[1] ? m[1].replace(/^\[(.*)\]$/, '$1') : 'localhost';
+  const port = env.TEMPORAL_UI_PORT ? Number(env.TEMPORAL_UI_PORT) : m?.[2] ? Number(m[2]) + 1000 : 8233;
+  const h = host === '127.0.0.1' || host === '0.0.0.0' ? 'localhost' : host;
+  return `http://${h}:${port}`;
+}

@@ -1,0 +1,167 @@
+/**
+ * Issue 3 item 11, part 8: determinism. Recorded histories of real runs (in
+ * test/fixtures/histories/*.json) must replay against the current workflow code with
+ * `Worker.runReplayHistories` — no server needed — and a tampered history must fail with
+ * `DeterminismViolationError`. A change to agent-run.ts that would break running
+ * workflows on deploy fails here.
+ *
+ * RE-RECORD (needs the dev server; do it only for an intentional, versioned change):
+ *
+ *   RECORD_HISTORIES=1 npx jest test/workflows/determinism
+ *
+ * That runs the scenarios below on the shared dev server, writes one file per scenario
+ * (`historyToJSON` of `handle.fetchHistory()`), then replays them as usual. Commit the files.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
+import { fixture, live, search, waitFor } from '../helpers/run-inputs';
+import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+
+const DIR = resolve(__dirname, '../fixtures/histories');
+const RECORD = process.env.RECORD_HISTORIES === '1';
+
+/** The scenarios recorded: each starts a run, drives it to its end, returns the run ids to save. */
+const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; runId: string }>> = {
+  async 'polling-completed'(h) {
+    const poll = { tool: 'poll_job', args: { jobId: 'hist-job' } };
+    const run = await h.start(
+      live([
+        { tool: 'start_job', args: { name: 'hist-job', pollsNeeded: 3 } },
+        poll,
+        poll,
+        poll,
+        { tool: 'write_record', args: { id: 'hist-1', body: 'b' } },
+        { tool: 'complete_task', args: { summary: 'ok' } },
+      ]),
+    );
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'exact-repeat-stopped'(h) {
+    const run = await h.start(live([search('temporal'), search('temporal'), search('temporal')]));
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'resume-refused-then-accepted'(h) {
+    const deploy = { tool: 'deploy', args: { service: 'hist-svc', version: '1' } };
+    const run = await h.start(
+      live([deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], { resumeWindowMs: 60_000 }),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+    );
+    await run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'a', reason: 'r', requestId: 'u-1' }] });
+    await h.deps.world.grant('deploy:hist-svc');
+    await run.handle.signal(resumeSignal, { actor: 'a', reason: 'granted', requestId: 's-1' });
+    await run.handle.signal(resumeSignal, { actor: 'a', reason: 'granted', requestId: 's-1' });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'operator-stop-during-wait'(h) {
+    const run = await h.start(
+      fixture([
+        { tool: 'poll', args: {}, result: { kind: 'PENDING', code: 'running', retryAfterMs: 60_000 } },
+        { tool: 'poll', args: {} },
+      ]),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.lastDecision === 'wait_bounded',
+    );
+    await run.handle.signal(stopSignal, { actor: 'oncall', reason: 'stop', requestId: 'k-1' });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'continued-as-new-first-run'(h) {
+    const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));
+    const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+};
+
+interface Recorded {
+  workflowId: string;
+  history: unknown;
+}
+
+function load(name: string): Recorded {
+  return JSON.parse(readFileSync(join(DIR, name), 'utf8')) as Recorded;
+}
+
+const files = (): string[] =>
+  readdirSync(DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
+
+(RECORD ? describe : describe.skip)('record histories (RECORD_HISTORIES=1)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  it('records every scenario', async () => {
+    await Promise.all(
+      Object.entries(scenarios).map(async ([name, drive]) => {
+        const { workflowId, runId } = await drive(h);
+        const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+        const json = JSON.parse(historyToJSON(history)) as unknown;
+        writeFileSync(join(DIR, `${name}.json`), `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`);
+      }),
+    );
+  }, 120_000);
+});
+
+describe('recorded histories replay deterministically (no server)', () => {
+  it('has the recorded scenarios', () => {
+    expect(files()).toEqual(expect.arrayContaining(Object.keys(scenarios).map((n) => `${n}.json`)));
+  });
+
+  it('replays every history in test/fixtures/histories with the current workflow code', async () => {
+    const histories = files().map((f) => {
+      const r = load(f);
+      return { workflowId: r.workflowId, history: historyFromJSON(r.history) };
+    });
+    const results: Array<{ workflowId: string; error?: unknown }> = [];
+    for await (const res of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
+      results.push({ workflowId: res.workflowId, error: res.error });
+    }
+    expect(results).toHaveLength(histories.length);
+    expect(results.filter((x) => x.error)).toEqual([]);
+  }, 60_000);
+
+  it('a tampered history (an activity type renamed) fails with DeterminismViolationError', async () => {
+    const rec = load('polling-completed.json');
+    const history = JSON.parse(JSON.stringify(rec.history)) as {
+      events: Array<{ activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }>;
+    };
+    const scheduled = history.events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool');
+    expect(scheduled.length).toBeGreaterThan(0);
+    scheduled[0]!.activityTaskScheduledEventAttributes!.activityType!.name = 'runToolRenamed';
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, historyFromJSON(history), rec.workflowId),
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
+  }, 60_000);
+
+  it('a tampered history (two scheduled activities swapped) fails with DeterminismViolationError', async () => {
+    const rec = load('polling-completed.json');
+    const history = JSON.parse(JSON.stringify(rec.history)) as {
+      events: Array<{ activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }>;
+    };
+    // The first `plan` and the first `runTool` trade places: the order of commands changed.
+    const attrs = history.events.map((e) => e.activityTaskScheduledEventAttributes).filter((a) => a?.activityType);
+    const plan = attrs.find((a) => a!.activityType!.name === 'plan')!;
+    const tool = attrs.find((a) => a!.activityType!.name === 'runTool')!;
+    [plan.activityType!.name, tool.activityType!.name] = [tool.activityType!.name, plan.activityType!.name];
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, historyFromJSON(history), rec.workflowId),
+    ).rejects.toBeInstanceOf(DeterminismViolationError);
+  }, 60_000);
+});

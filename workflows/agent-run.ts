@@ -632,7 +632,12 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       // as the offline replay builds it. A FATAL's message used to go into
       // `unmet_precondition`, so the durable run's report differed from `replay()` for the
       // same trace; the message is kept for the operator in RunResult.summary instead.
-      stopWith(after.terminalState, after.reason, { tool: p.tool, fingerprint: p.fingerprint }, p.operationKey);
+      stopWith(
+        after.terminalState,
+        after.reason,
+        { tool: p.tool, fingerprint: p.fingerprint },
+        p.operationKey,
+      );
       if (toolResult.kind === 'FATAL') stopDetail = toolResult.message ?? null;
       continue;
     }

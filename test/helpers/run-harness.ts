@@ -44,7 +44,11 @@ export interface Harness {
   start(
     input: RunInput,
     workflowId?: string,
-  ): Promise<{ workflowId: string; result: () => Promise<RunResult> }>;
+  ): Promise<{
+    workflowId: string;
+    result: () => Promise<RunResult>;
+    handle: WorkflowHandleWithFirstExecutionRunId<typeof agentRun>;
+  }>;
   counters(workflowId: string): Promise<Record<string, number>>;
   close(): Promise<void>;
 }

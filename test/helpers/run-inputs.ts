@@ -27,12 +27,26 @@ const base = {
 
 /** Live mode: the real demo tools answer. */
 export function live(calls: ScriptCall[], extra: Partial<RunInput> = {}): RunInput {
-  return { goal: 'test (live)', planner: { kind: 'scripted', live: true, script: { calls } }, ...base, ...extra };
+  return {
+    goal: 'test (live)',
+    planner: { kind: 'scripted', live: true, script: { calls } },
+    ...base,
+    ...extra,
+  };
 }
 
 /** Fixture mode: the script's own results answer. */
-export function fixture(calls: ScriptCall[], extra: Partial<RunInput> = {}, script: Record<string, unknown> = {}): RunInput {
-  return { goal: 'test (fixture)', planner: { kind: 'scripted', script: { ...script, calls } }, ...base, ...extra };
+export function fixture(
+  calls: ScriptCall[],
+  extra: Partial<RunInput> = {},
+  script: Record<string, unknown> = {},
+): RunInput {
+  return {
+    goal: 'test (fixture)',
+    planner: { kind: 'scripted', script: { ...script, calls } },
+    ...base,
+    ...extra,
+  };
 }
 
 /** `search` proposal. */
@@ -46,7 +60,11 @@ export const search = (query: string, more: Record<string, unknown> = {}): Scrip
  * query handlers only after its first activity (`currentProgress`), so a query sent right
  * after start fails with QueryNotRegisteredError.
  */
-export async function waitFor<T>(probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -57,7 +75,10 @@ export async function waitFor<T>(probe: () => Promise<T>, ok: (v: T) => boolean,
     } catch (err) {
       last = err;
     }
-    if (Date.now() > end) throw new Error(`waitFor timed out; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `waitFor timed out; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -68,7 +68,7 @@ describe('continue-as-new keeps the guard and ledger state', () => {
     // Follow the chain of runs: 9 proposals at ~10 events each with a limit of 40 means
     // several boundaries, so the three nothing-1 proposals cannot all be in one run.
     const chain: string[] = [];
-    for (let id: string | undefined = firstRunId; id; ) {
+    for (let id: string | undefined = firstRunId; id;) {
       chain.push(id);
       const hist = await h.env.client.workflow.getHandle(run.workflowId, id).fetchHistory();
       const last = hist.events?.at(-1);

@@ -10,11 +10,17 @@
  *   RECORD_HISTORIES=1 npx jest test/workflows/determinism
  *
  * That runs the scenarios below on the shared dev server, writes one file per scenario
- * (`historyToJSON` of `handle.fetchHistory()`), then replays them as usual. Commit the files.
+ * (`handle.fetchHistory()` as JSON), then replays them as usual. Commit the files.
+ *
+ * FORMAT. `{ workflowId, history }` where `history` is protobufjs `History.toObject` with
+ * enums, longs and bytes as strings (read back with `History.fromObject`). Not the
+ * `temporal workflow show --output json` proto3-JSON form: the SDK's historyToJSON /
+ * historyFromJSON throw "type must be a Type" in this install, because @temporalio/common
+ * and @temporalio/proto each carry their own nested copy of protobufjs.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
@@ -49,7 +55,9 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
   async 'resume-refused-then-accepted'(h) {
     const deploy = { tool: 'deploy', args: { service: 'hist-svc', version: '1' } };
     const run = await h.start(
-      live([deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], { resumeWindowMs: 60_000 }),
+      live([deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], {
+        resumeWindowMs: 60_000,
+      }),
     );
     await waitFor(
       () => run.handle.query(statusQuery),
@@ -94,6 +102,11 @@ function load(name: string): Recorded {
   return JSON.parse(readFileSync(join(DIR, name), 'utf8')) as Recorded;
 }
 
+/** A stored history back to the proto object the replayer takes (eventId as Long). */
+function toHistory(json: unknown): temporal.api.history.v1.History {
+  return temporal.api.history.v1.History.fromObject(json as Record<string, unknown>);
+}
+
 const files = (): string[] =>
   readdirSync(DIR)
     .filter((f) => f.endsWith('.json'))
@@ -112,8 +125,18 @@ const files = (): string[] =>
       Object.entries(scenarios).map(async ([name, drive]) => {
         const { workflowId, runId } = await drive(h);
         const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-        const json = JSON.parse(historyToJSON(history)) as unknown;
-        writeFileSync(join(DIR, `${name}.json`), `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`);
+        const json = temporal.api.history.v1.History.toObject(
+          temporal.api.history.v1.History.fromObject(history),
+          {
+            longs: String,
+            enums: String,
+            bytes: String,
+          },
+        );
+        writeFileSync(
+          join(DIR, `${name}.json`),
+          `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`,
+        );
       }),
     );
   }, 120_000);
@@ -127,10 +150,13 @@ describe('recorded histories replay deterministically (no server)', () => {
   it('replays every history in test/fixtures/histories with the current workflow code', async () => {
     const histories = files().map((f) => {
       const r = load(f);
-      return { workflowId: r.workflowId, history: historyFromJSON(r.history) };
+      return { workflowId: r.workflowId, history: toHistory(r.history) };
     });
     const results: Array<{ workflowId: string; error?: unknown }> = [];
-    for await (const res of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
+    for await (const res of Worker.runReplayHistories(
+      { workflowBundle: await workflowBundle() },
+      histories,
+    )) {
       results.push({ workflowId: res.workflowId, error: res.error });
     }
     expect(results).toHaveLength(histories.length);
@@ -142,11 +168,13 @@ describe('recorded histories replay deterministically (no server)', () => {
     const history = JSON.parse(JSON.stringify(rec.history)) as {
       events: Array<{ activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }>;
     };
-    const scheduled = history.events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool');
+    const scheduled = history.events.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
+    );
     expect(scheduled.length).toBeGreaterThan(0);
     scheduled[0]!.activityTaskScheduledEventAttributes!.activityType!.name = 'runToolRenamed';
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, historyFromJSON(history), rec.workflowId),
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, toHistory(history), rec.workflowId),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   }, 60_000);
 
@@ -156,12 +184,14 @@ describe('recorded histories replay deterministically (no server)', () => {
       events: Array<{ activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }>;
     };
     // The first `plan` and the first `runTool` trade places: the order of commands changed.
-    const attrs = history.events.map((e) => e.activityTaskScheduledEventAttributes).filter((a) => a?.activityType);
+    const attrs = history.events
+      .map((e) => e.activityTaskScheduledEventAttributes)
+      .filter((a) => a?.activityType);
     const plan = attrs.find((a) => a!.activityType!.name === 'plan')!;
     const tool = attrs.find((a) => a!.activityType!.name === 'runTool')!;
     [plan.activityType!.name, tool.activityType!.name] = [tool.activityType!.name, plan.activityType!.name];
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, historyFromJSON(history), rec.workflowId),
+      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, toHistory(history), rec.workflowId),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   }, 60_000);
 });

@@ -119,7 +119,8 @@ describe('durable run == offline replay for every time-independent trace fixture
           // The fixture counter is the number of runTool activities that really ran.
           const counts = await h.counters(run.workflowId);
           const ran = Object.values(counts).reduce((a, b) => a + b, 0);
-          if (ran !== r.executed) throw new Error(`${c.name}: ${ran} tool activities ran, RunResult says ${r.executed}`);
+          if (ran !== r.executed)
+            throw new Error(`${c.name}: ${ran} tool activities ran, RunResult says ${r.executed}`);
           return comparable(r as unknown as ReplayOutcome);
         }),
       );

@@ -12,7 +12,6 @@ import { LedgerState } from '../../activities/ledger';
 import { live, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
-
 describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -26,9 +25,18 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     const record = { tool: 'write_record', args: { id: 'cfg-1', body: 'release notes' } };
     const deploy = { tool: 'deploy', args: { service: 'billing', version: '2.0' } };
     const run = await h.start(
-      live([record, deploy, record, deploy, { tool: 'complete_task', args: { summary: 'deployed billing 2.0' } }], {
-        resumeWindowMs: 120_000,
-      }),
+      live(
+        [
+          record,
+          deploy,
+          record,
+          deploy,
+          { tool: 'complete_task', args: { summary: 'deployed billing 2.0' } },
+        ],
+        {
+          resumeWindowMs: 120_000,
+        },
+      ),
     );
     const handle = run.handle;
 
@@ -62,7 +70,12 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
 
     // 3. The operator changes the world, then resumes with a signal (twice: a duplicate).
     await h.deps.world.grant('deploy:billing');
-    const req = { actor: 'alice', reason: 'granted deploy:billing', precondition: 'permission granted', requestId: 'req-2' };
+    const req = {
+      actor: 'alice',
+      reason: 'granted deploy:billing',
+      precondition: 'permission granted',
+      requestId: 'req-2',
+    };
     await handle.signal(resumeSignal, req);
     await handle.signal(resumeSignal, req);
 

@@ -34,7 +34,9 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
   });
 
   it('STOPPED_LOOP_GUARD: an exact repeat never runs a third time (search counter = 2)', async () => {
-    const run = await h.start(live([search('temporal'), search('temporal'), search(' temporal ', { limit: 3 })]));
+    const run = await h.start(
+      live([search('temporal'), search('temporal'), search(' temporal ', { limit: 3 })]),
+    );
     const r = await run.result();
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('same_call_repeat');
@@ -79,6 +81,8 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     expect(r.reason).toBe('permission_denied');
     expect(r.report?.terminal_state).toBe('NEEDS_HUMAN');
     expect(r.report?.blocked_call?.tool).toBe('deploy');
+    // The tool's message reaches the operator in the summary; the report stays replay-equal.
+    expect(r.summary).toMatch(/permission deploy:nh-svc is missing/);
     // deploy counts only a real deploy (after its permission check): none happened.
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 1 });
   });
@@ -100,7 +104,9 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
   });
 
   it('PARTIAL: the planner runs out of proposals', async () => {
-    const run = await h.start(live([search('temporal'), { tool: 'write_record', args: { id: 'p-1', body: 'y' } }]));
+    const run = await h.start(
+      live([search('temporal'), { tool: 'write_record', args: { id: 'p-1', body: 'y' } }]),
+    );
     const r = await run.result();
     expect(r.terminal_state).toBe('PARTIAL');
     expect(r.reason).toBe('planner_exhausted');

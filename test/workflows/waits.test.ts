@@ -16,7 +16,10 @@ describe('durable waits (real dev server)', () => {
   let fast: Harness; // poll_job asks to be polled again after 100 ms
   let slow: Harness; // ... after 60 s
   beforeAll(async () => {
-    [fast, slow] = await Promise.all([startHarness({ pollAfterMs: 100 }), startHarness({ pollAfterMs: 60_000 })]);
+    [fast, slow] = await Promise.all([
+      startHarness({ pollAfterMs: 100 }),
+      startHarness({ pollAfterMs: 60_000 }),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([fast?.close(), slow?.close()]);
@@ -44,7 +47,8 @@ describe('durable waits (real dev server)', () => {
     const history = await run.handle.fetchHistory();
     const timers = (history.events ?? []).filter((e) => e.timerStartedEventAttributes);
     expect(timers).toHaveLength(POLLS - 1);
-    for (const t of timers) expect(Number(t.timerStartedEventAttributes?.startToFireTimeout?.nanos ?? 0) / 1e6).toBe(100);
+    for (const t of timers)
+      expect(Number(t.timerStartedEventAttributes?.startToFireTimeout?.nanos ?? 0) / 1e6).toBe(100);
   });
 
   it('operator stop during a long wait ends the run at once; no tool runs after it', async () => {

@@ -23,7 +23,11 @@ const ROOT = resolve(__dirname, '../..');
 const POLLS = 8;
 
 /** Starts `tsx worker/main.ts` in its own process group (so the kill reaches tsx's child too). */
-function startWorker(env: Record<string, string>): { child: ChildProcess; ready: Promise<void>; log: () => string } {
+function startWorker(env: Record<string, string>): {
+  child: ChildProcess;
+  ready: Promise<void>;
+  log: () => string;
+} {
   const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['worker/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -37,7 +41,9 @@ function startWorker(env: Record<string, string>): { child: ChildProcess; ready:
       if (out.includes('worker: task queue')) res();
     });
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code, sig) => rej(new Error(`worker exited (${code ?? sig}) before it was ready:\n${out}`)));
+    child.on('exit', (code, sig) =>
+      rej(new Error(`worker exited (${code ?? sig}) before it was ready:\n${out}`)),
+    );
   });
   ready.catch(() => undefined);
   return { child, ready, log: () => out };
@@ -66,7 +72,12 @@ describe('worker process killed mid-run', () => {
     if (!address) throw new Error('needs the shared dev server (jest globalSetup)');
     const dbUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-crash-')), 'agent.db')}`;
     const taskQueue = uniqueTaskQueue('crash');
-    const workerEnv = { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: taskQueue, LEDGER_URL: dbUrl };
+    const workerEnv = {
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      LEDGER_URL: dbUrl,
+    };
 
     const w1 = startWorker(workerEnv);
     children.push(w1.child);
@@ -83,7 +94,10 @@ describe('worker process killed mid-run', () => {
             { tool: 'start_job', args: { name: 'crash-job', pollsNeeded: POLLS } },
             ...Array.from({ length: POLLS }, () => ({ tool: 'poll_job', args: { jobId: 'crash-job' } })),
             { tool: 'write_record', args: { id: 'crash-b', body: 'second' } },
-            { tool: 'send_notification', args: { channel: 'ops', incident: 'crash', type: 'resolved', message: 'done' } },
+            {
+              tool: 'send_notification',
+              args: { channel: 'ops', incident: 'crash', type: 'resolved', message: 'done' },
+            },
             { tool: 'complete_task', args: { summary: 'survived a crash' } },
           ],
           { timeouts: { plannerStartToCloseMs: 5000, toolStartToCloseMs: 5000, toolHeartbeatMs: 2000 } },

@@ -304,6 +304,19 @@ export function createActivities(deps: ActivityDeps) {
           : `ledger record ${input.operationKey} is still UNKNOWN`,
       };
     }
+    const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
+    if (tool?.checkPrecondition && input.blockedArgs !== undefined && input.blockedArgs !== null) {
+      const parsed = tool.schema.safeParse(input.blockedArgs);
+      if (parsed.success) {
+        const unmet = await tool.checkPrecondition(parsed.data, world.tx);
+        return {
+          changed: unmet === null,
+          progressVersion: version,
+          detail:
+            unmet === null ? `${tool.name}: precondition now met` : `${tool.name}: still unmet: ${unmet}`,
+        };
+      }
+    }
     const changed = version > input.checkpointProgressVersion;
     return {
       changed,

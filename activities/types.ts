@@ -63,6 +63,8 @@ export interface VerifyInput {
   readonly reason: string;
   readonly checkpointProgressVersion: number;
   readonly blockedTool: string | null;
+  /** Args of the call that ended the run (re-checked by the tool's `checkPrecondition`). */
+  readonly blockedArgs?: unknown;
   readonly operationKey: string | null;
   readonly precondition: string;
 }

@@ -52,6 +52,7 @@ import {
   type StopReport,
   type ToolResult,
   type TraceRecord,
+  parseReplayFile,
 } from './guard';
 
 /** FATAL codes from the ledger that need a person, beyond SPEC §2's three. */
@@ -59,12 +60,17 @@ const RUNTIME_NEEDS_HUMAN = ['outcome_unknown', 'idempotency_conflict'];
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 const DEFAULT_WAIT_MS = 1000;
 const MAX_DECISIONS_KEPT = 5000;
+/** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
+const CHECKPOINT_TRACE = 200;
+const CHECKPOINT_DECISIONS = 1000;
 
 interface StopInfo {
   terminalState: TerminalState;
   reason: string;
   report: StopReport;
   blockedTool: string | null;
+  /** The args of the call that ended the run, so resume can re-check that call's precondition. */
+  blockedArgs: unknown;
   operationKey: string | null;
 }
 
@@ -106,18 +112,27 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
   // ---- state (restored from a checkpoint on continue-as-new / resume --from) ----
   const cp = input.checkpoint as Checkpoint | undefined;
-  let guard: LoopGuard;
-  if (cp) {
-    guard = LoopGuard.fromJSON(cp.guard, { needsHumanCodes: RUNTIME_NEEDS_HUMAN });
-  } else {
-    const initial = input.initialProgressVersion ?? (await currentProgress(runId));
-    guard = new LoopGuard(input.guard, {
+  // A scripted run takes the file's own settings (config, completed, initial version) as
+  // the replay does; explicit run settings win.
+  const script =
+    input.planner.kind === 'scripted' && input.planner.script !== undefined && !input.planner.live
+      ? parseReplayFile(input.planner.script)
+      : null;
+  const guardConfig = { ...(script?.config ?? {}), ...input.guard };
+  const completedKeys = [...(script?.completed ?? []), ...input.completed];
+  const initialVersion = input.initialProgressVersion ?? script?.initialProgressVersion;
+  const newGuard = (initial: number): LoopGuard =>
+    new LoopGuard(guardConfig, {
       startMs: Date.now(),
       initialProgressVersion: initial,
-      completed: input.completed,
+      completed: completedKeys,
       needsHumanCodes: RUNTIME_NEEDS_HUMAN,
     });
-  }
+  // Built synchronously so queries and updates work from the first workflow task; a run
+  // without a given initial version replaces it once the world has been read (below).
+  let guard: LoopGuard = cp
+    ? LoopGuard.fromJSON(cp.guard, { needsHumanCodes: RUNTIME_NEEDS_HUMAN })
+    : newGuard(initialVersion ?? 0);
   let memory: unknown = cp?.plannerMemory ?? null;
   let observation: Observation | null = (cp?.observation as Observation | null) ?? null;
   let proposals = cp?.proposals ?? 0;
@@ -129,7 +144,12 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const seenRequestIds = new Set<string>(cp?.seenRequestIds ?? []);
   const resumeAnswers = new Map<string, ResumeAnswer>();
   let stopInfo: StopInfo | null = cp?.stop
-    ? { ...cp.stop, blockedTool: cp.stop.report.blocked_call?.tool ?? null, operationKey: null }
+    ? {
+        ...cp.stop,
+        blockedTool: cp.stop.report.blocked_call?.tool ?? null,
+        blockedArgs: null,
+        operationKey: null,
+      }
     : null;
   let phase: RunPhase = stopInfo ? 'STOPPED' : 'RUNNING';
   let finalState: TerminalState | null = null;
@@ -184,8 +204,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       proposals,
       executed,
       cached,
-      decisions: decisions.slice(-MAX_DECISIONS_KEPT),
-      trace,
+      decisions: decisions.slice(-CHECKPOINT_DECISIONS),
+      trace: trace.slice(-CHECKPOINT_TRACE),
       traceTotal,
       seenRequestIds: [...seenRequestIds].slice(-1000),
       stop: stopInfo
@@ -254,6 +274,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       reason: stop.reason,
       checkpointProgressVersion: guard.progressVersion,
       blockedTool: stop.blockedTool,
+      blockedArgs: stop.blockedArgs,
       operationKey: stop.operationKey,
       precondition: req.precondition,
     });
@@ -387,17 +408,24 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   function stopWith(
     terminalState: TerminalState,
     reason: string,
-    call: { tool: string; fingerprint: string } | null,
+    call: { tool: string; fingerprint: string; args?: unknown } | null,
     operationKey: string | null,
     unmet?: string | null,
   ): void {
     const report = buildStopReport(guard, {
       terminalState,
       reason,
-      blockedCall: call,
+      blockedCall: call ? { tool: call.tool, fingerprint: call.fingerprint } : null,
       ...(unmet ? { unmet } : {}),
     });
-    stopInfo = { terminalState, reason, report, blockedTool: call?.tool ?? null, operationKey };
+    stopInfo = {
+      terminalState,
+      reason,
+      report,
+      blockedTool: call?.tool ?? null,
+      blockedArgs: call?.args ?? null,
+      operationKey,
+    };
     stopDetail = null;
     phase = 'STOPPED';
   }
@@ -422,6 +450,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     };
   }
 
+  if (!cp && initialVersion === undefined) guard = newGuard(await currentProgress(runId));
   publish();
   for (;;) {
     // A stopped run waits for a verified resume, then continues from its checkpoint.
@@ -495,13 +524,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       continue;
     }
 
-    const planned: PlanOutput = await plan({
-      runId,
-      goal: input.goal,
-      planner: input.planner,
-      memory,
-      observation,
-    });
+    const planned: PlanOutput = await planTurn();
     memory = planned.memory;
     const turn = planned.turn;
 
@@ -567,6 +590,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       observation = toObservation(turn.callId, p.tool, out.result, false);
       if (out.result.kind === 'SUCCESS' && out.result.terminal) {
         finalState = TerminalState.COMPLETED;
+        phase = finalState;
+        publish();
         return result(null);
       }
       continue;
@@ -590,7 +615,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       stopWith(
         before.terminalState,
         before.reason,
-        { tool: p.tool, fingerprint: p.fingerprint },
+        { tool: p.tool, fingerprint: p.fingerprint, args: p.args },
         p.operationKey,
       );
       continue;
@@ -635,7 +660,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       stopWith(
         after.terminalState,
         after.reason,
-        { tool: p.tool, fingerprint: p.fingerprint },
+        { tool: p.tool, fingerprint: p.fingerprint, args: p.args },
         p.operationKey,
       );
       if (toolResult.kind === 'FATAL') stopDetail = toolResult.message ?? null;
@@ -659,6 +684,34 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       // so histories recorded with sleep() still replay.
       await condition(() => stopRequested !== null, after.retryAfterMs ?? DEFAULT_WAIT_MS);
     }
+  }
+
+  /**
+   * Asks the planner activity for the next turn. A scripted planner is sent only the one
+   * call it is about to propose (its memory is the script index): sending the whole script
+   * every turn would make history grow with the square of the script's length.
+   */
+  async function planTurn(): Promise<PlanOutput> {
+    const raw = input.planner.kind === 'scripted' ? input.planner.script : undefined;
+    if (input.planner.kind !== 'scripted' || typeof raw !== 'object' || raw === null) {
+      return plan({ runId, goal: input.goal, planner: input.planner, memory, observation });
+    }
+    const offset = (memory as { next?: number } | null)?.next ?? 0;
+    const { calls, ...head } = raw as { calls?: unknown[] };
+    const call = Array.isArray(calls) ? calls[offset] : undefined;
+    const out = await plan({
+      runId,
+      goal: input.goal,
+      planner: { ...input.planner, script: { ...head, calls: call === undefined ? [] : [call] } },
+      memory: { next: 0 },
+      observation,
+    });
+    const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
+    const turn =
+      out.turn.type === 'call'
+        ? { ...out.turn, scriptIndex: offset + (out.turn.scriptIndex ?? 0) }
+        : out.turn;
+    return { ...out, turn, memory: { next } };
   }
 
   async function runToolActivity(p: ProposalInfo): Promise<RunToolOutput> {

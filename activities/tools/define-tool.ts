@@ -46,6 +46,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly atomicWithLedger?: boolean;
   /** Asks the outside world whether an operation with this key already happened. */
   readonly reconcile?: (key: string) => Promise<{ done: true; result: unknown } | { done: false }>;
+  /**
+   * Re-checks, without side effects, what this call needs from the world; returns the
+   * unmet condition or null when it is met. A stopped run's resume is accepted only when
+   * the blocked call's check passes (else when external state moved at all).
+   */
+  readonly checkPrecondition?: (args: z.output<S>, tx: Tx) => Promise<string | null>;
   /** Tool-specific error classification; return undefined to fall back to the defaults. */
   readonly classify?: (err: unknown) => ToolResult | undefined;
   /** Performs the call. Throw to fail; the error is classified. */

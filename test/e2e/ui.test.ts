@@ -136,6 +136,16 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
     expect(status?.phase).toBe('WAITING');
     expect(status?.guardReason).toBe('same_call_repeat');
 
+    // startDevServer waits for the frontend; the UI server may answer a moment later.
+    for (let i = 0; i < 60; i++) {
+      const ok = await fetch(server!.uiUrl!).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      await sleep(250);
+    }
+
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const url = `${server!.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;

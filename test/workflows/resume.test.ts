@@ -55,7 +55,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
       args: [{ actor: 'alice', reason: 'please retry', precondition: 'nothing, really', requestId: 'req-1' }],
     });
     expect(refused.accepted).toBe(false);
-    expect(refused.reason).toMatch(/unchanged/);
+    expect(refused.reason).toMatch(/still unmet: write permission deploy:billing is missing/);
     const trace1 = await handle.query(traceQuery, { decision: 'resume_refused' });
     expect(trace1.records).toHaveLength(1);
     expect(trace1.records[0]).toMatchObject({ decision: 'resume_refused', tool: 'deploy' });

@@ -191,6 +191,10 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     atomicWithLedger: true,
     schema: z.object({ service: z.string().min(1), version: z.string().min(1) }).strict(),
     operationKey: (a) => `deploy:${a.service}:${a.version}`,
+    async checkPrecondition(args, tx) {
+      const permission = `deploy:${args.service}`;
+      return (await world.hasPermission(permission, tx)) ? null : `write permission ${permission} is missing`;
+    },
     async execute(args, ctx) {
       const permission = `deploy:${args.service}`;
       if (!(await world.hasPermission(permission, ctx.tx))) {

@@ -65,7 +65,12 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
       .argument('<files...>', 'replay-format JSON files')
       .option('--pretty', 'indent the JSON')
       .action((files: string[], o: { pretty?: boolean }) => {
-        const code = runReplay(files, (l) => ctx.io.out(`${l}\n`), (l) => ctx.io.err(`${l}\n`), { pretty: o.pretty });
+        const code = runReplay(
+          files,
+          (l) => ctx.io.out(`${l}\n`),
+          (l) => ctx.io.err(`${l}\n`),
+          { pretty: o.pretty },
+        );
         if (code !== 0) throw new CliError(code === 2 ? Exit.USAGE : Exit.ERROR, 'replay failed (see above)');
       }),
   );
@@ -77,7 +82,11 @@ function isUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown; cause?: unknown } | null;
   if (!e) return false;
   if (e.code === 14) return true; // gRPC UNAVAILABLE
-  if (typeof e.message === 'string' && /UNAVAILABLE|ECONNREFUSED|failed to connect|transport error/i.test(e.message)) return true;
+  if (
+    typeof e.message === 'string' &&
+    /UNAVAILABLE|ECONNREFUSED|failed to connect|transport error/i.test(e.message)
+  )
+    return true;
   return e.cause !== undefined && e.cause !== err && isUnavailable(e.cause);
 }
 
@@ -94,7 +103,8 @@ export async function main(
     return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return Exit.OK;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
+        return Exit.OK;
       return Exit.USAGE; // commander already printed the message
     }
     if (err instanceof CliError) {
@@ -108,7 +118,9 @@ export async function main(
       } catch {
         // The settings were fine when we connected; keep the placeholder.
       }
-      io.err(`agentctl: ${unreachableMessage(address, (err as Error).message.split('\n')[0] ?? 'unavailable')}\n`);
+      io.err(
+        `agentctl: ${unreachableMessage(address, (err as Error).message.split('\n')[0] ?? 'unavailable')}\n`,
+      );
       return Exit.UNREACHABLE;
     }
     io.err(`agentctl: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -14,7 +14,8 @@
  *   d. a polling job                               → COMPLETED after honoured waits
  *
  * `--once` stops everything at the end (exit 0 when every scenario ended as expected);
- * otherwise server and worker keep running until Ctrl-C.
+ * otherwise server and worker keep running until Ctrl-C. `--data-dir DIR` puts the demo
+ * database elsewhere (default ./data).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -26,7 +27,12 @@ import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { startDevServer, type DevServerHandle } from '../scripts/dev-server';
 import { ensureTemporalCli, PROJECT_ROOT } from '../scripts/temporal-cli';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../worker/create-worker';
-import { loadConnectionOptions, readWorkerEnv } from '../worker/env';
+import {
+  DEFAULT_TASK_QUEUE,
+  DEFAULT_TEMPORAL_ADDRESS,
+  loadConnectionOptions,
+  readWorkerEnv,
+} from '../worker/env';
 import { traceLine } from './commands/inspect';
 import { sendResume } from './commands/control';
 import { formatCounters, table, uiBaseFor, uiLink } from './format';
@@ -92,6 +98,9 @@ function compactReport(o: RunOutcome): string {
 
 async function main(argv: readonly string[]): Promise<number> {
   const once = argv.includes('--once');
+  const dirFlag = argv.indexOf('--data-dir');
+  const dataDir =
+    dirFlag >= 0 && argv[dirFlag + 1] ? (argv[dirFlag + 1] as string) : join(PROJECT_ROOT, 'data');
   const t0 = Date.now();
   try {
     Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -120,15 +129,20 @@ async function main(argv: readonly string[]): Promise<number> {
 
   // ---- 2. worker over a fresh demo database ----
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
-  mkdirSync(join(PROJECT_ROOT, 'data'), { recursive: true });
-  const dbFile = join(PROJECT_ROOT, 'data', `demo-${stamp}-${randomUUID().slice(0, 4)}.db`);
+  mkdirSync(dataDir, { recursive: true });
+  const dbFile = join(dataDir, `demo-${stamp}-${randomUUID().slice(0, 4)}.db`);
   const dbUrl = `sqlite:${dbFile}`;
   const deps: WorkerDeps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, pollAfterMs: 300 });
   say(`▸ worker: task queue ${taskQueue}, ledger + demo world ${relative(process.cwd(), dbFile)}`);
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const worker = await createAgentWorker({ connection: nativeConnection, namespace, taskQueue, deps });
   const workerRun = worker.run();
-  const connection = await Connection.connect({ address, connectTimeout: 5_000, ...(connectionOptions.tls ? { tls: connectionOptions.tls as never } : {}), ...(connectionOptions.apiKey ? { apiKey: connectionOptions.apiKey as string } : {}) });
+  const connection = await Connection.connect({
+    address,
+    connectTimeout: 5_000,
+    ...(connectionOptions.tls ? { tls: connectionOptions.tls as never } : {}),
+    ...(connectionOptions.apiKey ? { apiKey: connectionOptions.apiKey as string } : {}),
+  });
   const client = new Client({ connection, namespace });
 
   const results: ScenarioResult[] = [];
@@ -144,7 +158,12 @@ async function main(argv: readonly string[]): Promise<number> {
       resumeWindowMs: 15 * 60_000,
     };
     const workflowId = idOf(key);
-    return client.workflow.start(WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], staticSummary: goal });
+    return client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId,
+      args: [input],
+      staticSummary: goal,
+    });
   }
 
   async function report(
@@ -156,7 +175,9 @@ async function main(argv: readonly string[]): Promise<number> {
     check: string,
   ): Promise<void> {
     const counters = await deps.world.counters(handle.workflowId);
-    say(`    = ${outcome.terminal_state}${outcome.reason ? ` (${outcome.reason})` : ''} · executed ${outcome.executed} · cached ${outcome.cached}`);
+    say(
+      `    = ${outcome.terminal_state}${outcome.reason ? ` (${outcome.reason})` : ''} · executed ${outcome.executed} · cached ${outcome.cached}`,
+    );
     say(`    report:   ${compactReport(outcome)}`);
     say(`    counters: ${formatCounters(counters)}`);
     say(`    UI:       ${link(handle.workflowId)}`);
@@ -164,16 +185,36 @@ async function main(argv: readonly string[]): Promise<number> {
       outcome.terminal_state === expect.state &&
       outcome.reason === expect.reason &&
       Object.entries(expect.counters).every(([tool, n]) => (counters[tool] ?? 0) === n);
-    results.push({ key, title, workflowId: handle.workflowId, state: outcome.terminal_state, reason: outcome.reason, counters, ok, check });
-    say(ok ? `    ✓ ${check}` : `    ✗ UNEXPECTED — wanted ${expect.state} ${expect.reason ?? ''} ${formatCounters(expect.counters)}`);
+    results.push({
+      key,
+      title,
+      workflowId: handle.workflowId,
+      state: outcome.terminal_state,
+      reason: outcome.reason,
+      counters,
+      ok,
+      check,
+    });
+    say(
+      ok
+        ? `    ✓ ${check}`
+        : `    ✗ UNEXPECTED — wanted ${expect.state} ${expect.reason ?? ''} ${formatCounters(expect.counters)}`,
+    );
     say();
   }
 
   const follow = async (handle: WorkflowHandle, seen = 0) => {
-    const s = await followRun(handle, { untilWaiting: true, onRecord: printRecord, timeoutMs: 60_000, pollMs: 150, seen });
+    const s = await followRun(handle, {
+      untilWaiting: true,
+      onRecord: printRecord,
+      timeoutMs: 60_000,
+      pollMs: 150,
+      seen,
+    });
     return s.seen;
   };
-  const outcomeOf = async (handle: WorkflowHandle) => (await settledOutcome(handle, { timeoutMs: 60_000 })).outcome;
+  const outcomeOf = async (handle: WorkflowHandle) =>
+    (await settledOutcome(handle, { timeoutMs: 60_000 })).outcome;
 
   let exitCode = 0;
   try {
@@ -182,8 +223,14 @@ async function main(argv: readonly string[]): Promise<number> {
     {
       const h = await startRun('a-research-loop', 'research Temporal durability', 'research-loop');
       await follow(h);
-      await report('a', 'research loop', h, await outcomeOf(h), { state: 'STOPPED_LOOP_GUARD', reason: 'same_call_repeat', counters: { search: 2 } },
-        'the third identical search was refused before it ran (search executed 2×); the run waits durably for a verified resume');
+      await report(
+        'a',
+        'research loop',
+        h,
+        await outcomeOf(h),
+        { state: 'STOPPED_LOOP_GUARD', reason: 'same_call_repeat', counters: { search: 2 } },
+        'the third identical search was refused before it ran (search executed 2×); the run waits durably for a verified resume',
+      );
     }
 
     // ---- b. notifier re-plans the same page ----
@@ -193,8 +240,14 @@ async function main(argv: readonly string[]): Promise<number> {
       await follow(h);
       const outcome = await outcomeOf(h);
       const cachedDecision = outcome.decisions.find((d) => d.decision === 'return_cached_success');
-      await report('b', 'notifier', h, outcome, { state: 'COMPLETED', reason: null, counters: { send_notification: 1 } },
-        `the page was sent once; the re-plan (proposal ${cachedDecision?.index ?? '?'}) got the stored result: return_cached_success`);
+      await report(
+        'b',
+        'notifier',
+        h,
+        outcome,
+        { state: 'COMPLETED', reason: null, counters: { send_notification: 1 } },
+        `the page was sent once; the re-plan (proposal ${cachedDecision?.index ?? '?'}) got the stored result: return_cached_success`,
+      );
     }
 
     // ---- c. deploy without permission → NEEDS_HUMAN → refused → grant → resume → COMPLETED ----
@@ -205,17 +258,35 @@ async function main(argv: readonly string[]): Promise<number> {
       const stopped = await outcomeOf(h);
       say(`    = ${stopped.terminal_state} (${stopped.reason}) · report: ${compactReport(stopped)}`);
       say(`    counters: ${formatCounters(await deps.world.counters(h.workflowId))}`);
-      const refused = await sendResume(h, { actor: 'demo', reason: 'try again, nothing changed', precondition: '', requestId: randomUUID() });
-      say(`    ↺ resume with nothing changed → ${refused.accepted ? 'ACCEPTED (unexpected!)' : `REFUSED${refused.rejectedByValidator ? ' by the validator' : ' after re-verification'}: ${refused.reason}`}`);
+      const refused = await sendResume(h, {
+        actor: 'demo',
+        reason: 'try again, nothing changed',
+        precondition: '',
+        requestId: randomUUID(),
+      });
+      say(
+        `    ↺ resume with nothing changed → ${refused.accepted ? 'ACCEPTED (unexpected!)' : `REFUSED${refused.rejectedByValidator ? ' by the validator' : ' after re-verification'}: ${refused.reason}`}`,
+      );
       await deps.world.grant('deploy:billing');
       say('    ⚙ operator grants the permission: world.grant("deploy:billing")');
-      const accepted = await sendResume(h, { actor: 'demo', reason: 'deploy:billing granted', precondition: 'permission deploy:billing granted', requestId: randomUUID() });
+      const accepted = await sendResume(h, {
+        actor: 'demo',
+        reason: 'deploy:billing granted',
+        precondition: 'permission deploy:billing granted',
+        requestId: randomUUID(),
+      });
       say(`    ↺ resume after the grant → ${accepted.accepted ? 'ACCEPTED' : 'REFUSED'}: ${accepted.reason}`);
       seen = await follow(h, seen);
       const outcome = await outcomeOf(h);
       const ok = !refused.accepted && accepted.accepted;
-      await report('c', 'deploy', h, outcome, { state: ok ? 'COMPLETED' : 'resume-flow', reason: null, counters: { write_record: 1, deploy: 1 } },
-        'NEEDS_HUMAN → unchanged resume refused → permission granted → resumed from the checkpoint → COMPLETED; the release-notes write was not repeated (write_record 1×, deploy 1×)');
+      await report(
+        'c',
+        'deploy',
+        h,
+        outcome,
+        { state: ok ? 'COMPLETED' : 'resume-flow', reason: null, counters: { write_record: 1, deploy: 1 } },
+        'NEEDS_HUMAN → unchanged resume refused → permission granted → resumed from the checkpoint → COMPLETED; the release-notes write was not repeated (write_record 1×, deploy 1×)',
+      );
       void seen;
     }
 
@@ -224,8 +295,14 @@ async function main(argv: readonly string[]): Promise<number> {
     {
       const h = await startRun('d-polling-job', 'run the nightly export', 'polling-job');
       await follow(h);
-      await report('d', 'polling job', h, await outcomeOf(h), { state: 'COMPLETED', reason: null, counters: { start_job: 1, poll_job: 3 } },
-        'two honoured waits (PENDING → durable timer → re-poll) and the job finished; nothing was flagged as a loop');
+      await report(
+        'd',
+        'polling job',
+        h,
+        await outcomeOf(h),
+        { state: 'COMPLETED', reason: null, counters: { start_job: 1, poll_job: 3 } },
+        'two honoured waits (PENDING → durable timer → re-poll) and the job finished; nothing was flagged as a loop',
+      );
     }
 
     say('Summary');
@@ -261,17 +338,26 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const first = results[0]?.workflowId ?? '<id>';
   const dbRel = relative(process.cwd(), dbFile);
+  // agentctl must reach the same server and task queue as this demo.
+  const envPrefix = [
+    address !== DEFAULT_TEMPORAL_ADDRESS ? `TEMPORAL_ADDRESS=${address}` : '',
+    taskQueue !== DEFAULT_TASK_QUEUE ? `TEMPORAL_TASK_QUEUE=${taskQueue}` : '',
+  ]
+    .filter(Boolean)
+    .map((v) => `${v} `)
+    .join('');
+  const ctl = `${envPrefix}npm run agentctl --`;
   say(
     [
       '',
       `Server${server ? '' : ' (yours)'} and worker keep running — Ctrl-C to stop.`,
       'Try next:',
       `  Web UI:  ${uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="NEEDS_HUMAN", AgentGuardReason="same_call_repeat")`,
-      `  npm run agentctl -- list`,
-      `  npm run agentctl -- trace ${first}`,
-      `  npm run agentctl -- report ${first}`,
-      `  npm run agentctl -- resume ${first} --reason "retry"     # refused: nothing changed (exit 3)`,
-      `  WORLD_URL=sqlite:${dbRel} npm run agentctl -- start --script demo/scripts/notifier.json --live --wait`,
+      `  ${ctl} list`,
+      `  ${ctl} trace ${first}`,
+      `  ${ctl} report ${first}`,
+      `  ${ctl} resume ${first} --reason "retry"     # refused: nothing changed (exit 3)`,
+      `  WORLD_URL=sqlite:${dbRel} ${ctl} start --script demo/scripts/research-loop.json --live --wait`,
       '',
     ].join('\n'),
   );

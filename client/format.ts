@@ -61,7 +61,9 @@ export function cell(v: unknown, max = 80): string {
 export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   if (rows.length === 0) return '(none)\n';
   const cells = rows.map((r) => columns.map((c) => cell(c.value(r), c.max)));
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => (row[i] ?? '').length)));
+  const widths = columns.map((c, i) =>
+    Math.max(c.header.length, ...cells.map((row) => (row[i] ?? '').length)),
+  );
   const line = (vals: readonly string[]) =>
     vals
       .map((v, i) => (i === vals.length - 1 ? v : v.padEnd(widths[i] ?? 0)))

@@ -50,7 +50,8 @@ export async function describeRun(
   try {
     return { handle, desc: await handle.describe() };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new CliError(Exit.ERROR, `no run with id "${workflowId}"`);
+    if (err instanceof WorkflowNotFoundError)
+      throw new CliError(Exit.ERROR, `no run with id "${workflowId}"`);
     throw err;
   }
 }
@@ -100,7 +101,10 @@ export function outcomeOfCheckpoint(cp: Checkpoint): RunOutcome | null {
 }
 
 /** Status from the query; for a closed run the query may be unanswerable (no worker): derived from the result. */
-export async function runStatus(handle: WorkflowHandle, desc: WorkflowExecutionDescription): Promise<RunStatus> {
+export async function runStatus(
+  handle: WorkflowHandle,
+  desc: WorkflowExecutionDescription,
+): Promise<RunStatus> {
   try {
     return await handle.query(statusQuery);
   } catch (err) {
@@ -127,7 +131,10 @@ export async function runStatus(handle: WorkflowHandle, desc: WorkflowExecutionD
 }
 
 /** The StopReport (null while running or when COMPLETED). */
-export async function runReport(handle: WorkflowHandle, desc: WorkflowExecutionDescription): Promise<StopReport | null> {
+export async function runReport(
+  handle: WorkflowHandle,
+  desc: WorkflowExecutionDescription,
+): Promise<StopReport | null> {
   try {
     return await handle.query(reportQuery);
   } catch (err) {
@@ -152,7 +159,11 @@ export async function runTrace(
       (r) => (!args.decision || r.decision === args.decision) && (!args.reason || r.reason === args.reason),
     );
     const offset = args.offset ?? 0;
-    return { total: cp?.traceTotal ?? all.length, kept: all.length, records: filtered.slice(offset, offset + (args.limit ?? 100)) };
+    return {
+      total: cp?.traceTotal ?? all.length,
+      kept: all.length,
+      records: filtered.slice(offset, offset + (args.limit ?? 100)),
+    };
   }
 }
 
@@ -221,7 +232,10 @@ export async function followRun(handle: WorkflowHandle, o: FollowOptions = {}): 
       wasWaiting = false;
     }
     if (Date.now() > deadline) {
-      throw new CliError(Exit.ERROR, `run ${handle.workflowId} did not settle within ${Math.round((o.timeoutMs ?? 300_000) / 1000)} s (is a worker running on its task queue?)`);
+      throw new CliError(
+        Exit.ERROR,
+        `run ${handle.workflowId} did not settle within ${Math.round((o.timeoutMs ?? 300_000) / 1000)} s (is a worker running on its task queue?)`,
+      );
     }
     await sleep(pollMs);
   }
@@ -239,7 +253,8 @@ export async function settledOutcome(
   }
   const cp = await handle.query(checkpointQuery);
   const outcome = outcomeOfCheckpoint(cp);
-  if (!outcome) throw new CliError(Exit.ERROR, `run ${handle.workflowId} is waiting but has no stop recorded`);
+  if (!outcome)
+    throw new CliError(Exit.ERROR, `run ${handle.workflowId} is waiting but has no stop recorded`);
   return { outcome, closed: false, result: null };
 }
 

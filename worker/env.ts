@@ -14,6 +14,7 @@
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
+import { DEFAULT_LEDGER_URL } from '../activities/ledger/open-ledger';
 import { DEFAULT_TASK_QUEUE } from '../common/contracts';
 
 /** Default Temporal frontend (the local dev server, `npm run dev:server`). */
@@ -22,7 +23,7 @@ export const DEFAULT_NAMESPACE = 'default';
 /** Default task queue shared by every worker replica and the client. */
 export { DEFAULT_TASK_QUEUE };
 /** Default ledger: embedded SQLite (one host). Use `postgres://…` for several workers/hosts. */
-export const DEFAULT_LEDGER_URL = 'sqlite:data/agent.db';
+export { DEFAULT_LEDGER_URL };
 /** Default demo world (SQLite file the demo tools act on). */
 export const DEFAULT_WORLD_URL = 'sqlite:data/agent.db';
 

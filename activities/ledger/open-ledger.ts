@@ -10,7 +10,7 @@ import { SqliteLedger } from './sqlite-ledger';
 import type { Ledger } from './types';
 
 /** The URL used when `LEDGER_URL` is unset. */
-export const DEFAULT_LEDGER_URL = 'sqlite:./data/ledger.db';
+export const DEFAULT_LEDGER_URL = 'sqlite:data/agent.db';
 
 /** `LEDGER_URL` from the environment, or {@link DEFAULT_LEDGER_URL}. */
 export function ledgerUrlFromEnv(env: NodeJS.ProcessEnv = process.env): string {

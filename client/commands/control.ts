@@ -59,13 +59,28 @@ export interface ResumeOutcome {
 export async function sendResume(handle: WorkflowHandle, req: ResumeRequest): Promise<ResumeOutcome> {
   try {
     const a: ResumeAnswer = await handle.executeUpdate(resumeUpdate, { args: [req] });
-    return { accepted: a.accepted, reason: a.reason, rejectedByValidator: false, progressVersion: a.progressVersion };
+    return {
+      accepted: a.accepted,
+      reason: a.reason,
+      rejectedByValidator: false,
+      progressVersion: a.progressVersion,
+    };
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) {
-      return { accepted: false, reason: err.cause?.message ?? err.message, rejectedByValidator: true, progressVersion: null };
+      return {
+        accepted: false,
+        reason: err.cause?.message ?? err.message,
+        rejectedByValidator: true,
+        progressVersion: null,
+      };
     }
     if (err instanceof WorkflowNotFoundError) {
-      return { accepted: false, reason: `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`, rejectedByValidator: true, progressVersion: null };
+      return {
+        accepted: false,
+        reason: `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,
+        rejectedByValidator: true,
+        progressVersion: null,
+      };
     }
     throw err;
   }
@@ -76,30 +91,49 @@ async function startInputOf(handle: WorkflowHandle): Promise<RunInput> {
   const history = await handle.fetchHistory();
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const payload = started?.input?.payloads?.[0];
-  if (!payload) throw new CliError(Exit.ERROR, `run ${handle.workflowId}: cannot read its start input from history`);
+  if (!payload)
+    throw new CliError(Exit.ERROR, `run ${handle.workflowId}: cannot read its start input from history`);
   return defaultPayloadConverter.fromPayload(payload as Payload) as RunInput;
 }
 
 /** `resume --from ID`: continue a closed run's checkpoint as a new run, then resume it (verified). */
-async function resumeFrom(ctx: Ctx, c: Connected, o: ResumeOpts, req: ResumeRequest): Promise<{ handle: WorkflowHandle; answer: ResumeOutcome }> {
+async function resumeFrom(
+  ctx: Ctx,
+  c: Connected,
+  o: ResumeOpts,
+  req: ResumeRequest,
+): Promise<{ handle: WorkflowHandle; answer: ResumeOutcome }> {
   const source = o.from as string;
   const { handle: src, desc } = await describeRun(c.client, source);
   if (!isClosed(desc)) {
-    throw new CliError(Exit.REFUSED, `run ${source} is still open: resume it in place with \`agentctl resume ${source}\``);
+    throw new CliError(
+      Exit.REFUSED,
+      `run ${source} is still open: resume it in place with \`agentctl resume ${source}\``,
+    );
   }
   const result = await closedResult(src);
-  if (!result.checkpoint || (result.terminal_state !== 'STOPPED_LOOP_GUARD' && result.terminal_state !== 'NEEDS_HUMAN')) {
-    throw new CliError(Exit.REFUSED, `run ${source} ended ${result.terminal_state}: not resumable (only STOPPED_LOOP_GUARD and NEEDS_HUMAN runs are)`);
+  if (
+    !result.checkpoint ||
+    (result.terminal_state !== 'STOPPED_LOOP_GUARD' && result.terminal_state !== 'NEEDS_HUMAN')
+  ) {
+    throw new CliError(
+      Exit.REFUSED,
+      `run ${source} ended ${result.terminal_state}: not resumable (only STOPPED_LOOP_GUARD and NEEDS_HUMAN runs are)`,
+    );
   }
   const input = await startInputOf(src);
-  const newId = o.id ?? `${source}-resumed-${randomUUID().slice(0, 8)}`;
+  // Same workflow id by default (a new execution, as continue-as-new keeps the id): the
+  // run's progress facts and counters are keyed by it, so the re-verification compares like with like.
+  const newId = o.id ?? source;
   const handle = await c.client.workflow.start(WORKFLOW_TYPE, {
     taskQueue: desc.taskQueue,
     workflowId: newId,
     args: [{ ...input, checkpoint: result.checkpoint }],
     staticSummary: `${input.goal} (resumed from ${source})`,
   });
-  ctx.io.err(`started ${newId} from the checkpoint of ${source}; verifying the resume…\n`);
+  ctx.io.err(
+    `started ${newId === source ? `a new execution of ${source}` : newId} from the checkpoint of ${source}; verifying the resume…\n`,
+  );
   // The new run restores the stop and waits for a verified resume: wait until it does.
   await followRun(handle, { untilWaiting: true, timeoutMs: o.timeout * 1000 });
   return { handle, answer: await sendResume(handle, req) };
@@ -107,10 +141,12 @@ async function resumeFrom(ctx: Ctx, c: Connected, o: ResumeOpts, req: ResumeRequ
 
 export function resumeCommand(ctx: Ctx): Command {
   return new Command('resume')
-    .description('Resume a stopped run after re-verifying its precondition (or --from a closed run, as a new run)')
+    .description(
+      'Resume a stopped run after re-verifying its precondition (or --from a closed run, as a new run)',
+    )
     .argument('[id]', 'workflow id of a stopped run that waits for resume')
     .option('--from <id>', 'continue a CLOSED run from its last checkpoint as a new run')
-    .option('--id <workflowId>', 'with --from: id of the new run')
+    .option('--id <workflowId>', 'with --from: id of the new run (default: the same id, a new execution)')
     .option('--actor <name>', 'who resumes (default $USER)')
     .option('--reason <text>', 'why (recorded in the trace)', 'operator resume')
     .option('--precondition <text>', 'what changed (recorded; the workflow re-verifies it)', '')
@@ -144,7 +180,12 @@ export function resumeCommand(ctx: Ctx): Command {
         const r = await describeRun(c.client, id as string);
         handle = r.handle;
         if (isClosed(r.desc)) {
-          answer = { accepted: false, reason: `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`, rejectedByValidator: true, progressVersion: null };
+          answer = {
+            accepted: false,
+            reason: `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
+            rejectedByValidator: true,
+            progressVersion: null,
+          };
         } else {
           answer = await sendResume(handle, req);
         }
@@ -152,18 +193,42 @@ export function resumeCommand(ctx: Ctx): Command {
       const runId = handle.workflowId;
       if (o.json && !(answer.accepted && o.wait)) ctx.io.out(json({ workflow_id: runId, ...answer }));
       if (!answer.accepted) {
-        if (!o.json) ctx.io.out(keyValues([['run', runId], ['resume', 'REFUSED'], ['why', answer.reason]]));
+        if (!o.json)
+          ctx.io.out(
+            keyValues([
+              ['run', runId],
+              ['resume', 'REFUSED'],
+              ['why', answer.reason],
+            ]),
+          );
         const hint = o.from ? ` (run ${runId} stays stopped, waiting for a verified resume)` : '';
         throw new CliError(Exit.REFUSED, `resume refused: ${answer.reason}${hint}`);
       }
       if (!o.wait) {
-        if (!o.json) ctx.io.out(keyValues([['run', runId], ['resume', 'ACCEPTED'], ['why', answer.reason], ['follow', `agentctl watch ${runId}`]]));
+        if (!o.json)
+          ctx.io.out(
+            keyValues([
+              ['run', runId],
+              ['resume', 'ACCEPTED'],
+              ['why', answer.reason],
+              ['follow', `agentctl watch ${runId}`],
+            ]),
+          );
         return;
       }
       const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000, untilWaiting: true });
       const counters = await readCounters(worldUrlOf(ctx.env), runId);
       if (o.json) ctx.io.out(json({ ...outcome, workflow_id: runId, counters, resume: answer }));
-      else ctx.io.out(`resume accepted: ${answer.reason}\n` + formatOutcome(runId, outcome, counters, uiLink(uiBaseFor(c.address, ctx.env), c.namespace, runId)));
+      else
+        ctx.io.out(
+          `resume accepted: ${answer.reason}\n` +
+            formatOutcome(
+              runId,
+              outcome,
+              counters,
+              uiLink(uiBaseFor(c.address, ctx.env), c.namespace, runId),
+            ),
+        );
     });
 }
 
@@ -178,14 +243,25 @@ export function stopCommand(ctx: Ctx): Command {
     .action(async (id: string, o: { actor?: string; reason: string; requestId?: string; json?: boolean }) => {
       const c = await ctx.connect();
       const { handle, desc } = await describeRun(c.client, id);
-      if (isClosed(desc)) throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
+      if (isClosed(desc))
+        throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
       const status = await handle.query(statusQuery).catch(() => null);
       if (status && status.phase !== 'RUNNING') {
-        throw new CliError(Exit.REFUSED, `run ${id} is already stopped (${status.phase}: ${status.terminalState ?? '-'} ${status.guardReason ?? ''}); nothing to stop`);
+        throw new CliError(
+          Exit.REFUSED,
+          `run ${id} is already stopped (${status.phase}: ${status.terminalState ?? '-'} ${status.guardReason ?? ''}); nothing to stop`,
+        );
       }
-      const req = { actor: o.actor ?? defaultActor(ctx.env), reason: o.reason, requestId: o.requestId ?? randomUUID() };
+      const req = {
+        actor: o.actor ?? defaultActor(ctx.env),
+        reason: o.reason,
+        requestId: o.requestId ?? randomUUID(),
+      };
       await handle.signal(stopSignal, req);
       if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: true, ...req }));
-      else ctx.io.out(`stop requested for ${id} by ${req.actor}: the run stops before its next tool call (agentctl status ${id})\n`);
+      else
+        ctx.io.out(
+          `stop requested for ${id} by ${req.actor}: the run stops before its next tool call (agentctl status ${id})\n`,
+        );
     });
 }

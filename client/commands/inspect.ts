@@ -3,7 +3,17 @@ import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
 import { WORKFLOW_TYPE } from '../../common/contracts';
 import type { StopReport, TraceRecord } from '../../workflows/guard';
-import { CliError, Exit, formatCounters, json, keyValues, table, uiBaseFor, uiLink, type Column } from '../format';
+import {
+  CliError,
+  Exit,
+  formatCounters,
+  json,
+  keyValues,
+  table,
+  uiBaseFor,
+  uiLink,
+  type Column,
+} from '../format';
 import { describeRun, followRun, readCounters, runReport, runStatus, runTrace } from '../runs';
 import { nonNegativeInt, positiveInt, worldUrlOf, type Ctx } from './common';
 
@@ -14,7 +24,10 @@ export const TRACE_COLUMNS: Column<TraceRecord>[] = [
   { header: 'TOOL', value: (r) => r.tool },
   { header: 'DECISION', value: (r) => r.decision },
   { header: 'REASON', value: (r) => r.reason },
-  { header: 'RESULT', value: (r) => (r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null) },
+  {
+    header: 'RESULT',
+    value: (r) => (r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null),
+  },
   { header: 'PV', value: (r) => r.progress_version },
   { header: 'OP KEY', value: (r) => r.operation_key, max: 32 },
   { header: 'ARGS', value: (r) => r.args, max: 60 },
@@ -46,7 +59,7 @@ export function formatReport(r: StopReport): string {
 
 export function statusCommand(ctx: Ctx): Command {
   return new Command('status')
-    .description('Show a run\'s status (phase, steps, last decision, counters)')
+    .description("Show a run's status (phase, steps, last decision, counters)")
     .argument('<id>', 'workflow id')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
@@ -55,7 +68,15 @@ export function statusCommand(ctx: Ctx): Command {
       const status = await runStatus(handle, desc);
       const counters = await readCounters(worldUrlOf(ctx.env), id);
       if (o.json) {
-        ctx.io.out(json({ ...status, temporalStatus: desc.status.name, startTime: desc.startTime.toISOString(), closeTime: desc.closeTime?.toISOString() ?? null, counters }));
+        ctx.io.out(
+          json({
+            ...status,
+            temporalStatus: desc.status.name,
+            startTime: desc.startTime.toISOString(),
+            closeTime: desc.closeTime?.toISOString() ?? null,
+            counters,
+          }),
+        );
         return;
       }
       ctx.io.out(
@@ -84,7 +105,7 @@ export function statusCommand(ctx: Ctx): Command {
 
 export function reportCommand(ctx: Ctx): Command {
   return new Command('report')
-    .description('Show a run\'s StopReport (none while running or when COMPLETED)')
+    .description("Show a run's StopReport (none while running or when COMPLETED)")
     .argument('<id>', 'workflow id')
     .option('--json', 'machine-readable output (null when there is no report)')
     .action(async (id: string, o: { json?: boolean }) => {
@@ -99,24 +120,35 @@ export function reportCommand(ctx: Ctx): Command {
 
 export function traceCommand(ctx: Ctx): Command {
   return new Command('trace')
-    .description('Show a run\'s decision trace (which rule refused which call)')
+    .description("Show a run's decision trace (which rule refused which call)")
     .argument('<id>', 'workflow id')
     .option('--decision <decision>', 'only records with this decision (execute, stop, resume_refused, …)')
     .option('--reason <reason>', 'only records with this reason (same_call_repeat, …)')
     .option('--offset <n>', 'skip this many (filtered) records', nonNegativeInt, 0)
     .option('--limit <n>', 'at most this many records', positiveInt, 200)
     .option('--json', 'machine-readable output: {total, kept, records}')
-    .action(async (id: string, o: { decision?: string; reason?: string; offset: number; limit: number; json?: boolean }) => {
-      const c = await ctx.connect();
-      const { handle, desc } = await describeRun(c.client, id);
-      const page = await runTrace(handle, desc, { decision: o.decision, reason: o.reason, offset: o.offset, limit: Math.min(o.limit, 1000) });
-      if (o.json) {
-        ctx.io.out(json(page));
-        return;
-      }
-      ctx.io.out(table(page.records, TRACE_COLUMNS));
-      if (page.kept < page.total) ctx.io.out(`(${page.total} records in all; the run keeps the last ${page.kept})\n`);
-    });
+    .action(
+      async (
+        id: string,
+        o: { decision?: string; reason?: string; offset: number; limit: number; json?: boolean },
+      ) => {
+        const c = await ctx.connect();
+        const { handle, desc } = await describeRun(c.client, id);
+        const page = await runTrace(handle, desc, {
+          decision: o.decision,
+          reason: o.reason,
+          offset: o.offset,
+          limit: Math.min(o.limit, 1000),
+        });
+        if (o.json) {
+          ctx.io.out(json(page));
+          return;
+        }
+        ctx.io.out(table(page.records, TRACE_COLUMNS));
+        if (page.kept < page.total)
+          ctx.io.out(`(${page.total} records in all; the run keeps the last ${page.kept})\n`);
+      },
+    );
 }
 
 export function watchCommand(ctx: Ctx): Command {
@@ -149,7 +181,14 @@ export function watchCommand(ctx: Ctx): Command {
 }
 
 /** States `list --state` accepts. */
-export const LIST_STATES = ['RUNNING', 'STOPPED_LOOP_GUARD', 'NEEDS_HUMAN', 'COMPLETED', 'FAILED', 'PARTIAL'] as const;
+export const LIST_STATES = [
+  'RUNNING',
+  'STOPPED_LOOP_GUARD',
+  'NEEDS_HUMAN',
+  'COMPLETED',
+  'FAILED',
+  'PARTIAL',
+] as const;
 
 const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
@@ -181,37 +220,50 @@ export function listCommand(ctx: Ctx): Command {
     .option('--closed', 'only closed executions')
     .option('--limit <n>', 'at most this many runs', positiveInt, 50)
     .option('--json', 'machine-readable output (one array)')
-    .action(async (o: { state?: string; reason?: string; open?: boolean; closed?: boolean; limit: number; json?: boolean }) => {
-      if (o.open && o.closed) throw new CliError(Exit.USAGE, 'list: --open and --closed exclude each other');
-      const c = await ctx.connect();
-      const rows: ListRow[] = [];
-      for await (const wf of c.client.workflow.list({ query: listQuery(o), pageSize: Math.min(o.limit, 1000) })) {
-        const sa = wf.typedSearchAttributes;
-        rows.push({
-          id: wf.workflowId,
-          state: sa.get(AGENT_STATE),
-          reason: sa.get(AGENT_GUARD_REASON),
-          steps: sa.get(AGENT_STEPS),
-          status: wf.status.name,
-          start: wf.startTime,
-        });
-        if (rows.length >= o.limit) break;
-      }
-      if (o.json) {
-        ctx.io.out(json(rows.map((r) => ({ ...r, reason: r.reason || null, start: r.start.toISOString() }))));
-        return;
-      }
-      ctx.io.out(
-        table(rows, [
-          { header: 'ID', value: (r) => r.id, max: 60 },
-          { header: 'STATE', value: (r) => r.state },
-          { header: 'REASON', value: (r) => r.reason },
-          { header: 'STEPS', value: (r) => r.steps },
-          { header: 'TEMPORAL', value: (r) => r.status },
-          { header: 'STARTED', value: (r) => r.start.toISOString() },
-        ]),
-      );
-    });
+    .action(
+      async (o: {
+        state?: string;
+        reason?: string;
+        open?: boolean;
+        closed?: boolean;
+        limit: number;
+        json?: boolean;
+      }) => {
+        if (o.open && o.closed)
+          throw new CliError(Exit.USAGE, 'list: --open and --closed exclude each other');
+        const c = await ctx.connect();
+        const rows: ListRow[] = [];
+        for await (const wf of c.client.workflow.list({
+          query: listQuery(o),
+          pageSize: Math.min(o.limit, 1000),
+        })) {
+          const sa = wf.typedSearchAttributes;
+          rows.push({
+            id: wf.workflowId,
+            state: sa.get(AGENT_STATE),
+            reason: sa.get(AGENT_GUARD_REASON),
+            steps: sa.get(AGENT_STEPS),
+            status: wf.status.name,
+            start: wf.startTime,
+          });
+          if (rows.length >= o.limit) break;
+        }
+        if (o.json) {
+          ctx.io.out(
+            json(rows.map((r) => ({ ...r, reason: r.reason || null, start: r.start.toISOString() }))),
+          );
+          return;
+        }
+        ctx.io.out(
+          table(rows, [
+            { header: 'ID', value: (r) => r.id, max: 60 },
+            { header: 'STATE', value: (r) => r.state },
+            { header: 'REASON', value: (r) => r.reason },
+            { header: 'STEPS', value: (r) => r.steps },
+            { header: 'TEMPORAL', value: (r) => r.status },
+            { header: 'STARTED', value: (r) => r.start.toISOString() },
+          ]),
+        );
+      },
+    );
 }
-
-

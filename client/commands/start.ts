@@ -3,12 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import {
-  runInputSchema,
-  WORKFLOW_ID_PREFIX,
-  WORKFLOW_TYPE,
-  type RunInput,
-} from '../../common/contracts';
+import { runInputSchema, WORKFLOW_ID_PREFIX, WORKFLOW_TYPE, type RunInput } from '../../common/contracts';
 import { ReplayFormatError } from '../../workflows/guard';
 import { loadReplayFile } from '../replay';
 import { CliError, Exit, formatCounters, json, keyValues, uiBaseFor, uiLink } from '../format';
@@ -41,7 +36,11 @@ export function buildRunInput(o: StartOpts): RunInput {
   const guard: Record<string, number> = {};
   let input: Record<string, unknown>;
   if (o.planner === 'scripted') {
-    if (!o.script) throw new CliError(Exit.USAGE, 'start: --planner scripted needs --script FILE (a replay-format JSON file)');
+    if (!o.script)
+      throw new CliError(
+        Exit.USAGE,
+        'start: --planner scripted needs --script FILE (a replay-format JSON file)',
+      );
     let file;
     let raw: unknown;
     try {
@@ -60,8 +59,13 @@ export function buildRunInput(o: StartOpts): RunInput {
       ...(o.live ? {} : { initialProgressVersion: file.initialProgressVersion ?? 0 }),
     };
   } else {
-    if (o.script) throw new CliError(Exit.USAGE, `start: --script is for --planner scripted, not ${o.planner}`);
-    if (o.live) throw new CliError(Exit.USAGE, '--live is for --planner scripted (LLM planners always use the real tools)');
+    if (o.script)
+      throw new CliError(Exit.USAGE, `start: --script is for --planner scripted, not ${o.planner}`);
+    if (o.live)
+      throw new CliError(
+        Exit.USAGE,
+        '--live is for --planner scripted (LLM planners always use the real tools)',
+      );
     if (!o.goal) throw new CliError(Exit.USAGE, `start: --planner ${o.planner} needs --goal TEXT`);
     input = { goal: o.goal, planner: { kind: o.planner, ...(o.model ? { model: o.model } : {}) } };
   }
@@ -79,14 +83,21 @@ export function buildRunInput(o: StartOpts): RunInput {
   if (o.resumeWindowMs !== undefined) input.resumeWindowMs = o.resumeWindowMs;
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`)
+      .join('; ');
     throw new CliError(Exit.USAGE, `start: invalid run input: ${problems}`);
   }
   return input as RunInput;
 }
 
 /** Human summary of a settled run. */
-export function formatOutcome(id: string, outcome: RunOutcome, counters: Record<string, number> | null, link: string): string {
+export function formatOutcome(
+  id: string,
+  outcome: RunOutcome,
+  counters: Record<string, number> | null,
+  link: string,
+): string {
   const r = outcome.report;
   return keyValues([
     ['run', id],
@@ -106,7 +117,10 @@ export function formatOutcome(id: string, outcome: RunOutcome, counters: Record<
 
 /** `--no-progress-limit <n>` is a number, not commander's negation of `--progress-limit`. */
 function noProgressLimitOption(): Option {
-  const opt = new Option('--no-progress-limit <n>', 'calls without progress before a stop (default 3)').argParser(positiveInt);
+  const opt = new Option(
+    '--no-progress-limit <n>',
+    'calls without progress before a stop (default 3)',
+  ).argParser(positiveInt);
   opt.negate = false;
   return opt;
 }
@@ -115,10 +129,17 @@ function noProgressLimitOption(): Option {
 export function startCommand(ctx: Ctx): Command {
   return new Command('start')
     .description('Start an agent run')
-    .addOption(new Option('--planner <kind>', 'planner').choices(['scripted', 'anthropic', 'openai']).default('scripted'))
+    .addOption(
+      new Option('--planner <kind>', 'planner')
+        .choices(['scripted', 'anthropic', 'openai'])
+        .default('scripted'),
+    )
     .option('--goal <text>', 'the goal (required for LLM planners)')
     .option('--script <file>', 'replay-format JSON file the scripted planner proposes from (fixture mode)')
-    .option('--live', 'scripted planner: the real (demo) tools answer instead of the script\'s fixture results')
+    .option(
+      '--live',
+      "scripted planner: the real (demo) tools answer instead of the script's fixture results",
+    )
     .option('--model <name>', 'LLM planner model')
     .option('--max-steps <n>', 'step budget (default 20)', positiveInt)
     .option('--max-ms <ms>', 'wall-clock budget in ms (default 60000)', positiveNumber)
@@ -127,7 +148,11 @@ export function startCommand(ctx: Ctx): Command {
     .option('--same-call-limit <n>', 'identical calls allowed in a window (default 2)', positiveInt)
     .addOption(noProgressLimitOption())
     .option('--max-wait-polls <n>', 'honoured re-polls per call (default 10)', positiveInt)
-    .option('--resume-window-ms <ms>', 'how long a stopped run waits for resume (default 7 days)', positiveInt)
+    .option(
+      '--resume-window-ms <ms>',
+      'how long a stopped run waits for resume (default 7 days)',
+      positiveInt,
+    )
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
     .option('--wait', 'wait until the run completes or stops (waiting for resume), then print the outcome')
@@ -154,7 +179,15 @@ export function startCommand(ctx: Ctx): Command {
       }
       const link = uiLink(uiBaseFor(c.address, ctx.env), c.namespace, workflowId);
       if (!o.wait) {
-        if (o.json) ctx.io.out(json({ workflow_id: workflowId, run_id: handle.firstExecutionRunId, task_queue: taskQueue, ui: link }));
+        if (o.json)
+          ctx.io.out(
+            json({
+              workflow_id: workflowId,
+              run_id: handle.firstExecutionRunId,
+              task_queue: taskQueue,
+              ui: link,
+            }),
+          );
         else
           ctx.io.out(
             `started ${workflowId} on task queue ${taskQueue}\n` +

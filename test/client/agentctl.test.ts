@@ -1,0 +1,231 @@
+/**
+ * agentctl end to end: the real CLI process against the shared dev server, with an
+ * in-process worker (test/helpers/run-harness.ts) on a unique task queue.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../scripts/dev-server';
+import { runReplay } from '../../client/replay';
+import { startHarness, type Harness } from '../helpers/run-harness';
+import { uniqueId } from '../helpers/temporal-env';
+import { agentctl, ROOT } from './cli-helpers';
+
+const fixture = (name: string) => join(ROOT, 'test', 'fixtures', 'traces', `${name}.json`);
+
+function replayOf(file: string): unknown {
+  const lines: string[] = [];
+  expect(
+    runReplay(
+      [file],
+      (l) => lines.push(l),
+      () => undefined,
+    ),
+  ).toBe(0);
+  return JSON.parse(lines[0] as string);
+}
+
+describe('agentctl against a real server', () => {
+  let h: Harness;
+  let env: Record<string, string>;
+  const tmp = mkdtempSync(join(tmpdir(), 'agentctl-'));
+
+  beforeAll(async () => {
+    h = await startHarness();
+    env = {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      LEDGER_URL: h.dbUrl,
+      WORLD_URL: h.dbUrl,
+    };
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  describe.each([
+    ['jitter-same-fingerprint', 'STOPPED_LOOP_GUARD'],
+    ['seed-05-repeated-notification', null],
+    ['terminal-success-completed', 'COMPLETED'],
+  ])('start --script %s --wait --json', (name, state) => {
+    it('prints the replay object plus workflow_id and counters', async () => {
+      const id = uniqueId(`ctl-${name}`);
+      const r = await agentctl(['start', '--script', fixture(name), '--id', id, '--wait', '--json'], env);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      const expected = replayOf(fixture(name)) as Record<string, unknown>;
+      expect(out).toEqual({ ...expected, workflow_id: id, counters: await h.counters(id) });
+      if (state) expect(out.terminal_state).toBe(state);
+      expect(Object.keys(out.counters as object).length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('on a stopped run', () => {
+    const id = uniqueId('ctl-stopped');
+    beforeAll(async () => {
+      const r = await agentctl(
+        ['start', '--script', fixture('seed-01-exact-repeat'), '--id', id, '--wait', '--json'],
+        env,
+      );
+      expect(r.code).toBe(0);
+    });
+
+    it('status shows it waiting for resume', async () => {
+      const json = await agentctl(['status', id, '--json'], env);
+      expect(json.code).toBe(0);
+      const s = JSON.parse(json.stdout) as Record<string, unknown>;
+      expect(s).toMatchObject({
+        workflowId: id,
+        phase: 'WAITING',
+        terminalState: 'STOPPED_LOOP_GUARD',
+        guardReason: 'same_call_repeat',
+        steps: 2,
+        counters: { search: 2 },
+      });
+      const text = await agentctl(['status', id], env);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(/phase\s+WAITING/);
+      expect(text.stdout).toContain(`/namespaces/default/workflows/${id}`);
+    });
+
+    it('report prints the StopReport', async () => {
+      const json = await agentctl(['report', id, '--json'], env);
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        terminal_state: 'STOPPED_LOOP_GUARD',
+        guard_reason: 'same_call_repeat',
+        steps: 2,
+        blocked_call: { tool: 'search' },
+      });
+      const text = await agentctl(['report', id], env);
+      expect(text.stdout).toMatch(/guard reason\s+same_call_repeat/);
+    });
+
+    it('trace shows which rule refused which call, with filters', async () => {
+      const all = await agentctl(['trace', id], env);
+      expect(all.code).toBe(0);
+      expect(all.stdout.split('\n')[0]).toMatch(/^STEP\s+PHASE\s+TOOL\s+DECISION\s+REASON/);
+      expect(all.stdout).toMatch(/before\s+search\s+stop\s+same_call_repeat/);
+      const stops = await agentctl(['trace', id, '--decision', 'stop', '--json'], env);
+      const page = JSON.parse(stops.stdout) as {
+        records: { decision: string; reason: string; tool: string }[];
+      };
+      expect(page.records).toEqual([
+        expect.objectContaining({ decision: 'stop', reason: 'same_call_repeat', tool: 'search' }),
+      ]);
+      const none = await agentctl(['trace', id, '--reason', 'short_cycle', '--json'], env);
+      expect((JSON.parse(none.stdout) as { records: unknown[] }).records).toEqual([]);
+    });
+
+    it('resume with nothing changed is refused: exit 3 with the reason', async () => {
+      const r = await agentctl(['resume', id, '--actor', 'test', '--reason', 'nothing changed'], env);
+      expect(r.code).toBe(3);
+      expect(r.stdout).toMatch(/resume\s+REFUSED/);
+      expect(r.stderr).toMatch(/resume refused: \S/);
+      const refused = await agentctl(['trace', id, '--decision', 'resume_refused', '--json'], env);
+      expect((JSON.parse(refused.stdout) as { records: unknown[] }).records).toHaveLength(1);
+    });
+
+    it('stop on an already stopped run is refused (exit 3)', async () => {
+      const r = await agentctl(['stop', id, '--reason', 'kill'], env);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain('already stopped');
+    });
+
+    it('list filters by AgentState / AgentGuardReason', async () => {
+      let rows: { id: string; state: string; reason: string; steps: number }[] = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await agentctl(
+          [
+            'list',
+            '--state',
+            'STOPPED_LOOP_GUARD',
+            '--reason',
+            'same_call_repeat',
+            '--json',
+            '--limit',
+            '1000',
+          ],
+          env,
+        );
+        expect(r.code).toBe(0);
+        rows = JSON.parse(r.stdout) as typeof rows;
+        if (rows.some((x) => x.id === id)) break;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+      expect(rows.find((x) => x.id === id)).toMatchObject({
+        state: 'STOPPED_LOOP_GUARD',
+        reason: 'same_call_repeat',
+        steps: 2,
+      });
+      const table = await agentctl(['list', '--state', 'STOPPED_LOOP_GUARD'], env);
+      expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+STATE\s+REASON\s+STEPS/);
+    });
+  });
+
+  it('resume --from continues a closed run as a new run, after the world changed', async () => {
+    const id = uniqueId('ctl-from');
+    const script = join(ROOT, 'demo', 'scripts', 'research-loop.json');
+    const first = await agentctl(
+      ['start', '--script', script, '--live', '--id', id, '--resume-window-ms', '300', '--json', '--wait'],
+      env,
+    );
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      counters: { search: 2 },
+    });
+    await h.env.client.workflow.getHandle(id).result(); // closes after the resume window
+    const open = await agentctl(['resume', id], env);
+    expect(open.code).toBe(3);
+    expect(open.stderr).toContain(`resume --from ${id}`);
+    await h.deps.world.addDoc(uniqueId('doc'), 'temporal', 'New fact', 'The world changed.');
+    const r = await agentctl(
+      ['resume', '--from', id, '--actor', 'test', '--reason', 'new docs', '--wait', '--json'],
+      env,
+    );
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(out).toMatchObject({ workflow_id: id, terminal_state: 'COMPLETED', resume: { accepted: true } });
+    // Continued from the checkpoint (a new execution of the same id): no search ran again,
+    // only the script's next call.
+    expect(await h.counters(id)).toEqual({ search: 2, complete_task: 1 });
+  });
+
+  it('exit 4 with a hint when the server is unreachable', async () => {
+    const port = await freePort();
+    const r = await agentctl(['status', 'whatever'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`127.0.0.1:${port}`);
+    expect(r.stderr).toContain('npm run dev:server');
+  });
+
+  it('exit 2 on malformed arguments or input', async () => {
+    const bad = join(tmp, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ calls: [{ args: {} }] }));
+    const cases: string[][] = [
+      ['start', '--max-steps', 'many', '--script', fixture('seed-01-exact-repeat')],
+      ['start'],
+      ['start', '--script', bad],
+      ['start', '--planner', 'gpt'],
+      ['resume'],
+      ['frobnicate'],
+      ['list', '--state', 'SLEEPING'],
+      ['replay', bad],
+    ];
+    for (const args of cases) {
+      const r = await agentctl(args, env);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).not.toBe('');
+    }
+  });
+
+  it('exit 1 for an unknown run', async () => {
+    const r = await agentctl(['report', uniqueId('nope')], env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no run with id');
+  });
+});

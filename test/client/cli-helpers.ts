@@ -1,0 +1,52 @@
+/**
+ * Spawns the real CLI (`tsx client/agentctl.ts …`, what `npx tsx` runs) asynchronously, so an
+ * in-process worker in the test keeps running while the CLI waits on it.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+const TSX = join(ROOT, 'node_modules', '.bin', process.platform === 'win32' ? 'tsx.cmd' : 'tsx');
+
+/** What a CLI run printed and returned. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `tsx <script> ...args` from the project root with `env` on top of process.env. */
+export function runTsx(
+  script: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, [script, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} ${args.join(' ')} timed out\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, timeoutMs);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** `agentctl …` */
+export const agentctl = (
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs?: number,
+): Promise<CliRun> => runTsx('client/agentctl.ts', args, env, timeoutMs);

@@ -68,8 +68,15 @@ export class World {
     return new World(db, file);
   }
 
-  /** The world's own connection as a {@link Tx}. */
-  readonly tx: Tx = {
+  /**
+   * One connection serves every activity of the worker. An async transaction yields
+   * between statements, so every use of the connection is serialised: a statement from
+   * another activity must never land inside (and roll back with) someone else's transaction.
+   */
+  private readonly lock = new AsyncMutex();
+
+  /** Statements on the connection as it is; used only while {@link lock} is held. */
+  private readonly inner: Tx = {
     run: async (sql, params = []) => ({
       changes: this.db.prepare(sql).run(...(params as unknown[])).changes,
     }),
@@ -79,17 +86,26 @@ export class World {
       this.db.prepare(sql).get(...(params as unknown[])) as T | undefined,
   };
 
+  /** The world's own connection as a {@link Tx}; each statement runs on its own. */
+  readonly tx: Tx = {
+    run: (sql, params) => this.lock.run(() => this.inner.run(sql, params)),
+    all: <T>(sql: string, params?: readonly unknown[]) => this.lock.run(() => this.inner.all<T>(sql, params)),
+    get: <T>(sql: string, params?: readonly unknown[]) => this.lock.run(() => this.inner.get<T>(sql, params)),
+  };
+
   /** Runs `fn` in one IMMEDIATE transaction on the world's own connection. */
-  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      const out = await fn(this.tx);
-      this.db.exec('COMMIT');
-      return out;
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
-    }
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.lock.run(async () => {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        const out = await fn(this.inner);
+        this.db.exec('COMMIT');
+        return out;
+      } catch (err) {
+        this.db.exec('ROLLBACK');
+        throw err;
+      }
+    });
   }
 
   /** The run's progress version: world changes plus facts this run has learned. */

@@ -105,7 +105,9 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
     // with the ledger record; with a PostgreSQL ledger it gets a file of its own.
     worldUrl:
       e.WORLD_URL ??
-      (e.LEDGER_URL === undefined || e.LEDGER_URL.startsWith('sqlite:') ? (e.LEDGER_URL ?? DEFAULT_WORLD_URL) : 'sqlite:data/world.db'),
+      (e.LEDGER_URL === undefined || e.LEDGER_URL.startsWith('sqlite:')
+        ? (e.LEDGER_URL ?? DEFAULT_WORLD_URL)
+        : 'sqlite:data/world.db'),
   };
 }
 

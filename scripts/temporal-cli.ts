@@ -126,7 +126,8 @@ export function installTemporalCli(options: { quiet?: boolean } = {}): string {
   const r = spawnSync(python, args, {
     encoding: 'utf8',
     env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore', PIP_NO_INPUT: '1' },
-    stdio: ['ignore', options.quiet ? 'pipe' : 'inherit', options.quiet ? 'pipe' : 'inherit'],
+    // pip's progress goes to stderr: stdout carries only the CLI path (scripts capture it).
+    stdio: ['ignore', options.quiet ? 'pipe' : process.stderr, options.quiet ? 'pipe' : 'inherit'],
     timeout: 15 * 60_000,
   });
   try {

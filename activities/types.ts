@@ -4,6 +4,7 @@
  */
 import type { PlannerSpec, PlannerTurn } from '../common/planner';
 import type { ToolResult } from '../workflows/guard';
+import type { NormalizedProposal } from './tools/registry';
 
 /** Input of the `plan` activity. */
 export interface PlanInput {
@@ -14,16 +15,8 @@ export interface PlanInput {
   readonly observation: unknown;
 }
 
-/** A proposed call, validated and fingerprinted by the activity. */
-export interface ProposalInfo {
-  readonly tool: string;
-  readonly args: unknown;
-  readonly canonicalArgs: unknown;
-  readonly fingerprint: string;
-  readonly operationKey: string | null;
-  readonly effect: 'read' | 'write';
-  /** PRECONDITION unknown_tool / invalid_args: nothing will run. */
-  readonly rejection: ToolResult | null;
+/** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */
+export interface ProposalInfo extends NormalizedProposal {
   /** What the persistent ledger already knows about the operation key. */
   readonly ledger: { readonly state: string; readonly fingerprint: string; readonly result: unknown } | null;
   /** Script mode: the file's answer for this proposal. */

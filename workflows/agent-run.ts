@@ -176,6 +176,30 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
   }
 
+  /** A run-level trace record (signals, resumes, planner ends): no call attached. */
+  function note(
+    decision: string,
+    reason: string | null,
+    extra: { args?: unknown; error_code?: string } = {},
+  ): void {
+    record({
+      phase: 'run',
+      tool: null,
+      fingerprint: null,
+      args: extra.args ?? null,
+      result_kind: null,
+      error_code: extra.error_code ?? null,
+      operation_key: null,
+      decision,
+      reason,
+    });
+  }
+
+  /** Why a signal payload was rejected, naming each field. */
+  function zodReason(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+    return issues.map((i) => `${i.path.map(String).join('.') || '(payload)'}: ${i.message}`).join('; ');
+  }
+
   function publish(): void {
     const state = finalState ?? (stopInfo ? stopInfo.terminalState : 'RUNNING');
     upsertSearchAttributes([
@@ -303,40 +327,17 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(resumeSignal, async (raw) => {
     const parsed = resumeRequestSchema.safeParse(raw);
     if (!parsed.success) {
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: null,
-        result_kind: null,
-        error_code: 'invalid_signal',
-        operation_key: null,
-        decision: 'signal_rejected',
-        reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '),
-      });
+      note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
       return;
     }
-    if (verifying)
-      return void record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: null,
-        result_kind: null,
-        error_code: null,
-        operation_key: null,
-        decision: 'resume_refused',
-        reason: 'another resume is being verified',
-      });
+    if (verifying) return void note('resume_refused', 'another resume is being verified');
     await handleResume(parsed.data);
   });
   setHandler(resumeUpdate, handleResume, {
     validator: (raw) => {
       const parsed = resumeRequestSchema.safeParse(raw);
       if (!parsed.success) {
-        throw new Error(
-          parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '),
-        );
+        throw new Error(zodReason(parsed.error.issues));
       }
       if (resumeAnswers.has(parsed.data.requestId)) return;
       if (phase !== 'WAITING') throw new Error(`run is ${phase}, not waiting for resume`);
@@ -346,32 +347,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(stopSignal, (raw) => {
     const parsed = stopRequestSchema.safeParse(raw);
     if (!parsed.success) {
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: null,
-        result_kind: null,
-        error_code: 'invalid_signal',
-        operation_key: null,
-        decision: 'signal_rejected',
-        reason: parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; '),
-      });
+      note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
       return;
     }
     if (seenRequestIds.has(parsed.data.requestId)) return;
     seenRequestIds.add(parsed.data.requestId);
     if (phase !== 'RUNNING') {
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
+      note('stop_ignored', `run is ${phase}`, {
         args: { actor: parsed.data.actor, reason: parsed.data.reason },
-        result_kind: null,
-        error_code: null,
-        operation_key: null,
-        decision: 'stop_ignored',
-        reason: `run is ${phase}`,
       });
       return;
     }
@@ -502,17 +485,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const kill = stopRequested as StopRequest | null;
     if (kill) {
       guard.forceStop('operator_stop');
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: { actor: kill.actor, reason: kill.reason },
-        result_kind: null,
-        error_code: null,
-        operation_key: null,
-        decision: 'stop',
-        reason: 'operator_stop',
-      });
+      note('stop', 'operator_stop', { args: { actor: kill.actor, reason: kill.reason } });
       stopWith(
         TerminalState.STOPPED_LOOP_GUARD,
         'operator_stop',
@@ -529,17 +502,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     const turn = planned.turn;
 
     if (turn.type === 'finish') {
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: null,
-        result_kind: null,
-        error_code: null,
-        operation_key: null,
-        decision: 'complete',
-        reason: 'planner_finished',
-      });
+      note('complete', 'planner_finished');
       finalState = TerminalState.COMPLETED;
       phase = finalState;
       publish();
@@ -548,17 +511,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     if (turn.type === 'exhausted' || !planned.proposal) {
       guard.forceStop('planner_exhausted', TerminalState.PARTIAL);
-      record({
-        phase: 'run',
-        tool: null,
-        fingerprint: null,
-        args: null,
-        result_kind: null,
-        error_code: null,
-        operation_key: null,
-        decision: 'stop',
-        reason: 'planner_exhausted',
-      });
+      note('stop', 'planner_exhausted');
       stopWith(TerminalState.PARTIAL, 'planner_exhausted', null, null);
       continue;
     }

@@ -174,9 +174,11 @@ describe('worker/env.ts', () => {
       temporalAddress: 'localhost:7233',
       namespace: 'default',
       taskQueue: 'agent-loop-guard',
-      ledgerUrl: 'sqlite:data/ledger.db',
-      worldUrl: 'data/world.db',
+      ledgerUrl: 'sqlite:data/agent.db',
+      // The demo world shares the ledger's SQLite file, so its writes commit with the ledger record.
+      worldUrl: 'sqlite:data/agent.db',
     });
+    expect(readWorkerEnv({ LEDGER_URL: 'postgres://l@h:5432/db' }).worldUrl).toBe('sqlite:data/world.db');
   });
 
   it('treats empty strings as unset and rejects a bad address or ledger URL', () => {

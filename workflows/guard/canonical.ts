@@ -153,8 +153,38 @@ function removeAt(node: unknown, segments: readonly string[], depth: number): vo
   }
 }
 
+/** Two hex digits per byte value; `Number#toString(16)` costs ~10x more per call. */
+/**
+ * Sorts keys in place by UTF-16 code units (the order of `Array#sort`'s default): insertion
+ * sort for the handful of keys tool args have, the built-in sort beyond that.
+ */
+export function sortKeys(keys: string[]): string[] {
+  const n = keys.length;
+  if (n > 12) return keys.sort();
+  for (let i = 1; i < n; i++) {
+    const k = keys[i] as string;
+    let j = i - 1;
+    while (j >= 0 && (keys[j] as string) > k) {
+      keys[j + 1] = keys[j] as string;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  return keys;
+}
+
+const HEX_BYTE: readonly string[] = Array.from(
+  { length: 256 },
+  (_, i) => (i < 16 ? '0' : '') + i.toString(16),
+);
+
 function hex32(n: number): string {
-  return (n >>> 0).toString(16).padStart(8, '0');
+  return (
+    (HEX_BYTE[(n >>> 24) & 255] as string) +
+    (HEX_BYTE[(n >>> 16) & 255] as string) +
+    (HEX_BYTE[(n >>> 8) & 255] as string) +
+    (HEX_BYTE[n & 255] as string)
+  );
 }
 
 /**
@@ -173,6 +203,130 @@ export function hash64(text: string): string {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
   h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
+  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return hex32(h2) + hex32(h1);
+}
+
+// ---- hashing the canonical form without building it ----------------------------------
+//
+// The fingerprint is a hash of the canonical value. Writing the canonical JSON text and
+// then hashing it costs two passes and a string per call; instead the value is walked once
+// and an injective token stream (type tags, length-prefixed strings, end markers) is fed
+// straight into the hash lanes. Two values hash alike exactly when their canonical JSON
+// texts are equal (up to 64-bit collisions) — the property test in test/unit checks this.
+
+const T_NULL = 1;
+const T_FALSE = 2;
+const T_TRUE = 3;
+const T_NUMBER = 4;
+const T_STRING = 5;
+const T_ARRAY = 6;
+const T_OBJECT = 7;
+const T_END = 8;
+const T_INT = 9;
+
+let lane1 = 0;
+let lane2 = 0;
+
+function feed(code: number): void {
+  lane1 = Math.imul(lane1 ^ code, 2654435761);
+  lane2 = Math.imul(lane2 ^ code, 1597334677);
+}
+
+function feedText(text: string): void {
+  // Lanes in locals for the loop: module-level state would be loaded and stored per char.
+  const n = text.length;
+  let a = Math.imul(lane1 ^ (n & 0xffff), 2654435761);
+  let b = Math.imul(lane2 ^ (n & 0xffff), 1597334677);
+  a = Math.imul(a ^ (n >>> 16), 2654435761);
+  b = Math.imul(b ^ (n >>> 16), 1597334677);
+  for (let i = 0; i < n; i++) {
+    const ch = text.charCodeAt(i);
+    a = Math.imul(a ^ ch, 2654435761);
+    b = Math.imul(b ^ ch, 1597334677);
+  }
+  lane1 = a;
+  lane2 = b;
+}
+
+function feedValue(value: unknown, member: boolean): boolean {
+  if (value === undefined) {
+    if (member) return false;
+    feed(T_NULL);
+    return true;
+  }
+  if (value === null) {
+    feed(T_NULL);
+    return true;
+  }
+  switch (typeof value) {
+    case 'string':
+      feed(T_STRING);
+      feedText(value.trim());
+      return true;
+    case 'number':
+      if (!Number.isFinite(value)) feed(T_NULL);
+      else if (Number.isInteger(value) && value >= -0x80000000 && value <= 0x7fffffff) {
+        // Small integers (pages, limits, ids) skip number-to-text; -0 folds into 0.
+        feed(T_INT);
+        feed(value & 0xffff);
+        feed((value >>> 16) & 0xffff);
+      } else {
+        feed(T_NUMBER);
+        feedText(Object.is(value, -0) ? '0' : String(value));
+      }
+      return true;
+    case 'boolean':
+      feed(value ? T_TRUE : T_FALSE);
+      return true;
+    case 'bigint':
+      feed(T_STRING);
+      feedText(value.toString());
+      return true;
+    case 'function':
+    case 'symbol':
+      if (member) return false;
+      feed(T_NULL);
+      return true;
+    default:
+      break;
+  }
+  if (Array.isArray(value)) {
+    feed(T_ARRAY);
+    for (let i = 0; i < value.length; i++) feedValue(value[i], false);
+    feed(T_END);
+    return true;
+  }
+  if (value instanceof Date) {
+    feed(T_STRING);
+    feedText(value.toISOString());
+    return true;
+  }
+  const source = value as Record<string, unknown>;
+  const keys = sortKeys(Object.keys(source));
+  feed(T_OBJECT);
+  for (const key of keys) {
+    const item = source[key];
+    if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+    feed(T_STRING);
+    feedText(key);
+    feedValue(item, true);
+  }
+  feed(T_END);
+  return true;
+}
+
+/**
+ * 64-bit hash (16 hex digits) of a value's canonical form: equal for values whose
+ * {@link canonicalJson} texts are equal, computed in one pass without building the text.
+ */
+export function hashCanonical(value: unknown): string {
+  lane1 = 0xdeadbeef;
+  lane2 = 0x41c6ce57;
+  feedValue(value, false);
+  let h1 = Math.imul(lane1 ^ (lane1 >>> 16), 2246822507);
+  h1 ^= Math.imul(lane2 ^ (lane2 >>> 13), 3266489909);
+  let h2 = Math.imul(lane2 ^ (lane2 >>> 16), 2246822507);
   h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   return hex32(h2) + hex32(h1);
 }

@@ -1,7 +1,7 @@
 /**
  * Fingerprints: tool name + canonical arguments (SPEC §3).
  */
-import { canonicalize, canonicalJson, hash64, removePaths, setOwn, type Json } from './canonical';
+import { canonicalize, hashCanonical, removePaths, setOwn, type Json } from './canonical';
 
 /**
  * How a tool's arguments are normalised before fingerprinting. Registered tools pass a
@@ -28,7 +28,7 @@ export interface NormalizedCall {
 
 /** Fingerprint of already-canonical args. */
 export function fingerprintOf(tool: string, canonicalArgs: Json): string {
-  return `${tool}:${hash64(canonicalJson(canonicalArgs))}`;
+  return `${tool}:${hashCanonical(canonicalArgs)}`;
 }
 
 function prepare(args: unknown, spec: ArgsSpec): unknown {
@@ -45,12 +45,12 @@ function prepare(args: unknown, spec: ArgsSpec): unknown {
 }
 
 /**
- * The fingerprint alone — the hot path of the replay and the guard: the canonical text is
- * written directly and hashed, no canonical object is built. Equals
+ * The fingerprint alone — the hot path of the replay and the guard: the canonical form is
+ * hashed in one pass; neither the canonical object nor its text is built. Equals
  * `normalizeCall(tool, args, spec).fingerprint`.
  */
 export function fingerprintCall(tool: string, args: unknown, spec: ArgsSpec = {}): string {
-  return `${tool}:${hash64(canonicalJson(prepare(args, spec)))}`;
+  return `${tool}:${hashCanonical(prepare(args, spec))}`;
 }
 
 /**
@@ -62,6 +62,6 @@ export function normalizeCall(tool: string, args: unknown, spec: ArgsSpec = {}):
   return {
     tool,
     canonicalArgs: canonicalize(prepared),
-    fingerprint: `${tool}:${hash64(canonicalJson(prepared))}`,
+    fingerprint: `${tool}:${hashCanonical(prepared)}`,
   };
 }

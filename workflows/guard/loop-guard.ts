@@ -57,6 +57,11 @@ interface LastExecution {
   atMs: number;
 }
 
+interface WindowEntry {
+  count: number;
+  kind: ResultKind;
+}
+
 interface InFlight {
   fingerprint: string;
   cached: boolean;
@@ -138,10 +143,8 @@ export class LoopGuard {
   private lastProgressVersion: number;
   private noProgress = 0;
   private windowLength = 0;
-  /** How often each fingerprint occurs in the window. */
-  private counts = new Map<string, number>();
-  /** The result kind of each fingerprint's latest window entry. */
-  private lastKinds = new Map<string, ResultKind>();
+  /** Per fingerprint in the window: how often it occurs and its latest entry's result kind. */
+  private window = new Map<string, WindowEntry>();
   /** The last three window entries (oldest first). */
   private lastThree: string[] = [];
   /** Honoured re-polls per fingerprint in the window. */
@@ -220,17 +223,18 @@ export class LoopGuard {
     if (this.tokens > config.maxTokens) return this.stop('token_budget');
     if (this.costUsd > config.maxCostUsd) return this.stop('cost_budget');
 
-    const last = this.lastExecutions.get(fp);
+    const last = this.lastExecutions.size > 0 ? this.lastExecutions.get(fp) : undefined;
     const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
+    const entry = this.window.get(fp);
     if (honouredPoll) {
       if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop('wait_budget');
     } else {
-      if ((this.counts.get(fp) ?? 0) >= config.sameCallLimit) return this.stop('same_call_repeat');
+      if (entry !== undefined && entry.count >= config.sameCallLimit) return this.stop('same_call_repeat');
       const [x, y, z] = this.lastThree;
       if (this.lastThree.length === 3 && x === z && x !== y && fp === y) return this.stop('short_cycle');
     }
 
-    if (this.lastKinds.get(fp) === 'PRECONDITION') return this.stop('precondition_unchanged');
+    if (entry !== undefined && entry.kind === 'PRECONDITION') return this.stop('precondition_unchanged');
 
     const key = call.operationKey;
     if (key !== undefined && key !== null && this.completed.has(key)) {
@@ -367,8 +371,8 @@ export class LoopGuard {
       lastProgressVersion: this.lastProgressVersion,
       noProgress: this.noProgress,
       windowLength: this.windowLength,
-      counts: [...this.counts],
-      lastKinds: [...this.lastKinds],
+      counts: [...this.window].map(([fp, e]) => [fp, e.count] as const),
+      lastKinds: [...this.window].map(([fp, e]) => [fp, e.kind] as const),
       lastThree: [...this.lastThree],
       honoured: [...this.honoured],
       lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
@@ -402,8 +406,10 @@ export class LoopGuard {
     guard.lastProgressVersion = state.lastProgressVersion;
     guard.noProgress = state.noProgress;
     guard.windowLength = state.windowLength;
-    guard.counts = new Map(state.counts);
-    guard.lastKinds = new Map(state.lastKinds);
+    const kinds = new Map(state.lastKinds);
+    guard.window = new Map(
+      state.counts.map(([fp, count]) => [fp, { count, kind: kinds.get(fp) ?? 'SUCCESS' }] as const),
+    );
     guard.lastThree = [...state.lastThree];
     guard.honoured = new Map(state.honoured);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
@@ -417,16 +423,19 @@ export class LoopGuard {
   private openWindow(): void {
     this.noProgress = 0;
     this.windowLength = 0;
-    this.counts.clear();
-    this.lastKinds.clear();
+    this.window.clear();
     this.lastThree = [];
-    this.honoured.clear();
+    if (this.honoured.size > 0) this.honoured.clear();
   }
 
   private enterWindow(fp: string, kind: ResultKind): void {
     this.windowLength += 1;
-    this.counts.set(fp, (this.counts.get(fp) ?? 0) + 1);
-    this.lastKinds.set(fp, kind);
+    const entry = this.window.get(fp);
+    if (entry === undefined) this.window.set(fp, { count: 1, kind });
+    else {
+      entry.count += 1;
+      entry.kind = kind;
+    }
     this.lastThree.push(fp);
     if (this.lastThree.length > 3) this.lastThree.shift();
   }

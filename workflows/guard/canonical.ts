@@ -46,7 +46,7 @@ export function canonicalize(value: unknown): Json {
       break;
   }
   if (Array.isArray(value)) return value.map((item) => canonicalize(item));
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   const source = value as Record<string, unknown>;
   const out: { [key: string]: Json } = {};
   for (const key of Object.keys(source).sort()) {
@@ -92,7 +92,8 @@ function writeJson(value: unknown, member: boolean): string | undefined {
     }
     return out + ']';
   }
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  if (value instanceof Date)
+    return Number.isNaN(value.getTime()) ? 'null' : JSON.stringify(value.toISOString());
   const source = value as Record<string, unknown>;
   const keys = Object.keys(source);
   if (keys.length > 1) keys.sort();
@@ -298,8 +299,12 @@ function feedValue(value: unknown, member: boolean): boolean {
     return true;
   }
   if (value instanceof Date) {
-    feed(T_STRING);
-    feedText(value.toISOString());
+    // An invalid date is `null`, as JSON.stringify writes it.
+    if (Number.isNaN(value.getTime())) feed(T_NULL);
+    else {
+      feed(T_STRING);
+      feedText(value.toISOString());
+    }
     return true;
   }
   const source = value as Record<string, unknown>;

@@ -606,10 +606,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     publish();
 
     if (after.decision === 'stop') {
-      // FIX (replay agreement, SPEC §6): the StopReport is built from the guard alone, exactly
-      // as the offline replay builds it. A FATAL's message used to go into
-      // `unmet_precondition`, so the durable run's report differed from `replay()` for the
-      // same trace; the message is kept for the operator in RunResult.summary instead.
+      // The StopReport is built from the guard alone, exactly as the offline replay builds it
+      // (a FATAL's message reaches `unmet_precondition` through the guard in both).
       stopWith(
         after.terminalState,
         after.reason,

@@ -86,6 +86,8 @@ export interface GuardStateJson {
   readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
   readonly completed: ReadonlyArray<readonly [string, string | null]>;
   readonly lastUnmet: string | null;
+  /** Message of the FATAL result that stopped the run (absent in older states). */
+  readonly lastFatal?: string | null;
   readonly inFlight: InFlight | null;
   readonly stop: { reason: string; terminalState: TerminalState } | null;
 }
@@ -154,6 +156,7 @@ export class LoopGuard {
   /** The completed ledger: operation key → fingerprint that completed it (null: any). */
   private completed = new Map<string, string | null>();
   private lastUnmet: string | null = null;
+  private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
   private readonly needsHuman: ReadonlySet<string>;
@@ -202,6 +205,10 @@ export class LoopGuard {
   /** Whether an operation key is in the completed ledger. */
   isCompleted(key: string): boolean {
     return this.completed.has(key);
+  }
+  /** The message of the FATAL result that stopped the run, if it gave one (for the StopReport). */
+  get lastFatalMessage(): string | null {
+    return this.lastFatal;
   }
   /** The `unmet` text of the latest PRECONDITION result (for the StopReport). */
   get lastUnmetPrecondition(): string | null {
@@ -284,6 +291,7 @@ export class LoopGuard {
 
     if (kind === 'FATAL' && result.kind === 'FATAL') {
       const reason = result.code ?? 'fatal';
+      this.lastFatal = result.message ?? null;
       return this.stop(
         reason,
         this.needsHuman.has(reason) ? TerminalState.NEEDS_HUMAN : TerminalState.FAILED,
@@ -336,6 +344,7 @@ export class LoopGuard {
   ): void {
     this.stopState = null;
     this.inFlight = null;
+    this.lastFatal = null;
     this.startMs = nowMs;
     const cfg = this.config as { -readonly [K in keyof GuardConfig]: GuardConfig[K] };
     for (const [k, v] of Object.entries(raise) as [keyof typeof raise, number | undefined][]) {
@@ -378,6 +387,7 @@ export class LoopGuard {
       lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
       completed: [...this.completed],
       lastUnmet: this.lastUnmet,
+      lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       stop: this.stopState ? { ...this.stopState } : null,
     };
@@ -415,6 +425,7 @@ export class LoopGuard {
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
     guard.completed = new Map(state.completed);
     guard.lastUnmet = state.lastUnmet;
+    guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
     guard.stopState = state.stop ? { ...state.stop } : null;
     return guard;

@@ -58,7 +58,8 @@ function unmetFor(reason: string, guard: LoopGuard): string | null {
     case 'precondition_unchanged':
       return guard.lastUnmetPrecondition ?? 'a precondition the call needs has not changed';
     default:
-      return null;
+      // A FATAL stop: the tool's own words for what is missing, when it gave any.
+      return guard.stopped?.reason === reason ? guard.lastFatalMessage : null;
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
- *   start · status · report · trace · watch · list · resume · stop · ledger · replay
+ *   start · status · report · trace · watch · list · resume · stop · ledger · world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
  * 4 Temporal server unreachable.
@@ -13,6 +13,7 @@ import { makeCtx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
 import { startCommand } from './commands/start';
+import { worldCommand } from './commands/world';
 import { connectionSettings, unreachableMessage } from './connect';
 import { CliError, Exit, stdio, type Output } from './format';
 
@@ -59,6 +60,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
       },
     }),
   );
+  program.addCommand(worldCommand(ctx));
   program.addCommand(
     new Command('replay')
       .description('Offline replay of SPEC §6 files: one JSON object per file (no server needed)')

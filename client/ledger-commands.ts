@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import {
+  DEFAULT_LEDGER_URL,
   DEFAULT_REAP_TTL_MS,
   LEDGER_STATES,
   LedgerError,
@@ -68,7 +69,7 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
 
   const ledger = new Command('ledger')
     .description(
-      'Inspect and settle the completed-operation ledger (LEDGER_URL, default sqlite:./data/ledger.db)',
+      `Inspect and settle the completed-operation ledger (LEDGER_URL, default ${DEFAULT_LEDGER_URL})`,
     )
     .configureOutput({ writeOut: deps.stdout, writeErr: deps.stderr })
     .exitOverride((err: CommanderError) => {

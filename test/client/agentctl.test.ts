@@ -228,4 +228,36 @@ describe('agentctl against a real server', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('no run with id');
   });
+
+  it('world grant changes what verifyPrecondition sees, and world counters reads the real executions', async () => {
+    const id = uniqueId('cli-world');
+    const script = join(tmp, 'deploy.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        calls: [
+          { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
+          { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
+          { tool: 'complete_task', args: { summary: 'deployed' } },
+        ],
+      }),
+    );
+    const start = await agentctl(
+      ['start', '--script', script, '--live', '--id', id, '--wait', '--json'],
+      env,
+    );
+    expect(JSON.parse(start.stdout)).toMatchObject({
+      terminal_state: 'NEEDS_HUMAN',
+      reason: 'permission_denied',
+    });
+    const refused = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'nothing yet'], env);
+    expect(refused.code).toBe(3);
+    expect((await agentctl(['world', 'grant', 'deploy:cli-svc'], env)).code).toBe(0);
+    const accepted = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'granted'], env);
+    expect(accepted.code).toBe(0);
+    await h.env.client.workflow.getHandle(id).result();
+    const counters = await agentctl(['world', 'counters', id, '--json'], env);
+    // The refused deploy never reached its write; the resumed one ran once.
+    expect(JSON.parse(counters.stdout)).toEqual({ deploy: 1, complete_task: 1 });
+  });
 });

@@ -13,8 +13,8 @@
  *
  * Two modes, chosen automatically:
  *  - SHARED (default under `npm test`): jest's globalSetup (test/helpers/temporal-global-setup.ts)
- *    starts ONE `temporal server start-dev` (in-memory, headless, random port) for the whole run
- *    and exports its address as TEMPORAL_TEST_ADDRESS; createTestEnv() connects to it with
+ *    starts ONE dev server with `TestWorkflowEnvironment.createLocal` (existing-path CLI,
+ *    in-memory, random port) for the whole run and exports its address as TEMPORAL_TEST_ADDRESS; createTestEnv() connects to it with
  *    `TestWorkflowEnvironment.createFromExistingServer` and teardown() only closes connections.
  *    Test files run in parallel against it, so ALWAYS use unique task queues / workflow ids.
  *  - OWN SERVER (TEMPORAL_TEST_ADDRESS unset, e.g. a single file run without globalSetup):

@@ -1,11 +1,10 @@
 /** jest globalTeardown: stops the dev server started by temporal-global-setup.ts (if it started one). */
-import type { DevServerHandle } from '../../scripts/dev-server';
 import { TEST_ADDRESS_ENV } from './temporal-env';
 
 export default async function globalTeardown(): Promise<void> {
-  const server = (globalThis as { __TEMPORAL_TEST_SERVER__?: DevServerHandle }).__TEMPORAL_TEST_SERVER__;
-  if (!server) return;
-  await server.stop();
-  delete (globalThis as { __TEMPORAL_TEST_SERVER__?: DevServerHandle }).__TEMPORAL_TEST_SERVER__;
+  const env = globalThis.__TEMPORAL_TEST_ENV__;
+  if (!env) return;
+  await env.teardown();
+  globalThis.__TEMPORAL_TEST_ENV__ = undefined;
   delete process.env[TEST_ADDRESS_ENV];
 }

@@ -1,0 +1,68 @@
+/**
+ * A durable run driven by a real LLM SDK (`@anthropic-ai/sdk`) against a local server that
+ * speaks the Messages protocol: a model that loops is stopped by the guard exactly as
+ * SPEC §3 says, and its API key never reaches workflow history, traces or the result.
+ */
+import { temporal } from '@temporalio/proto';
+import { traceQuery, type RunResult } from '../../common/contracts';
+import { startAnthropicServer } from '../planners/servers/anthropic-server';
+import { startHarness, type Harness } from '../helpers/run-harness';
+
+const KEY = 'sk-ant-api03-durable-run-secret-0123456789';
+
+describe('a durable run with the Anthropic planner', () => {
+  let h: Harness;
+  let server: Awaited<ReturnType<typeof startAnthropicServer>>;
+
+  beforeAll(async () => {
+    // The worker's planner reads its key from the environment inside the activity.
+    process.env.ANTHROPIC_API_KEY = KEY;
+    server = await startAnthropicServer(() => ({
+      content: [
+        { type: 'text', text: 'Searching once more should do it.' },
+        { type: 'tool_use', name: 'search', input: { query: 'temporal', requestId: `r-${Math.random()}` } },
+      ],
+      usage: { input_tokens: 120, output_tokens: 30 },
+    }));
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+    await server?.close();
+    delete process.env.ANTHROPIC_API_KEY;
+  });
+
+  it('stops a looping model before its third identical search, and keeps the key out of history', async () => {
+    const run = await h.start({
+      goal: 'find out how Temporal survives crashes',
+      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      executed: 2,
+    });
+    expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'stop']);
+    // The tool really ran twice, never a third time.
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
+    // Three model requests, each carrying the key in its header — so the key was in play.
+    expect(server.messageRequests()).toHaveLength(3);
+    const auth = server.requests.map((r) => String(r.headers.authorization ?? r.headers['x-api-key'] ?? ''));
+    expect(auth.every((a) => a.includes(KEY))).toBe(true);
+    // Token usage reached the guard's budgets.
+    const status = await run.handle.query('status');
+    expect((status as { usage: { tokens: number } }).usage.tokens).toBe(3 * 150);
+
+    const history = await run.handle.fetchHistory();
+    const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
+    expect(bytes.length).toBeGreaterThan(1000);
+    expect(bytes.includes(Buffer.from(KEY))).toBe(false);
+    expect(bytes.includes(Buffer.from('sk-ant-'))).toBe(false);
+    const trace = await run.handle.query(traceQuery, { limit: 1000 });
+    expect(JSON.stringify(trace)).not.toContain(KEY);
+    expect(JSON.stringify(result)).not.toContain(KEY);
+  });
+});

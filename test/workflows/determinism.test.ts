@@ -12,15 +12,15 @@
  * That runs the scenarios below on the shared dev server, writes one file per scenario
  * (`handle.fetchHistory()` as JSON), then replays them as usual. Commit the files.
  *
- * FORMAT. `{ workflowId, history }` where `history` is protobufjs `History.toObject` with
- * enums, longs and bytes as strings (read back with `History.fromObject`). Not the
- * `temporal workflow show --output json` proto3-JSON form: the SDK's historyToJSON /
- * historyFromJSON throw "type must be a Type" in this install, because @temporalio/common
- * and @temporalio/proto each carry their own nested copy of protobufjs.
+ * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
+ * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
+ * with `historyFromJSON`. (Those helpers need ONE protobufjs shared by @temporalio/common
+ * and @temporalio/proto: package.json depends on protobufjs 8 directly so npm hoists one.)
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { temporal } from '@temporalio/proto';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
@@ -102,9 +102,9 @@ function load(name: string): Recorded {
   return JSON.parse(readFileSync(join(DIR, name), 'utf8')) as Recorded;
 }
 
-/** A stored history back to the proto object the replayer takes (eventId as Long). */
+/** A stored history back to the proto object the replayer takes. */
 function toHistory(json: unknown): temporal.api.history.v1.History {
-  return temporal.api.history.v1.History.fromObject(json as Record<string, unknown>);
+  return historyFromJSON(json) as temporal.api.history.v1.History;
 }
 
 const files = (): string[] =>
@@ -125,14 +125,7 @@ const files = (): string[] =>
       Object.entries(scenarios).map(async ([name, drive]) => {
         const { workflowId, runId } = await drive(h);
         const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-        const json = temporal.api.history.v1.History.toObject(
-          temporal.api.history.v1.History.fromObject(history),
-          {
-            longs: String,
-            enums: String,
-            bytes: String,
-          },
-        );
+        const json = JSON.parse(historyToJSON(history)) as unknown;
         writeFileSync(
           join(DIR, `${name}.json`),
           `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`,

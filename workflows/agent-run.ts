@@ -115,12 +115,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   // A scripted run takes the file's own settings (config, completed, initial version) as
   // the replay does; explicit run settings win.
   const script =
-    input.planner.kind === 'scripted' && input.planner.script !== undefined && !input.planner.live
+    input.planner.kind === 'scripted' && input.planner.script !== undefined
       ? parseReplayFile(input.planner.script)
       : null;
+  const live = input.planner.kind === 'scripted' && input.planner.live;
   const guardConfig = { ...(script?.config ?? {}), ...input.guard };
   const completedKeys = [...(script?.completed ?? []), ...input.completed];
-  const initialVersion = input.initialProgressVersion ?? script?.initialProgressVersion;
+  // Fixture mode measures progress by the script, as the offline replay does; live mode by the world.
+  const initialVersion = input.initialProgressVersion ?? (live ? undefined : script?.initialProgressVersion);
   const newGuard = (initial: number): LoopGuard =>
     new LoopGuard(guardConfig, {
       startMs: Date.now(),

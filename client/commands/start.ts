@@ -50,13 +50,10 @@ export function buildRunInput(o: StartOpts): RunInput {
       if (err instanceof ReplayFormatError) throw new CliError(Exit.USAGE, `start: ${err.message}`);
       throw err;
     }
-    Object.assign(guard, file.config ?? {});
+    // The workflow takes the file's own config, completed keys and initial version; flags win.
     input = {
       goal: o.goal ?? `scripted run of ${file.name ?? o.script}`,
       planner: { kind: 'scripted', script: raw, live: o.live === true },
-      completed: file.completed ?? [],
-      // Fixture mode measures progress by the script, as the offline replay does; live mode by the world.
-      ...(o.live ? {} : { initialProgressVersion: file.initialProgressVersion ?? 0 }),
     };
   } else {
     if (o.script)

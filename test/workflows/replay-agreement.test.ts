@@ -6,8 +6,8 @@
  * `terminal_state, reason, executed, cached, stopped_at, decisions, report` must equal
  * `replay(parseReplayFile(file))` exactly — the comparison outside checkers make.
  *
- * The file's `config`, `completed` and `initialProgressVersion` become the run's `guard`,
- * `completed` and `initialProgressVersion` (in the replay they are part of the file).
+ * The workflow takes the file's `config`, `completed` and `initialProgressVersion` itself,
+ * as the replay does, so the run input is just the script.
  *
  * WHICH FILES (the time rule). The replay reads time from each call's virtual `atMs`;
  * the workflow reads workflow time, which advances by exactly the durable waits it takes
@@ -93,10 +93,8 @@ function loadCases(): Case[] {
 export function runInputOf(file: ReplayFile, raw: unknown): RunInput {
   return {
     goal: `replay ${file.name ?? 'fixture'}`,
+    // The workflow itself takes the file's config, completed keys and initial version.
     planner: { kind: 'scripted', script: raw },
-    guard: file.config ?? {},
-    completed: file.completed ?? [],
-    initialProgressVersion: file.initialProgressVersion ?? 0,
     resumeWindowMs: 200,
   };
 }

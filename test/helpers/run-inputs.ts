@@ -56,9 +56,8 @@ export const search = (query: string, more: Record<string, unknown> = {}): Scrip
 });
 
 /**
- * Polls `probe` until `ok` holds. Errors count as "not yet": the workflow registers its
- * query handlers only after its first activity (`currentProgress`), so a query sent right
- * after start fails with QueryNotRegisteredError.
+ * Polls `probe` until `ok` holds; errors count as "not yet" (e.g. a query sent while the
+ * worker has not yet picked up the run's first task).
  */
 export async function waitFor<T>(
   probe: () => Promise<T>,

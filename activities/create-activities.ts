@@ -168,12 +168,13 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   function mapOutcome(
-    outcome: ExecuteOutcome<ToolResult>,
+    outcome: ExecuteOutcome<unknown>,
+    executed: ToolResult | null,
     failure: ToolResult | null,
   ): { result: ToolResult; via: RunToolOutput['via'] } {
     switch (outcome.kind) {
       case 'executed':
-        return { result: outcome.result, via: 'executed' };
+        return { result: executed ?? { kind: 'SUCCESS', data: outcome.result }, via: 'executed' };
       case 'cached':
         return { result: { kind: 'SUCCESS', data: outcome.result }, via: 'ledger' };
       case 'in_progress':
@@ -266,6 +267,7 @@ export function createActivities(deps: ActivityDeps) {
       owner: `${identity}/${activityId}/attempt-${attempt}`,
       leaseMs,
       vendorIdempotent: tool.vendorIdempotent ?? false,
+      ...(tool.reconcile ? { reconcile: tool.reconcile } : {}),
       classifyError: (err: unknown) => {
         lastFailure =
           err instanceof ResultNotSuccess ? err.result : (tool.classify?.(err) ?? classifyError(err));
@@ -277,16 +279,19 @@ export function createActivities(deps: ActivityDeps) {
             : SideEffectErrorClass.NOT_PERFORMED;
       },
     };
-    const run = async (tx: Tx): Promise<ToolResult> => {
+    // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
+    let executed: ToolResult | null = null;
+    const run = async (tx: Tx): Promise<unknown> => {
       const r = await execute(tool, args, tx);
       if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
-      return r;
+      executed = r;
+      return r.data ?? null;
     };
     const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb;
     const outcome = atomic
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
       : await executeOnce(ledger, options, () => world.transaction((tx) => run(tx)));
-    const mapped = mapOutcome(outcome, lastFailure);
+    const mapped = mapOutcome(outcome, executed, lastFailure);
     return { ...mapped, progressVersion: await world.progressVersion(input.runId) };
   }
 

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolResult } from '../../workflows/guard';
+import type { ReconcileAnswer } from '../ledger';
 import type { Tx } from './tx';
 
 /** What a running tool may use. */
@@ -44,8 +45,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly vendorIdempotent?: boolean;
   /** The tool's store is the ledger's database: its write commits with the ledger record. */
   readonly atomicWithLedger?: boolean;
-  /** Asks the outside world whether an operation with this key already happened. */
-  readonly reconcile?: (key: string) => Promise<{ done: true; result: unknown } | { done: false }>;
+  /**
+   * Asks the outside world (the vendor) what became of an operation whose executor died
+   * after dispatch; the ledger settles the record from the answer instead of going UNKNOWN.
+   */
+  readonly reconcile?: (key: string) => Promise<ReconcileAnswer>;
   /**
    * Re-checks, without side effects, what this call needs from the world; returns the
    * unmet condition or null when it is met. A stopped run's resume is accepted only when

@@ -1,0 +1,175 @@
+/**
+ * The tool activity's write path, called directly on a real SQLite ledger + world: how
+ * every ledger outcome becomes a result kind, and that no path runs a write twice.
+ * (The crash itself is simulated by leaving a claim DISPATCHED with an expired lease —
+ * exactly what a SIGKILLed executor leaves; test/ledger covers real SIGKILLs.)
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { createActivities } from '../../activities/create-activities';
+import type { ReconcileAnswer } from '../../activities/ledger';
+import { defineTool } from '../../activities/tools/define-tool';
+import type { RunToolInput } from '../../activities/types';
+import { openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+
+let smsSent = 0;
+let reconcileAnswer: ReconcileAnswer = { status: 'unknown' };
+const sendSms = defineTool({
+  name: 'send_sms',
+  description: 'An external side effect without vendor idempotency.',
+  effect: 'write',
+  schema: z.object({ to: z.string(), text: z.string() }).strict(),
+  operationKey: (a) => `sms:${a.to}:${a.text}`,
+  reconcile: undefined,
+  async execute() {
+    smsSent += 1;
+    return { data: { sent: true } };
+  },
+});
+const sendSmsReconciled = defineTool({
+  ...sendSms,
+  name: 'send_sms_reconciled',
+  reconcile: async () => reconcileAnswer,
+});
+
+describe('runTool write path', () => {
+  let deps: WorkerDeps;
+  let acts: ReturnType<typeof createActivities>;
+
+  beforeAll(async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-act-')), 'agent.db')}`;
+    deps = await openWorkerDeps({
+      ledgerUrl: url,
+      worldUrl: url,
+      tools: [sendSms, sendSmsReconciled],
+      leaseMs: 2000,
+    });
+    acts = createActivities(deps);
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  function call(tool: string, args: Record<string, unknown>, runId = 'run-1'): RunToolInput {
+    const n = deps.registry.normalize(tool, args);
+    return {
+      runId,
+      tool,
+      args: n.args,
+      operationKey: n.operationKey,
+      fingerprint: n.fingerprint,
+      fixture: null,
+    };
+  }
+
+  /** What a worker SIGKILLed after dispatch leaves behind: DISPATCHED, lease expired. */
+  async function deadDispatch(input: RunToolInput): Promise<void> {
+    const c = await deps.ledger.claim({
+      key: input.operationKey as string,
+      tool: input.tool,
+      argsHash: input.fingerprint,
+      runId: input.runId,
+      owner: 'dead-worker',
+      leaseMs: 30,
+    });
+    if (c.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${c.kind}`);
+    await deps.ledger.dispatch(input.operationKey as string, c.token);
+    await new Promise((r) => setTimeout(r, 80));
+  }
+
+  it('runs a write once; the same operation again is answered from the ledger with zero calls', async () => {
+    const input = call('send_sms', { to: '+1', text: 'hello' });
+    const first = await acts.runTool(input);
+    expect(first).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    const again = await acts.runTool({ ...input, runId: 'run-2' });
+    expect(again).toMatchObject({ result: { kind: 'SUCCESS', data: { sent: true } }, via: 'ledger' });
+    expect(smsSent).toBe(1);
+  });
+
+  it('turns an executor that died after dispatch into FATAL outcome_unknown (NEEDS_HUMAN), never a re-run', async () => {
+    const input = call('send_sms', { to: '+2', text: 'lost?' });
+    await deadDispatch(input);
+    const before = smsSent;
+    const out = await acts.runTool(input);
+    expect(out.result).toMatchObject({ kind: 'FATAL', code: 'outcome_unknown' });
+    expect(out.result.kind === 'FATAL' && out.result.message).toContain(
+      'agentctl ledger resolve sms:+2:lost?',
+    );
+    expect(smsSent).toBe(before);
+    expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('UNKNOWN');
+  });
+
+  it("settles a dead dispatch through the tool's reconcile lookup instead of re-running it", async () => {
+    reconcileAnswer = { status: 'succeeded', result: { sent: true, via: 'vendor-lookup' } };
+    const input = call('send_sms_reconciled', { to: '+3', text: 'did it go?' });
+    await deadDispatch(input);
+    const before = smsSent;
+    const out = await acts.runTool(input);
+    expect(out).toMatchObject({ result: { kind: 'SUCCESS', data: { via: 'vendor-lookup' } }, via: 'ledger' });
+    expect(smsSent).toBe(before);
+    expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('SUCCEEDED');
+  });
+
+  it('re-executes a vendor-idempotent write after a dead dispatch; the vendor dedupes, so nothing is charged twice', async () => {
+    const input = call('charge_payment', {
+      customer: 'c1',
+      invoice: 'inv-9',
+      amountCents: 500,
+      currency: 'EUR',
+    });
+    // The dead executor reached the vendor before it died: the payment exists.
+    await deps.world.tx.run(
+      'INSERT INTO world_payments (op_key, customer, amount_cents, currency) VALUES (?, ?, ?, ?)',
+      [input.operationKey, 'c1', 500, 'EUR'],
+    );
+    await deadDispatch(input);
+    const out = await acts.runTool(input);
+    expect(out).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    expect(await deps.world.tx.all('SELECT op_key FROM world_payments')).toEqual([
+      { op_key: 'charge:inv-9' },
+    ]);
+    expect((await deps.world.counters('run-1')).charge_payment).toBeUndefined();
+  });
+
+  it('answers a live lease held by another executor with RETRYABLE in_progress, and runs nothing', async () => {
+    const input = call('send_sms', { to: '+4', text: 'busy' });
+    const c = await deps.ledger.claim({
+      key: input.operationKey as string,
+      tool: 'send_sms',
+      argsHash: input.fingerprint,
+      runId: 'other',
+      owner: 'live-worker',
+      leaseMs: 10_000,
+    });
+    expect(c.kind).toBe('claimed');
+    const before = smsSent;
+    const out = await acts.runTool(input);
+    expect(out.result).toMatchObject({ kind: 'RETRYABLE', code: 'in_progress' });
+    expect(out.result.kind === 'RETRYABLE' && out.result.retryAfterMs).toBeGreaterThan(0);
+    expect(smsSent).toBe(before);
+  });
+
+  it('releases the claim when an atomic write is refused (permission), so it runs exactly once after the grant', async () => {
+    const input = call('deploy', { service: 'api', version: '7' });
+    const denied = await acts.runTool(input);
+    expect(denied.result).toMatchObject({ kind: 'FATAL', code: 'permission_denied' });
+    expect(await deps.ledger.get(input.operationKey as string)).toBeNull();
+    expect((await deps.world.counters('run-1')).deploy).toBeUndefined();
+    await deps.world.grant('deploy:api');
+    expect((await acts.runTool(input)).result).toMatchObject({ kind: 'SUCCESS' });
+    expect((await acts.runTool(input)).via).toBe('ledger');
+    expect((await deps.world.counters('run-1')).deploy).toBe(1);
+  });
+
+  it('refuses the same key with other args as FATAL idempotency_conflict; the stored record is unchanged', async () => {
+    const a = call('send_notification', { channel: 'c', incident: 'i', type: 'page', message: 'one' });
+    const b = call('send_notification', { channel: 'c', incident: 'i', type: 'page', message: 'two' });
+    expect((await acts.runTool(a)).result.kind).toBe('SUCCESS');
+    const out = await acts.runTool(b);
+    expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'idempotency_conflict' }, via: 'not_run' });
+    expect((await deps.ledger.get(a.operationKey as string))?.argsHash).toBe(a.fingerprint);
+    expect(await deps.world.tx.all('SELECT message FROM world_notifications')).toEqual([{ message: 'one' }]);
+  });
+});

@@ -314,7 +314,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       case 'step_budget':
         return (raise.maxSteps ?? 0) > guard.stepCount;
       case 'wall_clock_budget':
-        return (raise.maxMs ?? 0) > 0 || c.maxMs > 0;
+        // The clock restarts on resume, so any explicit new budget is a real change.
+        return (raise.maxMs ?? 0) > 0;
       case 'token_budget':
         return (raise.maxTokens ?? 0) > usage.tokens;
       case 'cost_budget':
@@ -499,6 +500,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       continue;
     }
 
+    // The checkpoint keeps the planner as it was before a proposal that did not run, so a
+    // resumed run asks again (the same call may be exactly right once the world changed).
+    const memoryBeforeTurn = memory;
     const planned: PlanOutput = await planTurn();
     memory = planned.memory;
     const turn = planned.turn;
@@ -520,7 +524,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
     // The kill switch is checked after planning too: a stop that arrived while the planner
     // was thinking must still prevent the next tool call.
-    if (stopRequested) continue;
+    if (stopRequested) {
+      memory = memoryBeforeTurn;
+      continue;
+    }
 
     const p: ProposalInfo = planned.proposal;
     const index = turn.scriptIndex ?? proposals;
@@ -567,6 +574,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (before.decision === 'stop') {
       decisions.push({ index, tool: p.tool, decision: 'stop' });
       // A guard stop ends the planner's turn; the refusal is never fed back as text to retry.
+      memory = memoryBeforeTurn;
       stopWith(
         before.terminalState,
         before.reason,
@@ -607,6 +615,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (decisions.length > MAX_DECISIONS_KEPT * 2) decisions.splice(0, decisions.length - MAX_DECISIONS_KEPT);
     publish();
 
+    // The call ran: after a resume the planner sees its result (the FATAL it got, say).
+    observation = toObservation(turn.callId, p.tool, toolResult, isCached);
     if (after.decision === 'stop') {
       // The StopReport is built from the guard alone, exactly as the offline replay builds it
       // (a FATAL's message reaches `unmet_precondition` through the guard in both).
@@ -628,7 +638,6 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         toolResult.kind === 'SUCCESS' ? (toolResult.data as { summary?: unknown } | undefined) : undefined;
       return result(typeof data?.summary === 'string' ? data.summary : null);
     }
-    observation = toObservation(turn.callId, p.tool, toolResult, isCached);
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer: it survives worker restarts.
       // FIX (kill switch, SPEC §7 `stop`): the wait ends early when the operator stops the

@@ -190,9 +190,11 @@ describe('agentctl against a real server', () => {
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(out).toMatchObject({ workflow_id: id, terminal_state: 'COMPLETED', resume: { accepted: true } });
-    // Continued from the checkpoint (a new execution of the same id): no search ran again,
-    // only the script's next call.
-    expect(await h.counters(id)).toEqual({ search: 2, complete_task: 1 });
+    // Continued from the checkpoint (a new execution of the same id): the search the guard
+    // refused is asked again once — the world changed, so now it finds the new document —
+    // then the script's next call. The two searches before the stop are not repeated.
+    expect(await h.counters(id)).toEqual({ search: 3, complete_task: 1 });
+    expect(out).toMatchObject({ executed: 4 }); // 2 before the stop (from the checkpoint) + 2 after
   });
 
   it('exit 4 with a hint when the server is unreachable', async () => {

@@ -6,9 +6,9 @@
  */
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { assertClaimInput, assertLeaseMs, decideClaim } from './claim-decision';
-import { LedgerStateError, StaleTokenError } from './errors';
+import { StaleTokenError } from './errors';
 import { assertNotNewer, POSTGRES_MIGRATIONS } from './migrations';
-import { parseResolveInput } from './resolve-input';
+import { parseResolveInput, planResolution } from './resolve-input';
 import { toJsonText, toStoredError } from './stored-error';
 import {
   LedgerState,
@@ -337,24 +337,7 @@ export class PostgresLedger implements Ledger {
     const r = parseResolveInput(input);
     return this.inTx(async (c) => {
       const row = await this.row(c, key, true);
-      const prior = row?.state ?? null;
-      const expiredDispatch = prior === LedgerState.DISPATCHED && (row?.lease_remaining_ms ?? 0) <= 0;
-      if (!row || !(prior === LedgerState.UNKNOWN || expiredDispatch)) {
-        throw new LedgerStateError(
-          row
-            ? `Cannot resolve "${key}": it is ${prior}${prior === LedgerState.DISPATCHED ? ' with a live lease (an executor is still working on it)' : ''}. ` +
-                'Only UNKNOWN records (or DISPATCHED ones whose lease expired) are settled by hand.'
-            : `Cannot resolve "${key}": no such ledger record.`,
-          key,
-          prior,
-        );
-      }
-      const state = r.as === 'succeeded' ? LedgerState.SUCCEEDED : LedgerState.FAILED_FINAL;
-      const result = r.as === 'succeeded' ? toJsonText(r.result) : null;
-      const error =
-        r.as === 'failed'
-          ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` })
-          : null;
+      const { state, prior, result, error } = planResolution(key, row, r);
       await c.query(
         `UPDATE ledger_records SET state = $2, result = $3, error = $4, lease_expires_at = NULL,
          finished_at = ${NOW}, updated_at = ${NOW}, resolved_as = $5, resolved_by = $6, resolution_reason = $7,

@@ -1,6 +1,8 @@
 /** Validation of operator resolutions: who and why are mandatory, so the audit trail is never empty. */
 import { z } from 'zod';
-import type { ResolveInput } from './types';
+import { LedgerStateError } from './errors';
+import { toJsonText } from './stored-error';
+import { LedgerState, type ResolveInput } from './types';
 
 const ResolveInputSchema = z.object({
   as: z.enum(['succeeded', 'failed']),
@@ -18,4 +20,44 @@ export function parseResolveInput(input: ResolveInput): ResolveInput {
     );
   }
   return parsed.data as ResolveInput;
+}
+
+/** What an operator resolution writes: the new state and the stored result / error (JSON text). */
+export interface ResolutionPlan {
+  state: LedgerState;
+  prior: LedgerState;
+  result: string | null;
+  error: string | null;
+}
+
+/**
+ * Decides an operator resolution for both backends (the rule lives here once): only an
+ * UNKNOWN record, or a DISPATCHED one whose lease expired, is settled by hand.
+ */
+export function planResolution(
+  key: string,
+  row: { state: LedgerState; lease_remaining_ms: number | null } | undefined | null,
+  r: ResolveInput,
+): ResolutionPlan {
+  const prior = row?.state ?? null;
+  const expiredDispatch = prior === LedgerState.DISPATCHED && (row?.lease_remaining_ms ?? 0) <= 0;
+  if (!row || prior === null || !(prior === LedgerState.UNKNOWN || expiredDispatch)) {
+    throw new LedgerStateError(
+      row
+        ? `Cannot resolve "${key}": it is ${prior}${prior === LedgerState.DISPATCHED ? ' with a live lease (an executor is still working on it)' : ''}. ` +
+            'Only UNKNOWN records (or DISPATCHED ones whose lease expired) are settled by hand.'
+        : `Cannot resolve "${key}": no such ledger record.`,
+      key,
+      prior,
+    );
+  }
+  return {
+    state: r.as === 'succeeded' ? LedgerState.SUCCEEDED : LedgerState.FAILED_FINAL,
+    prior,
+    result: r.as === 'succeeded' ? toJsonText(r.result) : null,
+    error:
+      r.as === 'failed'
+        ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` })
+        : null,
+  };
 }

@@ -6,7 +6,7 @@
 import Database from 'better-sqlite3';
 import { AsyncMutex } from './async-mutex';
 import { assertClaimInput, assertLeaseMs, decideClaim } from './claim-decision';
-import { LedgerStateError, StaleTokenError } from './errors';
+import { StaleTokenError } from './errors';
 import { assertNotNewer, SQLITE_MIGRATIONS } from './migrations';
 import { toJsonText, toStoredError } from './stored-error';
 import {
@@ -20,7 +20,7 @@ import {
   type ListOptions,
   type ResolveInput,
 } from './types';
-import { parseResolveInput } from './resolve-input';
+import { parseResolveInput, planResolution } from './resolve-input';
 
 /** Database "now" in integer milliseconds; constant within one statement. */
 const NOW = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
@@ -331,25 +331,7 @@ export class SqliteLedger implements Ledger {
     return this.lock.run(() =>
       this.immediate(() => {
         const row = this.row(key);
-        const prior = row?.state ?? null;
-        const expiredDispatch =
-          prior === LedgerState.DISPATCHED && row !== undefined && (row.lease_remaining_ms ?? 0) <= 0;
-        if (!row || !(prior === LedgerState.UNKNOWN || expiredDispatch)) {
-          throw new LedgerStateError(
-            row
-              ? `Cannot resolve "${key}": it is ${prior}${prior === LedgerState.DISPATCHED ? ' with a live lease (an executor is still working on it)' : ''}. ` +
-                  'Only UNKNOWN records (or DISPATCHED ones whose lease expired) are settled by hand.'
-              : `Cannot resolve "${key}": no such ledger record.`,
-            key,
-            prior,
-          );
-        }
-        const state = r.as === 'succeeded' ? LedgerState.SUCCEEDED : LedgerState.FAILED_FINAL;
-        const result = r.as === 'succeeded' ? toJsonText(r.result) : null;
-        const error =
-          r.as === 'failed'
-            ? toJsonText({ name: 'ResolvedAsFailed', message: `${r.reason} (by ${r.actor})` })
-            : null;
+        const { state, prior, result, error } = planResolution(key, row, r);
         this.db
           .prepare(
             `UPDATE ledger_records SET state = ?, result = ?, error = ?, lease_expires_at = NULL,

@@ -66,46 +66,32 @@ export class ToolRegistry {
    */
   normalize(toolName: string, args: unknown, explicitKey?: string | null): NormalizedProposal {
     const tool = this.tools.get(toolName);
-    if (!tool) {
-      const n = normalizeCall(toolName, args);
+    const proposal = (
+      value: unknown,
+      operationKey: string | null,
+      rejection: ToolResult | null,
+    ): NormalizedProposal => {
+      const n = normalizeCall(toolName, value, { nonSemantic: tool?.nonSemantic });
       return {
         tool: toolName,
-        args,
+        args: value,
         canonicalArgs: n.canonicalArgs,
         fingerprint: n.fingerprint,
-        operationKey: explicitKey ?? null,
-        effect: 'read',
-        rejection: {
-          kind: 'PRECONDITION',
-          code: 'unknown_tool',
-          unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
-        },
+        operationKey,
+        effect: tool?.effect ?? 'read',
+        rejection,
       };
+    };
+    if (!tool) {
+      return proposal(args, explicitKey ?? null, {
+        kind: 'PRECONDITION',
+        code: 'unknown_tool',
+        unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
+      });
     }
     const parsed = tool.schema.safeParse(args ?? {});
-    if (!parsed.success) {
-      const n = normalizeCall(toolName, args, { nonSemantic: tool.nonSemantic });
-      return {
-        tool: toolName,
-        args,
-        canonicalArgs: n.canonicalArgs,
-        fingerprint: n.fingerprint,
-        operationKey: explicitKey ?? null,
-        effect: tool.effect,
-        rejection: classifyError(parsed.error),
-      };
-    }
-    const n = normalizeCall(toolName, parsed.data, { nonSemantic: tool.nonSemantic });
-    let operationKey = explicitKey ?? null;
-    if (operationKey === null && tool.operationKey) operationKey = tool.operationKey(parsed.data);
-    return {
-      tool: toolName,
-      args: parsed.data,
-      canonicalArgs: n.canonicalArgs,
-      fingerprint: n.fingerprint,
-      operationKey,
-      effect: tool.effect,
-      rejection: null,
-    };
+    if (!parsed.success) return proposal(args, explicitKey ?? null, classifyError(parsed.error));
+    const operationKey = explicitKey ?? tool.operationKey?.(parsed.data) ?? null;
+    return proposal(parsed.data, operationKey, null);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * One setting picks the backend: `LEDGER_URL=sqlite:./data/ledger.db` (embedded default,
+ * One setting picks the backend: `LEDGER_URL=sqlite:data/agent.db` (embedded default,
  * one host) or `postgres://…` (several workers on several hosts).
  */
 import fs from 'node:fs';
@@ -36,7 +36,7 @@ export interface OpenLedgerOptions {
 }
 
 const HOW_TO_FIX =
-  'Set LEDGER_URL to sqlite:PATH (embedded, one host; e.g. sqlite:./data/ledger.db) or ' +
+  'Set LEDGER_URL to sqlite:PATH (embedded, one host; e.g. sqlite:data/agent.db) or ' +
   'postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME] (several hosts).';
 
 /**

@@ -16,6 +16,8 @@ interface StartOpts {
   script?: string;
   live?: boolean;
   model?: string;
+  baseUrl?: string;
+  system?: string;
   maxSteps?: number;
   maxMs?: number;
   maxTokens?: number;
@@ -64,7 +66,15 @@ export function buildRunInput(o: StartOpts): RunInput {
         '--live is for --planner scripted (LLM planners always use the real tools)',
       );
     if (!o.goal) throw new CliError(Exit.USAGE, `start: --planner ${o.planner} needs --goal TEXT`);
-    input = { goal: o.goal, planner: { kind: o.planner, ...(o.model ? { model: o.model } : {}) } };
+    input = {
+      goal: o.goal,
+      planner: {
+        kind: o.planner,
+        ...(o.model ? { model: o.model } : {}),
+        ...(o.baseUrl ? { baseURL: o.baseUrl } : {}),
+        ...(o.system ? { system: o.system } : {}),
+      },
+    };
   }
   const flags: Record<string, number | undefined> = {
     maxSteps: o.maxSteps,
@@ -138,6 +148,11 @@ export function startCommand(ctx: Ctx): Command {
       "scripted planner: the real (demo) tools answer instead of the script's fixture results",
     )
     .option('--model <name>', 'LLM planner model')
+    .option(
+      '--base-url <url>',
+      'LLM API base URL (e.g. a local vLLM/Ollama server); default from the worker env',
+    )
+    .option('--system <text>', 'LLM system prompt')
     .option('--max-steps <n>', 'step budget (default 20)', positiveInt)
     .option('--max-ms <ms>', 'wall-clock budget in ms (default 60000)', positiveNumber)
     .option('--max-tokens <n>', 'token budget (default unlimited)', positiveNumber)

@@ -4,9 +4,10 @@
  * SPEC §3 says, and its API key never reaches workflow history, traces or the result.
  */
 import { temporal } from '@temporalio/proto';
-import { traceQuery, type RunResult } from '../../common/contracts';
+import { resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { waitFor } from '../helpers/run-inputs';
 
 const KEY = 'sk-ant-api03-durable-run-secret-0123456789';
 
@@ -64,5 +65,35 @@ describe('a durable run with the Anthropic planner', () => {
     const trace = await run.handle.query(traceQuery, { limit: 1000 });
     expect(JSON.stringify(trace)).not.toContain(KEY);
     expect(JSON.stringify(result)).not.toContain(KEY);
+  });
+
+  it('resumes a stopped LLM run with the conversation intact: the model is asked again, not told why it was refused', async () => {
+    const run = await h.start({
+      goal: 'keep researching',
+      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      resumeWindowMs: 60_000,
+    });
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    const requestsBefore = server.messageRequests().length;
+    await h.deps.world.addDoc('doc-llm-1', 'temporal', 'Temporal replays history', 'New fact for the model.');
+    const answer = await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'ops', reason: 'new docs indexed', requestId: 'resume-llm' }],
+    });
+    expect(answer.accepted).toBe(true);
+    // The model loops again and the guard stops it again, two searches later.
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume && s.executed === 4,
+    );
+    expect(await h.counters(run.workflowId)).toEqual({ search: 4 });
+    // Every request after the resume is well-formed for the API (the server rejects a
+    // tool_use without its tool_result), and no request carries the guard's refusal.
+    const after = server.messageRequests().slice(requestsBefore);
+    expect(after.length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(after.map((r) => r.body))).not.toMatch(/same_call_repeat|STOPPED_LOOP_GUARD/);
+    await run.handle.terminate('test done');
   });
 });

@@ -98,6 +98,21 @@ export interface Planner {
   next(input: PlannerInput): Promise<PlannerOutput>;
 }
 
+/**
+ * Error types of a planner failure that no retry can fix (a missing key, bad auth, a
+ * malformed request or reply). The planner activity is not retried on them; the run
+ * stops NEEDS_HUMAN (`planner_failed`) instead of failing.
+ */
+export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
+  'MissingApiKeyError',
+  'PlannerAuthError',
+  'PlannerRequestError',
+  'PlannerProtocolError',
+  'PriceTableError',
+  'PlannerNotConfigured',
+  'ReplayFormatError',
+]);
+
 /** Zero usage. */
 export const NO_USAGE: Usage = Object.freeze({ tokens: 0, costUsd: 0 });
 export { usageSchema };

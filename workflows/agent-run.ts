@@ -5,7 +5,9 @@
  * `resume` whose precondition is re-verified by an activity.
  */
 import {
+  ActivityFailure,
   allHandlersFinished,
+  ApplicationFailure,
   condition,
   continueAsNew,
   isCancellation,
@@ -40,7 +42,7 @@ import {
   type StopRequest,
   type TracePageArgs,
 } from '../common/contracts';
-import type { Observation } from '../common/planner';
+import { NON_RETRYABLE_PLANNER_ERRORS, type Observation } from '../common/planner';
 import { redact } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
@@ -87,14 +89,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       initialInterval: '1s',
       maximumInterval: '30s',
       maximumAttempts: 5,
-      nonRetryableErrorTypes: [
-        'PlannerNotConfigured',
-        'MissingApiKeyError',
-        'PlannerAuthError',
-        'PlannerRequestError',
-        'TypeError',
-        'ReplayFormatError',
-      ],
+      nonRetryableErrorTypes: [...NON_RETRYABLE_PLANNER_ERRORS, 'TypeError'],
     },
   };
   const toolOptions: ActivityOptions = {
@@ -284,6 +279,14 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   ): Promise<ResumeAnswer> {
     if (stop.reason === 'operator_stop') {
       return { accepted: true, reason: 'operator stop lifted', progressVersion: guard.progressVersion };
+    }
+    if (stop.reason === 'planner_failed') {
+      // The planner's next answer is the verification: if it still fails, the run stops again.
+      return {
+        accepted: true,
+        reason: 'the planner will be asked again',
+        progressVersion: guard.progressVersion,
+      };
     }
     if (BUDGET_REASONS.has(stop.reason)) {
       const raised = budgetRaised(stop.reason, req.raise ?? {});
@@ -503,7 +506,20 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     // The checkpoint keeps the planner as it was before a proposal that did not run, so a
     // resumed run asks again (the same call may be exactly right once the world changed).
     const memoryBeforeTurn = memory;
-    const planned: PlanOutput = await planTurn();
+    let planned: PlanOutput;
+    try {
+      planned = await planTurn();
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
+      // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
+      const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+      const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${cause?.message ?? err.message}`;
+      guard.forceStop('planner_failed', TerminalState.NEEDS_HUMAN);
+      note('stop', 'planner_failed', { error_code: cause?.type ?? 'activity_failure' });
+      stopWith(TerminalState.NEEDS_HUMAN, 'planner_failed', null, null, detail);
+      continue;
+    }
     memory = planned.memory;
     const turn = planned.turn;
 

@@ -8,6 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { Observation, PlannerInput, PlannerOutput, ToolDescriptor } from '../../common/planner';
+import { NON_RETRYABLE_PLANNER_ERRORS } from '../../common/planner';
 import type { Usage } from '../../workflows/guard/schemas';
 
 // ---------------------------------------------------------------------------------
@@ -83,13 +84,7 @@ export class PlannerProtocolError extends PlannerError {
 }
 
 /** Error names a Temporal retry policy should treat as non-retryable. */
-export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
-  'MissingApiKeyError',
-  'PlannerAuthError',
-  'PlannerRequestError',
-  'PlannerProtocolError',
-  'PriceTableError',
-]);
+export { NON_RETRYABLE_PLANNER_ERRORS };
 
 // ---------------------------------------------------------------------------------
 // Secrets.

@@ -4,7 +4,7 @@
  * SPEC §3 says, and its API key never reaches workflow history, traces or the result.
  */
 import { temporal } from '@temporalio/proto';
-import { resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';
+import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
@@ -94,6 +94,39 @@ describe('a durable run with the Anthropic planner', () => {
     const after = server.messageRequests().slice(requestsBefore);
     expect(after.length).toBeGreaterThanOrEqual(2);
     expect(JSON.stringify(after.map((r) => r.body))).not.toMatch(/same_call_repeat|STOPPED_LOOP_GUARD/);
+    await run.handle.terminate('test done');
+  });
+
+  it('stops NEEDS_HUMAN (planner_failed) when the key is missing, and continues once it is set', async () => {
+    delete process.env.ANTHROPIC_API_KEY;
+    const run = await h.start({
+      goal: 'research without a key',
+      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      resumeWindowMs: 60_000,
+    });
+    const stopped = await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    expect(stopped).toMatchObject({
+      terminalState: 'NEEDS_HUMAN',
+      guardReason: 'planner_failed',
+      executed: 0,
+    });
+    const report = await run.handle.query(reportQuery);
+    expect(report?.unmet_precondition).toMatch(/MissingApiKeyError: .*ANTHROPIC_API_KEY/);
+    expect(await h.counters(run.workflowId)).toEqual({});
+
+    process.env.ANTHROPIC_API_KEY = KEY;
+    const answer = await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'ops', reason: 'key configured', requestId: 'key-set' }],
+    });
+    expect(answer.accepted).toBe(true);
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume && s.guardReason === 'same_call_repeat',
+    );
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     await run.handle.terminate('test done');
   });
 });

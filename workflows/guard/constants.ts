@@ -63,6 +63,7 @@ export const GuardReason = {
   IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
   NO_PROGRESS: 'no_progress',
   PLANNER_EXHAUSTED: 'planner_exhausted',
+  PLANNER_FAILED: 'planner_failed',
   OPERATOR_STOP: 'operator_stop',
 } as const;
 /** One of {@link GuardReason}. */

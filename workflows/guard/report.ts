@@ -32,6 +32,7 @@ function resumeCondition(reason: string, state: TerminalState, progressVersion: 
   if (reason === 'idempotency_conflict') return 'operator settled the conflicting operation key';
   if (reason === 'outcome_unknown') return 'operator resolved the ledger record (agentctl ledger resolve)';
   if (reason === 'operator_stop') return 'operator resume';
+  if (reason === 'planner_failed') return 'planner reachable and configured (API key, base URL, model)';
   if (reason === 'planner_exhausted') return 'planner has more work (new goal or script)';
   if (NEEDS_HUMAN_CODES.has(reason)) return 'a person approved the action';
   return 'precondition changed and re-verified';

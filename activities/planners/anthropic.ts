@@ -19,8 +19,7 @@ import {
   readApiKey,
   runTurn,
   toolParameters,
-  wrapOtherFailure,
-  wrapSdkFailure,
+  wrapRequestError,
   type LlmPlannerOptions,
   type ModelReply,
   type PendingCall,
@@ -63,22 +62,7 @@ function toParam(block: Anthropic.ContentBlock): ContentBlockParam {
 }
 
 function wrapError(err: unknown, key: string): PlannerError {
-  if (err instanceof Anthropic.APIUserAbortError) {
-    return wrapSdkFailure('Anthropic', { status: null, message: 'request aborted', aborted: true }, [key]);
-  }
-  if (err instanceof Anthropic.APIError) {
-    return wrapSdkFailure(
-      'Anthropic',
-      {
-        status: typeof err.status === 'number' ? err.status : null,
-        message: err.message,
-        retryAfter: err.headers?.get('retry-after') ?? null,
-        requestId: err.requestID ?? null,
-      },
-      [key],
-    );
-  }
-  return wrapOtherFailure('Anthropic', err, [key]);
+  return wrapRequestError('Anthropic', Anthropic, err, key);
 }
 
 /**

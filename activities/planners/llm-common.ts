@@ -431,3 +431,40 @@ export async function runTurn<M>(
   };
   return { turn: { type: 'finish', summary: reply.text, usage: reply.usage }, memory: out };
 }
+
+/** The two error classes an official SDK throws for a request (both SDKs share the shape). */
+export interface SdkErrorClasses {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly APIUserAbortError: abstract new (...args: any[]) => Error;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly APIError: abstract new (...args: any[]) => Error & {
+    readonly status?: unknown;
+    readonly headers?: { get(name: string): string | null } | undefined;
+    readonly requestID?: string | null | undefined;
+  };
+}
+
+/** Wraps whatever an SDK request threw into a redacted {@link PlannerError}. */
+export function wrapRequestError(
+  provider: string,
+  sdk: SdkErrorClasses,
+  err: unknown,
+  key: string,
+): PlannerError {
+  if (err instanceof sdk.APIUserAbortError) {
+    return wrapSdkFailure(provider, { status: null, message: 'request aborted', aborted: true }, [key]);
+  }
+  if (err instanceof sdk.APIError) {
+    return wrapSdkFailure(
+      provider,
+      {
+        status: typeof err.status === 'number' ? err.status : null,
+        message: err.message,
+        retryAfter: err.headers?.get('retry-after') ?? null,
+        requestId: err.requestID ?? null,
+      },
+      [key],
+    );
+  }
+  return wrapOtherFailure(provider, err, [key]);
+}

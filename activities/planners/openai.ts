@@ -19,8 +19,7 @@ import {
   readApiKey,
   runTurn,
   toolParameters,
-  wrapOtherFailure,
-  wrapSdkFailure,
+  wrapRequestError,
   type LlmPlannerOptions,
   type ModelReply,
   type PendingCall,
@@ -63,22 +62,7 @@ export function parseToolArguments(raw: string | undefined | null): unknown {
 }
 
 function wrapError(err: unknown, key: string): PlannerError {
-  if (err instanceof OpenAI.APIUserAbortError) {
-    return wrapSdkFailure('OpenAI', { status: null, message: 'request aborted', aborted: true }, [key]);
-  }
-  if (err instanceof OpenAI.APIError) {
-    return wrapSdkFailure(
-      'OpenAI',
-      {
-        status: typeof err.status === 'number' ? err.status : null,
-        message: err.message,
-        retryAfter: err.headers?.get('retry-after') ?? null,
-        requestId: err.requestID ?? null,
-      },
-      [key],
-    );
-  }
-  return wrapOtherFailure('OpenAI', err, [key]);
+  return wrapRequestError('OpenAI', OpenAI, err, key);
 }
 
 /**

@@ -11,7 +11,13 @@
  * counts per fingerprint, the latest result kind per fingerprint and the last three
  * fingerprints — never as a list that is rescanned.
  */
-import { NEEDS_HUMAN_CODES, TerminalState, type AfterDecision, type ResultKind } from './constants';
+import {
+  GuardReason,
+  NEEDS_HUMAN_CODES,
+  TerminalState,
+  type AfterDecision,
+  type ResultKind,
+} from './constants';
 import {
   guardConfigSchema,
   type GuardConfig,
@@ -222,32 +228,35 @@ export class LoopGuard {
     const { config } = this;
     const fp = call.fingerprint;
 
-    if (this.steps >= config.maxSteps) return this.stop('step_budget');
-    if (nowMs - this.startMs >= config.maxMs) return this.stop('wall_clock_budget');
+    if (this.steps >= config.maxSteps) return this.stop(GuardReason.STEP_BUDGET);
+    if (nowMs - this.startMs >= config.maxMs) return this.stop(GuardReason.WALL_CLOCK_BUDGET);
 
     this.tokens += call.usage?.tokens ?? 0;
     this.costUsd += call.usage?.costUsd ?? 0;
-    if (this.tokens > config.maxTokens) return this.stop('token_budget');
-    if (this.costUsd > config.maxCostUsd) return this.stop('cost_budget');
+    if (this.tokens > config.maxTokens) return this.stop(GuardReason.TOKEN_BUDGET);
+    if (this.costUsd > config.maxCostUsd) return this.stop(GuardReason.COST_BUDGET);
 
     const last = this.lastExecutions.size > 0 ? this.lastExecutions.get(fp) : undefined;
     const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
     const entry = this.window.get(fp);
     if (honouredPoll) {
-      if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop('wait_budget');
+      if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
     } else {
-      if (entry !== undefined && entry.count >= config.sameCallLimit) return this.stop('same_call_repeat');
+      if (entry !== undefined && entry.count >= config.sameCallLimit)
+        return this.stop(GuardReason.SAME_CALL_REPEAT);
       const [x, y, z] = this.lastThree;
-      if (this.lastThree.length === 3 && x === z && x !== y && fp === y) return this.stop('short_cycle');
+      if (this.lastThree.length === 3 && x === z && x !== y && fp === y)
+        return this.stop(GuardReason.SHORT_CYCLE);
     }
 
-    if (entry !== undefined && entry.kind === 'PRECONDITION') return this.stop('precondition_unchanged');
+    if (entry !== undefined && entry.kind === 'PRECONDITION')
+      return this.stop(GuardReason.PRECONDITION_UNCHANGED);
 
     const key = call.operationKey;
     if (key !== undefined && key !== null && this.completed.has(key)) {
       const owner = this.completed.get(key);
       if (owner !== null && owner !== undefined && owner !== fp) {
-        return this.stop('idempotency_conflict', TerminalState.NEEDS_HUMAN);
+        return this.stop(GuardReason.IDEMPOTENCY_CONFLICT, TerminalState.NEEDS_HUMAN);
       }
       this.inFlight = { fingerprint: fp, cached: true, honouredPoll };
       return honouredPoll ? CACHED_HONOURED : CACHED;
@@ -304,7 +313,7 @@ export class LoopGuard {
         return COMPLETE;
       }
     }
-    if (this.noProgress >= this.config.noProgressLimit) return this.stop('no_progress');
+    if (this.noProgress >= this.config.noProgressLimit) return this.stop(GuardReason.NO_PROGRESS);
 
     switch (kind) {
       case 'SUCCESS':

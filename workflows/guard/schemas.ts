@@ -3,7 +3,7 @@
  * (SPEC §4, snake_case on the wire) and trace records (SPEC §5).
  */
 import { z } from 'zod';
-import { AfterDecision, BeforeDecision, RESULT_KINDS, TERMINAL_STATES } from './constants';
+import { RESULT_KINDS, TERMINAL_STATES } from './constants';
 
 const limit = z.number().int().positive();
 /** A budget may be a finite positive number or `null`/`Infinity` for "no limit". */
@@ -106,6 +106,3 @@ export const traceRecordSchema = z.object({
 });
 /** A trace record. */
 export type TraceRecord = z.output<typeof traceRecordSchema>;
-
-/** Decision values accepted in a trace `decision` field from before()/after(). */
-export const decisionValues = [...Object.values(BeforeDecision), ...Object.values(AfterDecision)];

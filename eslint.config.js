@@ -46,7 +46,7 @@ module.exports = tseslint.config(
   },
   {
     // The guard is pure: not even the Temporal workflow runtime.
-    files: ['workflows/guard/**/*.ts'],
+    files: ['guard/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Planner, PlannerInput } from '../common/planner';
-import { fixtureArgsSpecs, normalizeCall, type ToolResult } from '../workflows/guard';
+import { fixtureArgsSpecs, normalizeCall, type ToolResult } from '../guard';
 import {
   executeOnce,
   executeOnceAtomic,

@@ -3,7 +3,7 @@
  * file as types only.
  */
 import type { PlannerSpec, PlannerTurn } from '../common/planner';
-import type { ToolResult } from '../workflows/guard';
+import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from './tools/registry';
 
 /** Input of the `plan` activity. */

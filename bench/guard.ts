@@ -16,7 +16,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { fingerprintCall, LoopGuard, type ToolResult } from '../workflows/guard';
+import { fingerprintCall, LoopGuard, type ToolResult } from '../guard';
 import { BaselineGuard, baselineFingerprint, type BaselineCall } from './seed-baseline';
 
 const SIZES = [10, 100, 1_000, 10_000] as const;

@@ -4,7 +4,7 @@
  * a batch exits 2 with a message naming the file and field and prints nothing on stdout.
  */
 import { readFileSync } from 'node:fs';
-import { parseReplayFile, replay, ReplayFormatError, type ReplayFile } from '../workflows/guard';
+import { parseReplayFile, replay, ReplayFormatError, type ReplayFile } from '../guard';
 
 /** Exit codes of the replay command. */
 export const ReplayExit = { OK: 0, MALFORMED: 2 } as const;

@@ -24,7 +24,7 @@ import {
   type TracePage,
   type TracePageArgs,
 } from '../common/contracts';
-import type { StopReport, TerminalState, TraceRecord } from '../workflows/guard';
+import type { StopReport, TerminalState, TraceRecord } from '../guard';
 import { World, worldFile } from '../activities/tools/demo/world';
 import { CliError, Exit } from './format';
 

@@ -11,7 +11,7 @@ import {
   type StopReport,
   type TerminalState,
   type TraceRecord,
-} from '../workflows/guard';
+} from '../guard';
 import { plannerSpecSchema } from './planner';
 
 /** Default task queue of agent runs. */

@@ -3,7 +3,7 @@
  * it gets back. Sandbox-safe (types and zod only) so the workflow can import it.
  */
 import { z } from 'zod';
-import { usageSchema, type Usage } from '../workflows/guard/schemas';
+import { usageSchema, type Usage } from '../guard/schemas';
 
 /** What the planner (and an LLM) knows about a tool. */
 export interface ToolDescriptor {

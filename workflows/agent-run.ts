@@ -55,7 +55,7 @@ import {
   type ToolResult,
   type TraceRecord,
   parseReplayFile,
-} from './guard';
+} from '../guard';
 
 /** FATAL codes from the ledger that need a person, beyond SPEC §2's three. */
 const RUNTIME_NEEDS_HUMAN = ['outcome_unknown', 'idempotency_conflict'];

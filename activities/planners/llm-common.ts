@@ -9,7 +9,7 @@ import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { Observation, PlannerInput, PlannerOutput, ToolDescriptor } from '../../common/planner';
 import { NON_RETRYABLE_PLANNER_ERRORS } from '../../common/planner';
-import type { Usage } from '../../workflows/guard/schemas';
+import type { Usage } from '../../guard/schemas';
 
 // ---------------------------------------------------------------------------------
 // Errors. Each has a stable `name` (Temporal reports it as the failure type, so a

@@ -10,7 +10,7 @@
  * because a cost budget silently stops working for that model.
  */
 import { z } from 'zod';
-import type { Usage } from '../../workflows/guard/schemas';
+import type { Usage } from '../../guard/schemas';
 
 /** Price of one model, in USD per million tokens. */
 export interface ModelPrice {

@@ -4,7 +4,7 @@
  * a model. Its memory is just the index of the next proposal.
  */
 import { NO_USAGE, type Planner, type PlannerInput, type PlannerOutput } from '../../common/planner';
-import { parseReplayFile, type ReplayFile } from '../../workflows/guard';
+import { parseReplayFile, type ReplayFile } from '../../guard';
 
 interface ScriptMemory {
   next: number;

@@ -2,7 +2,7 @@
  * Default classification of thrown errors into SPEC §2 result kinds.
  */
 import { ZodError } from 'zod';
-import type { ToolResult } from '../../workflows/guard';
+import type { ToolResult } from '../../guard';
 import { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './errors';
 
 const NETWORK_CODES = new Set([

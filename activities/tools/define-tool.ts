@@ -4,7 +4,7 @@
  * performs (`operationKey`) so the ledger can refuse to perform it twice.
  */
 import { z } from 'zod';
-import type { ToolResult } from '../../workflows/guard';
+import type { ToolResult } from '../../guard';
 import type { ReconcileAnswer } from '../ledger';
 import type { Tx } from './tx';
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolDescriptor } from '../../common/planner';
-import { normalizeCall, type ToolResult } from '../../workflows/guard';
+import { normalizeCall, type ToolResult } from '../../guard';
 import { classifyError } from './classify';
 import type { AnyTool } from './define-tool';
 

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
 import { WORKFLOW_TYPE } from '../../common/contracts';
-import type { StopReport, TraceRecord } from '../../workflows/guard';
+import type { StopReport, TraceRecord } from '../../guard';
 import {
   CliError,
   Exit,

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { runInputSchema, WORKFLOW_ID_PREFIX, WORKFLOW_TYPE, type RunInput } from '../../common/contracts';
-import { ReplayFormatError } from '../../workflows/guard';
+import { ReplayFormatError } from '../../guard';
 import { loadReplayFile } from '../replay';
 import { CliError, Exit, formatCounters, json, keyValues, uiBaseFor, uiLink } from '../format';
 import { readCounters, settledOutcome, type RunOutcome } from '../runs';

@@ -6,7 +6,7 @@
 import { createAnthropicPlanner } from '../../activities/planners/anthropic';
 import { createOpenAIPlanner } from '../../activities/planners/openai';
 import type { Observation, Planner, PlannerSpec } from '../../common/planner';
-import { LoopGuard, normalizeCall, type GuardConfigInput } from '../../workflows/guard';
+import { LoopGuard, normalizeCall, type GuardConfigInput } from '../../guard';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';
 import type { RunningServer } from './servers/http-script';

@@ -23,7 +23,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunInput } from '../../common/contracts';
-import { parseReplayFile, replay, type ReplayFile, type ReplayOutcome } from '../../workflows/guard';
+import { parseReplayFile, replay, type ReplayFile, type ReplayOutcome } from '../../guard';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const TRACES = resolve(__dirname, '../fixtures/traces');

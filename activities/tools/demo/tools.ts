@@ -4,7 +4,7 @@
  * or deduplicated call did not run.
  */
 import { z } from 'zod';
-import { hash64 } from '../../../workflows/guard';
+import { hash64 } from '../../../guard';
 import { defineTool, type AnyTool } from '../define-tool';
 import { FatalToolError, PreconditionToolError } from '../errors';
 import type { World } from './world';

@@ -6,7 +6,7 @@ import {
   hashCanonical,
   normalizeCall,
   sortKeys,
-} from '../../workflows/guard';
+} from '../../guard';
 
 const values = fc.anything({
   withBigInt: true,

@@ -1,4 +1,4 @@
-import { parseReplayFile, replay } from '../../workflows/guard';
+import { parseReplayFile, replay } from '../../guard';
 
 describe('StopReport of a FATAL stop', () => {
   it("names the tool's own message as the unmet precondition, and nothing when it gave none", () => {

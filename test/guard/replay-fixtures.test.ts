@@ -19,7 +19,7 @@ import {
   replay,
   stopReportSchema,
   type ReplayOutcome,
-} from '../../workflows/guard';
+} from '../../guard';
 
 const ROOT = resolve(__dirname, '../..');
 const TRACES = join(ROOT, 'test/fixtures/traces');

@@ -13,7 +13,7 @@ import {
   type GuardConfigInput,
   type Json,
   type ToolResult,
-} from '../../workflows/guard';
+} from '../../guard';
 
 const RUNS = { numRuns: 300 };
 

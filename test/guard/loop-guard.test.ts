@@ -14,7 +14,7 @@ import {
   type GuardConfigInput,
   type LoopGuardOptions,
   type ToolResult,
-} from '../../workflows/guard';
+} from '../../guard';
 
 const OK: ToolResult = { kind: 'SUCCESS' };
 

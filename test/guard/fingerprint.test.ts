@@ -12,7 +12,7 @@ import {
   hash64,
   normalizeCall,
   removePaths,
-} from '../../workflows/guard';
+} from '../../guard';
 
 const searchArgs = z.object({
   q: z.string(),

@@ -214,7 +214,7 @@ export function hash64(text: string): string {
 // then hashing it costs two passes and a string per call; instead the value is walked once
 // and an injective token stream (type tags, length-prefixed strings, end markers) is fed
 // straight into the hash lanes. Two values hash alike exactly when their canonical JSON
-// texts are equal (up to 64-bit collisions) — the property test in test/unit checks this.
+// texts are equal (up to 64-bit collisions) — the property test in test/guard checks this.
 
 const T_NULL = 1;
 const T_FALSE = 2;

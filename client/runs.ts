@@ -24,7 +24,7 @@ import {
   type TracePage,
   type TracePageArgs,
 } from '../common/contracts';
-import type { StopReport, TerminalState, TraceRecord } from '../guard';
+import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { World, worldFile } from '../activities/tools/demo/world';
 import { CliError, Exit } from './format';
 
@@ -94,7 +94,7 @@ export function outcomeOfCheckpoint(cp: Checkpoint): RunOutcome | null {
     reason: cp.stop.reason,
     executed: cp.executed,
     cached: cp.cached,
-    stopped_at: cp.stop.reason === 'planner_exhausted' ? null : (last?.index ?? null),
+    stopped_at: stoppedAt(cp.stop.terminalState, cp.stop.reason, last?.index),
     decisions: cp.decisions,
     report: cp.stop.report,
   };
@@ -154,16 +154,8 @@ export async function runTrace(
   } catch (err) {
     if (!isClosed(desc)) throw err;
     const cp = (await closedResult(handle)).checkpoint;
-    const all = cp?.trace ?? [];
-    const filtered = all.filter(
-      (r) => (!args.decision || r.decision === args.decision) && (!args.reason || r.reason === args.reason),
-    );
-    const offset = args.offset ?? 0;
-    return {
-      total: cp?.traceTotal ?? all.length,
-      kept: all.length,
-      records: filtered.slice(offset, offset + (args.limit ?? 100)),
-    };
+    const kept = cp?.trace ?? [];
+    return pageTrace(kept, cp?.traceTotal ?? kept.length, args);
   }
 }
 

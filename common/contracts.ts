@@ -10,8 +10,12 @@ import {
   type GuardStateJson,
   type StopReport,
   type TerminalState,
+  type TracePage,
+  type TracePageArgs,
   type TraceRecord,
 } from '../guard';
+
+export type { TracePage, TracePageArgs };
 import { plannerSpecSchema } from './planner';
 
 /** Default task queue of agent runs. */
@@ -169,21 +173,6 @@ export interface RunResult {
   readonly summary: string | null;
   /** Checkpoint to continue from with `agentctl resume --from` (null when COMPLETED). */
   readonly checkpoint: Checkpoint | null;
-}
-
-/** Trace page query arguments. */
-export interface TracePageArgs {
-  offset?: number;
-  limit?: number;
-  decision?: string;
-  reason?: string;
-}
-
-/** A page of trace records. */
-export interface TracePage {
-  total: number;
-  kept: number;
-  records: TraceRecord[];
 }
 
 /** Resume signal: asynchronous; the outcome is recorded in the trace. */

@@ -49,38 +49,3 @@ export const AfterDecision = {
 } as const;
 /** One of {@link AfterDecision}. */
 export type AfterDecision = (typeof AfterDecision)[keyof typeof AfterDecision];
-
-/** Reasons the guard itself stops a run (FATAL stops use the result's own code). */
-export const GuardReason = {
-  STEP_BUDGET: 'step_budget',
-  WALL_CLOCK_BUDGET: 'wall_clock_budget',
-  TOKEN_BUDGET: 'token_budget',
-  COST_BUDGET: 'cost_budget',
-  WAIT_BUDGET: 'wait_budget',
-  SAME_CALL_REPEAT: 'same_call_repeat',
-  SHORT_CYCLE: 'short_cycle',
-  PRECONDITION_UNCHANGED: 'precondition_unchanged',
-  IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
-  NO_PROGRESS: 'no_progress',
-  PLANNER_EXHAUSTED: 'planner_exhausted',
-  PLANNER_FAILED: 'planner_failed',
-  OPERATOR_STOP: 'operator_stop',
-} as const;
-/** One of {@link GuardReason}. */
-export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
-
-/** FATAL codes that need a person rather than ending the run as FAILED (SPEC §2). */
-export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
-  'permission_denied',
-  'policy_blocked',
-  'needs_human',
-]);
-
-/** Budget reasons: a resume for these is "changed" when the operator raised the budget. */
-export const BUDGET_REASONS: ReadonlySet<string> = new Set([
-  GuardReason.STEP_BUDGET,
-  GuardReason.WALL_CLOCK_BUDGET,
-  GuardReason.TOKEN_BUDGET,
-  GuardReason.COST_BUDGET,
-  GuardReason.WAIT_BUDGET,
-]);

@@ -3,9 +3,11 @@
  * offline replay. No Node built-ins, no Temporal: it runs anywhere.
  */
 export * from './constants';
+export * from './reasons';
 export * from './schemas';
 export * from './canonical';
 export * from './fingerprint';
 export * from './loop-guard';
 export * from './report';
+export * from './outcome';
 export * from './replay';

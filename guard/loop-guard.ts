@@ -11,13 +11,8 @@
  * counts per fingerprint, the latest result kind per fingerprint and the last three
  * fingerprints — never as a list that is rescanned.
  */
-import {
-  GuardReason,
-  NEEDS_HUMAN_CODES,
-  TerminalState,
-  type AfterDecision,
-  type ResultKind,
-} from './constants';
+import { TerminalState, type AfterDecision, type ResultKind } from './constants';
+import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
   type GuardConfig,
@@ -299,7 +294,7 @@ export class LoopGuard {
     }
 
     if (kind === 'FATAL' && result.kind === 'FATAL') {
-      const reason = result.code ?? 'fatal';
+      const reason = result.code ?? ResultCode.FATAL;
       this.lastFatal = result.message ?? null;
       return this.stop(
         reason,

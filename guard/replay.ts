@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { TerminalState } from './constants';
 import { fingerprintCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
+import { stoppedAt } from './outcome';
+import { GuardReason } from './reasons';
 import { buildStopReport } from './report';
 import {
   guardConfigSchema,
@@ -134,14 +136,14 @@ export function replay(file: ReplayFile): ReplayOutcome {
   const finish = (
     state: TerminalState,
     reason: string | null,
-    stoppedAt: number | null,
+    lastIndex: number | null,
     blocked: { tool: string; fingerprint: string } | null,
   ): ReplayOutcome => ({
     terminal_state: state,
     reason: state === TerminalState.COMPLETED ? null : reason,
     executed,
     cached,
-    stopped_at: stoppedAt,
+    stopped_at: stoppedAt(state, reason, lastIndex),
     decisions,
     report:
       state === TerminalState.COMPLETED
@@ -174,6 +176,6 @@ export function replay(file: ReplayFile): ReplayOutcome {
     if (after.decision === 'stop') return finish(after.terminalState, after.reason, index, blocked);
     if (after.decision === 'complete') return finish(TerminalState.COMPLETED, null, index, null);
   }
-  guard.forceStop('planner_exhausted', TerminalState.PARTIAL);
-  return finish(TerminalState.PARTIAL, 'planner_exhausted', null, null);
+  guard.forceStop(GuardReason.PLANNER_EXHAUSTED, TerminalState.PARTIAL);
+  return finish(TerminalState.PARTIAL, GuardReason.PLANNER_EXHAUSTED, null, null);
 }

@@ -3,7 +3,8 @@
  * The resume condition and the next allowed action are derived from the reason, so an
  * operator reading a report knows what has to change before `resume` is accepted.
  */
-import { BUDGET_REASONS, NEEDS_HUMAN_CODES, TerminalState } from './constants';
+import { TerminalState } from './constants';
+import { GuardReason, resumeConditionOf } from './reasons';
 import type { LoopGuard } from './loop-guard';
 import type { StopReport } from './schemas';
 
@@ -21,42 +22,25 @@ export interface StopContext {
   readonly completedExtra?: readonly string[];
 }
 
-const LOOP_REASONS = new Set(['same_call_repeat', 'short_cycle', 'no_progress', 'precondition_unchanged']);
-
-function resumeCondition(reason: string, state: TerminalState, progressVersion: number): string | null {
-  if (state === TerminalState.FAILED) return null;
-  if (BUDGET_REASONS.has(reason)) return `operator raised the ${reason.replace('_budget', '')} budget`;
-  if (LOOP_REASONS.has(reason)) return `external state changed (progress version above ${progressVersion})`;
-  if (reason === 'permission_denied') return 'permission granted and re-verified';
-  if (reason === 'policy_blocked') return 'policy changed and re-verified';
-  if (reason === 'idempotency_conflict') return 'operator settled the conflicting operation key';
-  if (reason === 'outcome_unknown') return 'operator resolved the ledger record (agentctl ledger resolve)';
-  if (reason === 'operator_stop') return 'operator resume';
-  if (reason === 'planner_failed') return 'planner reachable and configured (API key, base URL, model)';
-  if (reason === 'planner_exhausted') return 'planner has more work (new goal or script)';
-  if (NEEDS_HUMAN_CODES.has(reason)) return 'a person approved the action';
-  return 'precondition changed and re-verified';
-}
-
 function unmetFor(reason: string, guard: LoopGuard): string | null {
   switch (reason) {
-    case 'step_budget':
+    case GuardReason.STEP_BUDGET:
       return `step budget of ${guard.config.maxSteps} used`;
-    case 'wall_clock_budget':
+    case GuardReason.WALL_CLOCK_BUDGET:
       return `wall-clock budget of ${guard.config.maxMs} ms used`;
-    case 'token_budget':
+    case GuardReason.TOKEN_BUDGET:
       return `token budget of ${guard.config.maxTokens} exceeded`;
-    case 'cost_budget':
+    case GuardReason.COST_BUDGET:
       return `cost budget of ${guard.config.maxCostUsd} USD exceeded`;
-    case 'wait_budget':
+    case GuardReason.WAIT_BUDGET:
       return `more than ${guard.config.maxWaitPolls} honoured polls without progress`;
-    case 'same_call_repeat':
+    case GuardReason.SAME_CALL_REPEAT:
       return `the same call ran ${guard.config.sameCallLimit} times without progress`;
-    case 'short_cycle':
+    case GuardReason.SHORT_CYCLE:
       return 'calls alternate A-B-A-B without progress';
-    case 'no_progress':
+    case GuardReason.NO_PROGRESS:
       return `${guard.config.noProgressLimit} calls without a change in external state`;
-    case 'precondition_unchanged':
+    case GuardReason.PRECONDITION_UNCHANGED:
       return guard.lastUnmetPrecondition ?? 'a precondition the call needs has not changed';
     default:
       // A FATAL stop: the tool's own words for what is missing, when it gave any.
@@ -68,7 +52,7 @@ function unmetFor(reason: string, guard: LoopGuard): string | null {
 export function buildStopReport(guard: LoopGuard, ctx: StopContext): StopReport {
   const state = ctx.terminalState;
   const checkpoint = ctx.checkpoint === undefined ? `checkpoint-${guard.stepCount}` : ctx.checkpoint;
-  const resume = resumeCondition(ctx.reason, state, guard.progressVersion);
+  const resume = resumeConditionOf(ctx.reason, state, guard.progressVersion);
   let next = 'resume_from_checkpoint';
   if (state === TerminalState.FAILED) next = 'none';
   else if (state === TerminalState.PARTIAL) next = 'deliver_partial_result';

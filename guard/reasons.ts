@@ -1,0 +1,157 @@
+/**
+ * @module reasons
+ *
+ * The one catalogue of why a run stops and what lifts the stop. Every layer — the guard,
+ * the workflow, the activities, the StopReport, agentctl and the docs — reads reasons
+ * from here instead of retyping string literals, so a new reason is added in one place
+ * together with its terminal state, its resume condition and its lift rule.
+ */
+import { TerminalState } from './constants';
+
+/** Reasons the guard (or the runtime on its behalf) stops a run. */
+export const GuardReason = {
+  STEP_BUDGET: 'step_budget',
+  WALL_CLOCK_BUDGET: 'wall_clock_budget',
+  TOKEN_BUDGET: 'token_budget',
+  COST_BUDGET: 'cost_budget',
+  WAIT_BUDGET: 'wait_budget',
+  SAME_CALL_REPEAT: 'same_call_repeat',
+  SHORT_CYCLE: 'short_cycle',
+  PRECONDITION_UNCHANGED: 'precondition_unchanged',
+  IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
+  NO_PROGRESS: 'no_progress',
+  PLANNER_EXHAUSTED: 'planner_exhausted',
+  PLANNER_FAILED: 'planner_failed',
+  OPERATOR_STOP: 'operator_stop',
+} as const;
+/** One of {@link GuardReason}. */
+export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
+
+/**
+ * Result codes the runtime itself gives tool results (a tool may use any code of its own).
+ * A FATAL result's code becomes the stop reason.
+ */
+export const ResultCode = {
+  /** FATAL: the caller lacks a permission (401/403, or a tool's own check). */
+  PERMISSION_DENIED: 'permission_denied',
+  /** FATAL: a policy forbids the call. */
+  POLICY_BLOCKED: 'policy_blocked',
+  /** FATAL: a tool asks for a person's judgement or approval. */
+  NEEDS_HUMAN: 'needs_human',
+  /** FATAL: the ledger cannot tell whether a write happened (executor died after dispatch). */
+  OUTCOME_UNKNOWN: 'outcome_unknown',
+  /** FATAL: the operation key was completed by a call with other args. */
+  IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
+  /** FATAL: the ledger holds a final failure for the key. */
+  FAILED_FINAL: 'failed_final',
+  /** FATAL: an unclassified tool error. */
+  TOOL_ERROR: 'tool_error',
+  /** FATAL without a code of its own. */
+  FATAL: 'fatal',
+  /** PRECONDITION: the args do not fit the tool's schema. */
+  INVALID_ARGS: 'invalid_args',
+  /** PRECONDITION: no tool of that name is registered. */
+  UNKNOWN_TOOL: 'unknown_tool',
+  /** PRECONDITION: a write proposed without an operation key. */
+  MISSING_OPERATION_KEY: 'missing_operation_key',
+  /** RETRYABLE: another executor holds a live claim on the key. */
+  IN_PROGRESS: 'in_progress',
+} as const;
+/** One of {@link ResultCode}. */
+export type ResultCode = (typeof ResultCode)[keyof typeof ResultCode];
+
+/** FATAL codes that end a run NEEDS_HUMAN rather than FAILED: a tool refused, nothing ran. */
+export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
+  ResultCode.PERMISSION_DENIED,
+  ResultCode.POLICY_BLOCKED,
+  ResultCode.NEEDS_HUMAN,
+]);
+
+/**
+ * FATAL codes from the ledger that need a person too: the durable run passes them to its
+ * guard in addition to {@link NEEDS_HUMAN_CODES} (the offline replay has no ledger).
+ */
+export const LEDGER_NEEDS_HUMAN_CODES: readonly string[] = Object.freeze([
+  ResultCode.OUTCOME_UNKNOWN,
+  ResultCode.IDEMPOTENCY_CONFLICT,
+]);
+
+/** The budget a resume may raise, per budget stop reason. */
+export const BUDGET_RAISE_KEY = {
+  [GuardReason.STEP_BUDGET]: 'maxSteps',
+  [GuardReason.WALL_CLOCK_BUDGET]: 'maxMs',
+  [GuardReason.TOKEN_BUDGET]: 'maxTokens',
+  [GuardReason.COST_BUDGET]: 'maxCostUsd',
+  [GuardReason.WAIT_BUDGET]: 'maxWaitPolls',
+} as const;
+/** A budget stop reason. */
+export type BudgetReason = keyof typeof BUDGET_RAISE_KEY;
+/** A budget a resume may raise. */
+export type BudgetKey = (typeof BUDGET_RAISE_KEY)[BudgetReason];
+
+/** Budget reasons: a resume for these is "changed" when the operator raised the budget. */
+export const BUDGET_REASONS: ReadonlySet<string> = new Set(Object.keys(BUDGET_RAISE_KEY));
+
+/** True for a budget stop reason. */
+export function isBudgetReason(reason: string): reason is BudgetReason {
+  return BUDGET_REASONS.has(reason);
+}
+
+/** Loop reasons: lifted when external state moved past the checkpoint. */
+export const LOOP_REASONS: ReadonlySet<string> = new Set([
+  GuardReason.SAME_CALL_REPEAT,
+  GuardReason.SHORT_CYCLE,
+  GuardReason.NO_PROGRESS,
+  GuardReason.PRECONDITION_UNCHANGED,
+]);
+
+/**
+ * How a resume of a stopped run is verified, per stop reason:
+ * - `raise`: the request raises the budget that stopped the run above what has been used;
+ * - `operator`: an operator's resume is the verification (the operator stopped it);
+ * - `planner`: the planner's next answer is the verification (it stops again if it fails);
+ * - `ledger_settled`: the UNKNOWN ledger record was settled by an operator;
+ * - `precondition`: an activity re-checks the blocked call's precondition (or that
+ *   external state moved past the checkpoint's progress version).
+ */
+export type LiftRule = 'raise' | 'operator' | 'planner' | 'ledger_settled' | 'precondition';
+
+/** The lift rule of a stop reason (see {@link LiftRule}). */
+export function liftRuleOf(reason: string): LiftRule {
+  if (isBudgetReason(reason)) return 'raise';
+  if (reason === GuardReason.OPERATOR_STOP) return 'operator';
+  if (reason === GuardReason.PLANNER_FAILED) return 'planner';
+  if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
+  return 'precondition';
+}
+
+/** The StopReport's `resume_condition`: what has to change before a resume is accepted. */
+export function resumeConditionOf(
+  reason: string,
+  state: TerminalState,
+  progressVersion: number,
+): string | null {
+  if (state === TerminalState.FAILED) return null;
+  if (isBudgetReason(reason)) return `operator raised the ${reason.replace('_budget', '')} budget`;
+  if (LOOP_REASONS.has(reason)) return `external state changed (progress version above ${progressVersion})`;
+  switch (reason) {
+    case ResultCode.PERMISSION_DENIED:
+      return 'permission granted and re-verified';
+    case ResultCode.POLICY_BLOCKED:
+      return 'policy changed and re-verified';
+    case ResultCode.IDEMPOTENCY_CONFLICT:
+      return 'operator settled the conflicting operation key';
+    case ResultCode.OUTCOME_UNKNOWN:
+      return 'operator resolved the ledger record (agentctl ledger resolve)';
+    case GuardReason.OPERATOR_STOP:
+      return 'operator resume';
+    case GuardReason.PLANNER_FAILED:
+      return 'planner reachable and configured (API key, base URL, model)';
+    case GuardReason.PLANNER_EXHAUSTED:
+      return 'planner has more work (new goal or script)';
+    default:
+      return NEEDS_HUMAN_CODES.has(reason)
+        ? 'a person approved the action'
+        : 'precondition changed and re-verified';
+  }
+}

@@ -7,26 +7,9 @@
  * is never part of the memory, the turn or an error message.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
-import { plannerSpecSchema } from '../../common/planner';
-import {
-  DEFAULT_MAX_OBSERVATION_CHARS,
-  DEFAULT_TIMEOUT_MS,
-  PlannerProtocolError,
-  activityCancellationSignal,
-  defaultWarn,
-  failureToThrow,
-  readApiKey,
-  runTurn,
-  toolParameters,
-  wrapRequestError,
-  type LlmPlannerOptions,
-  type ModelReply,
-  type PendingCall,
-  type PlannerError,
-  type ProviderAdapter,
-} from './llm-common';
-import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf } from './pricing';
+import type { Planner } from '../../common/planner';
+import { toolParameters, type PendingCall } from './llm-common';
+import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
 /** Env var holding the Anthropic API key. */
 export const ANTHROPIC_API_KEY_ENV = 'ANTHROPIC_API_KEY';
@@ -61,100 +44,74 @@ function toParam(block: Anthropic.ContentBlock): ContentBlockParam {
   }
 }
 
-function wrapError(err: unknown, key: string): PlannerError {
-  return wrapRequestError('Anthropic', Anthropic, err, key);
-}
+const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam> = {
+  kind: 'anthropic',
+  displayName: 'Anthropic',
+  apiKeyEnv: ANTHROPIC_API_KEY_ENV,
+  sdk: Anthropic,
+  adapter({ spec, env, tools: descriptors, client: clientOptions, send, usage }) {
+    const client = new Anthropic({
+      ...clientOptions,
+      baseURL: spec.baseURL ?? env[ANTHROPIC_BASE_URL_ENV] ?? DEFAULT_BASE_URL,
+    });
+    const tools: Anthropic.Tool[] = descriptors.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: toolParameters(tool) as Anthropic.Tool.InputSchema,
+    }));
+    return {
+      provider: 'anthropic',
+      userMessage: (text) => ({ role: 'user', content: text }),
+      isAssistant: (message) => message.role === 'assistant',
+      appendToolResult(messages, call: PendingCall, content, isError) {
+        const block: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: call.id, content };
+        if (isError) block.is_error = true;
+        // All results of one reply go into the single user message that follows it.
+        const last = messages[messages.length - 1];
+        if (last && last.role === 'user' && Array.isArray(last.content)) last.content.push(block);
+        else messages.push({ role: 'user', content: [block] });
+      },
+      async request(messages) {
+        const reply = await send((options) =>
+          client.messages.create(
+            {
+              model: spec.model,
+              max_tokens: spec.maxTokens,
+              messages: [...messages],
+              ...(spec.system ? { system: spec.system } : {}),
+              ...(tools.length > 0 ? { tools } : {}),
+            },
+            options,
+          ),
+        );
+        const calls: PendingCall[] = [];
+        const texts: string[] = [];
+        for (const block of reply.content) {
+          if (block.type === 'tool_use') calls.push({ id: block.id, tool: block.name, args: block.input });
+          else if (block.type === 'text') texts.push(block.text);
+        }
+        const u = reply.usage;
+        return {
+          message: { role: 'assistant', content: reply.content.map(toParam) },
+          calls,
+          text: texts.join('\n'),
+          usage: usage(reply.model, {
+            inputTokens: u.input_tokens ?? 0,
+            outputTokens: u.output_tokens ?? 0,
+            cacheReadTokens: u.cache_read_input_tokens ?? 0,
+            cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+          }),
+        };
+      },
+    };
+  },
+};
 
 /**
  * Creates the Anthropic planner. Per turn it reads `ANTHROPIC_API_KEY` (required) and
  * the base URL (`input.planner.baseURL`, else `ANTHROPIC_BASE_URL`, else the public API).
- * Errors are {@link PlannerError}s with redacted messages.
+ * Failures are planner errors (errors.ts) with scrubbed messages.
  */
 export function createAnthropicPlanner(opts: AnthropicPlannerOptions = {}): Planner {
-  const env = opts.env ?? process.env;
-  const warn = opts.warn ?? defaultWarn;
-  const maxObservationChars = opts.maxObservationChars ?? DEFAULT_MAX_OBSERVATION_CHARS;
-
-  return {
-    async next(input: PlannerInput): Promise<PlannerOutput> {
-      const spec = plannerSpecSchema.parse(input.planner);
-      if (spec.kind !== 'anthropic')
-        throw new PlannerProtocolError(`the anthropic planner got a "${spec.kind}" planner spec`);
-      const key = readApiKey(env, ANTHROPIC_API_KEY_ENV, 'anthropic');
-      const priceTable = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
-      // Only the apiKey is passed, so the SDK never falls back to other credentials
-      // (auth tokens, profiles) found on the worker.
-      const client = new Anthropic({
-        apiKey: key,
-        baseURL: spec.baseURL ?? env[ANTHROPIC_BASE_URL_ENV] ?? DEFAULT_BASE_URL,
-        maxRetries: opts.maxRetries ?? 2,
-        timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      });
-      const tools: Anthropic.Tool[] = input.tools.map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        input_schema: toolParameters(tool) as Anthropic.Tool.InputSchema,
-      }));
-
-      const adapter: ProviderAdapter<MessageParam> = {
-        provider: 'anthropic',
-        userMessage: (text) => ({ role: 'user', content: text }),
-        isAssistant: (message) => message.role === 'assistant',
-        appendToolResult(messages, call: PendingCall, content, isError) {
-          const block: Anthropic.ToolResultBlockParam = {
-            type: 'tool_result',
-            tool_use_id: call.id,
-            content,
-          };
-          if (isError) block.is_error = true;
-          // All results of one reply go into the single user message that follows it.
-          const last = messages[messages.length - 1];
-          if (last && last.role === 'user' && Array.isArray(last.content)) last.content.push(block);
-          else messages.push({ role: 'user', content: [block] });
-        },
-        async request(messages): Promise<ModelReply<MessageParam>> {
-          const signal = activityCancellationSignal();
-          let reply: Anthropic.Message;
-          try {
-            reply = await client.messages.create(
-              {
-                model: spec.model,
-                max_tokens: spec.maxTokens,
-                messages: [...messages],
-                ...(spec.system ? { system: spec.system } : {}),
-                ...(tools.length > 0 ? { tools } : {}),
-              },
-              signal ? { signal } : undefined,
-            );
-          } catch (err) {
-            throw failureToThrow(err, signal, (e) => wrapError(e, key));
-          }
-          const calls: PendingCall[] = [];
-          const texts: string[] = [];
-          for (const block of reply.content) {
-            if (block.type === 'tool_use') calls.push({ id: block.id, tool: block.name, args: block.input });
-            else if (block.type === 'text') texts.push(block.text);
-          }
-          const u = reply.usage;
-          const usage = usageOf(
-            [reply.model, spec.model],
-            {
-              inputTokens: u.input_tokens ?? 0,
-              outputTokens: u.output_tokens ?? 0,
-              cacheReadTokens: u.cache_read_input_tokens ?? 0,
-              cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
-            },
-            { table: priceTable, warn },
-          );
-          return {
-            message: { role: 'assistant', content: reply.content.map(toParam) },
-            calls,
-            text: texts.join('\n'),
-            usage,
-          };
-        },
-      };
-      return runTurn(input, adapter, maxObservationChars);
-    },
-  };
+  return createLlmPlanner(anthropicProvider, opts);
 }

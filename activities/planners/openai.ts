@@ -7,26 +7,10 @@
  * never part of the memory, the turn or an error message.
  */
 import OpenAI from 'openai';
-import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
-import { plannerSpecSchema } from '../../common/planner';
-import {
-  DEFAULT_MAX_OBSERVATION_CHARS,
-  DEFAULT_TIMEOUT_MS,
-  PlannerProtocolError,
-  activityCancellationSignal,
-  defaultWarn,
-  failureToThrow,
-  readApiKey,
-  runTurn,
-  toolParameters,
-  wrapRequestError,
-  type LlmPlannerOptions,
-  type ModelReply,
-  type PendingCall,
-  type PlannerError,
-  type ProviderAdapter,
-} from './llm-common';
-import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf } from './pricing';
+import type { Planner } from '../../common/planner';
+import { PlannerProtocolError } from './errors';
+import { toolParameters, type PendingCall } from './llm-common';
+import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
 /** Env var holding the OpenAI (or compatible server's) API key. */
 export const OPENAI_API_KEY_ENV = 'OPENAI_API_KEY';
@@ -35,6 +19,7 @@ export const OPENAI_BASE_URL_ENV = 'OPENAI_BASE_URL';
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type FunctionToolCall = OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall;
 
 /** Options of {@link createOpenAIPlanner}. */
 export interface OpenAIPlannerOptions extends LlmPlannerOptions {
@@ -61,47 +46,29 @@ export function parseToolArguments(raw: string | undefined | null): unknown {
   }
 }
 
-function wrapError(err: unknown, key: string): PlannerError {
-  return wrapRequestError('OpenAI', OpenAI, err, key);
-}
-
-/**
- * Creates the OpenAI-compatible planner. Per turn it reads `OPENAI_API_KEY` (required;
- * any non-empty value for a local server without auth) and the base URL
- * (`input.planner.baseURL`, else `OPENAI_BASE_URL`, else the public API).
- * Errors are {@link PlannerError}s with redacted messages.
- */
-export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
-  const env = opts.env ?? process.env;
-  const warn = opts.warn ?? defaultWarn;
-  const maxObservationChars = opts.maxObservationChars ?? DEFAULT_MAX_OBSERVATION_CHARS;
-
+function openaiProvider(opts: OpenAIPlannerOptions): LlmProviderDefinition<'openai', MessageParam> {
   return {
-    async next(input: PlannerInput): Promise<PlannerOutput> {
-      const spec = plannerSpecSchema.parse(input.planner);
-      if (spec.kind !== 'openai')
-        throw new PlannerProtocolError(`the openai planner got a "${spec.kind}" planner spec`);
-      const key = readApiKey(env, OPENAI_API_KEY_ENV, 'openai');
-      const priceTable = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+    kind: 'openai',
+    displayName: 'OpenAI',
+    apiKeyEnv: OPENAI_API_KEY_ENV,
+    sdk: OpenAI,
+    adapter({ spec, env, tools: descriptors, client: clientOptions, send, usage }) {
       const baseURL = spec.baseURL ?? env[OPENAI_BASE_URL_ENV] ?? DEFAULT_BASE_URL;
       const maxTokensParam =
         opts.maxTokensParam ?? (baseURL === DEFAULT_BASE_URL ? 'max_completion_tokens' : 'max_tokens');
       // Organization and project come from our env too, so an injected `env` is the
       // whole configuration and the worker's process env cannot leak in.
       const client = new OpenAI({
-        apiKey: key,
+        ...clientOptions,
         baseURL,
         organization: env.OPENAI_ORG_ID ?? null,
         project: env.OPENAI_PROJECT_ID ?? null,
-        maxRetries: opts.maxRetries ?? 2,
-        timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       });
-      const tools: OpenAI.Chat.Completions.ChatCompletionFunctionTool[] = input.tools.map((tool) => ({
+      const tools: OpenAI.Chat.Completions.ChatCompletionFunctionTool[] = descriptors.map((tool) => ({
         type: 'function',
         function: { name: tool.name, description: tool.description, parameters: toolParameters(tool) },
       }));
-
-      const adapter: ProviderAdapter<MessageParam> = {
+      return {
         provider: 'openai',
         userMessage: (text) => ({ role: 'user', content: text }),
         isAssistant: (message) => message.role === 'assistant',
@@ -109,8 +76,7 @@ export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
         appendToolResult(messages, call: PendingCall, content) {
           messages.push({ role: 'tool', tool_call_id: call.id, content });
         },
-        async request(messages): Promise<ModelReply<MessageParam>> {
-          const signal = activityCancellationSignal();
+        async request(messages) {
           const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
             model: spec.model,
             messages: spec.system ? [{ role: 'system', content: spec.system }, ...messages] : [...messages],
@@ -118,21 +84,13 @@ export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
           };
           if (maxTokensParam === 'max_tokens') body.max_tokens = spec.maxTokens;
           else body.max_completion_tokens = spec.maxTokens;
-          let reply: OpenAI.Chat.Completions.ChatCompletion;
-          try {
-            reply = await client.chat.completions.create(body, signal ? { signal } : undefined);
-          } catch (err) {
-            throw failureToThrow(err, signal, (e) => wrapError(e, key));
-          }
+          const reply = await send((options) => client.chat.completions.create(body, options));
           const choice = reply.choices[0];
           if (!choice) throw new PlannerProtocolError('the chat completion has no choices');
           const msg = choice.message;
           // Servers that omit tool-call ids still need one to pair each result with its call.
           const toolCalls = (msg.tool_calls ?? [])
-            .filter(
-              (tc): tc is OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall =>
-                tc.type === 'function',
-            )
+            .filter((tc): tc is FunctionToolCall => tc.type === 'function')
             .map((tc, i) => ({ ...tc, id: tc.id || `call_${messages.length}_${i}` }));
           const calls: PendingCall[] = toolCalls.map((tc) => ({
             id: tc.id,
@@ -153,20 +111,29 @@ export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
           const u = reply.usage;
           const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
           const prompt = u?.prompt_tokens ?? 0;
-          const usage = usageOf(
-            [reply.model, spec.model],
-            {
+          return {
+            message: assistant,
+            calls,
+            text: msg.content ?? msg.refusal ?? '',
+            usage: usage(reply.model, {
               // prompt_tokens includes the cached ones; they are billed at their own price.
               inputTokens: Math.max(0, prompt - cached),
               cacheReadTokens: Math.min(cached, prompt),
               outputTokens: u?.completion_tokens ?? 0,
-            },
-            { table: priceTable, warn },
-          );
-          return { message: assistant, calls, text: msg.content ?? msg.refusal ?? '', usage };
+            }),
+          };
         },
       };
-      return runTurn(input, adapter, maxObservationChars);
     },
   };
+}
+
+/**
+ * Creates the OpenAI-compatible planner. Per turn it reads `OPENAI_API_KEY` (required;
+ * any non-empty value for a local server without auth) and the base URL
+ * (`input.planner.baseURL`, else `OPENAI_BASE_URL`, else the public API).
+ * Failures are planner errors (errors.ts) with scrubbed messages.
+ */
+export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {
+  return createLlmPlanner(openaiProvider(opts), opts);
 }

@@ -1,6 +1,6 @@
 /**
  * Per-model token prices, so an LLM planner can report what each proposal cost and the
- * loop guard can enforce `maxCostUsd` (SPEC §3 rule 3).
+ * loop guard can enforce `maxCostUsd` (docs/spec.md §3 rule 3).
  *
  * The built-in table covers a few current Anthropic and OpenAI models at list price
  * (standard tier, USD per million tokens). Prices change and deployments differ
@@ -11,6 +11,10 @@
  */
 import { z } from 'zod';
 import type { Usage } from '../../guard/schemas';
+import { PriceTableError } from './errors';
+
+/** Thrown by {@link parsePriceTable}; defined with the other planner errors. */
+export { PriceTableError };
 
 /** Price of one model, in USD per million tokens. */
 export interface ModelPrice {
@@ -80,16 +84,6 @@ export const DEFAULT_PRICE_TABLE: PriceTable = Object.freeze({
   'gpt-4o-mini': openai(0.15, 0.6, 0.075),
   'o4-mini': openai(1.1, 4.4, 0.275),
 });
-
-/** The price table override is malformed: a configuration error, never retried. */
-export class PriceTableError extends Error {
-  /** Retrying cannot fix a malformed configuration. */
-  readonly retryable = false;
-  constructor(message: string) {
-    super(message);
-    this.name = 'PriceTableError';
-  }
-}
 
 const perMTok = z.number().finite().nonnegative();
 const modelPriceSchema = z

@@ -8,7 +8,7 @@ import {
   PlannerAuthError,
   PlannerProtocolError,
   PlannerUnavailableError,
-} from '../../activities/planners/llm-common';
+} from '../../activities/planners/errors';
 import { resetPricingWarnings } from '../../activities/planners/pricing';
 import type { PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';

@@ -2,11 +2,7 @@
  * The OpenAI-compatible planner through the real `openai` client against a local
  * server speaking Chat Completions with scripted replies (as vLLM / Ollama do).
  */
-import {
-  MissingApiKeyError,
-  PlannerAuthError,
-  PlannerRequestError,
-} from '../../activities/planners/llm-common';
+import { MissingApiKeyError, PlannerAuthError, PlannerRequestError } from '../../activities/planners/errors';
 import { createOpenAIPlanner, parseToolArguments } from '../../activities/planners/openai';
 import { resetPricingWarnings } from '../../activities/planners/pricing';
 import type { PlannerSpec } from '../../common/planner';

@@ -1,8 +1,6 @@
 /**
- * The price table, model-id normalisation, cost arithmetic, secret redaction and the
- * observation text the model reads.
+ * The price table, model-id normalisation and cost arithmetic.
  */
-import { observationContent, redactSecrets, toolParameters } from '../../activities/planners/llm-common';
 import {
   DEFAULT_PRICE_TABLE,
   PriceTableError,
@@ -14,7 +12,6 @@ import {
   resetPricingWarnings,
   usageOf,
 } from '../../activities/planners/pricing';
-import { SEARCH_TOOL } from './helpers';
 
 afterEach(() => resetPricingWarnings());
 
@@ -74,31 +71,4 @@ test('an unknown model costs 0 and is warned about once per process', () => {
     costUsd: 0,
   });
   expect(warn).toHaveBeenCalledTimes(1);
-});
-
-test('redaction: the given key and anything key-shaped', () => {
-  const text =
-    'key sk-ant-api03-AbCdEf012345 and Bearer abc.def-123456 and x-api-key: zzzzzzzz and my-own-key-1234 ok';
-  const out = redactSecrets(text, ['my-own-key-1234']);
-  expect(out).toBe('key [REDACTED] and Bearer [REDACTED] and x-api-key: [REDACTED] and [REDACTED] ok');
-});
-
-test('observation text: compact JSON, fields in a fixed order, big data cut', () => {
-  expect(observationContent({ tool: 't', kind: 'FATAL', code: 'permission_denied' })).toBe(
-    '{"kind":"FATAL","code":"permission_denied"}',
-  );
-  expect(observationContent({ tool: 't', kind: 'SUCCESS', data: null })).toBe(
-    '{"kind":"SUCCESS","data":null}',
-  );
-  const big = observationContent({ tool: 't', kind: 'SUCCESS', data: 'x'.repeat(100) }, 20);
-  expect(JSON.parse(big)).toEqual({
-    kind: 'SUCCESS',
-    data_truncated: true,
-    data_preview: `"${'x'.repeat(19)}`,
-  });
-});
-
-test('tool schemas lose $schema and are always objects', () => {
-  expect(toolParameters(SEARCH_TOOL)).not.toHaveProperty('$schema');
-  expect(toolParameters({ ...SEARCH_TOOL, inputSchema: {} })).toEqual({ type: 'object' });
 });

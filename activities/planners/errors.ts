@@ -1,0 +1,107 @@
+/**
+ * Errors of the LLM planners. Temporal reports an activity error's `name` as the
+ * failure `type`, and the workflow's retry policy and its `planner_failed` stop match
+ * on that type (`NON_RETRYABLE_PLANNER_ERRORS` in common/planner.ts), so every `name`
+ * here is part of the contract and must not change.
+ *
+ * No message may hold an API key: the SDK wrapper (sdk-errors.ts) scrubs messages
+ * before it builds these errors, and does not pass the SDK error on as `cause`.
+ */
+
+/** Base class of the planner errors; `retryable` says whether another attempt may help. */
+export abstract class PlannerError extends Error {
+  /** Whether another attempt of the same turn may succeed. */
+  abstract readonly retryable: boolean;
+
+  /**
+   * @param message human-readable explanation, never holding a secret
+   * @param options standard `ErrorOptions` (`cause`); the cause is serialised into
+   *   workflow history, so it must not hold a secret either
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PlannerError';
+  }
+}
+
+/** The API key env var is unset or empty: a worker configuration error. */
+export class MissingApiKeyError extends PlannerError {
+  readonly retryable = false;
+  /** The env var that should hold the key, e.g. `ANTHROPIC_API_KEY`. */
+  readonly envVar: string;
+  /** The planner that needed the key (`anthropic`, `openai`). */
+  readonly provider: string;
+
+  constructor(envVar: string, provider: string, options?: ErrorOptions) {
+    super(
+      `${envVar} is not set: the ${provider} planner reads its API key from the environment of the worker`,
+      options,
+    );
+    this.name = 'MissingApiKeyError';
+    this.envVar = envVar;
+    this.provider = provider;
+  }
+}
+
+/** The provider refused the credentials (401/403). */
+export class PlannerAuthError extends PlannerError {
+  readonly retryable = false;
+  /** The HTTP status the provider answered with. */
+  readonly status: number;
+
+  constructor(message: string, status: number, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PlannerAuthError';
+    this.status = status;
+  }
+}
+
+/** The provider rejected the request itself (other 4xx: unknown model, bad schema) or the client was misused. */
+export class PlannerRequestError extends PlannerError {
+  readonly retryable = false;
+  /** The HTTP status; null when the SDK failed before any response (invalid options, a bug). */
+  readonly status: number | null;
+
+  constructor(message: string, status: number | null, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PlannerRequestError';
+    this.status = status;
+  }
+}
+
+/** Rate limit, overload, 5xx, timeout or network failure: worth another attempt. */
+export class PlannerUnavailableError extends PlannerError {
+  readonly retryable = true;
+  /** The HTTP status; null for network errors, timeouts and aborted requests. */
+  readonly status: number | null;
+  /** The server's `retry-after` in ms, when it gave one. */
+  readonly retryAfterMs: number | null;
+
+  constructor(message: string, status: number | null, retryAfterMs: number | null, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PlannerUnavailableError';
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The memory or the observation does not fit the conversation (a runtime bug, not the model's). */
+export class PlannerProtocolError extends PlannerError {
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PlannerProtocolError';
+  }
+}
+
+/** `AGENT_PRICE_TABLE` is malformed: a configuration error, never retried. */
+export class PriceTableError extends PlannerError {
+  /** Retrying cannot fix a malformed configuration. */
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PriceTableError';
+  }
+}

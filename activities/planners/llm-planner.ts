@@ -1,0 +1,127 @@
+/**
+ * What turns a provider's wire format into a {@link Planner}: per turn it checks the
+ * spec, reads the API key and the price table from the worker's environment, and hands
+ * the provider a {@link TurnContext} whose `send` runs an SDK request under the
+ * activity's cancellation signal and turns its failures into scrubbed planner errors.
+ * The provider files (anthropic.ts, openai.ts) only build their client, request and
+ * reply; the turn itself is {@link runTurn}.
+ */
+import type { Planner, PlannerInput, PlannerOutput, PlannerSpec, ToolDescriptor } from '../../common/planner';
+import { plannerSpecSchema } from '../../common/planner';
+import type { Usage } from '../../guard/schemas';
+import { cancellationSignal, warn as activityWarn } from '../activity-context';
+import { MissingApiKeyError, PlannerProtocolError } from './errors';
+import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
+import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
+import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
+
+/** Options shared by both LLM planners. */
+export interface LlmPlannerOptions {
+  /** Where API keys, base URLs and `AGENT_PRICE_TABLE` are read; default `process.env`. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** SDK retries per turn (on top of Temporal's activity retries); default 2. */
+  readonly maxRetries?: number;
+  /** SDK timeout per request in ms; default 120 000. */
+  readonly timeoutMs?: number;
+  /** Base price table (`AGENT_PRICE_TABLE` is still laid over it); default the built-in one. */
+  readonly priceTable?: Readonly<Record<string, ModelPrice>>;
+  /** Receives warnings (unknown model price); default the activity logger / console. */
+  readonly warn?: (message: string) => void;
+  /** Observation text longer than this is cut (the model's context is not a dump); default 20 000. */
+  readonly maxObservationChars?: number;
+}
+
+/** Default SDK timeout per request. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** Default SDK retries per turn. */
+export const DEFAULT_MAX_RETRIES = 2;
+
+/** Reads an API key from `env`; throws {@link MissingApiKeyError} naming the variable. */
+export function readApiKey(env: NodeJS.ProcessEnv, envVar: string, provider: string): string {
+  const key = env[envVar]?.trim();
+  if (!key) throw new MissingApiKeyError(envVar, provider);
+  return key;
+}
+
+/** Request options both SDKs accept: only the cancellation signal, when there is one. */
+export type SdkRequestOptions = { signal: AbortSignal } | undefined;
+
+/** What a provider gets to build the adapter of one turn. */
+export interface TurnContext<K extends LlmProvider> {
+  /** The run's planner spec, already checked to be of this provider's kind. */
+  readonly spec: Extract<PlannerSpec, { kind: K }>;
+  /** The environment the planner reads (base URL, organisation, …). */
+  readonly env: NodeJS.ProcessEnv;
+  readonly tools: readonly ToolDescriptor[];
+  /**
+   * The SDK client options both SDKs share. Only the `apiKey` is given as a credential,
+   * so an SDK never falls back to others it finds on the worker (auth tokens, profiles).
+   */
+  readonly client: { readonly apiKey: string; readonly maxRetries: number; readonly timeout: number };
+  /**
+   * Runs one SDK request. A failure is thrown as a {@link PlannerError} with a scrubbed
+   * message, or as the activity's cancellation when the activity was cancelled.
+   */
+  send<T>(request: (options: SdkRequestOptions) => Promise<T>): Promise<T>;
+  /** The guard's usage of one reply, priced by the model the API echoed, else the one requested. */
+  usage(replyModel: string | null | undefined, counts: TokenCounts): Usage;
+}
+
+/** A provider's half of a planner. */
+export interface LlmProviderDefinition<K extends LlmProvider, M> {
+  readonly kind: K;
+  /** The provider's name as error messages say it (`Anthropic`, `OpenAI`). */
+  readonly displayName: string;
+  /** The env var holding the API key. */
+  readonly apiKeyEnv: string;
+  /** The SDK's error classes, for {@link wrapSdkError}. */
+  readonly sdk: SdkErrorClasses;
+  /** Builds this turn's adapter (client, tools, request) from the turn's context. */
+  adapter(turn: TurnContext<K>): ProviderAdapter<M>;
+}
+
+/**
+ * Creates a planner from a provider's definition. The key, base URL and price table are
+ * read on every turn, inside the activity, so a changed environment takes effect
+ * without a restart and the key is never part of the planner's input, memory or output.
+ */
+export function createLlmPlanner<K extends LlmProvider, M>(
+  provider: LlmProviderDefinition<K, M>,
+  opts: LlmPlannerOptions = {},
+): Planner {
+  const env = opts.env ?? process.env;
+  const warn = opts.warn ?? activityWarn;
+  const maxObservationChars = opts.maxObservationChars ?? DEFAULT_MAX_OBSERVATION_CHARS;
+  const client = {
+    maxRetries: opts.maxRetries ?? DEFAULT_MAX_RETRIES,
+    timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
+
+  return {
+    async next(input: PlannerInput): Promise<PlannerOutput> {
+      const spec = plannerSpecSchema.parse(input.planner);
+      if (spec.kind !== provider.kind)
+        throw new PlannerProtocolError(`the ${provider.kind} planner got a "${spec.kind}" planner spec`);
+      const apiKey = readApiKey(env, provider.apiKeyEnv, provider.kind);
+      const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+      const turn: TurnContext<K> = {
+        spec: spec as Extract<PlannerSpec, { kind: K }>,
+        env,
+        tools: input.tools,
+        client: { apiKey, ...client },
+        async send(request) {
+          const signal = cancellationSignal();
+          try {
+            return await request(signal ? { signal } : undefined);
+          } catch (err) {
+            throw failureToThrow(err, signal, (e) =>
+              wrapSdkError(provider.displayName, provider.sdk, e, [apiKey]),
+            );
+          }
+        },
+        usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
+      };
+      return runTurn(input, provider.adapter(turn), maxObservationChars);
+    },
+  };
+}

@@ -6,7 +6,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import {
-  guardConfigSchema,
+  guardOverridesSchema,
   type GuardStateJson,
   type StopReport,
   type TerminalState,
@@ -84,7 +84,8 @@ export const runInputSchema = z
   .object({
     goal: z.string().min(1),
     planner: plannerSpecSchema,
-    guard: guardConfigSchema.partial().default({}),
+    /** Guard settings; each one set here overrides the script file's `config`. */
+    guard: guardOverridesSchema.default({}),
     /** false turns the guard into a pass-through (benchmarks only). */
     guardEnabled: z.boolean().default(true),
     /** Operation keys already completed (as after a resume from another run). */

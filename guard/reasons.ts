@@ -155,3 +155,37 @@ export function resumeConditionOf(
         : 'precondition changed and re-verified';
   }
 }
+
+/** What a run has used of each budget, to compare a raise against. */
+export interface BudgetUse {
+  readonly steps: number;
+  readonly tokens: number;
+  readonly costUsd: number;
+  /** The honoured-poll budget in force (polls are counted per call, so the limit is the use). */
+  readonly maxWaitPolls: number;
+}
+
+/**
+ * True when `raise` lifts a budget stop: it raises the budget that stopped the run above
+ * what has been used. The wall clock restarts on resume, so any explicit new wall-clock
+ * budget is a real change.
+ */
+export function raiseLifts(
+  reason: BudgetReason,
+  raise: Partial<Record<BudgetKey, number | undefined>>,
+  used: BudgetUse,
+): boolean {
+  const value = raise[BUDGET_RAISE_KEY[reason]] ?? 0;
+  switch (reason) {
+    case GuardReason.STEP_BUDGET:
+      return value > used.steps;
+    case GuardReason.WALL_CLOCK_BUDGET:
+      return value > 0;
+    case GuardReason.TOKEN_BUDGET:
+      return value > used.tokens;
+    case GuardReason.COST_BUDGET:
+      return value > used.costUsd;
+    case GuardReason.WAIT_BUDGET:
+      return value > used.maxWaitPolls;
+  }
+}

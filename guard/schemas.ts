@@ -27,6 +27,25 @@ export const guardConfigSchema = z
     maxCostUsd: optionalBudget.default(Number.POSITIVE_INFINITY),
   })
   .strict();
+
+/**
+ * Guard settings given with a run: the same fields, each optional and WITHOUT defaults,
+ * so only what the caller set overrides a script's `config` (zod fills defaults inside
+ * `.partial()`, which made `guard: {}` reset a script's budgets to the defaults).
+ */
+export const guardOverridesSchema = z
+  .object({
+    maxSteps: limit.optional(),
+    maxMs: z.number().positive().optional(),
+    sameCallLimit: limit.optional(),
+    noProgressLimit: limit.optional(),
+    maxWaitPolls: limit.optional(),
+    maxTokens: optionalBudget.optional(),
+    maxCostUsd: optionalBudget.optional(),
+  })
+  .strict();
+/** Guard settings given with a run. */
+export type GuardOverrides = z.output<typeof guardOverridesSchema>;
 /** Fully resolved guard configuration. */
 export type GuardConfig = z.output<typeof guardConfigSchema>;
 /** Guard configuration as a caller writes it (every field optional). */

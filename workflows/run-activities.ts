@@ -1,0 +1,96 @@
+/**
+ * The activities an agent run calls, proxied once per timeout profile (planner, tool,
+ * verification), and the two call shapes the loop needs: one planner turn and one tool
+ * call. Workflow code: activities are imported as types only.
+ */
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities/create-activities';
+import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
+import type { ResolvedRunInput } from '../common/contracts';
+import { NON_RETRYABLE_PLANNER_ERRORS, type Observation } from '../common/planner';
+
+/** What the run loop and the resume handler call. */
+export interface RunActivities {
+  /** The next planner turn, given the planner's memory and the last observation. */
+  planTurn(memory: unknown, observation: Observation | null): Promise<PlanOutput>;
+  /** Runs the proposed call (writes go through the ledger inside the activity). */
+  runTool(p: ProposalInfo): Promise<RunToolOutput>;
+  /** Re-checks, from external state, that what stopped the run has changed. */
+  verifyPrecondition(input: VerifyInput): Promise<VerifyOutput>;
+  /** The run's progress version as external state says now. */
+  currentProgress(): Promise<number>;
+}
+
+/** Proxies the activities with the run's timeouts. */
+export function runActivities(input: ResolvedRunInput, runId: string): RunActivities {
+  const t = input.timeouts;
+  const planOptions: ActivityOptions = {
+    startToCloseTimeout: t.plannerStartToCloseMs,
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '30s',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [...NON_RETRYABLE_PLANNER_ERRORS, 'TypeError'],
+    },
+  };
+  const toolOptions: ActivityOptions = {
+    startToCloseTimeout: t.toolStartToCloseMs,
+    heartbeatTimeout: t.toolHeartbeatMs,
+    // Tools classify their own errors; Temporal retries only lost attempts (crash, timeout),
+    // and the ledger makes those retries safe for writes.
+    retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 10 },
+  };
+  const { plan, runTool } = proxyActivities<Activities>(planOptions);
+  const { verifyPrecondition, currentProgress } = proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 5 },
+  });
+  const planner = input.planner;
+
+  return {
+    /**
+     * A scripted planner is sent only the one call it is about to propose (its memory is
+     * the script index): sending the whole script every turn would make history grow with
+     * the square of the script's length.
+     */
+    async planTurn(memory, observation) {
+      const raw = planner.kind === 'scripted' ? planner.script : undefined;
+      if (planner.kind !== 'scripted' || typeof raw !== 'object' || raw === null) {
+        return plan({ runId, goal: input.goal, planner, memory, observation });
+      }
+      const offset = (memory as { next?: number } | null)?.next ?? 0;
+      const { calls, ...head } = raw as { calls?: unknown[] };
+      const call = Array.isArray(calls) ? calls[offset] : undefined;
+      const out = await plan({
+        runId,
+        goal: input.goal,
+        planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
+        memory: { next: 0 },
+        observation,
+      });
+      const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
+      const turn =
+        out.turn.type === 'call'
+          ? { ...out.turn, scriptIndex: offset + (out.turn.scriptIndex ?? 0) }
+          : out.turn;
+      return { ...out, turn, memory: { next } };
+    },
+    runTool(p) {
+      return runTool.executeWithOptions(
+        { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
+        [
+          {
+            runId,
+            tool: p.tool,
+            args: p.args,
+            operationKey: p.operationKey,
+            fingerprint: p.fingerprint,
+            fixture: p.fixture,
+          },
+        ],
+      );
+    },
+    verifyPrecondition,
+    currentProgress: () => currentProgress(runId),
+  };
+}

@@ -1,0 +1,558 @@
+/**
+ * The state of one agent run, as an explicit state machine (docs/spec.md §7). The
+ * workflow function drives the loop; message handlers only delegate here; every change of
+ * phase goes through one of four transitions:
+ *
+ * ```text
+ *   RUNNING ──stop()──▶ STOPPED ──(resumable)──▶ WAITING ──lift()──▶ RUNNING
+ *      │                   │                        │
+ *      └─────finish()──────┴────────finish()────────┘──▶ COMPLETED | STOPPED_LOOP_GUARD
+ *                                                       | NEEDS_HUMAN | FAILED | PARTIAL
+ * ```
+ *
+ * `finish()` is the one exit: it publishes the terminal state, waits for every handler
+ * to finish and builds the result. Workflow code: deterministic, no I/O of its own.
+ */
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  isCancellation,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ProposalInfo } from '../activities/types';
+import {
+  resumeRequestSchema,
+  stopRequestSchema,
+  type Checkpoint,
+  type ResolvedRunInput,
+  type ResumeAnswer,
+  type ResumeRequest,
+  type RunDecision,
+  type RunPhase,
+  type RunResult,
+  type RunStatus,
+  type StopRequest,
+} from '../common/contracts';
+import type { Observation } from '../common/planner';
+import { redact } from '../common/redact';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
+import {
+  buildStopReport,
+  GuardReason,
+  isBudgetReason,
+  LEDGER_NEEDS_HUMAN_CODES,
+  liftRuleOf,
+  LoopGuard,
+  pageTrace,
+  raiseLifts,
+  stoppedAt,
+  TerminalState,
+  type StopReport,
+  type ToolResult,
+  type TracePage,
+  type TracePageArgs,
+  type TraceRecord,
+} from '../guard';
+import type { RunActivities } from './run-activities';
+import { resolveRunSettings } from './run-settings';
+
+const MAX_DECISIONS_KEPT = 5000;
+/** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
+const CHECKPOINT_TRACE = 200;
+const CHECKPOINT_DECISIONS = 1000;
+const CHECKPOINT_REQUEST_IDS = 1000;
+
+/** The stop in force. */
+interface Stop {
+  readonly terminalState: TerminalState;
+  readonly reason: string;
+  readonly report: StopReport;
+  readonly blockedTool: string | null;
+  /** The args of the call that ended the run, so resume can re-check that call's precondition. */
+  readonly blockedArgs: unknown;
+  readonly operationKey: string | null;
+  /** The FATAL message behind the stop, if any (RunResult.summary; not in the StopReport). */
+  detail: string | null;
+}
+
+/** The call a stop names. */
+export interface BlockedCall {
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly args?: unknown;
+}
+
+type TraceFields = Omit<TraceRecord, 'run_id' | 'step' | 'at_ms' | 'progress_version'>;
+
+const RESUMABLE: ReadonlySet<TerminalState> = new Set([
+  TerminalState.STOPPED_LOOP_GUARD,
+  TerminalState.NEEDS_HUMAN,
+]);
+
+const isTerminal = (phase: RunPhase): phase is TerminalState =>
+  phase !== 'RUNNING' && phase !== 'STOPPED' && phase !== 'WAITING';
+
+/** Why a message payload was rejected, naming each field. */
+function zodReason(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues.map((i) => `${i.path.map(String).join('.') || '(payload)'}: ${i.message}`).join('; ');
+}
+
+/** One run's counters, trace, checkpoint and lifecycle. */
+export class RunState {
+  guard: LoopGuard;
+  /** The planner's opaque memory, and what it observed of its last proposal. */
+  memory: unknown;
+  observation: Observation | null;
+  proposals: number;
+  executed: number;
+  cached: number;
+  private phase: RunPhase;
+  private stop_: Stop | null;
+  private readonly decisions: RunDecision[];
+  private trace: TraceRecord[];
+  private traceTotal: number;
+  private lastDecision: string | null = null;
+  private readonly seenRequestIds: Set<string>;
+  private readonly resumeAnswers = new Map<string, ResumeAnswer>();
+  /** An operator's stop, applied before the next tool call. */
+  private stopRequest: StopRequest | null = null;
+  /** A resume the verification accepted, taken by the waiting loop. */
+  private liftRequest: ResumeRequest | null = null;
+  private verifying = false;
+  /** True for a fresh run whose starting progress version must come from external state. */
+  readonly needsWorldVersion: boolean;
+  private readonly newGuard: (initial: number) => LoopGuard;
+
+  constructor(
+    private readonly input: ResolvedRunInput,
+    private readonly runId: string,
+    private readonly activities: RunActivities,
+  ) {
+    const settings = resolveRunSettings(input);
+    const cp = input.checkpoint as Checkpoint | undefined;
+    const initial = settings.initialProgressVersion;
+    this.needsWorldVersion = !cp && initial === undefined;
+    this.newGuard = (initial) =>
+      new LoopGuard(settings.guardConfig, {
+        startMs: Date.now(),
+        initialProgressVersion: initial,
+        completed: settings.completed,
+        needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES,
+      });
+    // Built synchronously so queries and updates work from the first workflow task; a run
+    // without a given initial version replaces it once the world has been read.
+    this.guard = cp
+      ? LoopGuard.fromJSON(cp.guard, { needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES })
+      : this.newGuard(initial ?? 0);
+    this.memory = cp?.plannerMemory ?? null;
+    this.observation = (cp?.observation as Observation | null) ?? null;
+    this.proposals = cp?.proposals ?? 0;
+    this.executed = cp?.executed ?? 0;
+    this.cached = cp?.cached ?? 0;
+    this.decisions = cp?.decisions ? [...cp.decisions] : [];
+    this.trace = cp?.trace ? [...cp.trace] : [];
+    this.traceTotal = cp?.traceTotal ?? 0;
+    this.seenRequestIds = new Set(cp?.seenRequestIds ?? []);
+    this.stop_ = cp?.stop
+      ? {
+          ...cp.stop,
+          blockedTool: cp.stop.report.blocked_call?.tool ?? null,
+          blockedArgs: null,
+          operationKey: null,
+          detail: null,
+        }
+      : null;
+    this.phase = this.stop_ ? 'STOPPED' : 'RUNNING';
+  }
+
+  /** Starts the guard at the world's version (a fresh live run). */
+  startAt(progressVersion: number): void {
+    this.guard = this.newGuard(progressVersion);
+  }
+
+  /** True while a stop is in force. */
+  get stopped(): boolean {
+    return this.stop_ !== null;
+  }
+
+  /** True when an operator's stop arrived and has not been applied yet. */
+  get stopRequested(): boolean {
+    return this.stopRequest !== null;
+  }
+
+  // ---- transitions ----
+
+  /** RUNNING → STOPPED: the guard or the runtime stopped the run; the report is built from the guard. */
+  stop(
+    terminalState: TerminalState,
+    reason: string,
+    call: BlockedCall | null,
+    operationKey: string | null,
+    unmet?: string | null,
+  ): void {
+    const report = buildStopReport(this.guard, {
+      terminalState,
+      reason,
+      blockedCall: call ? { tool: call.tool, fingerprint: call.fingerprint } : null,
+      ...(unmet ? { unmet } : {}),
+    });
+    this.stop_ = {
+      terminalState,
+      reason,
+      report,
+      blockedTool: call?.tool ?? null,
+      blockedArgs: call?.args ?? null,
+      operationKey,
+      detail: null,
+    };
+    this.to('STOPPED');
+  }
+
+  /** Records the FATAL message behind the current stop (the run's summary). */
+  setStopDetail(detail: string | null): void {
+    if (this.stop_) this.stop_.detail = detail;
+  }
+
+  /**
+   * STOPPED → WAITING → RUNNING: waits durably for a verified resume and lifts the stop.
+   * False when the run must end instead: the stop is not resumable, the resume window
+   * ran out, or the workflow was cancelled.
+   */
+  async waitForResume(): Promise<boolean> {
+    const stop = this.stop_;
+    if (!stop || !RESUMABLE.has(stop.terminalState)) return false;
+    this.to('WAITING');
+    this.publish();
+    try {
+      if (!(await condition(() => this.liftRequest !== null, this.input.resumeWindowMs))) return false;
+    } catch (err) {
+      if (isCancellation(err)) return false;
+      throw err;
+    }
+    this.lift(resumeRequestSchema.parse(this.liftRequest));
+    return true;
+  }
+
+  /** WAITING → RUNNING: continue from the checkpoint with a new window and a restarted clock. */
+  private lift(req: ReturnType<typeof resumeRequestSchema.parse>): void {
+    this.liftRequest = null;
+    this.guard.resume(Date.now(), req.raise ?? {});
+    this.stop_ = null;
+    this.stopRequest = null;
+    this.to('RUNNING');
+    this.publish();
+  }
+
+  /**
+   * The one exit: publishes the terminal state (the stop's, when no other is given),
+   * waits for every message handler to finish, and returns the run's result.
+   */
+  async finish(state?: TerminalState, summary: string | null = null): Promise<RunResult> {
+    const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
+    this.to(final);
+    this.publish();
+    // Non-cancellable: a cancelled run still lets an in-flight resume answer.
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    return this.result(final, summary);
+  }
+
+  private to(next: RunPhase): void {
+    const from = this.phase;
+    const allowed =
+      (next === 'STOPPED' && from === 'RUNNING') ||
+      (next === 'WAITING' && from === 'STOPPED') ||
+      (next === 'RUNNING' && from === 'WAITING') ||
+      (isTerminal(next) && !isTerminal(from));
+    if (!allowed) throw new Error(`RunState: no transition from ${from} to ${next}`);
+    this.phase = next;
+  }
+
+  // ---- the loop's bookkeeping ----
+
+  /** Applies an operator's stop that arrived while the run was running. */
+  applyStopRequest(): boolean {
+    const kill = this.stopRequest;
+    if (!kill) return false;
+    this.guard.forceStop(GuardReason.OPERATOR_STOP);
+    this.note('stop', GuardReason.OPERATOR_STOP, { args: { actor: kill.actor, reason: kill.reason } });
+    this.stop(
+      TerminalState.STOPPED_LOOP_GUARD,
+      GuardReason.OPERATOR_STOP,
+      null,
+      null,
+      `operator ${kill.actor}: ${kill.reason}`,
+    );
+    this.stopRequest = null;
+    return true;
+  }
+
+  /** A stop the runtime decides outside the guard's rules (planner failed or exhausted). */
+  runtimeStop(reason: string, terminalState: TerminalState, errorCode?: string, unmet?: string): void {
+    this.guard.forceStop(reason, terminalState);
+    this.note('stop', reason, errorCode ? { error_code: errorCode } : {});
+    this.stop(terminalState, reason, null, null, unmet);
+  }
+
+  /** The decision on one proposal, for the replay-shaped result. */
+  decide(decision: RunDecision): void {
+    this.decisions.push(decision);
+    if (this.decisions.length > MAX_DECISIONS_KEPT * 2)
+      this.decisions.splice(0, this.decisions.length - MAX_DECISIONS_KEPT);
+  }
+
+  /** What the ledger answers for an operation that already completed. */
+  cachedResult(p: ProposalInfo): ToolResult {
+    return { kind: 'SUCCESS', data: p.ledger?.result ?? { alreadyCompleted: p.operationKey } };
+  }
+
+  /** True when history is long enough to continue as new (or the server suggests it). */
+  historyIsLong(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > this.input.maxHistoryEvents;
+  }
+
+  // ---- trace ----
+
+  /** Appends a trace record (docs/spec.md §5); args are redacted. */
+  record(rec: TraceFields): void {
+    const full: TraceRecord = {
+      run_id: this.runId,
+      step: this.guard.stepCount,
+      at_ms: Date.now(),
+      progress_version: this.guard.progressVersion,
+      ...rec,
+      args: rec.args === undefined ? null : redact(rec.args),
+    };
+    this.trace.push(full);
+    this.traceTotal += 1;
+    if (this.trace.length > this.input.traceLimit)
+      this.trace = this.trace.slice(this.trace.length - this.input.traceLimit);
+    this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
+  }
+
+  /** A run-level trace record (signals, resumes, planner ends): no call attached. */
+  note(decision: string, reason: string | null, extra: { args?: unknown; error_code?: string } = {}): void {
+    this.record({
+      phase: 'run',
+      tool: null,
+      fingerprint: null,
+      args: extra.args ?? null,
+      result_kind: null,
+      error_code: extra.error_code ?? null,
+      operation_key: null,
+      decision,
+      reason,
+    });
+  }
+
+  // ---- what operators see ----
+
+  /** Search attributes and the UI's current details. */
+  publish(): void {
+    const stop = this.stop_;
+    const state = isTerminal(this.phase) ? this.phase : stop ? stop.terminalState : 'RUNNING';
+    upsertSearchAttributes([
+      { key: AGENT_STATE, value: state },
+      { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
+      { key: AGENT_STEPS, value: this.guard.stepCount },
+    ]);
+    setCurrentDetails(
+      [
+        `**state** ${state}${stop ? ` · **reason** ${stop.reason}` : ''}`,
+        `**step** ${this.guard.stepCount} · **proposals** ${this.proposals} · **progress** v${this.guard.progressVersion}`,
+        `**last decision** ${this.lastDecision ?? '—'}`,
+        stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    );
+  }
+
+  /** The `status` query. */
+  status(): RunStatus {
+    return {
+      workflowId: this.runId,
+      phase: this.phase,
+      terminalState: isTerminal(this.phase) ? this.phase : (this.stop_?.terminalState ?? null),
+      guardReason: this.stop_?.reason ?? null,
+      steps: this.guard.stepCount,
+      executed: this.executed,
+      cached: this.cached,
+      proposals: this.proposals,
+      progressVersion: this.guard.progressVersion,
+      noProgress: this.guard.noProgressCount,
+      usage: this.guard.usage,
+      lastDecision: this.lastDecision,
+      waitingForResume: this.phase === 'WAITING',
+      goal: this.input.goal,
+    };
+  }
+
+  /** The `report` query: the StopReport in force. */
+  report(): StopReport | null {
+    return this.stop_?.report ?? null;
+  }
+
+  /** The `trace` query. */
+  tracePage(args: TracePageArgs = {}): TracePage {
+    return pageTrace(this.trace, this.traceTotal, args);
+  }
+
+  /** Everything the run needs to continue: kept on stop, carried across continue-as-new. */
+  checkpoint(): Checkpoint {
+    const stop = this.stop_;
+    return {
+      v: 1,
+      guard: this.guard.toJSON(),
+      plannerMemory: this.memory,
+      observation: this.observation,
+      proposals: this.proposals,
+      executed: this.executed,
+      cached: this.cached,
+      decisions: this.decisions.slice(-CHECKPOINT_DECISIONS),
+      trace: this.trace.slice(-CHECKPOINT_TRACE),
+      traceTotal: this.traceTotal,
+      seenRequestIds: [...this.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
+      stop: stop ? { terminalState: stop.terminalState, reason: stop.reason, report: stop.report } : null,
+    };
+  }
+
+  private result(state: TerminalState, summary: string | null): RunResult {
+    const stop = this.stop_;
+    const completed = state === TerminalState.COMPLETED;
+    const reason = completed ? null : (stop?.reason ?? null);
+    return {
+      workflow_id: this.runId,
+      terminal_state: state,
+      reason,
+      executed: this.executed,
+      cached: this.cached,
+      stopped_at: stoppedAt(state, stop?.reason ?? null, this.decisions[this.decisions.length - 1]?.index),
+      decisions: this.decisions,
+      report: completed ? null : (stop?.report ?? null),
+      summary: summary ?? (completed ? null : (stop?.detail ?? null)),
+      checkpoint: completed ? null : this.checkpoint(),
+    };
+  }
+
+  // ---- messages (handlers only delegate here) ----
+
+  /** The `resume` signal: like the update, with the outcome recorded in the trace only. */
+  async onResumeSignal(raw: unknown): Promise<void> {
+    const parsed = resumeRequestSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
+      return;
+    }
+    if (this.verifying) return void this.note('resume_refused', 'another resume is being verified');
+    await this.resume(parsed.data);
+  }
+
+  /** The `resume` update's validator: a synchronous no before anything is recorded. */
+  validateResume(raw: unknown): void {
+    const parsed = resumeRequestSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(zodReason(parsed.error.issues));
+    if (this.resumeAnswers.has(parsed.data.requestId)) return;
+    if (this.phase !== 'WAITING') throw new Error(`run is ${this.phase}, not waiting for resume`);
+    if (this.verifying) throw new Error('another resume is being verified');
+  }
+
+  /** Verifies a resume request; an accepted one is taken by {@link waitForResume}. */
+  async resume(raw: ResumeRequest): Promise<ResumeAnswer> {
+    const req = resumeRequestSchema.parse(raw);
+    const prior = this.resumeAnswers.get(req.requestId);
+    if (prior) return prior;
+    const version = this.guard.progressVersion;
+    if (this.seenRequestIds.has(req.requestId)) {
+      return { accepted: false, reason: 'duplicate request id', progressVersion: version };
+    }
+    this.seenRequestIds.add(req.requestId);
+    const stop = this.stop_;
+    let answer: ResumeAnswer;
+    if (!stop || this.phase !== 'WAITING') {
+      answer = { accepted: false, reason: 'run is not stopped', progressVersion: version };
+    } else {
+      this.verifying = true;
+      try {
+        answer = await this.verify(stop, req);
+      } finally {
+        this.verifying = false;
+      }
+    }
+    this.resumeAnswers.set(req.requestId, answer);
+    this.record({
+      phase: 'run',
+      tool: stop?.blockedTool ?? null,
+      fingerprint: stop?.report.blocked_call?.fingerprint ?? null,
+      args: { actor: req.actor, reason: req.reason, precondition: req.precondition },
+      result_kind: null,
+      error_code: null,
+      operation_key: null,
+      decision: answer.accepted ? 'resume_accepted' : 'resume_refused',
+      reason: answer.reason,
+    });
+    if (answer.accepted) this.liftRequest = req;
+    this.publish();
+    return answer;
+  }
+
+  /** Whether what stopped the run has changed, by the stop reason's lift rule. */
+  private async verify(stop: Stop, req: ReturnType<typeof resumeRequestSchema.parse>): Promise<ResumeAnswer> {
+    const progressVersion = this.guard.progressVersion;
+    switch (liftRuleOf(stop.reason)) {
+      case 'operator':
+        return { accepted: true, reason: 'operator stop lifted', progressVersion };
+      case 'planner':
+        // The planner's next answer is the verification: if it still fails, the run stops again.
+        return { accepted: true, reason: 'the planner will be asked again', progressVersion };
+      case 'raise': {
+        const used = {
+          ...this.guard.usage,
+          steps: this.guard.stepCount,
+          maxWaitPolls: this.guard.config.maxWaitPolls,
+        };
+        const raised = isBudgetReason(stop.reason) && raiseLifts(stop.reason, req.raise ?? {}, used);
+        return {
+          accepted: raised,
+          reason: raised
+            ? `budget raised (${JSON.stringify(req.raise)})`
+            : `the ${stop.reason} was not raised (use --raise)`,
+          progressVersion,
+        };
+      }
+      default: {
+        const v = await this.activities.verifyPrecondition({
+          runId: this.runId,
+          reason: stop.reason,
+          checkpointProgressVersion: progressVersion,
+          blockedTool: stop.blockedTool,
+          blockedArgs: stop.blockedArgs,
+          operationKey: stop.operationKey,
+          precondition: req.precondition,
+        });
+        return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
+      }
+    }
+  }
+
+  /** The `stop` signal: the kill switch, effective before the next tool call. */
+  onStopSignal(raw: unknown): void {
+    const parsed = stopRequestSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
+      return;
+    }
+    if (this.seenRequestIds.has(parsed.data.requestId)) return;
+    this.seenRequestIds.add(parsed.data.requestId);
+    if (this.phase !== 'RUNNING') {
+      this.note('stop_ignored', `run is ${this.phase}`, {
+        args: { actor: parsed.data.actor, reason: parsed.data.reason },
+      });
+      return;
+    }
+    this.stopRequest = parsed.data;
+  }
+}

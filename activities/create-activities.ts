@@ -3,10 +3,10 @@
  * proposal), `runTool` (run a tool; writes only through the ledger) and
  * `verifyPrecondition` (re-check the world before a stopped run may resume).
  */
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Planner, PlannerInput } from '../common/planner';
-import { fixtureArgsSpecs, normalizeCall, type ToolResult } from '../guard';
+import { fixtureArgsSpecs, NEEDS_HUMAN_CODES, normalizeCall, ResultCode, type ToolResult } from '../guard';
+import { activityExecution, cancellationSignalOrNever, heartbeat } from './activity-context';
 import {
   executeOnce,
   executeOnceAtomic,
@@ -15,6 +15,7 @@ import {
   type ExecuteOutcome,
   type Ledger,
 } from './ledger';
+import type { LlmProvider } from './planners/llm-common';
 import { createScriptedPlanner, scriptOf } from './planners/scripted';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
@@ -39,7 +40,7 @@ export interface ActivityDeps {
   /** True when the ledger lives in the world's database file (atomic business writes). */
   readonly ledgerSharesWorldDb: boolean;
   /** Planners by kind; `scripted` is always available. */
-  readonly planners?: Partial<Record<'anthropic' | 'openai', Planner>>;
+  readonly planners?: Partial<Record<LlmProvider, Planner>>;
   /** Ledger lease; renewed while a write runs. */
   readonly leaseMs?: number;
   /** Worker identity, for the ledger's owner column. */
@@ -54,35 +55,23 @@ class ResultNotSuccess extends Error {
   }
 }
 
+/** How the ledger settles a write whose tool *answered* with `result` (it did not throw). */
 function ledgerClass(result: ToolResult): SideEffectErrorClass {
-  // A tool that answered PRECONDITION/RETRYABLE/PENDING or refused (permission) did not perform
-  // the operation: release the claim so the operation can run once the world changes.
+  // A tool that answered PRECONDITION/RETRYABLE/PENDING or refused (permission, policy, a
+  // person's approval) did not perform the operation: release the claim so the operation
+  // can run once the world changes. Any other FATAL answer is the operation's final word.
   if (result.kind !== 'FATAL') return SideEffectErrorClass.NOT_PERFORMED;
-  if (
-    result.code === 'permission_denied' ||
-    result.code === 'policy_blocked' ||
-    result.code === 'needs_human'
-  ) {
-    return SideEffectErrorClass.NOT_PERFORMED;
-  }
-  return SideEffectErrorClass.FINAL;
+  return NEEDS_HUMAN_CODES.has(result.code ?? ResultCode.FATAL)
+    ? SideEffectErrorClass.NOT_PERFORMED
+    : SideEffectErrorClass.FINAL;
 }
 
-function heartbeatSafe(): void {
-  try {
-    Context.current().heartbeat();
-  } catch {
-    // Outside an activity (unit tests call these functions directly).
-  }
-}
-
-function activityInfo(): { attempt: number; activityId: string; signal: AbortSignal } {
-  try {
-    const ctx = Context.current();
-    return { attempt: ctx.info.attempt, activityId: ctx.info.activityId, signal: ctx.cancellationSignal };
-  } catch {
-    return { attempt: 1, activityId: 'direct', signal: new AbortController().signal };
-  }
+/** How the ledger settles a write whose side effect *threw*, classified as `result`. */
+function thrownLedgerClass(result: ToolResult): SideEffectErrorClass {
+  // A transient failure thrown mid-write (a timeout, a reset connection) may have happened
+  // on the other side: the ledger must not assume either way.
+  if (result.kind === 'RETRYABLE') return SideEffectErrorClass.UNKNOWN_OUTCOME;
+  return ledgerClass(result);
 }
 
 /** Creates the activity functions over their dependencies. */
@@ -94,7 +83,7 @@ export function createActivities(deps: ActivityDeps) {
 
   function plannerFor(kind: string): Planner {
     if (kind === 'scripted') return scripted;
-    const p = deps.planners?.[kind as 'anthropic' | 'openai'];
+    const p = deps.planners?.[kind as LlmProvider];
     if (!p) {
       throw ApplicationFailure.nonRetryable(
         `planner "${kind}" is not configured on this worker`,
@@ -156,12 +145,11 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promise<ToolResult> {
-    const { signal } = activityInfo();
     const ret: ToolReturn = await tool.execute(input.args, {
       runId: input.runId,
       operationKey: input.operationKey,
-      heartbeat: heartbeatSafe,
-      signal,
+      heartbeat,
+      signal: cancellationSignalOrNever(),
       tx,
     });
     return toResult(ret);
@@ -179,14 +167,14 @@ export function createActivities(deps: ActivityDeps) {
         return { result: { kind: 'SUCCESS', data: outcome.result }, via: 'ledger' };
       case 'in_progress':
         return {
-          result: { kind: 'RETRYABLE', code: 'in_progress', retryAfterMs: outcome.retryAfterMs },
+          result: { kind: 'RETRYABLE', code: ResultCode.IN_PROGRESS, retryAfterMs: outcome.retryAfterMs },
           via: 'not_run',
         };
       case 'unknown':
         return {
           result: {
             kind: 'FATAL',
-            code: 'outcome_unknown',
+            code: ResultCode.OUTCOME_UNKNOWN,
             message: `operation ${outcome.key}: the executor died after dispatch; settle it with "agentctl ledger resolve ${outcome.key}"`,
           },
           via: 'not_run',
@@ -195,7 +183,7 @@ export function createActivities(deps: ActivityDeps) {
         return {
           result: {
             kind: 'FATAL',
-            code: outcome.error.code ?? 'failed_final',
+            code: outcome.error.code ?? ResultCode.FAILED_FINAL,
             message: outcome.error.message,
           },
           via: outcome.replayed ? 'ledger' : 'executed',
@@ -204,7 +192,7 @@ export function createActivities(deps: ActivityDeps) {
         return { result: failure ?? classifyError(new Error(outcome.error.message)), via: 'executed' };
       case 'conflict':
         return {
-          result: { kind: 'FATAL', code: 'idempotency_conflict', message: outcome.error.message },
+          result: { kind: 'FATAL', code: ResultCode.IDEMPOTENCY_CONFLICT, message: outcome.error.message },
           via: 'not_run',
         };
     }
@@ -219,7 +207,11 @@ export function createActivities(deps: ActivityDeps) {
     const tool = registry.get(input.tool);
     if (!tool) {
       return {
-        result: { kind: 'PRECONDITION', code: 'unknown_tool', unmet: `no tool named "${input.tool}"` },
+        result: {
+          kind: 'PRECONDITION',
+          code: ResultCode.UNKNOWN_TOOL,
+          unmet: `no tool named "${input.tool}"`,
+        },
         progressVersion: await world.progressVersion(input.runId),
         via: 'not_run',
       };
@@ -249,14 +241,14 @@ export function createActivities(deps: ActivityDeps) {
       return {
         result: {
           kind: 'PRECONDITION',
-          code: 'missing_operation_key',
+          code: ResultCode.MISSING_OPERATION_KEY,
           unmet: `write tool ${tool.name} needs an operation key`,
         },
         progressVersion: await world.progressVersion(input.runId),
         via: 'not_run',
       };
     }
-    const { attempt, activityId } = activityInfo();
+    const { attempt, activityId } = activityExecution();
     // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
     let lastFailure: ToolResult | null = null;
     const options = {
@@ -269,14 +261,12 @@ export function createActivities(deps: ActivityDeps) {
       vendorIdempotent: tool.vendorIdempotent ?? false,
       ...(tool.reconcile ? { reconcile: tool.reconcile } : {}),
       classifyError: (err: unknown) => {
-        lastFailure =
-          err instanceof ResultNotSuccess ? err.result : (tool.classify?.(err) ?? classifyError(err));
-        if (err instanceof ResultNotSuccess) return ledgerClass(err.result);
-        return lastFailure.kind === 'FATAL' && ledgerClass(lastFailure) === SideEffectErrorClass.FINAL
-          ? SideEffectErrorClass.FINAL
-          : lastFailure.kind === 'RETRYABLE'
-            ? SideEffectErrorClass.UNKNOWN_OUTCOME
-            : SideEffectErrorClass.NOT_PERFORMED;
+        if (err instanceof ResultNotSuccess) {
+          lastFailure = err.result;
+          return ledgerClass(err.result);
+        }
+        lastFailure = tool.classify?.(err) ?? classifyError(err);
+        return thrownLedgerClass(lastFailure);
       },
     };
     // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
@@ -298,7 +288,7 @@ export function createActivities(deps: ActivityDeps) {
   /** Re-verifies, from external state, that what stopped a run has changed. */
   async function verifyPrecondition(input: VerifyInput): Promise<VerifyOutput> {
     const version = await world.progressVersion(input.runId);
-    if (input.reason === 'outcome_unknown' && input.operationKey) {
+    if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
       const rec = await ledger.get(input.operationKey);
       const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
       return {

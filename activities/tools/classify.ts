@@ -1,8 +1,8 @@
 /**
- * Default classification of thrown errors into SPEC §2 result kinds.
+ * Default classification of thrown errors into docs/spec.md §2 result kinds.
  */
 import { ZodError } from 'zod';
-import type { ToolResult } from '../../guard';
+import { ResultCode, type ToolResult } from '../../guard';
 import { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './errors';
 
 const NETWORK_CODES = new Set([
@@ -43,7 +43,7 @@ export function messageOf(err: unknown): string {
   return m.length > 300 ? `${m.slice(0, 300)}…` : m;
 }
 
-/** Classifies a thrown error by the defaults of SPEC §2. */
+/** Classifies a thrown error by the defaults of docs/spec.md §2. */
 export function classifyError(err: unknown): ToolResult {
   if (err instanceof RetryableToolError) {
     return {
@@ -56,7 +56,7 @@ export function classifyError(err: unknown): ToolResult {
   if (err instanceof PreconditionToolError) return { kind: 'PRECONDITION', code: err.code, unmet: err.unmet };
   if (err instanceof FatalToolError) return { kind: 'FATAL', code: err.code, message: err.message };
   if (err instanceof ZodError) {
-    return { kind: 'PRECONDITION', code: 'invalid_args', unmet: formatZodError(err) };
+    return { kind: 'PRECONDITION', code: ResultCode.INVALID_ARGS, unmet: formatZodError(err) };
   }
   if (err instanceof ToolError) return { kind: 'FATAL', code: err.code, message: err.message };
   const status = statusOf(err);
@@ -69,7 +69,7 @@ export function classifyError(err: unknown): ToolResult {
     };
   }
   if (status === 401 || status === 403)
-    return { kind: 'FATAL', code: 'permission_denied', message: messageOf(err) };
+    return { kind: 'FATAL', code: ResultCode.PERMISSION_DENIED, message: messageOf(err) };
   if (status !== undefined && status >= 400) {
     return { kind: 'PRECONDITION', code: `http_${status}`, unmet: messageOf(err) };
   }
@@ -82,7 +82,7 @@ export function classifyError(err: unknown): ToolResult {
       message: messageOf(err),
     };
   }
-  return { kind: 'FATAL', code: 'tool_error', message: messageOf(err) };
+  return { kind: 'FATAL', code: ResultCode.TOOL_ERROR, message: messageOf(err) };
 }
 
 /** One line naming each invalid field: `amount: Too small: expected number to be >0`. */

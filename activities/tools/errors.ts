@@ -3,6 +3,7 @@
  * is classified by {@link classifyError}: network / 5xx / 429 → RETRYABLE, 401/403 →
  * FATAL `permission_denied`, zod failure → PRECONDITION `invalid_args`.
  */
+import { ResultCode } from '../../guard';
 
 /** Base class of tool-raised errors; `code` becomes the result's code. */
 export class ToolError extends Error {
@@ -43,7 +44,7 @@ export class PreconditionToolError extends ToolError {
 
 /** No retry can help: permission, policy or an unrecoverable fault. */
 export class FatalToolError extends ToolError {
-  constructor(message: string, code = 'fatal', options?: ErrorOptions) {
+  constructor(message: string, code: string = ResultCode.FATAL, options?: ErrorOptions) {
     super(message, code, options);
     this.name = 'FatalToolError';
   }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolDescriptor } from '../../common/planner';
-import { normalizeCall, type ToolResult } from '../../guard';
+import { normalizeCall, ResultCode, type ToolResult } from '../../guard';
 import { classifyError } from './classify';
 import type { AnyTool } from './define-tool';
 
@@ -85,7 +85,7 @@ export class ToolRegistry {
     if (!tool) {
       return proposal(args, explicitKey ?? null, {
         kind: 'PRECONDITION',
-        code: 'unknown_tool',
+        code: ResultCode.UNKNOWN_TOOL,
         unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
       });
     }

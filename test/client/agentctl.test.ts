@@ -48,6 +48,12 @@ describe('agentctl against a real server', () => {
     ['jitter-same-fingerprint', 'STOPPED_LOOP_GUARD'],
     ['seed-05-repeated-notification', null],
     ['terminal-success-completed', 'COMPLETED'],
+    // Files with their own config, completed keys and initial version: every knob must reach the run.
+    ['cost-budget', 'STOPPED_LOOP_GUARD'],
+    ['token-budget', 'STOPPED_LOOP_GUARD'],
+    ['step-budget-beats-repeat', 'STOPPED_LOOP_GUARD'],
+    ['semantic-changes-are-new-calls', null],
+    ['resume-with-completed-keys', null],
   ])('start --script %s --wait --json', (name, state) => {
     it('prints the replay object plus workflow_id and counters', async () => {
       const id = uniqueId(`ctl-${name}`);

@@ -24,6 +24,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunInput } from '../../common/contracts';
 import { parseReplayFile, replay, type ReplayFile, type ReplayOutcome } from '../../guard';
+import { buildRunInput } from '../../client/commands/start';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const TRACES = resolve(__dirname, '../fixtures/traces');
@@ -99,6 +100,11 @@ export function runInputOf(file: ReplayFile, raw: unknown): RunInput {
   };
 }
 
+/** The run input `agentctl start --script FILE` builds (the CLI path: `guard: {}`, `live: false`). */
+function cliInputOf(path: string): RunInput {
+  return { ...buildRunInput({ planner: 'scripted', script: path, timeout: 300 }), resumeWindowMs: 200 };
+}
+
 const cases = loadCases();
 const included = cases.filter((c) => c.skip === null);
 
@@ -110,18 +116,22 @@ describe('durable run == offline replay for every time-independent trace fixture
     // Start every run at once; each test awaits its own.
     for (const c of included) {
       const raw = JSON.parse(readFileSync(join(TRACES, c.name), 'utf8')) as Record<string, unknown>;
-      results.set(
-        c.name,
-        h.start(runInputOf(c.file, raw)).then(async (run) => {
-          const r = await run.result();
-          // The fixture counter is the number of runTool activities that really ran.
-          const counts = await h.counters(run.workflowId);
-          const ran = Object.values(counts).reduce((a, b) => a + b, 0);
-          if (ran !== r.executed)
-            throw new Error(`${c.name}: ${ran} tool activities ran, RunResult says ${r.executed}`);
-          return comparable(r as unknown as ReplayOutcome);
-        }),
-      );
+      for (const [path, input] of [
+        ['api', runInputOf(c.file, raw)],
+        ['cli', cliInputOf(join(TRACES, c.name))],
+      ] as const)
+        results.set(
+          `${path}:${c.name}`,
+          h.start(input).then(async (run) => {
+            const r = await run.result();
+            // The fixture counter is the number of runTool activities that really ran.
+            const counts = await h.counters(run.workflowId);
+            const ran = Object.values(counts).reduce((a, b) => a + b, 0);
+            if (ran !== r.executed)
+              throw new Error(`${c.name}: ${ran} tool activities ran, RunResult says ${r.executed}`);
+            return comparable(r as unknown as ReplayOutcome);
+          }),
+        );
     }
     // Avoid unhandled rejections before the tests attach.
     for (const p of results.values()) p.catch(() => undefined);
@@ -137,8 +147,25 @@ describe('durable run == offline replay for every time-independent trace fixture
     expect(included.length).toBeGreaterThanOrEqual(Math.ceil(cases.length / 2));
   });
 
-  it.each(included.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
-    const got = await results.get(c.name);
+  it.each(included.map((c) => [c.name, c] as const))('%s (client API input)', async (_name, c) => {
+    const got = await results.get(`api:${c.name}`);
     expect(got).toEqual(comparable(c.expected));
+  });
+
+  it.each(included.map((c) => [c.name, c] as const))(
+    '%s (agentctl start --script input)',
+    async (_name, c) => {
+      const got = await results.get(`cli:${c.name}`);
+      expect(got).toEqual(comparable(c.expected));
+    },
+  );
+
+  it('compares files whose config, completed keys or initial version differ from the defaults', () => {
+    const custom = included.filter(
+      (c) => c.file.config !== undefined || c.file.completed !== undefined || c.file.initialProgressVersion,
+    );
+    expect(custom.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['cost-budget.json', 'token-budget.json', 'resume-with-completed-keys.json']),
+    );
   });
 });

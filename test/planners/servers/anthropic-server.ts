@@ -7,11 +7,11 @@
  * so a planner bug shows up as a 400, not as a silently passing test.
  */
 import {
-  presentedKey,
-  startJsonServer,
+  startScriptedServer,
+  wrongKey,
   type HttpReply,
-  type RecordedRequest,
   type RunningServer,
+  type Script,
 } from './http-script';
 
 /** A content block the scripted model replies with. */
@@ -48,8 +48,7 @@ export interface ScriptedAnthropicError {
 export type AnthropicStep = ScriptedAnthropicReply | ScriptedAnthropicError;
 
 /** The script: a list consumed in order, or a function of the request number (0-based). */
-export type AnthropicScript =
-  readonly AnthropicStep[] | ((index: number, request: RecordedRequest) => AnthropicStep);
+export type AnthropicScript = Script<AnthropicStep>;
 
 /** Options of {@link startAnthropicServer}. */
 export interface AnthropicServerOptions {
@@ -117,55 +116,52 @@ export async function startAnthropicServer(
   script: AnthropicScript,
   options: AnthropicServerOptions = {},
 ): Promise<AnthropicServer> {
-  let served = 0;
   let toolUseCounter = 0;
-  const accepted: Json[] = [];
-  const server = await startJsonServer((req) => {
-    if (req.method !== 'POST' || req.path !== '/v1/messages')
-      return errorReply(404, 'not_found_error', `no route ${req.method} ${req.path}`);
-    if (options.apiKey !== undefined && presentedKey(req.headers) !== options.apiKey) {
-      return errorReply(401, 'authentication_error', 'invalid x-api-key');
-    }
-    if (!req.headers['anthropic-version'])
-      return errorReply(400, 'invalid_request_error', 'anthropic-version: header is required');
-    const body = req.body as Json | undefined;
-    if (!body) return errorReply(400, 'invalid_request_error', 'body: invalid JSON');
-    const violation = protocolViolation(body);
-    if (violation) return errorReply(400, 'invalid_request_error', violation);
-    accepted.push(body);
-
-    const index = served++;
-    const step = typeof script === 'function' ? script(index, req) : script[index];
-    if (!step) return errorReply(500, 'api_error', `script exhausted after ${index} replies`);
-    if ('error' in step)
-      return errorReply(step.error.status, step.error.type, step.error.message, step.error.headers);
-
-    const content = step.content.map((b) =>
-      b.type === 'tool_use'
-        ? { ...b, id: b.id ?? `toolu_${String(++toolUseCounter).padStart(4, '0')}` }
-        : { ...b, citations: null },
-    );
-    const hasToolUse = content.some((b) => b.type === 'tool_use');
-    return {
-      status: 200,
-      headers: { 'request-id': `req_${index}` },
-      body: {
-        id: `msg_${String(index).padStart(4, '0')}`,
-        type: 'message',
-        role: 'assistant',
-        model: step.model ?? body.model,
-        content,
-        stop_reason: step.stop_reason ?? (hasToolUse ? 'tool_use' : 'end_turn'),
-        stop_sequence: null,
-        usage: {
-          input_tokens: step.usage?.input_tokens ?? 10,
-          output_tokens: step.usage?.output_tokens ?? 5,
-          cache_creation_input_tokens: step.usage?.cache_creation_input_tokens ?? 0,
-          cache_read_input_tokens: step.usage?.cache_read_input_tokens ?? 0,
-          service_tier: 'standard',
+  const server = await startScriptedServer(script, {
+    refuse(req) {
+      if (req.method !== 'POST' || req.path !== '/v1/messages')
+        return errorReply(404, 'not_found_error', `no route ${req.method} ${req.path}`);
+      if (wrongKey(req.headers, options.apiKey)) {
+        return errorReply(401, 'authentication_error', 'invalid x-api-key');
+      }
+      if (!req.headers['anthropic-version'])
+        return errorReply(400, 'invalid_request_error', 'anthropic-version: header is required');
+      const body = req.body as Json | undefined;
+      if (!body) return errorReply(400, 'invalid_request_error', 'body: invalid JSON');
+      const violation = protocolViolation(body);
+      return violation ? errorReply(400, 'invalid_request_error', violation) : null;
+    },
+    exhausted: (index) => errorReply(500, 'api_error', `script exhausted after ${index} replies`),
+    answer(step, index, body) {
+      if ('error' in step)
+        return errorReply(step.error.status, step.error.type, step.error.message, step.error.headers);
+      const content = step.content.map((b) =>
+        b.type === 'tool_use'
+          ? { ...b, id: b.id ?? `toolu_${String(++toolUseCounter).padStart(4, '0')}` }
+          : { ...b, citations: null },
+      );
+      const hasToolUse = content.some((b) => b.type === 'tool_use');
+      return {
+        status: 200,
+        headers: { 'request-id': `req_${index}` },
+        body: {
+          id: `msg_${String(index).padStart(4, '0')}`,
+          type: 'message',
+          role: 'assistant',
+          model: step.model ?? body.model,
+          content,
+          stop_reason: step.stop_reason ?? (hasToolUse ? 'tool_use' : 'end_turn'),
+          stop_sequence: null,
+          usage: {
+            input_tokens: step.usage?.input_tokens ?? 10,
+            output_tokens: step.usage?.output_tokens ?? 5,
+            cache_creation_input_tokens: step.usage?.cache_creation_input_tokens ?? 0,
+            cache_read_input_tokens: step.usage?.cache_read_input_tokens ?? 0,
+            service_tier: 'standard',
+          },
         },
-      },
-    };
+      };
+    },
   });
-  return { ...server, messageRequests: () => accepted };
+  return { ...server, messageRequests: server.accepted };
 }

@@ -1,6 +1,7 @@
 /**
  * The plumbing both local protocol servers share: a `node:http` server on 127.0.0.1
- * with a random port that records every request and answers from a script.
+ * with a random port that records every request, refuses what the real API would
+ * refuse, and answers the rest from a script.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,6 +75,50 @@ export async function startJsonServer(handle: (req: RecordedRequest) => HttpRepl
         server.close(() => resolve());
       }),
   };
+}
+
+/** A script: steps consumed in order, or a function of the request number (0-based). */
+export type Script<S> = readonly S[] | ((index: number, request: RecordedRequest) => S);
+
+/** One provider's protocol, as {@link startScriptedServer} serves it. */
+export interface ScriptedProtocol<S> {
+  /**
+   * The provider's refusal of a request it would not serve (wrong route or key, no JSON
+   * body, a broken tool protocol), or null to accept it. Refused requests use no step.
+   */
+  refuse(request: RecordedRequest): HttpReply | null;
+  /** The answer of a scripted step (a reply or a scripted error) to the accepted `body`. */
+  answer(step: S, index: number, body: Record<string, unknown>): HttpReply;
+  /** The answer once the script has no step left. */
+  exhausted(index: number): HttpReply;
+}
+
+/** A running scripted protocol server. */
+export interface ScriptedServer extends RunningServer {
+  /** Bodies of the accepted requests, in order. */
+  readonly accepted: () => Array<Record<string, unknown>>;
+}
+
+/** Starts a server that answers each request `protocol` accepts with the script's next step. */
+export async function startScriptedServer<S>(
+  script: Script<S>,
+  protocol: ScriptedProtocol<S>,
+): Promise<ScriptedServer> {
+  const accepted: Array<Record<string, unknown>> = [];
+  const server = await startJsonServer((req) => {
+    const refusal = protocol.refuse(req);
+    if (refusal) return refusal;
+    const body = req.body as Record<string, unknown>;
+    const index = accepted.push(body) - 1;
+    const step = typeof script === 'function' ? script(index, req) : script[index];
+    return step === undefined ? protocol.exhausted(index) : protocol.answer(step, index, body);
+  });
+  return { ...server, accepted: () => accepted };
+}
+
+/** Whether a server that expects `apiKey` (when set) must refuse a request with `headers` as a 401. */
+export function wrongKey(headers: IncomingHttpHeaders, apiKey: string | undefined): boolean {
+  return apiKey !== undefined && presentedKey(headers) !== apiKey;
 }
 
 /** The API key a request carried, in `x-api-key` or `Authorization: Bearer`. */

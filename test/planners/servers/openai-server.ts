@@ -8,11 +8,11 @@
  * next non-tool message), so a planner bug shows up as a 400.
  */
 import {
-  presentedKey,
-  startJsonServer,
+  startScriptedServer,
+  wrongKey,
   type HttpReply,
-  type RecordedRequest,
   type RunningServer,
+  type Script,
 } from './http-script';
 
 /** A tool call the scripted model makes; `arguments` is sent verbatim (it is JSON *text*). */
@@ -52,7 +52,7 @@ export interface ScriptedOpenAIError {
 export type OpenAIStep = ScriptedOpenAIReply | ScriptedOpenAIError;
 
 /** The script: a list consumed in order, or a function of the request number (0-based). */
-export type OpenAIScript = readonly OpenAIStep[] | ((index: number, request: RecordedRequest) => OpenAIStep);
+export type OpenAIScript = Script<OpenAIStep>;
 
 /** Options of {@link startOpenAIServer}. */
 export interface OpenAIServerOptions {
@@ -114,70 +114,67 @@ export async function startOpenAIServer(
   script: OpenAIScript,
   options: OpenAIServerOptions = {},
 ): Promise<OpenAIServer> {
-  let served = 0;
   let callCounter = 0;
-  const accepted: Json[] = [];
-  const server = await startJsonServer((req) => {
-    if (req.method !== 'POST' || req.path !== '/v1/chat/completions')
-      return errorReply(404, 'invalid_request_error', `Unknown request URL: ${req.method} ${req.path}`);
-    if (options.apiKey !== undefined && presentedKey(req.headers) !== options.apiKey) {
-      return errorReply(401, 'invalid_request_error', 'Incorrect API key provided.', 'invalid_api_key');
-    }
-    const body = req.body as Json | undefined;
-    if (!body)
-      return errorReply(400, 'invalid_request_error', 'We could not parse the JSON body of your request.');
-    const violation = protocolViolation(body);
-    if (violation) return errorReply(400, 'invalid_request_error', violation);
-    accepted.push(body);
-
-    const index = served++;
-    const step = typeof script === 'function' ? script(index, req) : script[index];
-    if (!step) return errorReply(500, 'server_error', `script exhausted after ${index} replies`);
-    if ('error' in step)
-      return errorReply(
-        step.error.status,
-        step.error.type,
-        step.error.message,
-        step.error.code ?? null,
-        step.error.headers,
-      );
-
-    const toolCalls = (step.tool_calls ?? []).map((tc) => ({
-      id: tc.id ?? `call_${String(++callCounter).padStart(4, '0')}`,
-      type: 'function',
-      function: { name: tc.name, arguments: tc.arguments },
-    }));
-    const prompt = step.usage?.prompt_tokens ?? 10;
-    const completion = step.usage?.completion_tokens ?? 5;
-    return {
-      status: 200,
-      headers: { 'x-request-id': `req_${index}` },
-      body: {
-        id: `chatcmpl-${String(index).padStart(4, '0')}`,
-        object: 'chat.completion',
-        created: 1_700_000_000 + index,
-        model: step.model ?? body.model,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: step.content ?? null,
-              refusal: null,
-              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+  const server = await startScriptedServer(script, {
+    refuse(req) {
+      if (req.method !== 'POST' || req.path !== '/v1/chat/completions')
+        return errorReply(404, 'invalid_request_error', `Unknown request URL: ${req.method} ${req.path}`);
+      if (wrongKey(req.headers, options.apiKey)) {
+        return errorReply(401, 'invalid_request_error', 'Incorrect API key provided.', 'invalid_api_key');
+      }
+      const body = req.body as Json | undefined;
+      if (!body)
+        return errorReply(400, 'invalid_request_error', 'We could not parse the JSON body of your request.');
+      const violation = protocolViolation(body);
+      return violation ? errorReply(400, 'invalid_request_error', violation) : null;
+    },
+    exhausted: (index) => errorReply(500, 'server_error', `script exhausted after ${index} replies`),
+    answer(step, index, body) {
+      if ('error' in step)
+        return errorReply(
+          step.error.status,
+          step.error.type,
+          step.error.message,
+          step.error.code ?? null,
+          step.error.headers,
+        );
+      const toolCalls = (step.tool_calls ?? []).map((tc) => ({
+        id: tc.id ?? `call_${String(++callCounter).padStart(4, '0')}`,
+        type: 'function',
+        function: { name: tc.name, arguments: tc.arguments },
+      }));
+      const prompt = step.usage?.prompt_tokens ?? 10;
+      const completion = step.usage?.completion_tokens ?? 5;
+      return {
+        status: 200,
+        headers: { 'x-request-id': `req_${index}` },
+        body: {
+          id: `chatcmpl-${String(index).padStart(4, '0')}`,
+          object: 'chat.completion',
+          created: 1_700_000_000 + index,
+          model: step.model ?? body.model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: step.content ?? null,
+                refusal: null,
+                ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+              },
+              logprobs: null,
+              finish_reason: step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
             },
-            logprobs: null,
-            finish_reason: step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+          ],
+          usage: {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
           },
-        ],
-        usage: {
-          prompt_tokens: prompt,
-          completion_tokens: completion,
-          total_tokens: prompt + completion,
-          prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
         },
-      },
-    };
+      };
+    },
   });
-  return { ...server, baseURL: `${server.origin}/v1`, completionRequests: () => accepted };
+  return { ...server, baseURL: `${server.origin}/v1`, completionRequests: server.accepted };
 }

@@ -7,11 +7,11 @@
  * 4 Temporal server unreachable.
  */
 import { Command, CommanderError } from 'commander';
-import { ledgerCommand } from './ledger-commands';
 import { runReplay } from './replay';
 import { makeCtx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
+import { ledgerCommand } from './commands/ledger';
 import { startCommand } from './commands/start';
 import { worldCommand } from './commands/world';
 import { connectionSettings, unreachableMessage } from './connect';
@@ -49,17 +49,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(listCommand(ctx));
   program.addCommand(resumeCommand(ctx));
   program.addCommand(stopCommand(ctx));
-  program.addCommand(
-    ledgerCommand({
-      env: ctx.env,
-      stdout: ctx.io.out,
-      stderr: ctx.io.err,
-      // The ledger commands report their own exit code; commander errors are mapped below.
-      exit: (code) => {
-        process.exitCode = code;
-      },
-    }),
-  );
+  program.addCommand(ledgerCommand(ctx));
   program.addCommand(worldCommand(ctx));
   program.addCommand(
     new Command('replay')
@@ -73,7 +63,8 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
           (l) => ctx.io.err(`${l}\n`),
           { pretty: o.pretty },
         );
-        if (code !== 0) throw new CliError(code === 2 ? Exit.USAGE : Exit.ERROR, 'replay failed (see above)');
+        if (code !== 0)
+          throw new CliError(code === 2 ? Exit.USAGE : Exit.ERROR, 'replay failed', { reported: true });
       }),
   );
   applyOutput(program, ctx.io);
@@ -102,7 +93,7 @@ export async function main(
   const program = buildProgram(ctx);
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return Number(process.exitCode ?? 0);
+    return Exit.OK;
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
@@ -110,7 +101,7 @@ export async function main(
       return Exit.USAGE; // commander already printed the message
     }
     if (err instanceof CliError) {
-      if (err.message.trim() !== 'replay failed (see above)') io.err(`agentctl: ${err.message}\n`);
+      if (!err.reported) io.err(`agentctl: ${err.message}\n`);
       return err.exitCode;
     }
     if (isUnavailable(err)) {

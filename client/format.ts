@@ -3,6 +3,7 @@
  * key/value blocks. No colours, no dependencies: the output must read well in a terminal,
  * a CI log and a pipe.
  */
+import type { StopReport, TraceRecord } from '../guard';
 
 /** agentctl's documented exit codes (docs/cli.md). */
 export const Exit = {
@@ -14,14 +15,27 @@ export const Exit = {
 } as const;
 export type ExitCode = (typeof Exit)[keyof typeof Exit];
 
+/** Options of {@link CliError}. */
+export interface CliErrorOptions extends ErrorOptions {
+  /**
+   * The command already wrote its own message to stderr (`replay`, `ledger`: their output
+   * format predates agentctl), so the runner only sets the exit code.
+   */
+  readonly reported?: boolean;
+}
+
 /** An error with an exit code and an operator-facing message (no stack trace is printed). */
 export class CliError extends Error {
   override name = 'CliError';
+  /** True when the message is already on stderr (see {@link CliErrorOptions.reported}). */
+  readonly reported: boolean;
   constructor(
     readonly exitCode: ExitCode,
     message: string,
+    options: CliErrorOptions = {},
   ) {
-    super(message);
+    super(message, options);
+    this.reported = options.reported === true;
   }
 }
 
@@ -83,6 +97,25 @@ export function formatCounters(counters: Record<string, number> | null | undefin
   if (!counters) return '(unknown)';
   const entries = Object.entries(counters).sort(([a], [b]) => a.localeCompare(b));
   return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${v}`).join(' ');
+}
+
+/** A StopReport's blocked call as `tool fingerprint`, null when there is none. */
+export function blockedCallText(r: Pick<StopReport, 'blocked_call'> | null | undefined): string | null {
+  return r?.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null;
+}
+
+/** A trace record's result as `KIND` or `KIND:code`, null when nothing ran. */
+export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code'>): string | null {
+  return r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null;
+}
+
+/** One trace record as a single line (`watch`, the demo). */
+export function traceLine(r: TraceRecord): string {
+  const kind = resultText(r);
+  const result = kind ? ` → ${kind}` : '';
+  const reason = r.reason ? ` (${r.reason})` : '';
+  const tool = r.tool ? `${r.tool} ` : '';
+  return `step ${r.step} ${r.phase.padEnd(6)} ${tool}${r.decision}${reason}${result}`;
 }
 
 /** Pretty or compact JSON plus a newline. */

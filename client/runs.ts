@@ -1,34 +1,40 @@
 /**
- * Reading runs from the client side: status / report / trace / checkpoint queries with a
- * fallback to the closed run's result, waiting until a run has settled (closed, or stopped
- * and waiting for `resume`), the replay-shaped outcome of a run (SPEC §6), and the tool
- * execution counters from the demo world.
+ * The run helpers agentctl and the demo share: starting a run, sending the verified
+ * `resume`, status / report / trace / checkpoint queries with a fallback to the closed
+ * run's result, waiting until a run has settled (closed, or stopped and waiting for
+ * `resume`), and the replay-shaped outcome of a run (docs/spec.md §6).
  */
-import { existsSync } from 'node:fs';
 import {
+  WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import {
   checkpointQuery,
   reportQuery,
+  resumeUpdate,
   statusQuery,
   traceQuery,
+  WORKFLOW_TYPE,
   type Checkpoint,
+  type ResumeAnswer,
+  type ResumeRequest,
   type RunDecision,
+  type RunInput,
   type RunResult,
   type RunStatus,
   type TracePage,
   type TracePageArgs,
 } from '../common/contracts';
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
-import { World, worldFile } from '../activities/tools/demo/world';
 import { CliError, Exit } from './format';
 
-/** The replay output of SPEC §6 (key order as `npm run replay` prints it). */
+/** The replay output of docs/spec.md §6 (key order as `npm run replay` prints it). */
 export interface RunOutcome {
   terminal_state: TerminalState;
   reason: string | null;
@@ -52,6 +58,73 @@ export async function describeRun(
   } catch (err) {
     if (err instanceof WorkflowNotFoundError)
       throw new CliError(Exit.ERROR, `no run with id "${workflowId}"`);
+    throw err;
+  }
+}
+
+/** What {@link startRun} starts. */
+export interface StartRunOptions {
+  readonly workflowId: string;
+  readonly taskQueue: string;
+  readonly input: RunInput;
+  /** The Web UI's summary line (default: the goal). */
+  readonly summary?: string;
+}
+
+/** Starts an agent run; a run already open under the id is exit 1. */
+export async function startRun(
+  client: Client,
+  o: StartRunOptions,
+): Promise<WorkflowHandleWithFirstExecutionRunId> {
+  try {
+    return await client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: o.taskQueue,
+      workflowId: o.workflowId,
+      args: [o.input],
+      staticSummary: o.summary ?? o.input.goal,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new CliError(Exit.ERROR, `a run with id "${o.workflowId}" is already running`);
+    }
+    throw err;
+  }
+}
+
+/** The outcome of one resume attempt. */
+export interface ResumeOutcome {
+  readonly accepted: boolean;
+  readonly reason: string;
+  /** true when the workflow's validator refused before anything ran. */
+  readonly rejectedByValidator: boolean;
+  readonly progressVersion: number | null;
+}
+
+/** A refusal that never reached the workflow's handler (validator, closed run). */
+export function rejected(reason: string): ResumeOutcome {
+  return { accepted: false, reason, rejectedByValidator: true, progressVersion: null };
+}
+
+/**
+ * Sends the `resume` update. A validator rejection or a closed run is a refusal, not an
+ * error: the operator's next step is the same (read the reason, change something, retry).
+ */
+export async function sendResume(handle: WorkflowHandle, req: ResumeRequest): Promise<ResumeOutcome> {
+  try {
+    const a: ResumeAnswer = await handle.executeUpdate(resumeUpdate, { args: [req] });
+    return {
+      accepted: a.accepted,
+      reason: a.reason,
+      rejectedByValidator: false,
+      progressVersion: a.progressVersion,
+    };
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) return rejected(err.cause?.message ?? err.message);
+    if (err instanceof WorkflowNotFoundError) {
+      return rejected(
+        `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,
+      );
+    }
     throw err;
   }
 }
@@ -233,39 +306,22 @@ export async function followRun(handle: WorkflowHandle, o: FollowOptions = {}): 
   }
 }
 
-/** Waits until the run closes or stops waiting for resume, then returns its replay-shaped outcome. */
+/**
+ * Waits until the run closes or stops waiting for resume, then returns its replay-shaped
+ * outcome (and, for a caller following with `onRecord`, how many trace records it saw).
+ */
 export async function settledOutcome(
   handle: WorkflowHandle,
   o: FollowOptions = {},
-): Promise<{ outcome: RunOutcome; closed: boolean; result: RunResult | null }> {
+): Promise<{ outcome: RunOutcome; closed: boolean; result: RunResult | null; seen: number }> {
   const s = await followRun(handle, { untilWaiting: true, ...o });
   if (s.closed) {
     const result = await closedResult(handle);
-    return { outcome: outcomeOfResult(result), closed: true, result };
+    return { outcome: outcomeOfResult(result), closed: true, result, seen: s.seen };
   }
   const cp = await handle.query(checkpointQuery);
   const outcome = outcomeOfCheckpoint(cp);
   if (!outcome)
     throw new CliError(Exit.ERROR, `run ${handle.workflowId} is waiting but has no stop recorded`);
-  return { outcome, closed: false, result: null };
-}
-
-/**
- * Per-tool execution counters of a run, read from the demo world at `worldUrl`
- * (what the local worker writes to). null when the world file does not exist here.
- */
-export async function readCounters(worldUrl: string, runId: string): Promise<Record<string, number> | null> {
-  let file: string;
-  try {
-    file = worldFile(worldUrl);
-  } catch {
-    return null;
-  }
-  if (file === ':memory:' || !existsSync(file)) return null;
-  const world = World.open(file);
-  try {
-    return await world.counters(runId);
-  } finally {
-    world.close();
-  }
+  return { outcome, closed: false, result: null, seen: s.seen };
 }

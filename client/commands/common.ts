@@ -1,8 +1,11 @@
-/** Shared option parsers and the command runner of agentctl. */
-import { InvalidArgumentError } from 'commander';
+/** The context every agentctl command gets, and the option parsers and lookups they share. */
+import { InvalidArgumentError, Option } from 'commander';
+import type { WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
+import type { BudgetKey } from '../../guard';
 import { readWorkerEnv } from '../../worker/env';
 import { connect, type Connected } from '../connect';
-import { stdio, type Output } from '../format';
+import { stdio, uiBaseFor, uiLink, type Output } from '../format';
+import { describeRun } from '../runs';
 
 /** Context every command gets. */
 export interface Ctx {
@@ -26,6 +29,24 @@ export function makeCtx(o: Partial<Pick<Ctx, 'env' | 'io'>> = {}): Ctx & { close
   };
 }
 
+/** An existing run, with the connection it was found on. */
+export interface OpenedRun {
+  readonly c: Connected;
+  readonly handle: WorkflowHandle;
+  readonly desc: WorkflowExecutionDescription;
+}
+
+/** Connects and looks the run up (exit 1 "no run with id", exit 4 when unreachable). */
+export async function openRun(ctx: Ctx, id: string): Promise<OpenedRun> {
+  const c = await ctx.connect();
+  return { c, ...(await describeRun(c.client, id)) };
+}
+
+/** The Web UI link of a run on the server `c` is connected to. */
+export function runLink(ctx: Ctx, c: Connected, workflowId: string): string {
+  return uiLink(uiBaseFor(c.address, ctx.env), c.namespace, workflowId);
+}
+
 /** commander parser: a positive integer. */
 export function positiveInt(value: string): number {
   const n = Number(value);
@@ -45,6 +66,68 @@ export function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a positive number');
   return n;
+}
+
+/** How one guard budget is spelled on the command line: `--max-<flag>` (start), `--raise-<flag>` (resume). */
+interface BudgetFlag {
+  readonly flag: string;
+  readonly arg: string;
+  readonly parse: (value: string) => number;
+  /** `start --max-…` help. */
+  readonly max: string;
+  /** `resume --raise-…` help. */
+  readonly raise: string;
+}
+
+/**
+ * The budgets a run starts with and a resume may raise, keyed like the guard's config
+ * (`BUDGET_RAISE_KEY` in guard/reasons.ts), so `start` and `resume` parse them alike.
+ */
+export const BUDGET_FLAGS: Readonly<Record<BudgetKey, BudgetFlag>> = {
+  maxSteps: {
+    flag: 'steps',
+    arg: 'n',
+    parse: positiveInt,
+    max: 'step budget (default 20)',
+    raise: 'raise the step budget to n',
+  },
+  maxMs: {
+    flag: 'ms',
+    arg: 'ms',
+    parse: positiveNumber,
+    max: 'wall-clock budget in ms (default 60000)',
+    raise: 'raise the wall-clock budget to ms',
+  },
+  maxTokens: {
+    flag: 'tokens',
+    arg: 'n',
+    parse: positiveNumber,
+    max: 'token budget (default unlimited)',
+    raise: 'raise the token budget to n',
+  },
+  maxCostUsd: {
+    flag: 'cost-usd',
+    arg: 'usd',
+    parse: positiveNumber,
+    max: 'cost budget in USD (default unlimited)',
+    raise: 'raise the cost budget to usd',
+  },
+  maxWaitPolls: {
+    flag: 'wait-polls',
+    arg: 'n',
+    parse: positiveInt,
+    max: 'honoured re-polls per call (default 10)',
+    raise: 'raise the honoured-poll budget to n',
+  },
+};
+
+/**
+ * The option of one budget: `--max-steps <n>` (its value lands on `maxSteps`) or
+ * `--raise-steps <n>` (on `raiseSteps`).
+ */
+export function budgetOption(key: BudgetKey, kind: 'max' | 'raise'): Option {
+  const b = BUDGET_FLAGS[key];
+  return new Option(`--${kind}-${b.flag} <${b.arg}>`, b[kind]).argParser(b.parse);
 }
 
 /** The world URL the local worker writes counters to (WORLD_URL / LEDGER_URL defaults). */

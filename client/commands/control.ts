@@ -1,90 +1,73 @@
 /** `agentctl resume|stop`: operator actions on a run. */
 import { randomUUID } from 'node:crypto';
 import { Command } from 'commander';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import {
-  resumeUpdate,
   statusQuery,
   stopSignal,
-  WORKFLOW_TYPE,
   type BudgetRaise,
-  type ResumeAnswer,
   type ResumeRequest,
   type RunInput,
 } from '../../common/contracts';
+import { TerminalState, type BudgetKey } from '../../guard';
 import type { Connected } from '../connect';
-import { CliError, Exit, json, keyValues, uiBaseFor, uiLink } from '../format';
-import { closedResult, describeRun, followRun, isClosed, readCounters, settledOutcome } from '../runs';
+import { CliError, Exit, json, keyValues } from '../format';
+import {
+  closedResult,
+  describeRun,
+  followRun,
+  isClosed,
+  rejected,
+  sendResume,
+  settledOutcome,
+  startRun,
+  type ResumeOutcome,
+} from '../runs';
+import { readCounters } from '../world';
 import { formatOutcome } from './start';
-import { defaultActor, positiveInt, positiveNumber, worldUrlOf, type Ctx } from './common';
+import {
+  BUDGET_FLAGS,
+  budgetOption,
+  defaultActor,
+  openRun,
+  positiveInt,
+  runLink,
+  worldUrlOf,
+  type Ctx,
+} from './common';
 
-interface ResumeOpts {
+/** `--raise-steps` lands on `raiseSteps`, … : one optional number per raisable budget. */
+type RaiseOpts = { [K in BudgetKey as K extends `max${infer R}` ? `raise${R}` : never]?: number };
+
+interface ResumeOpts extends RaiseOpts {
   from?: string;
   id?: string;
   actor?: string;
   reason?: string;
   precondition?: string;
   requestId?: string;
-  raiseSteps?: number;
-  raiseMs?: number;
-  raiseTokens?: number;
-  raiseCostUsd?: number;
-  raiseWaitPolls?: number;
   wait?: boolean;
   timeout: number;
   json?: boolean;
 }
 
+/** Budgets a resume may raise, in the order `resume --help` lists them. */
+const RAISABLE = Object.keys(BUDGET_FLAGS) as BudgetKey[];
+
+const raiseProp = (key: BudgetKey) => key.replace(/^max/, 'raise') as keyof RaiseOpts;
+
 function raiseOf(o: ResumeOpts): BudgetRaise | undefined {
   const raise: BudgetRaise = {};
-  if (o.raiseSteps !== undefined) raise.maxSteps = o.raiseSteps;
-  if (o.raiseMs !== undefined) raise.maxMs = o.raiseMs;
-  if (o.raiseTokens !== undefined) raise.maxTokens = o.raiseTokens;
-  if (o.raiseCostUsd !== undefined) raise.maxCostUsd = o.raiseCostUsd;
-  if (o.raiseWaitPolls !== undefined) raise.maxWaitPolls = o.raiseWaitPolls;
+  for (const key of RAISABLE) {
+    const value = o[raiseProp(key)];
+    if (value !== undefined) raise[key] = value;
+  }
   return Object.keys(raise).length ? raise : undefined;
 }
 
-/** The outcome of one resume attempt. */
-export interface ResumeOutcome {
-  readonly accepted: boolean;
-  readonly reason: string;
-  /** true when the workflow's validator refused before anything ran. */
-  readonly rejectedByValidator: boolean;
-  readonly progressVersion: number | null;
-}
-
-/** Sends the `resume` update; a validator rejection is a refusal, not an error. */
-export async function sendResume(handle: WorkflowHandle, req: ResumeRequest): Promise<ResumeOutcome> {
-  try {
-    const a: ResumeAnswer = await handle.executeUpdate(resumeUpdate, { args: [req] });
-    return {
-      accepted: a.accepted,
-      reason: a.reason,
-      rejectedByValidator: false,
-      progressVersion: a.progressVersion,
-    };
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) {
-      return {
-        accepted: false,
-        reason: err.cause?.message ?? err.message,
-        rejectedByValidator: true,
-        progressVersion: null,
-      };
-    }
-    if (err instanceof WorkflowNotFoundError) {
-      return {
-        accepted: false,
-        reason: `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,
-        rejectedByValidator: true,
-        progressVersion: null,
-      };
-    }
-    throw err;
-  }
-}
+/** Terminal states `resume --from` can continue (the others have nothing left to resume). */
+const RESUMABLE: ReadonlySet<string> = new Set([TerminalState.STOPPED_LOOP_GUARD, TerminalState.NEEDS_HUMAN]);
 
 /** The input the run was started with (first event of its latest execution). */
 async function startInputOf(handle: WorkflowHandle): Promise<RunInput> {
@@ -112,24 +95,21 @@ async function resumeFrom(
     );
   }
   const result = await closedResult(src);
-  if (
-    !result.checkpoint ||
-    (result.terminal_state !== 'STOPPED_LOOP_GUARD' && result.terminal_state !== 'NEEDS_HUMAN')
-  ) {
+  if (!result.checkpoint || !RESUMABLE.has(result.terminal_state)) {
     throw new CliError(
       Exit.REFUSED,
-      `run ${source} ended ${result.terminal_state}: not resumable (only STOPPED_LOOP_GUARD and NEEDS_HUMAN runs are)`,
+      `run ${source} ended ${result.terminal_state}: not resumable (only ${[...RESUMABLE].join(' and ')} runs are)`,
     );
   }
   const input = await startInputOf(src);
   // Same workflow id by default (a new execution, as continue-as-new keeps the id): the
   // run's progress facts and counters are keyed by it, so the re-verification compares like with like.
   const newId = o.id ?? source;
-  const handle = await c.client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: desc.taskQueue,
+  const handle = await startRun(c.client, {
     workflowId: newId,
-    args: [{ ...input, checkpoint: result.checkpoint }],
-    staticSummary: `${input.goal} (resumed from ${source})`,
+    taskQueue: desc.taskQueue,
+    input: { ...input, checkpoint: result.checkpoint },
+    summary: `${input.goal} (resumed from ${source})`,
   });
   ctx.io.err(
     `started ${newId === source ? `a new execution of ${source}` : newId} from the checkpoint of ${source}; verifying the resume…\n`,
@@ -139,8 +119,19 @@ async function resumeFrom(
   return { handle, answer: await sendResume(handle, req) };
 }
 
+/** The `run / resume / why` lines of a resume answer (plus any `extra`). */
+function answerLines(runId: string, answer: ResumeOutcome, ...extra: [string, string][]): string {
+  return keyValues([
+    ['run', runId],
+    ['resume', answer.accepted ? 'ACCEPTED' : 'REFUSED'],
+    ['why', answer.reason],
+    ...extra,
+  ]);
+}
+
+/** The `resume` command. */
 export function resumeCommand(ctx: Ctx): Command {
-  return new Command('resume')
+  const cmd = new Command('resume')
     .description(
       'Resume a stopped run after re-verifying its precondition (or --from a closed run, as a new run)',
     )
@@ -150,12 +141,9 @@ export function resumeCommand(ctx: Ctx): Command {
     .option('--actor <name>', 'who resumes (default $USER)')
     .option('--reason <text>', 'why (recorded in the trace)', 'operator resume')
     .option('--precondition <text>', 'what changed (recorded; the workflow re-verifies it)', '')
-    .option('--request-id <id>', 'idempotency id of this request (default random)')
-    .option('--raise-steps <n>', 'raise the step budget to n', positiveInt)
-    .option('--raise-ms <ms>', 'raise the wall-clock budget to ms', positiveNumber)
-    .option('--raise-tokens <n>', 'raise the token budget to n', positiveNumber)
-    .option('--raise-cost-usd <usd>', 'raise the cost budget to usd', positiveNumber)
-    .option('--raise-wait-polls <n>', 'raise the honoured-poll budget to n', positiveInt)
+    .option('--request-id <id>', 'idempotency id of this request (default random)');
+  for (const key of RAISABLE) cmd.addOption(budgetOption(key, 'raise'));
+  return cmd
     .option('--wait', 'when accepted, wait until the run closes or stops again and print the outcome')
     .option('--timeout <seconds>', 'with --wait / --from: give up after this long', positiveInt, 300)
     .option('--json', 'machine-readable output')
@@ -164,12 +152,13 @@ export function resumeCommand(ctx: Ctx): Command {
         throw new CliError(Exit.USAGE, 'resume: give either a run id or --from ID (not both)');
       }
       if (o.id && !o.from) throw new CliError(Exit.USAGE, 'resume: --id only goes with --from');
+      const raise = raiseOf(o);
       const req: ResumeRequest = {
         actor: o.actor ?? defaultActor(ctx.env),
         reason: o.reason ?? 'operator resume',
         precondition: o.precondition ?? '',
         requestId: o.requestId ?? randomUUID(),
-        ...(raiseOf(o) ? { raise: raiseOf(o) } : {}),
+        ...(raise ? { raise } : {}),
       };
       const c = await ctx.connect();
       let handle: WorkflowHandle;
@@ -179,41 +168,21 @@ export function resumeCommand(ctx: Ctx): Command {
       } else {
         const r = await describeRun(c.client, id as string);
         handle = r.handle;
-        if (isClosed(r.desc)) {
-          answer = {
-            accepted: false,
-            reason: `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
-            rejectedByValidator: true,
-            progressVersion: null,
-          };
-        } else {
-          answer = await sendResume(handle, req);
-        }
+        answer = isClosed(r.desc)
+          ? rejected(
+              `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
+            )
+          : await sendResume(handle, req);
       }
       const runId = handle.workflowId;
       if (o.json && !(answer.accepted && o.wait)) ctx.io.out(json({ workflow_id: runId, ...answer }));
       if (!answer.accepted) {
-        if (!o.json)
-          ctx.io.out(
-            keyValues([
-              ['run', runId],
-              ['resume', 'REFUSED'],
-              ['why', answer.reason],
-            ]),
-          );
+        if (!o.json) ctx.io.out(answerLines(runId, answer));
         const hint = o.from ? ` (run ${runId} stays stopped, waiting for a verified resume)` : '';
         throw new CliError(Exit.REFUSED, `resume refused: ${answer.reason}${hint}`);
       }
       if (!o.wait) {
-        if (!o.json)
-          ctx.io.out(
-            keyValues([
-              ['run', runId],
-              ['resume', 'ACCEPTED'],
-              ['why', answer.reason],
-              ['follow', `agentctl watch ${runId}`],
-            ]),
-          );
+        if (!o.json) ctx.io.out(answerLines(runId, answer, ['follow', `agentctl watch ${runId}`]));
         return;
       }
       const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000, untilWaiting: true });
@@ -222,16 +191,12 @@ export function resumeCommand(ctx: Ctx): Command {
       else
         ctx.io.out(
           `resume accepted: ${answer.reason}\n` +
-            formatOutcome(
-              runId,
-              outcome,
-              counters,
-              uiLink(uiBaseFor(c.address, ctx.env), c.namespace, runId),
-            ),
+            formatOutcome(runId, outcome, counters, runLink(ctx, c, runId)),
         );
     });
 }
 
+/** The `stop` command (the kill switch). */
 export function stopCommand(ctx: Ctx): Command {
   return new Command('stop')
     .description('Kill switch: the run stops before its next tool call (resumable with `resume`)')
@@ -241,8 +206,7 @@ export function stopCommand(ctx: Ctx): Command {
     .option('--request-id <id>', 'idempotency id of this request (default random)')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { actor?: string; reason: string; requestId?: string; json?: boolean }) => {
-      const c = await ctx.connect();
-      const { handle, desc } = await describeRun(c.client, id);
+      const { handle, desc } = await openRun(ctx, id);
       if (isClosed(desc))
         throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
       const status = await handle.query(statusQuery).catch(() => null);

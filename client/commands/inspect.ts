@@ -2,20 +2,22 @@
 import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
 import { WORKFLOW_TYPE } from '../../common/contracts';
-import type { StopReport, TraceRecord } from '../../guard';
+import { TerminalState, type StopReport, type TraceRecord } from '../../guard';
 import {
+  blockedCallText,
   CliError,
   Exit,
   formatCounters,
   json,
   keyValues,
+  resultText,
   table,
-  uiBaseFor,
-  uiLink,
+  traceLine,
   type Column,
 } from '../format';
-import { describeRun, followRun, readCounters, runReport, runStatus, runTrace } from '../runs';
-import { nonNegativeInt, positiveInt, worldUrlOf, type Ctx } from './common';
+import { followRun, runReport, runStatus, runTrace } from '../runs';
+import { readCounters } from '../world';
+import { nonNegativeInt, openRun, positiveInt, runLink, worldUrlOf, type Ctx } from './common';
 
 /** Trace table columns. */
 export const TRACE_COLUMNS: Column<TraceRecord>[] = [
@@ -24,29 +26,18 @@ export const TRACE_COLUMNS: Column<TraceRecord>[] = [
   { header: 'TOOL', value: (r) => r.tool },
   { header: 'DECISION', value: (r) => r.decision },
   { header: 'REASON', value: (r) => r.reason },
-  {
-    header: 'RESULT',
-    value: (r) => (r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null),
-  },
+  { header: 'RESULT', value: resultText },
   { header: 'PV', value: (r) => r.progress_version },
   { header: 'OP KEY', value: (r) => r.operation_key, max: 32 },
   { header: 'ARGS', value: (r) => r.args, max: 60 },
 ];
-
-/** One trace record as a single line (watch, demo). */
-export function traceLine(r: TraceRecord): string {
-  const result = r.result_kind ? ` → ${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : '';
-  const reason = r.reason ? ` (${r.reason})` : '';
-  const tool = r.tool ? `${r.tool} ` : '';
-  return `step ${r.step} ${r.phase.padEnd(6)} ${tool}${r.decision}${reason}${result}`;
-}
 
 /** A StopReport as key/value lines. */
 export function formatReport(r: StopReport): string {
   return keyValues([
     ['terminal state', r.terminal_state],
     ['guard reason', r.guard_reason],
-    ['blocked call', r.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null],
+    ['blocked call', blockedCallText(r)],
     ['unmet', r.unmet_precondition],
     ['resume when', r.resume_condition],
     ['next action', r.next_allowed_action],
@@ -57,14 +48,14 @@ export function formatReport(r: StopReport): string {
   ]);
 }
 
+/** The `status` command. */
 export function statusCommand(ctx: Ctx): Command {
   return new Command('status')
     .description("Show a run's status (phase, steps, last decision, counters)")
     .argument('<id>', 'workflow id')
     .option('--json', 'machine-readable output')
     .action(async (id: string, o: { json?: boolean }) => {
-      const c = await ctx.connect();
-      const { handle, desc } = await describeRun(c.client, id);
+      const { c, handle, desc } = await openRun(ctx, id);
       const status = await runStatus(handle, desc);
       const counters = await readCounters(worldUrlOf(ctx.env), id);
       if (o.json) {
@@ -97,20 +88,20 @@ export function statusCommand(ctx: Ctx): Command {
           ['temporal status', desc.status.name],
           ['started', desc.startTime.toISOString()],
           ['counters', formatCounters(counters)],
-          ['UI', uiLink(uiBaseFor(c.address, ctx.env), c.namespace, id)],
+          ['UI', runLink(ctx, c, id)],
         ]),
       );
     });
 }
 
+/** The `report` command. */
 export function reportCommand(ctx: Ctx): Command {
   return new Command('report')
     .description("Show a run's StopReport (none while running or when COMPLETED)")
     .argument('<id>', 'workflow id')
     .option('--json', 'machine-readable output (null when there is no report)')
     .action(async (id: string, o: { json?: boolean }) => {
-      const c = await ctx.connect();
-      const { handle, desc } = await describeRun(c.client, id);
+      const { handle, desc } = await openRun(ctx, id);
       const report = await runReport(handle, desc);
       if (o.json) ctx.io.out(json(report, true));
       else if (!report) ctx.io.out(`run ${id} has no StopReport (it is running or COMPLETED)\n`);
@@ -118,6 +109,7 @@ export function reportCommand(ctx: Ctx): Command {
     });
 }
 
+/** The `trace` command. */
 export function traceCommand(ctx: Ctx): Command {
   return new Command('trace')
     .description("Show a run's decision trace (which rule refused which call)")
@@ -132,8 +124,7 @@ export function traceCommand(ctx: Ctx): Command {
         id: string,
         o: { decision?: string; reason?: string; offset: number; limit: number; json?: boolean },
       ) => {
-        const c = await ctx.connect();
-        const { handle, desc } = await describeRun(c.client, id);
+        const { handle, desc } = await openRun(ctx, id);
         const page = await runTrace(handle, desc, {
           decision: o.decision,
           reason: o.reason,
@@ -151,6 +142,7 @@ export function traceCommand(ctx: Ctx): Command {
     );
 }
 
+/** The `watch` command. */
 export function watchCommand(ctx: Ctx): Command {
   return new Command('watch')
     .description('Follow a run: one line per decision until it closes')
@@ -159,8 +151,7 @@ export function watchCommand(ctx: Ctx): Command {
     .option('--interval <ms>', 'poll interval', positiveInt, 500)
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 24 * 3600)
     .action(async (id: string, o: { untilWaiting?: boolean; interval: number; timeout: number }) => {
-      const c = await ctx.connect();
-      const { handle } = await describeRun(c.client, id);
+      const { handle } = await openRun(ctx, id);
       const settled = await followRun(handle, {
         untilWaiting: o.untilWaiting === true,
         pollMs: o.interval,
@@ -183,11 +174,11 @@ export function watchCommand(ctx: Ctx): Command {
 /** States `list --state` accepts. */
 export const LIST_STATES = [
   'RUNNING',
-  'STOPPED_LOOP_GUARD',
-  'NEEDS_HUMAN',
-  'COMPLETED',
-  'FAILED',
-  'PARTIAL',
+  TerminalState.STOPPED_LOOP_GUARD,
+  TerminalState.NEEDS_HUMAN,
+  TerminalState.COMPLETED,
+  TerminalState.FAILED,
+  TerminalState.PARTIAL,
 ] as const;
 
 const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -211,6 +202,7 @@ interface ListRow {
   start: Date;
 }
 
+/** The `list` command. */
 export function listCommand(ctx: Ctx): Command {
   return new Command('list')
     .description('List runs (a visibility query on AgentState / AgentGuardReason)')

@@ -2,13 +2,13 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { runInputSchema, WORKFLOW_ID_PREFIX, WORKFLOW_TYPE, type RunInput } from '../../common/contracts';
+import { runInputSchema, WORKFLOW_ID_PREFIX, type RunInput } from '../../common/contracts';
 import { ReplayFormatError } from '../../guard';
 import { loadReplayFile } from '../replay';
-import { CliError, Exit, formatCounters, json, keyValues, uiBaseFor, uiLink } from '../format';
-import { readCounters, settledOutcome, type RunOutcome } from '../runs';
-import { positiveInt, positiveNumber, worldUrlOf, type Ctx } from './common';
+import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
+import { settledOutcome, startRun, type RunOutcome } from '../runs';
+import { readCounters, type Counters } from '../world';
+import { budgetOption, positiveInt, runLink, worldUrlOf, type Ctx } from './common';
 
 interface StartOpts {
   planner: 'scripted' | 'anthropic' | 'openai';
@@ -102,7 +102,7 @@ export function buildRunInput(o: StartOpts): RunInput {
 export function formatOutcome(
   id: string,
   outcome: RunOutcome,
-  counters: Record<string, number> | null,
+  counters: Counters | null,
   link: string,
 ): string {
   const r = outcome.report;
@@ -113,7 +113,7 @@ export function formatOutcome(
     ['executed', outcome.executed],
     ['cached', outcome.cached],
     ['stopped at', outcome.stopped_at],
-    ['blocked call', r?.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null],
+    ['blocked call', blockedCallText(r)],
     ['unmet', r?.unmet_precondition],
     ['resume when', r?.resume_condition],
     ['next action', r?.next_allowed_action],
@@ -153,13 +153,13 @@ export function startCommand(ctx: Ctx): Command {
       'LLM API base URL (e.g. a local vLLM/Ollama server); default from the worker env',
     )
     .option('--system <text>', 'LLM system prompt')
-    .option('--max-steps <n>', 'step budget (default 20)', positiveInt)
-    .option('--max-ms <ms>', 'wall-clock budget in ms (default 60000)', positiveNumber)
-    .option('--max-tokens <n>', 'token budget (default unlimited)', positiveNumber)
-    .option('--max-cost-usd <usd>', 'cost budget in USD (default unlimited)', positiveNumber)
+    .addOption(budgetOption('maxSteps', 'max'))
+    .addOption(budgetOption('maxMs', 'max'))
+    .addOption(budgetOption('maxTokens', 'max'))
+    .addOption(budgetOption('maxCostUsd', 'max'))
     .option('--same-call-limit <n>', 'identical calls allowed in a window (default 2)', positiveInt)
     .addOption(noProgressLimitOption())
-    .option('--max-wait-polls <n>', 'honoured re-polls per call (default 10)', positiveInt)
+    .addOption(budgetOption('maxWaitPolls', 'max'))
     .option(
       '--resume-window-ms <ms>',
       'how long a stopped run waits for resume (default 7 days)',
@@ -175,21 +175,8 @@ export function startCommand(ctx: Ctx): Command {
       const c = await ctx.connect();
       const workflowId = o.id ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`;
       const taskQueue = o.taskQueue ?? c.taskQueue;
-      let handle;
-      try {
-        handle = await c.client.workflow.start(WORKFLOW_TYPE, {
-          taskQueue,
-          workflowId,
-          args: [input],
-          staticSummary: input.goal,
-        });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) {
-          throw new CliError(Exit.ERROR, `a run with id "${workflowId}" is already running`);
-        }
-        throw err;
-      }
-      const link = uiLink(uiBaseFor(c.address, ctx.env), c.namespace, workflowId);
+      const handle = await startRun(c.client, { workflowId, taskQueue, input });
+      const link = runLink(ctx, c, workflowId);
       if (!o.wait) {
         if (o.json)
           ctx.io.out(

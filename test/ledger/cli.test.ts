@@ -1,4 +1,4 @@
-import { ledgerCommand } from '../../client/ledger-commands';
+import { main } from '../../client/agentctl';
 import {
   LedgerConnectionError,
   LedgerState,
@@ -9,12 +9,6 @@ import {
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { executions } from './helpers/counter';
 
-class Exit extends Error {
-  constructor(readonly code: number) {
-    super(`exit ${code}`);
-  }
-}
-
 describe.each(backendNames)('agentctl ledger on %s', (backend) => {
   let db: TestDb;
   let ledger: Ledger;
@@ -24,30 +18,14 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
     ledger = await db.open();
   });
   afterAll(async () => db.cleanup());
-  afterEach(() => {
-    process.exitCode = undefined;
-  });
-
+  /** `agentctl ledger …` in process, through agentctl's own runner (exit codes as a user sees them). */
   async function agentctl(...argv: string[]) {
     let out = '';
     let err = '';
-    let code = 0;
-    const cmd = ledgerCommand({
+    const code = await main(['ledger', ...argv], {
       env: { LEDGER_URL: db.url },
-      stdout: (t) => (out += t),
-      stderr: (t) => (err += t),
-      exit: (c) => {
-        throw new Exit(c);
-      },
+      io: { out: (t) => void (out += t), err: (t) => void (err += t) },
     });
-    try {
-      await cmd.parseAsync(argv, { from: 'user' });
-      code = Number(process.exitCode ?? 0);
-    } catch (e) {
-      if (!(e instanceof Exit)) throw e;
-      code = e.code;
-    }
-    process.exitCode = undefined;
     return { out, err, code };
   }
 

@@ -1,9 +1,9 @@
 /**
  * `agentctl ledger …`: operator commands for the completed-operation ledger — list and
  * inspect records, settle UNKNOWN ones (who, why and when are stored), and reap old ones.
- * Exit codes: 0 ok, 1 error (message on stderr), 2 bad usage.
+ * Exit codes: 0 ok, 1 error, 2 bad usage; errors are written as `error: …` on stderr.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import {
   DEFAULT_LEDGER_URL,
   DEFAULT_REAP_TTL_MS,
@@ -14,68 +14,43 @@ import {
   type Ledger,
   type LedgerRecord,
   type LedgerState,
-} from '../activities/ledger';
-
-/** What the commands touch outside themselves; injectable for tests. */
-export interface LedgerCommandDeps {
-  /** Environment (reads `LEDGER_URL`). */
-  env: NodeJS.ProcessEnv;
-  /** Writes normal output. */
-  stdout: (text: string) => void;
-  /** Writes errors and usage messages. */
-  stderr: (text: string) => void;
-  /** Opens a ledger (default {@link openLedger}). */
-  open: (url: string) => Promise<Ledger>;
-  /** Ends the process with a usage (2) or help (0) exit code. */
-  exit: (code: number) => void;
-}
+} from '../../activities/ledger';
+import { CliError, Exit } from '../format';
+import type { Ctx } from './common';
 
 /** A usage error found by our own validation (bad `--result` JSON, bad number). */
 class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** Builds the `ledger` command with its subcommands: list, show, resolve, reap. */
-export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Command {
-  const deps: LedgerCommandDeps = {
-    env: process.env,
-    stdout: (t) => process.stdout.write(t),
-    stderr: (t) => process.stderr.write(t),
-    open: (url) => openLedger(url),
-    exit: (code) => process.exit(code),
-    ...overrides,
-  };
+/** Builds the `ledger` command with its subcommands: list, show, resolve, reap (on `LEDGER_URL`). */
+export function ledgerCommand(ctx: Ctx): Command {
+  const out = ctx.io.out;
 
+  // Every subcommand opens the ledger, runs, and closes it. Its errors keep the `error: `
+  // format the ledger commands had before agentctl, so they are written here and the
+  // runner only gets the exit code.
   const withLedger =
     <A extends unknown[]>(fn: (ledger: Ledger, ...args: A) => Promise<void>) =>
     async (...args: A): Promise<void> => {
       let ledger: Ledger | undefined;
       try {
-        ledger = await deps.open(ledgerUrlFromEnv(deps.env));
+        ledger = await openLedger(ledgerUrlFromEnv(ctx.env));
         await fn(ledger, ...args);
       } catch (err) {
-        if (err instanceof UsageError) {
-          deps.stderr(`error: ${err.message}\n`);
-          deps.exit(2);
-          return;
-        }
-        const known = err instanceof LedgerError || err instanceof TypeError;
-        deps.stderr(`error: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}\n`);
-        process.exitCode = 1;
+        const usage = err instanceof UsageError;
+        const known = usage || err instanceof LedgerError || err instanceof TypeError;
+        const message = known ? (err as Error).message : String((err as Error)?.stack ?? err);
+        ctx.io.err(`error: ${message}\n`);
+        throw new CliError(usage ? Exit.USAGE : Exit.ERROR, message, { cause: err, reported: true });
       } finally {
         await ledger?.close().catch(() => undefined);
       }
     };
 
-  const ledger = new Command('ledger')
-    .description(
-      `Inspect and settle the completed-operation ledger (LEDGER_URL, default ${DEFAULT_LEDGER_URL})`,
-    )
-    .configureOutput({ writeOut: deps.stdout, writeErr: deps.stderr })
-    .exitOverride((err: CommanderError) => {
-      deps.exit(err.exitCode === 0 ? 0 : 2);
-      throw err;
-    });
+  const ledger = new Command('ledger').description(
+    `Inspect and settle the completed-operation ledger (LEDGER_URL, default ${DEFAULT_LEDGER_URL})`,
+  );
 
   ledger
     .command('list')
@@ -86,7 +61,7 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
     .action(
       withLedger(async (l, opts: { state?: LedgerState; limit: string; json?: boolean }) => {
         const records = await l.list({ state: opts.state, limit: positiveInt(opts.limit, '--limit') });
-        deps.stdout(opts.json ? `${JSON.stringify(records)}\n` : renderTable(records));
+        out(opts.json ? `${JSON.stringify(records)}\n` : renderTable(records));
       }),
     );
 
@@ -99,7 +74,7 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
       withLedger(async (l, key: string, opts: { json?: boolean }) => {
         const record = await l.get(key);
         if (!record) throw new LedgerError(`no ledger record for key "${key}"`, key);
-        deps.stdout(opts.json ? `${JSON.stringify(record)}\n` : renderRecord(record));
+        out(opts.json ? `${JSON.stringify(record)}\n` : renderRecord(record));
       }),
     );
 
@@ -136,7 +111,7 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
             reason: opts.reason,
             result: opts.result === undefined ? null : parseJson(opts.result),
           });
-          deps.stdout(
+          out(
             opts.json
               ? `${JSON.stringify(record)}\n`
               : `resolved ${key}: ${record.resolution?.priorState} -> ${record.state} by ${opts.actor} at ${record.resolution?.at}\n`,
@@ -156,7 +131,7 @@ export function ledgerCommand(overrides: Partial<LedgerCommandDeps> = {}): Comma
         if (!Number.isFinite(hours) || hours < 0)
           throw new UsageError(`--ttl-hours must be a number >= 0, got "${opts.ttlHours}"`);
         const removed = await l.reap(hours * 3_600_000);
-        deps.stdout(
+        out(
           opts.json
             ? `${JSON.stringify({ removed, ttlHours: hours })}\n`
             : `removed ${removed} record(s) older than ${hours} h\n`,
@@ -247,16 +222,4 @@ function renderRecord(r: LedgerRecord): string {
     text += `\n\nOutcome unknown: check the vendor, then\n  agentctl ledger resolve ${r.key} --as succeeded|failed --actor NAME --reason "evidence"`;
   }
   return `${text}\n`;
-}
-
-if (require.main === module) {
-  new Command('agentctl')
-    .addCommand(ledgerCommand())
-    .parseAsync(process.argv)
-    .catch((err: unknown) => {
-      if (!(err instanceof CommanderError)) {
-        process.stderr.write(`error: ${String(err)}\n`);
-        process.exitCode = 1;
-      }
-    });
 }

@@ -14,7 +14,9 @@
  * to finish and builds the result. Workflow code: deterministic, no I/O of its own.
  */
 import {
+  ActivityFailure,
   allHandlersFinished,
+  ApplicationFailure,
   CancellationScope,
   condition,
   isCancellation,
@@ -22,7 +24,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ProposalInfo } from '../activities/types';
+import type { PlanOutput, ProposalInfo } from '../activities/types';
 import {
   resumeRequestSchema,
   stopRequestSchema,
@@ -36,7 +38,7 @@ import {
   type RunStatus,
   type StopRequest,
 } from '../common/contracts';
-import type { Observation } from '../common/planner';
+import type { Observation, PlannerTurn } from '../common/planner';
 import { redact } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
@@ -50,12 +52,16 @@ import {
   raiseLifts,
   stoppedAt,
   TerminalState,
+  type AfterResult,
+  type BeforeResult,
+  type GuardCall,
   type StopReport,
   type ToolResult,
   type TracePage,
   type TracePageArgs,
   type TraceRecord,
 } from '../guard';
+import { toObservation } from './observation';
 import type { RunActivities } from './run-activities';
 import { resolveRunSettings } from './run-settings';
 
@@ -86,6 +92,32 @@ export interface BlockedCall {
 }
 
 type TraceFields = Omit<TraceRecord, 'run_id' | 'step' | 'at_ms' | 'progress_version'>;
+
+/** A planner turn that proposes a call. */
+export type CallTurn = Extract<PlannerTurn, { type: 'call' }>;
+
+/** A proposal taken into the run: its index, the turn, the activity's view and the guard's call. */
+export interface Proposal {
+  readonly index: number;
+  readonly turn: CallTurn;
+  readonly p: ProposalInfo;
+  readonly call: GuardCall;
+}
+
+/** The trace fields of a proposal (canonical args; redacted on record). */
+const traced = (p: ProposalInfo) => ({
+  tool: p.tool,
+  fingerprint: p.fingerprint,
+  args: p.canonicalArgs,
+  operation_key: p.operationKey,
+});
+
+/** The call a stop names (its args, so resume can re-check its precondition). */
+const blockedOf = (p: ProposalInfo): BlockedCall => ({
+  tool: p.tool,
+  fingerprint: p.fingerprint,
+  args: p.args,
+});
 
 const RESUMABLE: ReadonlySet<TerminalState> = new Set([
   TerminalState.STOPPED_LOOP_GUARD,
@@ -211,11 +243,6 @@ export class RunState {
     this.to('STOPPED');
   }
 
-  /** Records the FATAL message behind the current stop (the run's summary). */
-  setStopDetail(detail: string | null): void {
-    if (this.stop_) this.stop_.detail = detail;
-  }
-
   /**
    * STOPPED → WAITING → RUNNING: waits durably for a verified resume and lifts the stop.
    * False when the run must end instead: the stop is not resumable, the resume window
@@ -296,16 +323,147 @@ export class RunState {
     this.stop(terminalState, reason, null, null, unmet);
   }
 
-  /** The decision on one proposal, for the replay-shaped result. */
-  decide(decision: RunDecision): void {
+  /** The planner's memory before this turn: a proposal that does not run is asked again. */
+  private memoryBeforeTurn: unknown = null;
+
+  /** Asks the planner for its next turn; null when the planner failed and the run stopped. */
+  async plan(): Promise<PlanOutput | null> {
+    this.memoryBeforeTurn = this.memory;
+    let planned: PlanOutput;
+    try {
+      planned = await this.activities.planTurn(this.memory, this.observation);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
+      // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
+      const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+      const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${cause?.message ?? err.message}`;
+      this.runtimeStop(
+        GuardReason.PLANNER_FAILED,
+        TerminalState.NEEDS_HUMAN,
+        cause?.type ?? 'activity_failure',
+        detail,
+      );
+      return null;
+    }
+    this.memory = planned.memory;
+    return planned;
+  }
+
+  /** Forgets the planner's last turn: the proposal never ran, so it will be asked again. */
+  undoTurn(): void {
+    this.memory = this.memoryBeforeTurn;
+  }
+
+  /** Takes a validated, fingerprinted proposal into the run. */
+  propose(turn: CallTurn, p: ProposalInfo): Proposal {
+    const index = turn.scriptIndex ?? this.proposals;
+    this.proposals += 1;
+    return {
+      index,
+      turn,
+      p,
+      call: { tool: p.tool, fingerprint: p.fingerprint, operationKey: p.operationKey, usage: turn.usage },
+    };
+  }
+
+  /**
+   * guard.before: whether the proposal may run (docs/spec.md §3). A refusal stops the run
+   * and ends the planner's turn; it is never fed back as text for the model to retry.
+   */
+  before(x: Proposal): BeforeResult {
+    const { p } = x;
+    // The persistent ledger is the one truth about completed writes.
+    if (p.ledger && p.operationKey) this.guard.markCompleted(p.operationKey, p.ledger.fingerprint);
+    const before = this.guard.before(x.call, Date.now());
+    const refused = before.decision === 'stop' ? before.reason : null;
+    this.record({
+      ...traced(p),
+      phase: 'before',
+      result_kind: null,
+      error_code: null,
+      decision: before.decision,
+      reason: refused,
+    });
+    if (before.decision === 'stop') {
+      this.decide({ index: x.index, tool: p.tool, decision: 'stop' });
+      this.undoTurn();
+      this.stop(before.terminalState, before.reason, blockedOf(p), p.operationKey);
+    }
+    return before;
+  }
+
+  /**
+   * The tool step: a cached return runs nothing, a rejected proposal is its own result,
+   * anything else runs as the tool activity. Returns the result and the progress version
+   * read from external state (the script's, in fixture mode).
+   */
+  async execute(x: Proposal, cached: boolean): Promise<{ result: ToolResult; progressVersion: number }> {
+    const { p } = x;
+    const current = this.guard.progressVersion;
+    if (cached) {
+      this.cached += 1;
+      return {
+        result: { kind: 'SUCCESS', data: p.ledger?.result ?? { alreadyCompleted: p.operationKey } },
+        progressVersion: current,
+      };
+    }
+    this.executed += 1;
+    if (p.rejection) return { result: p.rejection, progressVersion: current };
+    const out = await this.activities.runTool(p);
+    const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
+    return { result: out.result, progressVersion: version };
+  }
+
+  /** guard.after: records the result (docs/spec.md §3); a stop keeps the FATAL's message. */
+  after(x: Proposal, before: BeforeResult, result: ToolResult, progressVersion: number): AfterResult {
+    const { p } = x;
+    const after = this.guard.after(x.call, result, progressVersion, Date.now());
+    const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
+    const reason = after.decision === 'stop' ? after.reason : null;
+    this.record({
+      ...traced(p),
+      phase: 'after',
+      result_kind: result.kind,
+      error_code: errorCode,
+      decision: after.decision,
+      reason,
+    });
+    this.decide({
+      index: x.index,
+      tool: p.tool,
+      decision: before.decision as RunDecision['decision'],
+      after: after.decision,
+    });
+    this.publish();
+    // The call ran: after a resume the planner sees its result (the FATAL it got, say).
+    this.observation = toObservation(
+      x.turn.callId,
+      p.tool,
+      result,
+      before.decision === 'return_cached_success',
+    );
+    if (after.decision === 'stop') {
+      // The StopReport is built from the guard alone, exactly as the offline replay builds it.
+      this.stop(after.terminalState, after.reason, blockedOf(p), p.operationKey);
+      if (result.kind === 'FATAL' && this.stop_) this.stop_.detail = result.message ?? null;
+    }
+    return after;
+  }
+
+  /** Benchmarks only: the guard as a pass-through. True when the run completed. */
+  async passThrough(x: Proposal): Promise<boolean> {
+    const { result } = await this.activities.runTool(x.p);
+    this.executed += 1;
+    this.decide({ index: x.index, tool: x.p.tool, decision: 'execute', after: 'continue' });
+    this.observation = toObservation(x.turn.callId, x.p.tool, result, false);
+    return result.kind === 'SUCCESS' && result.terminal === true;
+  }
+
+  private decide(decision: RunDecision): void {
     this.decisions.push(decision);
     if (this.decisions.length > MAX_DECISIONS_KEPT * 2)
       this.decisions.splice(0, this.decisions.length - MAX_DECISIONS_KEPT);
-  }
-
-  /** What the ledger answers for an operation that already completed. */
-  cachedResult(p: ProposalInfo): ToolResult {
-    return { kind: 'SUCCESS', data: p.ledger?.result ?? { alreadyCompleted: p.operationKey } };
   }
 
   /** True when history is long enough to continue as new (or the server suggests it). */

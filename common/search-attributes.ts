@@ -4,7 +4,8 @@
  *
  * This is the ONE place the names and types live: the dev server (scripts/dev-server.ts),
  * the test environment (test/helpers/temporal-env.ts), docker-compose.yml (checked by
- * test/deploy/compose.test.ts) and the workflow (upsertSearchAttributes) all read it.
+ * test/deploy/compose.test.ts), the workflow (upsertSearchAttributes) and the worker's start-up
+ * check (worker/search-attributes.ts: registers missing ones or exits naming them) all read it.
  *
  * Sandbox-safe: no Node imports, only `@temporalio/common`.
  */

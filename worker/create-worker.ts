@@ -12,6 +12,7 @@ import { createDemoTools } from '../activities/tools/demo/tools';
 import { World, worldFile } from '../activities/tools/demo/world';
 import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTool } from '../activities/tools/define-tool';
+import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 
 /** Options for {@link openWorkerDeps}. */
 export interface WorkerDepsOptions {
@@ -70,13 +71,24 @@ export interface AgentWorkerOptions {
   /** Prebuilt workflow bundle (tests share one to save bundling time). */
   readonly workflowBundle?: { code: string };
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * The namespace's search attributes check before the worker is created
+   * (worker/search-attributes.ts): `register` (default) registers missing ones, `check` throws
+   * a SearchAttributesError naming them, `skip` does nothing (the caller checked already).
+   * On a namespace that has them all it costs one ListSearchAttributes call.
+   */
+  readonly searchAttributes?: SearchAttributesMode;
 }
 
 /** The path of the workflows module the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
-/** Creates the Temporal worker. */
+/** Checks the namespace's search attributes (see {@link AgentWorkerOptions.searchAttributes}), then creates the Temporal worker. */
 export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> {
+  const mode = o.searchAttributes ?? 'register';
+  if (mode !== 'skip') {
+    await ensureSearchAttributes(o.connection, o.namespace, { register: mode === 'register' });
+  }
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,

@@ -16,6 +16,7 @@ import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/e
 import { z } from 'zod';
 import { DEFAULT_LEDGER_URL } from '../activities/ledger/open-ledger';
 import { DEFAULT_TASK_QUEUE } from '../common/contracts';
+import type { SearchAttributesMode } from './search-attributes';
 
 /** Default Temporal frontend (the local dev server, `npm run dev:server`). */
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
@@ -50,12 +51,33 @@ export const WORKER_ENV_DOCS = {
   WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,
   ANTHROPIC_API_KEY: 'Anthropic API key for the LLM planner (optional; passthrough).',
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
+  AGENT_REGISTER_SEARCH_ATTRIBUTES:
+    'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
 } as const;
 
 export type WorkerEnvVar = keyof typeof WORKER_ENV_DOCS;
 
 /** The names of every environment variable the worker reads. */
 export const WORKER_ENV_VARS = Object.keys(WORKER_ENV_DOCS) as readonly WorkerEnvVar[];
+
+/** AGENT_REGISTER_SEARCH_ATTRIBUTES values → what the worker does at start. */
+const SEARCH_ATTRIBUTES_MODES: Readonly<Record<string, SearchAttributesMode>> = {
+  true: 'register',
+  '1': 'register',
+  yes: 'register',
+  on: 'register',
+  false: 'check',
+  '0': 'check',
+  no: 'check',
+  off: 'check',
+  skip: 'skip',
+};
+const SEARCH_ATTRIBUTES_MODE_HINT = 'must be true (register, the default), false (check only) or skip';
+
+function parseSearchAttributesMode(v: string): SearchAttributesMode | undefined {
+  const key = v.trim().toLowerCase();
+  return Object.hasOwn(SEARCH_ATTRIBUTES_MODES, key) ? SEARCH_ATTRIBUTES_MODES[key] : undefined;
+}
 
 /** Empty strings (e.g. compose's `${VAR:-}`) mean "unset". */
 const optional = (schema: z.ZodString) =>
@@ -74,6 +96,9 @@ const workerEnvSchema = z.object({
       ),
   ),
   WORLD_URL: optional(z.string().min(1)),
+  AGENT_REGISTER_SEARCH_ATTRIBUTES: optional(
+    z.string().refine((v) => parseSearchAttributesMode(v) !== undefined, SEARCH_ATTRIBUTES_MODE_HINT),
+  ),
 });
 
 /** The application settings of a worker, with defaults applied. */
@@ -140,4 +165,21 @@ export function loadConnectionOptions(env: NodeJS.ProcessEnv = process.env): Con
     if (connectionOptions[key] === undefined) delete connectionOptions[key];
   }
   return { connectionOptions, namespace: cfg.namespace ?? app.namespace };
+}
+
+/**
+ * What the worker does about the namespace's search attributes at start, from
+ * AGENT_REGISTER_SEARCH_ATTRIBUTES: `register` (unset, `true`), `check` (`false`) or `skip`.
+ * Throws on any other value. (Kept out of {@link WorkerEnv} so that object stays the
+ * connection/storage settings the client shares.)
+ */
+export function readSearchAttributesMode(env: NodeJS.ProcessEnv = process.env): SearchAttributesMode {
+  const raw = env.AGENT_REGISTER_SEARCH_ATTRIBUTES;
+  if (raw === undefined || raw.trim() === '') return 'register';
+  const mode = parseSearchAttributesMode(raw);
+  if (!mode)
+    throw new Error(
+      `Invalid worker environment: AGENT_REGISTER_SEARCH_ATTRIBUTES: ${SEARCH_ATTRIBUTES_MODE_HINT}`,
+    );
+  return mode;
 }

@@ -3,33 +3,52 @@
  * Settings come from the environment (worker/env.ts; TLS and API keys via envconfig).
  */
 import { NativeConnection } from '@temporalio/worker';
-import { createAgentWorker, openWorkerDeps } from './create-worker';
-import { loadConnectionOptions, readWorkerEnv } from './env';
+import { createAgentWorker, openWorkerDeps, type WorkerDeps } from './create-worker';
+import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv } from './env';
+import { ensureSearchAttributes } from './search-attributes';
 
 async function run(): Promise<void> {
   const env = readWorkerEnv();
+  const saMode = readSearchAttributesMode();
   const { connectionOptions, namespace } = loadConnectionOptions();
-  const deps = await openWorkerDeps({ ledgerUrl: env.ledgerUrl, worldUrl: env.worldUrl });
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect(connectionOptions);
   } catch (err) {
-    await deps.close();
     throw new Error(
       `cannot reach Temporal at ${connectionOptions.address} (${(err as Error).message}). ` +
         'Start a dev server with "npm run dev:server" or set TEMPORAL_ADDRESS.',
     );
   }
+  let deps: WorkerDeps | undefined;
   try {
+    // Before polling: on a namespace without the search attributes every run would fail its
+    // workflow task with BadSearchAttributes, forever (issue #8). Register them or exit.
+    if (saMode !== 'skip') {
+      const { registered } = await ensureSearchAttributes(connection, namespace, {
+        register: saMode === 'register',
+      });
+      if (registered.length > 0)
+        console.log(
+          `worker: registered search attributes ${registered.join(', ')} in namespace ${namespace}`,
+        );
+    }
+    deps = await openWorkerDeps({ ledgerUrl: env.ledgerUrl, worldUrl: env.worldUrl });
     // Worker.run() shuts down gracefully on SIGINT/SIGTERM (the SDK installs the handlers).
-    const worker = await createAgentWorker({ connection, namespace, taskQueue: env.taskQueue, deps });
+    const worker = await createAgentWorker({
+      connection,
+      namespace,
+      taskQueue: env.taskQueue,
+      deps,
+      searchAttributes: 'skip', // checked above
+    });
     console.log(
       `worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`,
     );
     await worker.run();
   } finally {
     await connection.close();
-    await deps.close();
+    await deps?.close();
   }
 }
 

@@ -1,4 +1,9 @@
-import { loadConnectionOptions } from '../../worker/env';
+import {
+  loadConnectionOptions,
+  readSearchAttributesMode,
+  readWorkerEnv,
+  WORKER_ENV_VARS,
+} from '../../worker/env';
 
 describe('loadConnectionOptions (via @temporalio/envconfig)', () => {
   // TEMPORAL_CONFIG_FILE points nowhere real so a developer's ~/.config/temporalio/temporal.toml can't leak in.
@@ -42,5 +47,36 @@ describe('loadConnectionOptions (via @temporalio/envconfig)', () => {
     });
     const tls = connectionOptions.tls as { clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
     expect(Buffer.from(tls.clientCertPair!.crt).toString('utf8')).toContain('BEGIN CERTIFICATE');
+  });
+});
+
+describe('readSearchAttributesMode (AGENT_REGISTER_SEARCH_ATTRIBUTES)', () => {
+  it('registers by default (unset or empty)', () => {
+    expect(readSearchAttributesMode({})).toBe('register');
+    expect(readSearchAttributesMode({ AGENT_REGISTER_SEARCH_ATTRIBUTES: '' })).toBe('register');
+  });
+
+  it('true / false / skip, case- and space-insensitive', () => {
+    for (const v of ['true', 'TRUE', '1', 'yes', 'on']) {
+      expect(readSearchAttributesMode({ AGENT_REGISTER_SEARCH_ATTRIBUTES: v })).toBe('register');
+    }
+    for (const v of ['false', ' False ', '0', 'no', 'off']) {
+      expect(readSearchAttributesMode({ AGENT_REGISTER_SEARCH_ATTRIBUTES: v })).toBe('check');
+    }
+    expect(readSearchAttributesMode({ AGENT_REGISTER_SEARCH_ATTRIBUTES: 'skip' })).toBe('skip');
+  });
+
+  it('rejects anything else, also through readWorkerEnv', () => {
+    expect(() => readSearchAttributesMode({ AGENT_REGISTER_SEARCH_ATTRIBUTES: 'maybe' })).toThrow(
+      /AGENT_REGISTER_SEARCH_ATTRIBUTES: must be true/,
+    );
+    expect(() => readWorkerEnv({ AGENT_REGISTER_SEARCH_ATTRIBUTES: 'maybe' })).toThrow(
+      /AGENT_REGISTER_SEARCH_ATTRIBUTES/,
+    );
+    expect(() => readWorkerEnv({ AGENT_REGISTER_SEARCH_ATTRIBUTES: 'false' })).not.toThrow();
+  });
+
+  it('is one of the variables the worker reads', () => {
+    expect(WORKER_ENV_VARS).toContain('AGENT_REGISTER_SEARCH_ATTRIBUTES');
   });
 });

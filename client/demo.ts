@@ -10,6 +10,7 @@
  * the demo database elsewhere (default ./data).
  */
 import { join, relative } from 'node:path';
+import { GuardReason, TerminalState } from '../guard';
 import { PROJECT_ROOT } from '../scripts/temporal-cli';
 import { DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../worker/env';
 import { runScenario, summaryTable, type ScenarioResult } from './demo/runner';
@@ -34,7 +35,7 @@ function tryNext(stack: DemoStack, first: string): string {
     '',
     `Server${stack.server ? '' : ' (yours)'} and worker keep running — Ctrl-C to stop.`,
     'Try next:',
-    `  Web UI:  ${stack.uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="NEEDS_HUMAN", AgentGuardReason="same_call_repeat")`,
+    `  Web UI:  ${stack.uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="${TerminalState.NEEDS_HUMAN}", AgentGuardReason="${GuardReason.SAME_CALL_REPEAT}")`,
     `  ${ctl} list`,
     `  ${ctl} trace ${first}`,
     `  ${ctl} report ${first}`,

@@ -15,6 +15,14 @@ export interface Migration {
 
 const STATES = `'CLAIMED','DISPATCHED','SUCCEEDED','FAILED_FINAL','UNKNOWN'`;
 
+/** SQLite: the table that records which migrations ran (created before the first one). */
+export const SQLITE_MIGRATIONS_TABLE =
+  'CREATE TABLE IF NOT EXISTS ledger_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)';
+
+/** PostgreSQL: the table that records which migrations ran (created before the first one). */
+export const POSTGRES_MIGRATIONS_TABLE =
+  'CREATE TABLE IF NOT EXISTS ledger_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)';
+
 /**
  * SQLite: times are integer milliseconds since the epoch taken from the database
  * (`unixepoch('subsec')`), so a worker's `Date.now()` never enters lease arithmetic.

@@ -36,11 +36,11 @@ export interface ResolutionPlan {
  */
 export function planResolution(
   key: string,
-  row: { state: LedgerState; lease_remaining_ms: number | null } | undefined | null,
+  row: { state: LedgerState; leaseRemainingMs: number | null } | undefined | null,
   r: ResolveInput,
 ): ResolutionPlan {
   const prior = row?.state ?? null;
-  const expiredDispatch = prior === LedgerState.DISPATCHED && (row?.lease_remaining_ms ?? 0) <= 0;
+  const expiredDispatch = prior === LedgerState.DISPATCHED && (row?.leaseRemainingMs ?? 0) <= 0;
   if (!row || prior === null || !(prior === LedgerState.UNKNOWN || expiredDispatch)) {
     throw new LedgerStateError(
       row

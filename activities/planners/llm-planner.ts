@@ -105,6 +105,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
       const apiKey = readApiKey(env, provider.apiKeyEnv, provider.kind);
       const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
       const turn: TurnContext<K> = {
+        // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
         spec: spec as Extract<PlannerSpec, { kind: K }>,
         env,
         tools: input.tools,

@@ -1,5 +1,5 @@
 /**
- * The scripted planner: proposes the calls of a replay-format file (SPEC §6) in order,
+ * The scripted planner: proposes the calls of a replay-format file (docs/spec.md §6) in order,
  * so the durable run can be checked against the offline replay, and demos run without
  * a model. Its memory is just the index of the next proposal.
  */

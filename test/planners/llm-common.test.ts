@@ -37,7 +37,7 @@ function fakeProvider(replies: Array<Omit<ModelReply<Msg>, 'message' | 'usage'>>
   return { adapter, requests };
 }
 
-const SPEC: PlannerSpec = { kind: 'anthropic', model: 'm', maxTokens: 10 };
+const FAKE_SPEC: PlannerSpec = { kind: 'anthropic', model: 'm', maxTokens: 10 };
 const call = (id: string, q: string): PendingCall => ({ id, tool: 'search', args: { q } });
 
 describe('observationContent', () => {
@@ -70,9 +70,9 @@ describe('runTurn', () => {
       { calls: [call('a', '1'), call('b', '2')], text: '' },
       { calls: [], text: 'done' },
     ]);
-    const t1 = await runTurn(turnInput(SPEC, null), adapter, 100);
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
     expect(t1.turn).toMatchObject({ type: 'call', callId: 'a', usage: { tokens: 7 } });
-    const t2 = await runTurn(turnInput(SPEC, t1.memory, observe(t1, { kind: 'SUCCESS' })), adapter, 100);
+    const t2 = await runTurn(turnInput(FAKE_SPEC, t1.memory, observe(t1, { kind: 'SUCCESS' })), adapter, 100);
     expect(t2.turn).toEqual({
       type: 'call',
       tool: 'search',
@@ -81,7 +81,7 @@ describe('runTurn', () => {
       usage: { tokens: 0, costUsd: 0 },
     });
     expect(requests).toHaveLength(1);
-    const t3 = await runTurn(turnInput(SPEC, t2.memory, observe(t2, { kind: 'FATAL' })), adapter, 100);
+    const t3 = await runTurn(turnInput(FAKE_SPEC, t2.memory, observe(t2, { kind: 'FATAL' })), adapter, 100);
     expect(t3.turn).toEqual({ type: 'finish', summary: 'done', usage: { tokens: 7, costUsd: 0.1 } });
     expect(requests[1]?.slice(2)).toEqual([
       { role: 'tool', text: 'a {"kind":"SUCCESS"}' },
@@ -95,21 +95,23 @@ describe('runTurn', () => {
       { calls: [], text: 'first answer' },
       { calls: [], text: 'second answer' },
     ]);
-    const t1 = await runTurn(turnInput(SPEC, null), adapter, 100);
-    const t2 = await runTurn(turnInput(SPEC, t1.memory, null), adapter, 100);
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
+    const t2 = await runTurn(turnInput(FAKE_SPEC, t1.memory, null), adapter, 100);
     expect(requests[1]?.[2]).toEqual({ role: 'tool', text: `a! ${NOT_EXECUTED_CONTENT}` });
-    await runTurn(turnInput(SPEC, t2.memory, null), adapter, 100);
+    await runTurn(turnInput(FAKE_SPEC, t2.memory, null), adapter, 100);
     expect(requests[2]?.at(-1)).toEqual({ role: 'user', text: CONTINUE_PROMPT });
   });
 
   it('refuses an observation nothing awaits, one for another call, and memory that is not its own', async () => {
     const { adapter } = fakeProvider([{ calls: [call('a', '1')], text: '' }]);
     const stray = { tool: 'search', kind: 'SUCCESS' } as const;
-    await expect(runTurn(turnInput(SPEC, null, stray), adapter, 100)).rejects.toThrow(PlannerProtocolError);
-    const t1 = await runTurn(turnInput(SPEC, null), adapter, 100);
+    await expect(runTurn(turnInput(FAKE_SPEC, null, stray), adapter, 100)).rejects.toThrow(
+      PlannerProtocolError,
+    );
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
     await expect(
-      runTurn(turnInput(SPEC, t1.memory, { ...stray, callId: 'other' }), adapter, 100),
+      runTurn(turnInput(FAKE_SPEC, t1.memory, { ...stray, callId: 'other' }), adapter, 100),
     ).rejects.toThrow(/does not answer the awaited call search \(a\)/);
-    await expect(runTurn(turnInput(SPEC, { v: 2 }), adapter, 100)).rejects.toThrow(PlannerProtocolError);
+    await expect(runTurn(turnInput(FAKE_SPEC, { v: 2 }), adapter, 100)).rejects.toThrow(PlannerProtocolError);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A model that loops, driven through the real SDKs and the pure loop guard: the guard,
- * not the prompt, stops it (SPEC §3 rule 5), and the planner's token usage feeds the
+ * not the prompt, stops it (docs/spec.md §3 rule 5), and the planner's token usage feeds the
  * guard's cost budget (rule 3).
  */
 import { createAnthropicPlanner } from '../../activities/planners/anthropic';

@@ -39,7 +39,6 @@ import {
   type StopRequest,
 } from '../common/contracts';
 import type { Observation, PlannerTurn } from '../common/planner';
-import { redact } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
   buildStopReport,
@@ -48,7 +47,6 @@ import {
   LEDGER_NEEDS_HUMAN_CODES,
   liftRuleOf,
   LoopGuard,
-  pageTrace,
   raiseLifts,
   stoppedAt,
   TerminalState,
@@ -59,10 +57,10 @@ import {
   type ToolResult,
   type TracePage,
   type TracePageArgs,
-  type TraceRecord,
 } from '../guard';
 import { toObservation } from './observation';
 import type { RunActivities } from './run-activities';
+import { RunTrace, type TraceFields, type TraceStamp } from './run-trace';
 import { resolveRunSettings } from './run-settings';
 
 const MAX_DECISIONS_KEPT = 5000;
@@ -90,8 +88,6 @@ export interface BlockedCall {
   readonly fingerprint: string;
   readonly args?: unknown;
 }
-
-type TraceFields = Omit<TraceRecord, 'run_id' | 'step' | 'at_ms' | 'progress_version'>;
 
 /** A planner turn that proposes a call. */
 export type CallTurn = Extract<PlannerTurn, { type: 'call' }>;
@@ -144,9 +140,7 @@ export class RunState {
   private phase: RunPhase;
   private stop_: Stop | null;
   private readonly decisions: RunDecision[];
-  private trace: TraceRecord[];
-  private traceTotal: number;
-  private lastDecision: string | null = null;
+  private readonly trace: RunTrace;
   private readonly seenRequestIds: Set<string>;
   private readonly resumeAnswers = new Map<string, ResumeAnswer>();
   /** An operator's stop, applied before the next tool call. */
@@ -185,8 +179,7 @@ export class RunState {
     this.executed = cp?.executed ?? 0;
     this.cached = cp?.cached ?? 0;
     this.decisions = cp?.decisions ? [...cp.decisions] : [];
-    this.trace = cp?.trace ? [...cp.trace] : [];
-    this.traceTotal = cp?.traceTotal ?? 0;
+    this.trace = new RunTrace(input.traceLimit, cp?.trace ?? [], cp?.traceTotal ?? 0);
     this.seenRequestIds = new Set(cp?.seenRequestIds ?? []);
     this.stop_ = cp?.stop
       ? {
@@ -474,36 +467,18 @@ export class RunState {
 
   // ---- trace ----
 
-  /** Appends a trace record (docs/spec.md §5); args are redacted. */
+  /** Appends a trace record stamped with the run's counters. */
   record(rec: TraceFields): void {
-    const full: TraceRecord = {
-      run_id: this.runId,
-      step: this.guard.stepCount,
-      at_ms: Date.now(),
-      progress_version: this.guard.progressVersion,
-      ...rec,
-      args: rec.args === undefined ? null : redact(rec.args),
-    };
-    this.trace.push(full);
-    this.traceTotal += 1;
-    if (this.trace.length > this.input.traceLimit)
-      this.trace = this.trace.slice(this.trace.length - this.input.traceLimit);
-    this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
+    this.trace.record(this.stamp(), rec);
   }
 
-  /** A run-level trace record (signals, resumes, planner ends): no call attached. */
-  note(decision: string, reason: string | null, extra: { args?: unknown; error_code?: string } = {}): void {
-    this.record({
-      phase: 'run',
-      tool: null,
-      fingerprint: null,
-      args: extra.args ?? null,
-      result_kind: null,
-      error_code: extra.error_code ?? null,
-      operation_key: null,
-      decision,
-      reason,
-    });
+  /** A run-level trace record (signals, resumes, planner ends). */
+  note(decision: string, reason: string | null, extra: Parameters<RunTrace['note']>[3] = {}): void {
+    this.trace.note(this.stamp(), decision, reason, extra);
+  }
+
+  private stamp(): TraceStamp {
+    return { runId: this.runId, step: this.guard.stepCount, progressVersion: this.guard.progressVersion };
   }
 
   // ---- what operators see ----
@@ -521,7 +496,7 @@ export class RunState {
       [
         `**state** ${state}${stop ? ` · **reason** ${stop.reason}` : ''}`,
         `**step** ${this.guard.stepCount} · **proposals** ${this.proposals} · **progress** v${this.guard.progressVersion}`,
-        `**last decision** ${this.lastDecision ?? '—'}`,
+        `**last decision** ${this.trace.lastDecision ?? '—'}`,
         stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
       ]
         .filter(Boolean)
@@ -543,7 +518,7 @@ export class RunState {
       progressVersion: this.guard.progressVersion,
       noProgress: this.guard.noProgressCount,
       usage: this.guard.usage,
-      lastDecision: this.lastDecision,
+      lastDecision: this.trace.lastDecision,
       waitingForResume: this.phase === 'WAITING',
       goal: this.input.goal,
     };
@@ -556,7 +531,7 @@ export class RunState {
 
   /** The `trace` query. */
   tracePage(args: TracePageArgs = {}): TracePage {
-    return pageTrace(this.trace, this.traceTotal, args);
+    return this.trace.page(args);
   }
 
   /** Everything the run needs to continue: kept on stop, carried across continue-as-new. */
@@ -571,8 +546,8 @@ export class RunState {
       executed: this.executed,
       cached: this.cached,
       decisions: this.decisions.slice(-CHECKPOINT_DECISIONS),
-      trace: this.trace.slice(-CHECKPOINT_TRACE),
-      traceTotal: this.traceTotal,
+      trace: this.trace.newest(CHECKPOINT_TRACE),
+      traceTotal: this.trace.total,
       seenRequestIds: [...this.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
       stop: stop ? { terminalState: stop.terminalState, reason: stop.reason, report: stop.report } : null,
     };
@@ -641,16 +616,10 @@ export class RunState {
       }
     }
     this.resumeAnswers.set(req.requestId, answer);
-    this.record({
-      phase: 'run',
+    this.note(answer.accepted ? 'resume_accepted' : 'resume_refused', answer.reason, {
       tool: stop?.blockedTool ?? null,
       fingerprint: stop?.report.blocked_call?.fingerprint ?? null,
       args: { actor: req.actor, reason: req.reason, precondition: req.precondition },
-      result_kind: null,
-      error_code: null,
-      operation_key: null,
-      decision: answer.accepted ? 'resume_accepted' : 'resume_refused',
-      reason: answer.reason,
     });
     if (answer.accepted) this.liftRequest = req;
     this.publish();

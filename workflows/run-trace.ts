@@ -1,0 +1,84 @@
+/**
+ * The run's trace (docs/spec.md §5): one record per decision, before and after, with args
+ * redacted. The newest `limit` records are kept in the workflow (older ones stay in
+ * history); `total` counts every record the run ever wrote, across continue-as-new.
+ */
+import { redact } from '../common/redact';
+import { pageTrace, type TracePage, type TracePageArgs, type TraceRecord } from '../guard';
+
+/** The fields a caller gives; the run fills in its id, step, clock and progress version. */
+export type TraceFields = Omit<TraceRecord, 'run_id' | 'step' | 'at_ms' | 'progress_version'>;
+
+/** Where a record is written: the run's id and the guard's counters at that moment. */
+export interface TraceStamp {
+  readonly runId: string;
+  readonly step: number;
+  readonly progressVersion: number;
+}
+
+/** A bounded, paged trace. */
+export class RunTrace {
+  private records: TraceRecord[];
+  private written: number;
+  /** The last decision, as the UI's details and `status` show it. */
+  lastDecision: string | null = null;
+
+  constructor(
+    private readonly limit: number,
+    kept: readonly TraceRecord[] = [],
+    total = 0,
+  ) {
+    this.records = [...kept];
+    this.written = total;
+  }
+
+  /** Records written over the run's whole life. */
+  get total(): number {
+    return this.written;
+  }
+
+  /** Appends a record (workflow time; args redacted). */
+  record(at: TraceStamp, rec: TraceFields): void {
+    this.records.push({
+      run_id: at.runId,
+      step: at.step,
+      at_ms: Date.now(),
+      progress_version: at.progressVersion,
+      ...rec,
+      args: rec.args === undefined ? null : redact(rec.args),
+    });
+    this.written += 1;
+    if (this.records.length > this.limit) this.records = this.records.slice(this.records.length - this.limit);
+    this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
+  }
+
+  /** A run-level record (signals, resumes, planner ends): no call attached. */
+  note(
+    at: TraceStamp,
+    decision: string,
+    reason: string | null,
+    extra: { tool?: string | null; fingerprint?: string | null; args?: unknown; error_code?: string } = {},
+  ): void {
+    this.record(at, {
+      phase: 'run',
+      tool: extra.tool ?? null,
+      fingerprint: extra.fingerprint ?? null,
+      args: extra.args ?? null,
+      result_kind: null,
+      error_code: extra.error_code ?? null,
+      operation_key: null,
+      decision,
+      reason,
+    });
+  }
+
+  /** One page, filtered by decision and reason. */
+  page(args: TracePageArgs = {}): TracePage {
+    return pageTrace(this.records, this.written, args);
+  }
+
+  /** The newest `n` records (for a checkpoint). */
+  newest(n: number): TraceRecord[] {
+    return this.records.slice(-n);
+  }
+}

@@ -53,7 +53,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(worldCommand(ctx));
   program.addCommand(
     new Command('replay')
-      .description('Offline replay of SPEC §6 files: one JSON object per file (no server needed)')
+      .description('Offline replay of docs/spec.md §6 files: one JSON object per file (no server needed)')
       .argument('<files...>', 'replay-format JSON files')
       .option('--pretty', 'indent the JSON')
       .action((files: string[], o: { pretty?: boolean }) => {

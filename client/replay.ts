@@ -1,5 +1,5 @@
 /**
- * `agentctl replay FILE...` / `npm run replay -- FILE...`: offline replay of SPEC §6.
+ * `agentctl replay FILE...` / `npm run replay -- FILE...`: offline replay of docs/spec.md §6.
  * Every file is read and validated before anything is printed, so a malformed file in
  * a batch exits 2 with a message naming the file and field and prints nothing on stdout.
  */

@@ -118,7 +118,7 @@ export type ResolvedRunInput = z.output<typeof runInputSchema>;
 /** Lifecycle of a run as `status` reports it. */
 export type RunPhase = 'RUNNING' | 'WAITING' | 'STOPPED' | TerminalState;
 
-/** One replay-style decision (SPEC §6 `decisions` entry). */
+/** One replay-style decision (docs/spec.md §6 `decisions` entry). */
 export interface RunDecision {
   index: number;
   tool: string;

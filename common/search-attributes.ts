@@ -1,5 +1,5 @@
 /**
- * The custom search attributes of an agent run (SPEC §7), so an operator can filter runs
+ * The custom search attributes of an agent run (docs/spec.md §7), so an operator can filter runs
  * in the Temporal UI and CLI (`temporal workflow list -q 'AgentState="STOPPED"'`).
  *
  * This is the ONE place the names and types live: the dev server (scripts/dev-server.ts),

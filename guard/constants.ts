@@ -3,7 +3,7 @@
  * Status values are `as const` objects with a derived union so a typo is a type error.
  */
 
-/** The five result kinds of SPEC §2. Each has its own branch in the runtime. */
+/** The five result kinds of docs/spec.md §2. Each has its own branch in the runtime. */
 export const ResultKind = {
   SUCCESS: 'SUCCESS',
   RETRYABLE: 'RETRYABLE',
@@ -13,10 +13,10 @@ export const ResultKind = {
 } as const;
 /** One of {@link ResultKind}. */
 export type ResultKind = (typeof ResultKind)[keyof typeof ResultKind];
-/** All result kinds, in SPEC order. */
+/** All result kinds, in the order of docs/spec.md §2. */
 export const RESULT_KINDS = Object.values(ResultKind) as [ResultKind, ...ResultKind[]];
 
-/** Terminal states of a run (SPEC §4). */
+/** Terminal states of a run (docs/spec.md §4). */
 export const TerminalState = {
   COMPLETED: 'COMPLETED',
   STOPPED_LOOP_GUARD: 'STOPPED_LOOP_GUARD',

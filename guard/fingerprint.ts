@@ -1,5 +1,5 @@
 /**
- * Fingerprints: tool name + canonical arguments (SPEC §3).
+ * Fingerprints: tool name + canonical arguments (docs/spec.md §3).
  */
 import { canonicalize, hashCanonical, removePaths, setOwn, type Json } from './canonical';
 

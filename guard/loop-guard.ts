@@ -1,7 +1,7 @@
 /**
  * @module loop-guard
  *
- * The loop guard of SPEC §3: a pure, deterministic state machine consulted before and
+ * The loop guard of docs/spec.md §3: a pure, deterministic state machine consulted before and
  * after every tool call. It never reads a clock or does I/O — time comes in as
  * `nowMs` — so the very same code runs in the Temporal workflow sandbox, in the offline
  * replay CLI and in unit tests, and a state restored from {@link LoopGuard.toJSON}
@@ -105,7 +105,7 @@ export interface LoopGuardOptions {
    */
   readonly completed?: Iterable<readonly [string, string | null]> | Iterable<string>;
   /**
-   * FATAL codes that end the run NEEDS_HUMAN in addition to SPEC §2's three (the durable
+   * FATAL codes that end the run NEEDS_HUMAN in addition to docs/spec.md §2's three (the durable
    * run adds `outcome_unknown` and `idempotency_conflict` from the ledger). Not part of
    * the serialised config: the runtime passes the same set when it restores a guard.
    */
@@ -216,7 +216,7 @@ export class LoopGuard {
     return this.lastUnmet;
   }
 
-  /** Decides whether a proposed call may run (SPEC §3 before(), rules 1–9 in order). */
+  /** Decides whether a proposed call may run (docs/spec.md §3 before(), rules 1–9 in order). */
   before(call: GuardCall, nowMs: number): BeforeResult {
     if (this.inFlight) throw new GuardSequenceError('before() called twice without after()');
     if (this.stopState) return { decision: 'stop', ...this.stopState };
@@ -264,7 +264,7 @@ export class LoopGuard {
   }
 
   /**
-   * Records the outcome of the call `before()` let through (SPEC §3 after(), rules 1–5).
+   * Records the outcome of the call `before()` let through (docs/spec.md §3 after(), rules 1–5).
    * For a cached return pass the cached SUCCESS; its `progressVersion` is ignored.
    */
   after(call: GuardCall, result: ToolResult, progressVersion: number, nowMs: number): AfterResult {

@@ -1,5 +1,5 @@
 /**
- * The offline replay of SPEC §6: a trace file plays both the planner and the tools, and
+ * The offline replay of docs/spec.md §6: a trace file plays both the planner and the tools, and
  * the guard decides exactly as it would inside a durable run. Pure: the CLI reads the
  * files, this module parses and decides.
  */
@@ -36,7 +36,7 @@ const replayCallSchema = z.object({
   usage: usageSchema.optional(),
 });
 
-/** A replay file (SPEC §6). */
+/** A replay file (docs/spec.md §6). */
 export const replayFileSchema = z.object({
   name: z.string().optional(),
   config: guardConfigSchema.optional(),
@@ -58,7 +58,7 @@ export interface ReplayDecision {
   after?: string;
 }
 
-/** The replay's output object (SPEC §6). */
+/** The replay's output object (docs/spec.md §6). */
 export interface ReplayOutcome {
   terminal_state: TerminalState;
   reason: string | null;

@@ -1,5 +1,5 @@
 /**
- * Builds the StopReport of SPEC §4 from the guard's state and the stop that ended a run.
+ * Builds the StopReport of docs/spec.md §4 from the guard's state and the stop that ended a run.
  * The resume condition and the next allowed action are derived from the reason, so an
  * operator reading a report knows what has to change before `resume` is accepted.
  */

@@ -1,6 +1,6 @@
 /**
  * Zod schemas for the guard's contract: configuration, tool results, the StopReport
- * (SPEC §4, snake_case on the wire) and trace records (SPEC §5).
+ * (docs/spec.md §4, snake_case on the wire) and trace records (docs/spec.md §5).
  */
 import { z } from 'zod';
 import { RESULT_KINDS, TERMINAL_STATES } from './constants';
@@ -15,7 +15,7 @@ const optionalBudget = z
   ])
   .transform((v) => (v === null ? Number.POSITIVE_INFINITY : v));
 
-/** Guard configuration (SPEC §3 defaults). Unknown keys are an error, not silently ignored. */
+/** Guard configuration (docs/spec.md §3 defaults). Unknown keys are an error, not silently ignored. */
 export const guardConfigSchema = z
   .object({
     maxSteps: limit.default(20),
@@ -59,7 +59,7 @@ export const usageSchema = z
 export type Usage = z.output<typeof usageSchema>;
 
 const code = z.string().min(1);
-/** A classified tool result (SPEC §2). `code` is optional so a bare FATAL reads as `fatal`. */
+/** A classified tool result (docs/spec.md §2). `code` is optional so a bare FATAL reads as `fatal`. */
 export const toolResultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('SUCCESS'), data: z.unknown().optional(), terminal: z.boolean().optional() }),
   z.object({
@@ -91,7 +91,7 @@ export const resultKindSchema = z.enum(RESULT_KINDS);
 /** The call that ended a run, as the StopReport names it. */
 export const blockedCallSchema = z.object({ tool: z.string(), fingerprint: z.string() });
 
-/** The StopReport of SPEC §4 (snake_case keys, JSON). */
+/** The StopReport of docs/spec.md §4 (snake_case keys, JSON). */
 export const stopReportSchema = z.object({
   terminal_state: z.enum(TERMINAL_STATES),
   guard_reason: z.string(),
@@ -107,7 +107,7 @@ export const stopReportSchema = z.object({
 /** A StopReport. */
 export type StopReport = z.output<typeof stopReportSchema>;
 
-/** One trace record per decision (SPEC §5). */
+/** One trace record per decision (docs/spec.md §5). */
 export const traceRecordSchema = z.object({
   run_id: z.string(),
   step: z.number().int().nonnegative(),

@@ -1,18 +1,11 @@
 /**
- * Fingerprints (SPEC §3): tool name + canonical args. Differences without meaning (key
+ * Fingerprints (docs/spec.md §3): tool name + canonical args. Differences without meaning (key
  * order, surrounding white space, defaulted fields, request/trace ids) must vanish;
  * everything that can change a result (pages, cursors, versions, array order, case)
  * must stay.
  */
 import { z } from 'zod';
-import {
-  canonicalize,
-  canonicalJson,
-  fingerprintOf,
-  hash64,
-  normalizeCall,
-  removePaths,
-} from '../../guard';
+import { canonicalize, canonicalJson, fingerprintOf, hash64, normalizeCall, removePaths } from '../../guard';
 
 const searchArgs = z.object({
   q: z.string(),

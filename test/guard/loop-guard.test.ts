@@ -1,5 +1,5 @@
 /**
- * The LoopGuard state machine, rule by rule (SPEC §3). Each `describe` is one rule; the
+ * The LoopGuard state machine, rule by rule (docs/spec.md §3). Each `describe` is one rule; the
  * order tests pit two rules against each other on a call both would refuse.
  */
 import {
@@ -676,7 +676,7 @@ describe('resume()', () => {
 });
 
 describe('StopReport', () => {
-  it('carries every SPEC §4 field and validates against stopReportSchema', () => {
+  it('carries every docs/spec.md §4 field and validates against stopReportSchema', () => {
     const g = guard({}, { completed: ['earlier'] });
     step(g, call('w', {}, { operationKey: 'k' }), OK, 2);
     const D = call('deploy', { env: 'prod' });

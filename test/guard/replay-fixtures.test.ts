@@ -1,9 +1,9 @@
 /**
- * Replays every trace in test/fixtures/traces through the offline replay (SPEC §6) and
+ * Replays every trace in test/fixtures/traces through the offline replay (docs/spec.md §6) and
  * compares the outcome to the file's hand-derived `expect` block; then drives the real
  * CLI (`tsx client/replay-main.ts`) for its output and exit-code contract.
  *
- * The expectations were worked out rule by rule from SPEC §3 when each fixture was
+ * The expectations were worked out rule by rule from docs/spec.md §3 when each fixture was
  * written, never copied from the program's output: a disagreement here means the guard
  * (or the fixture's reasoning) is wrong, and the fixture's `description` says why it
  * expects what it does.
@@ -13,13 +13,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadReplayFile, runReplay } from '../../client/replay';
-import {
-  normalizeCall,
-  parseReplayFile,
-  replay,
-  stopReportSchema,
-  type ReplayOutcome,
-} from '../../guard';
+import { normalizeCall, parseReplayFile, replay, stopReportSchema, type ReplayOutcome } from '../../guard';
 
 const ROOT = resolve(__dirname, '../..');
 const TRACES = join(ROOT, 'test/fixtures/traces');
@@ -139,7 +133,7 @@ describe('replay fixtures (hand-derived expectations)', () => {
       expect(got.decisions).toEqual(want.decisions);
     });
 
-    it('reports as SPEC §4 requires (null only for COMPLETED)', () => {
+    it('reports as docs/spec.md §4 requires (null only for COMPLETED)', () => {
       if (got.terminal_state === 'COMPLETED') {
         expect(got.report).toBeNull();
         expect(got.reason).toBeNull();

@@ -3,12 +3,12 @@
  *
  *  - {@link live}: the script only proposes; the registered demo tools really run and
  *    count their executions in the world DB (`h.counters(workflowId)`).
- *  - {@link fixture}: the script plays the planner AND the tools (SPEC §6 file); the
+ *  - {@link fixture}: the script plays the planner AND the tools (docs/spec.md §6 file); the
  *    `runTool` activity counts one "execution" per tool name instead of running a tool.
  */
 import type { RunInput } from '../../common/contracts';
 
-/** One scripted proposal (SPEC §6 call). */
+/** One scripted proposal (docs/spec.md §6 call). */
 export interface ScriptCall {
   tool: string;
   args?: Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * Issue 3 item 11, part 7: continue-as-new mid-run (SPEC §7 "long runs continue-as-new
+ * Issue 3 item 11, part 7: continue-as-new mid-run (docs/spec.md §7 "long runs continue-as-new
  * with their checkpoint"). With `maxHistoryEvents: 40` the run continues-as-new several
  * times; the guard window, the completed-operation state and the counters survive:
  *  - a search run once before a boundary and once after is still caught as an exact

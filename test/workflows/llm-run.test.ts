@@ -1,7 +1,7 @@
 /**
  * A durable run driven by a real LLM SDK (`@anthropic-ai/sdk`) against a local server that
  * speaks the Messages protocol: a model that loops is stopped by the guard exactly as
- * SPEC §3 says, and its API key never reaches workflow history, traces or the result.
+ * docs/spec.md §3 says, and its API key never reaches workflow history, traces or the result.
  */
 import { temporal } from '@temporalio/proto';
 import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';

@@ -1,5 +1,5 @@
 /**
- * Issue 3 item 11, part 9: the durable run agrees with the offline replay (SPEC §6).
+ * Issue 3 item 11, part 9: the durable run agrees with the offline replay (docs/spec.md §6).
  *
  * Every trace fixture in test/fixtures/traces/*.json (whatever exists when the suite
  * runs) is started as a real `agentRun` in script (fixture) mode, and the RunResult's

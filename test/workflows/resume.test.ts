@@ -1,6 +1,6 @@
 /**
  * Issue 3 item 11, part 3: NEEDS_HUMAN on `permission_denied` with the real demo `deploy`
- * tool, then verified resume (SPEC §7): a resume with the precondition unchanged is refused
+ * tool, then verified resume (docs/spec.md §7): a resume with the precondition unchanged is refused
  * (update answers accepted:false, trace has `resume_refused`, nothing runs), the operator
  * grants the permission in the world, a resume *signal* is accepted, a duplicated signal
  * (same requestId) changes nothing, and the run finishes COMPLETED without re-running the

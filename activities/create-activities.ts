@@ -49,9 +49,12 @@ export interface ActivityDeps {
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
 class ResultNotSuccess extends Error {
+  /** A FATAL answer's code, stored by the ledger so the first run and every duplicate stop with it. */
+  readonly code: string | undefined;
   constructor(readonly result: ToolResult) {
-    super(`tool returned ${result.kind}`);
+    super(result.kind !== 'SUCCESS' && result.message ? result.message : `tool returned ${result.kind}`);
     this.name = 'ResultNotSuccess';
+    this.code = result.kind === 'FATAL' ? (result.code ?? ResultCode.FATAL) : undefined;
   }
 }
 

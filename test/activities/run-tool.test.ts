@@ -173,3 +173,47 @@ describe('runTool write path', () => {
     expect(await deps.world.tx.all('SELECT message FROM world_notifications')).toEqual([{ message: 'one' }]);
   });
 });
+
+describe('runTool: a write tool that answers FATAL (it does not throw)', () => {
+  let charges = 0;
+  const charge = defineTool({
+    name: 'charge_card',
+    description: 'A payment that the vendor declines.',
+    effect: 'write',
+    schema: z.object({ order: z.string() }).strict(),
+    operationKey: (a) => `charge:${a.order}`,
+    async execute() {
+      charges += 1;
+      return { kind: 'FATAL', code: 'card_declined', message: 'the card was declined' };
+    },
+  });
+  let deps: WorkerDeps;
+  let acts: ReturnType<typeof createActivities>;
+  beforeAll(async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-fatal-')), 'agent.db')}`;
+    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [charge] });
+    acts = createActivities(deps);
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  it('stops with the tool’s own code and message, first time and from the ledger', async () => {
+    const n = deps.registry.normalize('charge_card', { order: 'o-1' });
+    const input: RunToolInput = {
+      runId: 'run-fatal',
+      tool: 'charge_card',
+      args: n.args,
+      operationKey: n.operationKey,
+      fingerprint: n.fingerprint,
+      fixture: null,
+    };
+    const first = await acts.runTool(input);
+    expect(first.result).toEqual({ kind: 'FATAL', code: 'card_declined', message: 'the card was declined' });
+    expect(charges).toBe(1);
+    const again = await acts.runTool({ ...input, runId: 'run-fatal-2' });
+    expect(again.result).toEqual({ kind: 'FATAL', code: 'card_declined', message: 'the card was declined' });
+    expect(again.via).toBe('ledger');
+    expect(charges).toBe(1); // the final failure is answered from the ledger: the card is not charged again
+  });
+});

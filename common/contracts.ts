@@ -157,8 +157,18 @@ export interface Checkpoint {
   readonly trace: TraceRecord[];
   readonly traceTotal: number;
   readonly seenRequestIds: string[];
-  /** Set when the checkpoint was taken while the run was stopped. */
-  readonly stop: { terminalState: TerminalState; reason: string; report: StopReport } | null;
+  /**
+   * Set when the checkpoint was taken while the run was stopped. It names the blocked
+   * call's args and operation key so that a run continued from it (`resume --from`)
+   * re-checks that call's own precondition, or its ledger record (absent in older checkpoints).
+   */
+  readonly stop: {
+    terminalState: TerminalState;
+    reason: string;
+    report: StopReport;
+    blockedArgs?: unknown;
+    operationKey?: string | null;
+  } | null;
 }
 
 /** The workflow's result. */

@@ -185,8 +185,8 @@ export class RunState {
       ? {
           ...cp.stop,
           blockedTool: cp.stop.report.blocked_call?.tool ?? null,
-          blockedArgs: null,
-          operationKey: null,
+          blockedArgs: cp.stop.blockedArgs ?? null,
+          operationKey: cp.stop.operationKey ?? null,
           detail: null,
         }
       : null;
@@ -549,7 +549,15 @@ export class RunState {
       trace: this.trace.newest(CHECKPOINT_TRACE),
       traceTotal: this.trace.total,
       seenRequestIds: [...this.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
-      stop: stop ? { terminalState: stop.terminalState, reason: stop.reason, report: stop.report } : null,
+      stop: stop
+        ? {
+            terminalState: stop.terminalState,
+            reason: stop.reason,
+            report: stop.report,
+            blockedArgs: stop.blockedArgs,
+            operationKey: stop.operationKey,
+          }
+        : null,
     };
   }
 

@@ -116,4 +116,39 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     expect(r.terminal_state).toBe('PARTIAL');
     expect(await h.counters(run.workflowId)).toEqual({ start_job: 1 });
   });
+
+  it('a run continued from a closed run’s checkpoint re-checks the blocked call itself, not just the world version', async () => {
+    const deploy = { tool: 'deploy', args: { service: 'ledgerd', version: '1.0' } };
+    // The refused deploy ran (its FATAL is the planner's observation), so the script asks again.
+    const script = [deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed ledgerd' } }];
+    const first = await h.start(live(script, { resumeWindowMs: 300 }));
+    const closed = await first.result(); // NEEDS_HUMAN, closed after the resume window
+    expect(closed).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'permission_denied' });
+    expect(closed.checkpoint?.stop).toMatchObject({
+      blockedArgs: deploy.args,
+      operationKey: expect.any(String),
+    });
+
+    // The world changes, but not in the way the deploy needs.
+    await h.deps.world.grant('deploy:some-other-service');
+    const next = await h.start(live(script, { resumeWindowMs: 60_000, checkpoint: closed.checkpoint }));
+    await waitFor(
+      () => next.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+    );
+    const refused = await next.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'alice', reason: 'the world changed', requestId: 'from-1' }],
+    });
+    expect(refused.accepted).toBe(false);
+    expect(refused.reason).toMatch(/still unmet: write permission deploy:ledgerd is missing/);
+    expect(await h.counters(next.workflowId)).toEqual({});
+
+    await h.deps.world.grant('deploy:ledgerd');
+    const accepted = await next.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'alice', reason: 'granted deploy:ledgerd', requestId: 'from-2' }],
+    });
+    expect(accepted.accepted).toBe(true);
+    expect(await next.result()).toMatchObject({ terminal_state: 'COMPLETED' });
+    expect(await h.counters(next.workflowId)).toEqual({ deploy: 1, complete_task: 1 });
+  });
 });

@@ -1,6 +1,6 @@
 /**
  * The custom search attributes of an agent run (docs/spec.md §7), so an operator can filter runs
- * in the Temporal UI and CLI (`temporal workflow list -q 'AgentState="STOPPED"'`).
+ * in the Temporal UI and CLI (`temporal workflow list -q 'AgentState="NEEDS_HUMAN"'`).
  *
  * This is the ONE place the names and types live: the dev server (scripts/dev-server.ts),
  * the test environment (test/helpers/temporal-env.ts), docker-compose.yml (checked by
@@ -21,7 +21,7 @@ export const SEARCH_ATTRIBUTES = {
 export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTES;
 export type CliSearchAttributeType = (typeof SEARCH_ATTRIBUTES)[SearchAttributeName];
 
-/** The run's lifecycle state, e.g. RUNNING / STOPPED / NEEDS_HUMAN / COMPLETED. */
+/** The run's state: RUNNING, or a terminal state (a stopped run shows the stop's, e.g. NEEDS_HUMAN). */
 export const AGENT_STATE = defineSearchAttributeKey('AgentState', SearchAttributeType.KEYWORD);
 /** Why the guard stopped the run (the guard's reason code), empty while running. */
 export const AGENT_GUARD_REASON = defineSearchAttributeKey('AgentGuardReason', SearchAttributeType.KEYWORD);

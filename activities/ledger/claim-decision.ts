@@ -1,5 +1,5 @@
 /**
- * The claim rules of SPEC §8, shared by both backends so they cannot drift apart.
+ * The claim rules of docs/spec.md §8, shared by both backends so they cannot drift apart.
  * Pure: the backend reads the row (lease remaining computed by the database) inside its
  * transaction, asks this function what to do, and applies the answer in the same transaction.
  */

@@ -1,7 +1,7 @@
 /**
  * The one way a write tool runs: claim → dispatch → side effect → commit, with the lease
  * renewed while the side effect runs, and every ledger answer turned into an outcome the
- * tool activity maps to a result kind (SPEC §2). No path executes a side effect twice for
+ * tool activity maps to a result kind (docs/spec.md §2). No path executes a side effect twice for
  * one key unless the tool declared re-execution safe (`vendorIdempotent`).
  */
 import { LedgerConflictError, StaleTokenError } from './errors';
@@ -9,6 +9,7 @@ import { toStoredError } from './stored-error';
 import {
   ExpiredDispatchPolicy,
   LedgerState,
+  type ClaimInput,
   type Ledger,
   type LedgerRecord,
   type LedgerTx,
@@ -35,20 +36,14 @@ export const SideEffectErrorClass = {
 /** One of {@link SideEffectErrorClass}. */
 export type SideEffectErrorClass = (typeof SideEffectErrorClass)[keyof typeof SideEffectErrorClass];
 
-/** Options of {@link executeOnce} and {@link executeOnceAtomic}. */
-export interface ExecuteOnceOptions {
-  /** Operation key (the tool's `operationKey(args)`). */
-  key: string;
-  /** Tool name. */
-  tool: string;
-  /** Hash of the canonical arguments (the guard's fingerprint is a good choice). */
-  argsHash: string;
-  /** Workflow id. */
-  runId: string;
-  /** Executor identity, e.g. `${workerIdentity}/${activityId}/${attempt}`. */
-  owner: string;
-  /** Lease length; renewed every `leaseMs / 3` while the side effect runs. */
-  leaseMs: number;
+/**
+ * Options of {@link executeOnce} and {@link executeOnceAtomic}: the claim (key = the tool's
+ * `operationKey(args)`, argsHash = the guard's fingerprint is a good choice, owner =
+ * `${workerIdentity}/${activityId}/${attempt}`, leaseMs = renewed every `leaseMs / 3` while
+ * the side effect runs), and what the tool can do about an executor that died after dispatch —
+ * which decides the claim's expired-dispatch policy.
+ */
+export interface ExecuteOnceOptions extends Omit<ClaimInput, 'expiredDispatch'> {
   /** The tool forwards the key to the vendor, so re-executing after an unknown outcome is safe. */
   vendorIdempotent?: boolean;
   /** Asks the vendor what happened to `key`; used instead of UNKNOWN after an executor died post-dispatch. */

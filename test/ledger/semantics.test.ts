@@ -805,6 +805,25 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
     });
   });
 
+  describe('several connections in one process', () => {
+    it('interleave claims and commits without waiting on each other, each key once', async () => {
+      // On SQLite a unit of work that yielded mid-transaction would block the other
+      // connections' BEGIN IMMEDIATE in the busy handler (10 s) and fail "database is locked".
+      const ledgers = [ledger, ...(await Promise.all([db.open(), db.open(), db.open()]))];
+      const keys = Array.from({ length: 10 }, () => nextKey());
+      const started = Date.now();
+      const outcomes = await Promise.all(
+        ledgers.flatMap((l, i) =>
+          keys.map((key) => executeOnce(l, { ...base, key, owner: `c${i}` }, effect(key))),
+        ),
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(outcomes.filter((o) => o.kind === 'executed')).toHaveLength(keys.length);
+      expect(outcomes.every((o) => ['executed', 'in_progress', 'cached'].includes(o.kind))).toBe(true);
+      for (const key of keys) expect(executions(db.dir, key)).toBe(1);
+    });
+  });
+
   describe('migrations', () => {
     it('migrates once however many workers migrate at the same time', async () => {
       const others = await Promise.all([db.open(), db.open(), db.open()]);

@@ -189,3 +189,42 @@ export function raiseLifts(
       return value > used.maxWaitPolls;
   }
 }
+
+/**
+ * Which rule of docs/spec.md §3 made a decision, as `before.N` / `after.N` (for telemetry
+ * and operators: "which rule refused which call"). Run-level records (signals, resumes,
+ * planner ends) are `run`.
+ */
+export function ruleOf(phase: 'before' | 'after' | 'run', decision: string, reason: string | null): string {
+  if (phase === 'run') return 'run';
+  if (phase === 'before') {
+    switch (reason) {
+      case GuardReason.STEP_BUDGET:
+        return 'before.1';
+      case GuardReason.WALL_CLOCK_BUDGET:
+        return 'before.2';
+      case GuardReason.TOKEN_BUDGET:
+      case GuardReason.COST_BUDGET:
+        return 'before.3';
+      case GuardReason.WAIT_BUDGET:
+        return 'before.4';
+      case GuardReason.SAME_CALL_REPEAT:
+        return 'before.5';
+      case GuardReason.SHORT_CYCLE:
+        return 'before.6';
+      case GuardReason.PRECONDITION_UNCHANGED:
+        return 'before.7';
+      case GuardReason.IDEMPOTENCY_CONFLICT:
+        return 'before.8';
+      default:
+        return decision === 'return_cached_success'
+          ? 'before.8'
+          : decision === 'stop'
+            ? 'before'
+            : 'before.9';
+    }
+  }
+  if (decision === 'stop') return reason === GuardReason.NO_PROGRESS ? 'after.4' : 'after.2';
+  if (decision === 'complete') return 'after.3';
+  return 'after.5';
+}

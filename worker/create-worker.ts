@@ -3,7 +3,8 @@
  * planners, and creates a Temporal `Worker` hosting the workflow and the activities.
  * Shared by `npm run worker`, the demo and the tests, so they all run the same thing.
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker, type InjectedSinks } from '@temporalio/worker';
+import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { openLedger, type Ledger } from '../activities/ledger';
 import { createAnthropicPlanner } from '../activities/planners/anthropic';
@@ -78,6 +79,23 @@ export interface AgentWorkerOptions {
    * On a namespace that has them all it costs one ListSearchAttributes call.
    */
   readonly searchAttributes?: SearchAttributesMode;
+  /** Where the run's telemetry sink goes (common/telemetry.ts); a no-op when not given. */
+  readonly telemetry?: AgentTelemetry;
+}
+
+/** The worker side of the `agentTelemetry` sink. */
+export type AgentTelemetry = AgentSinks['agentTelemetry'];
+
+const NO_TELEMETRY: AgentTelemetry = { decision: () => undefined, runEnd: () => undefined };
+
+/** The sinks registered on every agent worker (a workflow calling an unregistered sink logs errors). */
+export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSinks<AgentSinks> {
+  return {
+    agentTelemetry: {
+      decision: { fn: (_info, event) => telemetry.decision(event) },
+      runEnd: { fn: (_info, event) => telemetry.runEnd(event) },
+    },
+  };
 }
 
 /** The path of the workflows module the worker bundles. */
@@ -95,6 +113,7 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     taskQueue: o.taskQueue,
     ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(o.deps),
+    sinks: agentSinks(o.telemetry),
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }
       : {}),

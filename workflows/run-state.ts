@@ -20,6 +20,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  proxySinks,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -40,6 +41,7 @@ import {
 } from '../common/contracts';
 import type { Observation, PlannerTurn } from '../common/planner';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
+import type { AgentSinks } from '../common/telemetry';
 import {
   buildStopReport,
   GuardReason,
@@ -48,6 +50,7 @@ import {
   liftRuleOf,
   LoopGuard,
   raiseLifts,
+  ruleOf,
   stoppedAt,
   TerminalState,
   type AfterResult,
@@ -62,6 +65,9 @@ import { toObservation } from './observation';
 import type { RunActivities } from './run-activities';
 import { RunTrace, type TraceFields, type TraceStamp } from './run-trace';
 import { resolveRunSettings } from './run-settings';
+
+/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
+const { agentTelemetry } = proxySinks<AgentSinks>();
 
 const MAX_DECISIONS_KEPT = 5000;
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
@@ -234,6 +240,7 @@ export class RunState {
       detail: null,
     };
     this.to('STOPPED');
+    agentTelemetry.runEnd({ runId: this.runId, terminalState, reason, closed: false });
   }
 
   /**
@@ -274,6 +281,8 @@ export class RunState {
     const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
     this.to(final);
     this.publish();
+    const reason = final === TerminalState.COMPLETED ? null : (this.stop_?.reason ?? null);
+    agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
     // Non-cancellable: a cancelled run still lets an in-flight resume answer.
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     return this.result(final, summary);
@@ -469,12 +478,26 @@ export class RunState {
 
   /** Appends a trace record stamped with the run's counters. */
   record(rec: TraceFields): void {
-    this.trace.record(this.stamp(), rec);
+    const at = this.stamp();
+    this.trace.record(at, rec);
+    agentTelemetry.decision({
+      runId: at.runId,
+      phase: rec.phase,
+      rule: ruleOf(rec.phase, rec.decision, rec.reason),
+      decision: rec.decision,
+      reason: rec.reason,
+      tool: rec.tool,
+      fingerprint: rec.fingerprint,
+      resultKind: rec.result_kind,
+      errorCode: rec.error_code,
+      step: at.step,
+      progressVersion: at.progressVersion,
+    });
   }
 
   /** A run-level trace record (signals, resumes, planner ends). */
-  note(decision: string, reason: string | null, extra: Parameters<RunTrace['note']>[3] = {}): void {
-    this.trace.note(this.stamp(), decision, reason, extra);
+  note(decision: string, reason: string | null, extra: Parameters<typeof RunTrace.noteFields>[2] = {}): void {
+    this.record(RunTrace.noteFields(decision, reason, extra));
   }
 
   private stamp(): TraceStamp {

@@ -52,14 +52,13 @@ export class RunTrace {
     this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
   }
 
-  /** A run-level record (signals, resumes, planner ends): no call attached. */
-  note(
-    at: TraceStamp,
+  /** The fields of a run-level record (signals, resumes, planner ends): no call attached. */
+  static noteFields(
     decision: string,
     reason: string | null,
     extra: { tool?: string | null; fingerprint?: string | null; args?: unknown; error_code?: string } = {},
-  ): void {
-    this.record(at, {
+  ): TraceFields {
+    return {
       phase: 'run',
       tool: extra.tool ?? null,
       fingerprint: extra.fingerprint ?? null,
@@ -69,7 +68,7 @@ export class RunTrace {
       operation_key: null,
       decision,
       reason,
-    });
+    };
   }
 
   /** One page, filtered by decision and reason. */

@@ -25,6 +25,7 @@ import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
+import { agentSinks } from '../../worker/create-worker';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
 
 const DIR = resolve(__dirname, '../fixtures/histories');
@@ -147,7 +148,7 @@ describe('recorded histories replay deterministically (no server)', () => {
     });
     const results: Array<{ workflowId: string; error?: unknown }> = [];
     for await (const res of Worker.runReplayHistories(
-      { workflowBundle: await workflowBundle() },
+      { workflowBundle: await workflowBundle(), sinks: agentSinks() },
       histories,
     )) {
       results.push({ workflowId: res.workflowId, error: res.error });
@@ -167,7 +168,11 @@ describe('recorded histories replay deterministically (no server)', () => {
     expect(scheduled.length).toBeGreaterThan(0);
     scheduled[0]!.activityTaskScheduledEventAttributes!.activityType!.name = 'runToolRenamed';
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, toHistory(history), rec.workflowId),
+      Worker.runReplayHistory(
+        { workflowBundle: await workflowBundle(), sinks: agentSinks() },
+        toHistory(history),
+        rec.workflowId,
+      ),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   }, 60_000);
 
@@ -184,7 +189,11 @@ describe('recorded histories replay deterministically (no server)', () => {
     const tool = attrs.find((a) => a!.activityType!.name === 'runTool')!;
     [plan.activityType!.name, tool.activityType!.name] = [tool.activityType!.name, plan.activityType!.name];
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, toHistory(history), rec.workflowId),
+      Worker.runReplayHistory(
+        { workflowBundle: await workflowBundle(), sinks: agentSinks() },
+        toHistory(history),
+        rec.workflowId,
+      ),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   }, 60_000);
 });

@@ -1,0 +1,43 @@
+/**
+ * What the workflow tells the worker's telemetry about each decision, through a Temporal
+ * sink: sinks are not part of history and are not called on replay, so telemetry can
+ * never change what a run decides. The worker registers `agentTelemetry` always (a no-op
+ * when OpenTelemetry is off; worker/telemetry when it is on).
+ */
+import type { Sinks } from '@temporalio/workflow';
+
+/** One decision of the run, before or after a call, or a run-level record. */
+export interface DecisionEvent {
+  readonly runId: string;
+  readonly phase: 'before' | 'after' | 'run';
+  /** `before.N` / `after.N`: the rule of docs/spec.md §3 that decided (guard/reasons.ts `ruleOf`). */
+  readonly rule: string;
+  readonly decision: string;
+  readonly reason: string | null;
+  readonly tool: string | null;
+  readonly fingerprint: string | null;
+  readonly resultKind: string | null;
+  readonly errorCode: string | null;
+  readonly step: number;
+  readonly progressVersion: number;
+}
+
+/** A run that stopped or finished. */
+export interface RunEndEvent {
+  readonly runId: string;
+  readonly terminalState: string;
+  readonly reason: string | null;
+  /** True when the run closed; false when it stopped and waits for a resume. */
+  readonly closed: boolean;
+}
+
+/** The sinks an agent run calls. */
+export interface AgentSinks extends Sinks {
+  agentTelemetry: {
+    decision(event: DecisionEvent): void;
+    runEnd(event: RunEndEvent): void;
+  };
+}
+
+/** The sink's name, as the worker registers it. */
+export const AGENT_TELEMETRY_SINK = 'agentTelemetry';

@@ -76,6 +76,12 @@ export const timeoutsSchema = z
     plannerStartToCloseMs: z.number().int().positive().default(120_000),
     toolStartToCloseMs: z.number().int().positive().default(300_000),
     toolHeartbeatMs: z.number().int().positive().default(20_000),
+    /**
+     * Attempts of a tool activity that fails as a whole (a crash, a timeout, a database
+     * down) before the run stops NEEDS_HUMAN `infrastructure_fault`. Tool errors are
+     * classified results, not failures, and are never retried this way.
+     */
+    toolMaxAttempts: z.number().int().positive().default(10),
   })
   .strict();
 
@@ -105,6 +111,7 @@ export const runInputSchema = z
       plannerStartToCloseMs: 120_000,
       toolStartToCloseMs: 300_000,
       toolHeartbeatMs: 20_000,
+      toolMaxAttempts: 10,
     }),
     /** Only with continue-as-new or `resume --from`: the state to continue from. */
     checkpoint: z.unknown().optional(),

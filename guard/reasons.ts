@@ -23,6 +23,11 @@ export const GuardReason = {
   PLANNER_EXHAUSTED: 'planner_exhausted',
   PLANNER_FAILED: 'planner_failed',
   OPERATOR_STOP: 'operator_stop',
+  /**
+   * An activity the run depends on failed after all its retries (a database or tool backend
+   * down): the run stops NEEDS_HUMAN with its checkpoint instead of failing.
+   */
+  INFRASTRUCTURE_FAULT: 'infrastructure_fault',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -111,10 +116,12 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  * - `operator`: an operator's resume is the verification (the operator stopped it);
  * - `planner`: the planner's next answer is the verification (it stops again if it fails);
  * - `ledger_settled`: the UNKNOWN ledger record was settled by an operator;
+ * - `retry`: the next attempt is the verification (an infrastructure fault; a write stays
+ *   behind the ledger, so retrying it can never run it twice);
  * - `precondition`: an activity re-checks the blocked call's precondition (or that
  *   external state moved past the checkpoint's progress version).
  */
-export type LiftRule = 'raise' | 'operator' | 'planner' | 'ledger_settled' | 'precondition';
+export type LiftRule = 'raise' | 'operator' | 'planner' | 'ledger_settled' | 'retry' | 'precondition';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
@@ -122,6 +129,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.OPERATOR_STOP) return 'operator';
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
+  if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
   return 'precondition';
 }
 
@@ -149,6 +157,8 @@ export function resumeConditionOf(
       return 'planner reachable and configured (API key, base URL, model)';
     case GuardReason.PLANNER_EXHAUSTED:
       return 'planner has more work (new goal or script)';
+    case GuardReason.INFRASTRUCTURE_FAULT:
+      return 'the failing service (database, tool backend) is reachable again';
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

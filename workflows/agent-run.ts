@@ -83,10 +83,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     // Guard, then tool, then guard again.
     const before = run.before(proposal);
     if (before.decision === 'stop') continue;
-    const { result, progressVersion } = await run.execute(
-      proposal,
-      before.decision === 'return_cached_success',
-    );
+    const done = await run.execute(proposal, before.decision === 'return_cached_success');
+    if (!done) continue; // an infrastructure fault stopped the run
+    const { result, progressVersion } = done;
     const after = run.after(proposal, before, result, progressVersion);
     if (after.decision === 'stop') continue;
     if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));

@@ -1,2 +1,3 @@
 /** Workflows registered by the worker. */
 export { agentRun } from './agent-run';
+export { ledgerReaper } from './ledger-reaper';

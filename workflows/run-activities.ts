@@ -38,12 +38,18 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     heartbeatTimeout: t.toolHeartbeatMs,
     // Tools classify their own errors; Temporal retries only lost attempts (crash, timeout),
     // and the ledger makes those retries safe for writes.
-    retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: 10 },
+    retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
-  const { verifyPrecondition, currentProgress } = proxyActivities<Activities>({
+  const { verifyPrecondition } = proxyActivities<Activities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumAttempts: 5 },
+  });
+  // Reading the world's version at start loses nothing by waiting: an outage delays the
+  // run's first step instead of failing it.
+  const { currentProgress } = proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1s', maximumInterval: '30s' },
   });
   const planner = input.planner;
 
@@ -85,6 +91,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
             args: p.args,
             operationKey: p.operationKey,
             fingerprint: p.fingerprint,
+            argsHash: p.argsHash,
             fixture: p.fixture,
           },
         ],

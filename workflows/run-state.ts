@@ -20,12 +20,13 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxySinks,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { PlanOutput, ProposalInfo } from '../activities/types';
+import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import {
   resumeRequestSchema,
   stopRequestSchema,
@@ -68,6 +69,9 @@ import { resolveRunSettings } from './run-settings';
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
 const { agentTelemetry } = proxySinks<AgentSinks>();
+
+/** Patch id: search attributes are no longer upserted after every step (docs/performance.md). */
+const PATCH_NO_STEP_UPSERT = 'no-search-attribute-upsert-per-step';
 
 const MAX_DECISIONS_KEPT = 5000;
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
@@ -128,6 +132,16 @@ const RESUMABLE: ReadonlySet<TerminalState> = new Set([
 
 const isTerminal = (phase: RunPhase): phase is TerminalState =>
   phase !== 'RUNNING' && phase !== 'STOPPED' && phase !== 'WAITING';
+
+/** The error type behind an activity failure (its ApplicationFailure type, if any). */
+function failureType(err: ActivityFailure): string {
+  return err.cause instanceof ApplicationFailure && err.cause.type ? err.cause.type : 'activity_failure';
+}
+
+/** The innermost message of an activity failure. */
+function failureMessage(err: ActivityFailure): string {
+  return err.cause?.message ?? err.message;
+}
 
 /** Why a message payload was rejected, naming each field. */
 function zodReason(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
@@ -319,10 +333,20 @@ export class RunState {
   }
 
   /** A stop the runtime decides outside the guard's rules (planner failed or exhausted). */
-  runtimeStop(reason: string, terminalState: TerminalState, errorCode?: string, unmet?: string): void {
+  runtimeStop(
+    reason: string,
+    terminalState: TerminalState,
+    errorCode?: string,
+    unmet?: string,
+    call: BlockedCall | null = null,
+    operationKey: string | null = null,
+  ): void {
     this.guard.forceStop(reason, terminalState);
-    this.note('stop', reason, errorCode ? { error_code: errorCode } : {});
-    this.stop(terminalState, reason, null, null, unmet);
+    this.note('stop', reason, {
+      ...(errorCode ? { error_code: errorCode } : {}),
+      ...(call ? { tool: call.tool, fingerprint: call.fingerprint } : {}),
+    });
+    this.stop(terminalState, reason, call, operationKey, unmet);
   }
 
   /** The planner's memory before this turn: a proposal that does not run is asked again. */
@@ -339,7 +363,7 @@ export class RunState {
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
-      const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${cause?.message ?? err.message}`;
+      const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${failureMessage(err)}`;
       this.runtimeStop(
         GuardReason.PLANNER_FAILED,
         TerminalState.NEEDS_HUMAN,
@@ -400,7 +424,10 @@ export class RunState {
    * anything else runs as the tool activity. Returns the result and the progress version
    * read from external state (the script's, in fixture mode).
    */
-  async execute(x: Proposal, cached: boolean): Promise<{ result: ToolResult; progressVersion: number }> {
+  async execute(
+    x: Proposal,
+    cached: boolean,
+  ): Promise<{ result: ToolResult; progressVersion: number } | null> {
     const { p } = x;
     const current = this.guard.progressVersion;
     if (cached) {
@@ -412,7 +439,25 @@ export class RunState {
     }
     this.executed += 1;
     if (p.rejection) return { result: p.rejection, progressVersion: current };
-    const out = await this.activities.runTool(p);
+    let out: RunToolOutput;
+    try {
+      out = await this.activities.runTool(p);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      // Faults stop, they do not fail: the tool activity failed after all its retries (a
+      // database or backend down). Stop with the checkpoint; the planner is asked again after
+      // a resume, and a write it re-proposes is still behind the ledger.
+      this.undoTurn();
+      this.runtimeStop(
+        GuardReason.INFRASTRUCTURE_FAULT,
+        TerminalState.NEEDS_HUMAN,
+        failureType(err),
+        `tool ${p.tool} failed: ${failureMessage(err)}`,
+        blockedOf(p),
+        p.operationKey,
+      );
+      return null;
+    }
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     return { result: out.result, progressVersion: version };
   }
@@ -437,7 +482,8 @@ export class RunState {
       decision: before.decision as RunDecision['decision'],
       after: after.decision,
     });
-    this.publish();
+    // Runs recorded before this change upserted search attributes after every step.
+    this.publish(!patched(PATCH_NO_STEP_UPSERT));
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     this.observation = toObservation(
       x.turn.callId,
@@ -506,15 +552,20 @@ export class RunState {
 
   // ---- what operators see ----
 
-  /** Search attributes and the UI's current details. */
-  publish(): void {
+  /**
+   * The UI's current details and, unless `upsert` is false, the search attributes. Each
+   * upsert is a history event, so it happens when the state changes (start, stop, resume,
+   * finish), not on every step; the step count is live in the `status` query and details.
+   */
+  publish(upsert = true): void {
     const stop = this.stop_;
     const state = isTerminal(this.phase) ? this.phase : stop ? stop.terminalState : 'RUNNING';
-    upsertSearchAttributes([
-      { key: AGENT_STATE, value: state },
-      { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
-      { key: AGENT_STEPS, value: this.guard.stepCount },
-    ]);
+    if (upsert)
+      upsertSearchAttributes([
+        { key: AGENT_STATE, value: state },
+        { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
+        { key: AGENT_STEPS, value: this.guard.stepCount },
+      ]);
     setCurrentDetails(
       [
         `**state** ${state}${stop ? ` · **reason** ${stop.reason}` : ''}`,
@@ -681,8 +732,10 @@ export class RunState {
           progressVersion,
         };
       }
+      case 'retry':
+        return { accepted: true, reason: 'the failed call will be tried again', progressVersion };
       default: {
-        const v = await this.activities.verifyPrecondition({
+        const v = await this.verifyOrRefuse({
           runId: this.runId,
           reason: stop.reason,
           checkpointProgressVersion: progressVersion,
@@ -693,6 +746,20 @@ export class RunState {
         });
         return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
       }
+    }
+  }
+
+  /** The verification activity; a failure of it refuses the resume instead of failing the run. */
+  private async verifyOrRefuse(input: VerifyInput): Promise<VerifyOutput> {
+    try {
+      return await this.activities.verifyPrecondition(input);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      return {
+        changed: false,
+        progressVersion: input.checkpointProgressVersion,
+        detail: `could not verify (${failureType(err)}): ${failureMessage(err)}; try again`,
+      };
     }
   }
 

@@ -5,7 +5,18 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 
 module.exports = tseslint.config(
   {
-    ignores: ['node_modules/**', '.tools/**', 'data/**', 'coverage/**', 'eslint.config.js', 'jest.config.js'],
+    ignores: [
+      'node_modules/**',
+      '.tools/**',
+      'data/**',
+      'coverage/**',
+      'eslint.config.js',
+      'jest.config.js',
+      'dist/**',
+      '.pack/**',
+      'examples/*/node_modules/**',
+      'examples/*/data/**',
+    ],
   },
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,213 @@
+/**
+ * The client API of agent runs as typed functions over a Temporal `Client`: start, resume,
+ * stop, status, report, trace, wait. It is what the package exports for code that drives
+ * runs without agentctl, and it sits on the same helpers as agentctl (client/runs.ts), so
+ * both refuse, fall back and time out alike. Errors are {@link CliError}s: their
+ * `exitCode` says what kind of failure it was (2 bad input, 1 no such run, 3 refused).
+ *
+ * Nothing here imports the worker: a process that only starts and inspects runs does not
+ * load the Temporal worker runtime.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import {
+  DEFAULT_TASK_QUEUE,
+  runInputSchema,
+  statusQuery,
+  stopSignal,
+  WORKFLOW_ID_PREFIX,
+  type BudgetRaise,
+  type ResumeRequest,
+  type RunInput,
+  type RunResult,
+  type RunStatus,
+  type StopRequest,
+  type TracePage,
+  type TracePageArgs,
+} from '../common/contracts';
+import type { StopReport } from '../guard';
+import { CliError, Exit } from './format';
+import {
+  describeRun,
+  isClosed,
+  rejected,
+  runReport,
+  runStatus,
+  runTrace,
+  sendResume,
+  settledOutcome,
+  startRun,
+  type FollowOptions,
+  type ResumeOutcome,
+  type RunOutcome,
+} from './runs';
+
+/** What {@link startAgentRun} starts. */
+export interface StartAgentRunOptions {
+  /** The workflow input; validated against `runInputSchema` before anything is sent. */
+  readonly input: RunInput;
+  /** Workflow id (default `agent-run-<uuid>`); a run already open under it is refused. */
+  readonly workflowId?: string;
+  /** Task queue of the workers hosting the run (default `agent-loop-guard`). */
+  readonly taskQueue?: string;
+  /** The Web UI's summary line (default: the goal). */
+  readonly summary?: string;
+}
+
+/**
+ * Starts an agent run. Malformed input is a CliError (exit 2) naming every bad field; an
+ * id that is already running is a CliError (exit 1).
+ */
+export async function startAgentRun(
+  client: Client,
+  o: StartAgentRunOptions,
+): Promise<WorkflowHandleWithFirstExecutionRunId> {
+  const parsed = runInputSchema.safeParse(o.input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`)
+      .join('; ');
+    throw new CliError(Exit.USAGE, `invalid run input: ${problems}`);
+  }
+  return startRun(client, {
+    workflowId: o.workflowId ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`,
+    taskQueue: o.taskQueue ?? DEFAULT_TASK_QUEUE,
+    // The caller's input as written: the workflow applies the defaults itself, so the
+    // history shows what was asked for.
+    input: o.input,
+    ...(o.summary === undefined ? {} : { summary: o.summary }),
+  });
+}
+
+/** What a resume says (the `resume` update's payload, with defaults). */
+export interface ResumeAgentRunOptions {
+  /** Who resumes (recorded in the trace). */
+  readonly actor: string;
+  /** Why (default `resume`). */
+  readonly reason?: string;
+  /** What the caller says changed; recorded, the workflow re-verifies it itself. */
+  readonly precondition?: string;
+  /** Idempotency id of this request (default random): a repeat with the same id changes nothing. */
+  readonly requestId?: string;
+  /** Budgets to raise (lifts a budget stop). */
+  readonly raise?: BudgetRaise;
+}
+
+/**
+ * Sends the verified `resume` to a run stopped and waiting for it. A refusal is an answer,
+ * not an error (`accepted: false` with the reason); a closed run is refused the same way.
+ */
+export async function resumeAgentRun(
+  client: Client,
+  workflowId: string,
+  o: ResumeAgentRunOptions,
+): Promise<ResumeOutcome> {
+  const { handle, desc } = await describeRun(client, workflowId);
+  if (isClosed(desc)) {
+    return rejected(
+      `run is closed (${desc.status.name}); continue it as a new run with: agentctl resume --from ${workflowId}`,
+    );
+  }
+  const req: ResumeRequest = {
+    actor: o.actor,
+    reason: o.reason ?? 'resume',
+    precondition: o.precondition ?? '',
+    requestId: o.requestId ?? randomUUID(),
+    ...(o.raise ? { raise: o.raise } : {}),
+  };
+  return sendResume(handle, req);
+}
+
+/** Who stops a run and why (the `stop` signal's payload, with defaults). */
+export interface StopAgentRunOptions {
+  readonly actor: string;
+  /** Why (default `stop`). */
+  readonly reason?: string;
+  /** Idempotency id of this request (default random). */
+  readonly requestId?: string;
+}
+
+/**
+ * The kill switch: the run stops before its next tool call and waits for a resume.
+ * A closed run or one already stopped is a CliError (exit 3), as in `agentctl stop`.
+ * Returns the request that was sent.
+ */
+export async function stopAgentRun(
+  client: Client,
+  workflowId: string,
+  o: StopAgentRunOptions,
+): Promise<StopRequest> {
+  const { handle, desc } = await describeRun(client, workflowId);
+  if (isClosed(desc))
+    throw new CliError(Exit.REFUSED, `run ${workflowId} is closed (${desc.status.name}); nothing to stop`);
+  // No status yet means no workflow task ran yet: the signal is still the right thing to send.
+  const status = await handle.query(statusQuery).catch(() => null);
+  if (status && status.phase !== 'RUNNING') {
+    throw new CliError(
+      Exit.REFUSED,
+      `run ${workflowId} is already stopped (${status.phase}: ${status.terminalState ?? '-'} ${status.guardReason ?? ''}); nothing to stop`,
+    );
+  }
+  const req: StopRequest = {
+    actor: o.actor,
+    reason: o.reason ?? 'stop',
+    requestId: o.requestId ?? randomUUID(),
+  };
+  await handle.signal(stopSignal, req);
+  return req;
+}
+
+/** The run's status (from its result once it is closed and no worker answers queries). */
+export async function getAgentRunStatus(client: Client, workflowId: string): Promise<RunStatus> {
+  const { handle, desc } = await describeRun(client, workflowId);
+  return runStatus(handle, desc);
+}
+
+/** The run's StopReport (null while it runs or when it COMPLETED). */
+export async function getAgentRunReport(client: Client, workflowId: string): Promise<StopReport | null> {
+  const { handle, desc } = await describeRun(client, workflowId);
+  return runReport(handle, desc);
+}
+
+/** A page of the run's trace (`{ offset, limit }`, at most 1000 records a page). */
+export async function getAgentRunTrace(
+  client: Client,
+  workflowId: string,
+  args: TracePageArgs = {},
+): Promise<TracePage> {
+  const { handle, desc } = await describeRun(client, workflowId);
+  return runTrace(handle, desc, args);
+}
+
+/** What {@link waitForAgentRun} returns. */
+export interface AgentRunSettled {
+  /** The replay-shaped outcome (docs/spec.md §6): terminal state, reason, counts, decisions, report. */
+  readonly outcome: RunOutcome;
+  /** True when the run closed; false when it stopped and waits for a resume. */
+  readonly closed: boolean;
+  /** The workflow's result, once closed. */
+  readonly result: RunResult | null;
+}
+
+/**
+ * Waits until the run closes or, with `untilWaiting` (the default), stops and waits for a
+ * resume. Gives up after `timeoutMs` (default 5 minutes) with a CliError (exit 1).
+ */
+export async function waitForAgentRun(
+  client: Client,
+  run: string | WorkflowHandle,
+  o: FollowOptions = {},
+): Promise<AgentRunSettled> {
+  const handle = typeof run === 'string' ? client.workflow.getHandle(run) : run;
+  const { outcome, closed, result } = await settledOutcome(handle, o);
+  return { outcome, closed, result };
+}
+
+// What a client-only process needs next to these functions, so `agent-loop-guard/client`
+// is the one import it makes (the root barrel exports the same names).
+export { CliError, Exit } from './format';
+export type { ExitCode } from './format';
+export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
+export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
+export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
+export type { StopReport } from '../guard';

@@ -1,0 +1,177 @@
+/**
+ * agent-loop-guard as a package: define tools, host them in a worker, start and steer
+ * runs, and use the pure loop guard and its offline replay.
+ *
+ * - **Tools:** {@link defineTool}, the tool errors a tool throws to say what kind of
+ *   failure it hit, and the {@link ToolRegistry} a worker hosts.
+ * - **Worker:** {@link openWorkerDeps} (ledger, world, tools, planners) and
+ *   {@link createAgentWorker}, which bundles the `agentRun` workflow from
+ *   {@link WORKFLOWS_PATH}; {@link openLedger} opens a ledger on its own.
+ * - **Contracts:** the workflow's input and result, its message definitions and schemas.
+ * - **Client:** start, resume, stop, status, report, trace and wait, as functions over a
+ *   Temporal `Client` (also the `agent-loop-guard/client` subpath, which does not load the
+ *   worker runtime).
+ * - **Guard:** {@link LoopGuard}, fingerprints, StopReports, the reasons catalogue and the
+ *   replay (also the `agent-loop-guard/guard` subpath: pure, no Node, no Temporal).
+ * - **MCP:** tools from MCP servers, named `mcp__SERVER__TOOL`.
+ *
+ * The workflow itself is not exported from here: workflow code is bundled by the worker
+ * from `agent-loop-guard/workflows`, and importing this barrel from workflow code would
+ * pull the worker into the bundle.
+ *
+ * @module agent-loop-guard
+ */
+
+// ── Tools ──
+export { defineTool, toResult } from './activities/tools/define-tool';
+export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './activities/tools/define-tool';
+export {
+  FatalToolError,
+  PreconditionToolError,
+  RetryableToolError,
+  ToolError,
+} from './activities/tools/errors';
+export { classifyError, DEFAULT_RETRY_AFTER_MS } from './activities/tools/classify';
+export { ToolRegistry } from './activities/tools/registry';
+export type { NormalizedProposal } from './activities/tools/registry';
+export type { Tx } from './activities/tools/tx';
+
+// ── Worker ──
+export { agentSinks, createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from './worker/create-worker';
+export type {
+  AgentTelemetry,
+  AgentWorkerOptions,
+  WorkerDeps,
+  WorkerDepsOptions,
+} from './worker/create-worker';
+export { createActivities } from './activities/create-activities';
+export type { Activities, ActivityDeps } from './activities/create-activities';
+export {
+  DEFAULT_NAMESPACE,
+  DEFAULT_TEMPORAL_ADDRESS,
+  loadConnectionOptions,
+  readWorkerEnv,
+} from './worker/env';
+export type { ConnectionSettings, WorkerEnv } from './worker/env';
+export { ensureSearchAttributes, SearchAttributesError } from './worker/search-attributes';
+export type { SearchAttributesMode } from './worker/search-attributes';
+export { createAnthropicPlanner } from './activities/planners/anthropic';
+export { createOpenAIPlanner } from './activities/planners/openai';
+
+// ── Ledger ──
+export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './activities/ledger';
+export type { Ledger, LedgerRecord, OpenLedgerOptions, ReconcileAnswer } from './activities/ledger';
+
+// ── Contracts ──
+export {
+  budgetRaiseSchema,
+  checkpointQuery,
+  DEFAULT_TASK_QUEUE,
+  reportQuery,
+  resumeRequestSchema,
+  resumeSignal,
+  resumeUpdate,
+  runInputSchema,
+  statusQuery,
+  stopRequestSchema,
+  stopSignal,
+  timeoutsSchema,
+  traceQuery,
+  WORKFLOW_ID_PREFIX,
+  WORKFLOW_TYPE,
+} from './common/contracts';
+export type {
+  BudgetRaise,
+  Checkpoint,
+  ResolvedRunInput,
+  ResumeAnswer,
+  ResumeRequest,
+  RunDecision,
+  RunInput,
+  RunPhase,
+  RunResult,
+  RunStatus,
+  StopRequest,
+  TracePage,
+  TracePageArgs,
+} from './common/contracts';
+export { plannerSpecSchema } from './common/planner';
+export type {
+  Observation,
+  Planner,
+  PlannerInput,
+  PlannerOutput,
+  PlannerSpec,
+  PlannerTurn,
+  ToolDescriptor,
+} from './common/planner';
+export type { AgentSinks, DecisionEvent, RunEndEvent } from './common/telemetry';
+export { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from './common/search-attributes';
+
+// ── Client ──
+export {
+  getAgentRunReport,
+  getAgentRunStatus,
+  getAgentRunTrace,
+  resumeAgentRun,
+  startAgentRun,
+  stopAgentRun,
+  waitForAgentRun,
+} from './client/api';
+export type {
+  AgentRunSettled,
+  ResumeAgentRunOptions,
+  StartAgentRunOptions,
+  StopAgentRunOptions,
+} from './client/api';
+export { connect as connectClient } from './client/connect';
+export type { Connected } from './client/connect';
+export { CliError, Exit } from './client/format';
+export type { ExitCode } from './client/format';
+export { outcomeOfResult } from './client/runs';
+export type { FollowOptions, ResumeOutcome, RunOutcome } from './client/runs';
+export { loadReplayFile } from './client/replay';
+
+// ── Guard ──
+export {
+  AfterDecision,
+  BeforeDecision,
+  buildStopReport,
+  fingerprintCall,
+  GuardReason,
+  GuardSequenceError,
+  guardConfigSchema,
+  LOOP_REASONS,
+  liftRuleOf,
+  LoopGuard,
+  NEEDS_HUMAN_CODES,
+  normalizeCall,
+  parseReplayFile,
+  replay,
+  replayFileSchema,
+  ReplayFormatError,
+  ResultCode,
+  ResultKind,
+  resumeConditionOf,
+  ruleOf,
+  stopReportSchema,
+  TerminalState,
+  toolResultSchema,
+  traceRecordSchema,
+} from './guard';
+export type {
+  ArgsSpec,
+  GuardCall,
+  GuardConfig,
+  GuardConfigInput,
+  GuardStateJson,
+  LiftRule,
+  LoopGuardOptions,
+  ReplayFile,
+  ReplayOutcome,
+  StopContext,
+  StopReport,
+  ToolResult,
+  TraceRecord,
+  Usage,
+} from './guard';

@@ -1,0 +1,152 @@
+/**
+ * The package as `npm pack` makes it: built with tsconfig.build.json into a scratch copy
+ * of the package (package.json, README, bin/, dist/), so this test never touches the
+ * working tree's dist/. The scratch copy sits under node_modules/.cache, where Node and
+ * webpack resolve its dependencies from the repository's node_modules as they would in
+ * a user's project.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { builtinModules } from 'node:module';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+const ROOT = join(__dirname, '..', '..');
+const BIN = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+
+interface PackageJson {
+  main: string;
+  types: string;
+  bin: Record<string, string>;
+  exports: Record<string, string | { types: string; default: string }>;
+  typesVersions: Record<string, Record<string, string[]>>;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+}
+
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+
+/** Every file under `dir`, relative to `base`. */
+function filesUnder(dir: string, base = dir): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name), base) : [relative(base, join(dir, e.name))],
+  );
+}
+
+/** The package name a bare specifier names (`@scope/name/sub` → `@scope/name`). */
+function packageOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] as string);
+}
+
+describe('the packed package', () => {
+  let dir: string;
+  let packed: string[];
+
+  beforeAll(() => {
+    const cache = join(ROOT, 'node_modules', '.cache');
+    mkdirSync(cache, { recursive: true });
+    dir = mkdtempSync(join(cache, 'agent-loop-guard-pack-'));
+    mkdirSync(join(dir, 'bin'));
+    for (const f of ['package.json', 'README.md', 'bin/agentctl.js'])
+      copyFileSync(join(ROOT, f), join(dir, f));
+    execFileSync(BIN('tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    packed = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+  }, 120_000);
+
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('contains the entry point, its types and the compiled workflows', () => {
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/workflows/index.js',
+      'dist/workflows/agent-run.js',
+      'dist/guard/index.js',
+      'dist/common/contracts.js',
+      'dist/client/api.js',
+      'dist/client/api.d.ts',
+      'bin/agentctl.js',
+    ]) {
+      expect(packed).toContain(f);
+    }
+  });
+
+  it('contains no tests, sources, benchmarks, dev scripts or the demo runner', () => {
+    // The demo *tools* stay: openWorkerDeps opens their world (activities/tools/demo).
+    const strays = packed.filter(
+      (p) =>
+        /(^|\/)(test|tests|__tests__|bench|scripts)\//.test(p) ||
+        p.startsWith('dist/client/demo') ||
+        /\.test\.|\.spec\./.test(p) ||
+        (p.endsWith('.ts') && !p.endsWith('.d.ts')),
+    );
+    expect(strays).toEqual([]);
+    expect(
+      packed.every(
+        (p) => p.startsWith('dist/') || ['package.json', 'README.md', 'bin/agentctl.js'].includes(p),
+      ),
+    ).toBe(true);
+  });
+
+  it('points main, types, exports, typesVersions and bin at packed files', () => {
+    const targets = [pkg.main, pkg.types, ...Object.values(pkg.bin)];
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      if (subpath === './package.json') continue;
+      if (typeof target === 'string') targets.push(target);
+      else targets.push(target.types, target.default);
+    }
+    for (const paths of Object.values(pkg.typesVersions['*'] ?? {})) targets.push(...paths);
+    const missing = targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !packed.includes(t));
+    expect(missing).toEqual([]);
+  });
+
+  it('requires only Node built-ins and declared dependencies at run time', () => {
+    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+    const required = new Map<string, string>();
+    for (const f of filesUnder(join(dir, 'dist')).filter((p) => p.endsWith('.js'))) {
+      const code = readFileSync(join(dir, 'dist', f), 'utf8');
+      for (const m of code.matchAll(/\brequire\("([^"./][^"]*)"\)/g)) {
+        const spec = m[1] as string;
+        if (!builtins.has(spec) && !builtins.has(spec.split('/')[0] as string))
+          required.set(packageOf(spec), f);
+      }
+    }
+    const undeclared = [...required].filter(([name]) => !(name in pkg.dependencies));
+    expect(undeclared).toEqual([]);
+    // The check sees what it should: the worker's runtime is among them.
+    expect(required.has('@temporalio/worker')).toBe(true);
+  });
+
+  it('bundles the compiled workflows the worker resolves (WORKFLOWS_PATH)', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiled module, not the source
+    const worker = require(join(dir, 'dist', 'worker', 'create-worker.js')) as { WORKFLOWS_PATH: string };
+    expect(worker.WORKFLOWS_PATH).toBe(join(dir, 'dist', 'workflows', 'index.js'));
+    const noop = (): void => undefined;
+    const bundle = await bundleWorkflowCode({
+      workflowsPath: worker.WORKFLOWS_PATH,
+      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop },
+    });
+    expect(bundle.code).toContain('agentRun');
+  }, 60_000);
+
+  it('runs agentctl from dist when no sources sit next to it', () => {
+    const r = spawnSync(
+      process.execPath,
+      [join(dir, 'bin', 'agentctl.js'), 'replay', join(ROOT, 'demo', 'scripts', 'research-loop.json')],
+      { encoding: 'utf8' },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD' });
+  });
+});

@@ -17,10 +17,20 @@ export interface PlanInput {
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */
 export interface ProposalInfo extends NormalizedProposal {
-  /** What the persistent ledger already knows about the operation key. */
+  /**
+   * What the persistent ledger already knows about the operation key. `fingerprint` is this
+   * proposal's own fingerprint when the stored record is the same call (same SHA-256 args
+   * hash, or a pre-upgrade row with the same fingerprint), else a value no fingerprint can
+   * equal (the stored `sha256:…` hash) so the guard stops with `idempotency_conflict`.
+   */
   readonly ledger: { readonly state: string; readonly fingerprint: string; readonly result: unknown } | null;
   /** Script mode: the file's answer for this proposal. */
   readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
+  /**
+   * Whether the call needs a person's approval before it runs, and the id of a valid
+   * approval for this run and this call's fingerprint, if one exists (docs/spec.md §7).
+   */
+  readonly approval?: { readonly required: boolean; readonly approvalId: string | null } | null;
 }
 
 /** Output of the `plan` activity. */
@@ -37,6 +47,13 @@ export interface RunToolInput {
   readonly args: unknown;
   readonly operationKey: string | null;
   readonly fingerprint: string;
+  /** The approval this call runs under (consumed by the activity before the tool runs). */
+  readonly approvalId?: string | null;
+  /**
+   * `sha256:<hex>` of the canonical call, the ledger's args hash (docs/spec.md §8). Absent
+   * from a workflow scheduled before the upgrade: the activity then computes it from `args`.
+   */
+  readonly argsHash?: string;
   /** Script mode: answer with this instead of running a tool. */
   readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
 }
@@ -60,6 +77,10 @@ export interface VerifyInput {
   readonly blockedArgs?: unknown;
   readonly operationKey: string | null;
   readonly precondition: string;
+  /** The fingerprint of the call that ended the run (an approval is bound to it). */
+  readonly blockedFingerprint?: string | null;
+  /** The stop's `last_safe_checkpoint` (an approval is bound to the stop it was granted for). */
+  readonly stopRef?: string | null;
 }
 
 /** Output of the `verifyPrecondition` activity. */

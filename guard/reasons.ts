@@ -28,6 +28,11 @@ export const GuardReason = {
    * down): the run stops NEEDS_HUMAN with its checkpoint instead of failing.
    */
   INFRASTRUCTURE_FAULT: 'infrastructure_fault',
+  /**
+   * The call needs a person's approval before it runs (a tool's `requiresApproval` or the
+   * worker's approval policy): the run stops NEEDS_HUMAN showing the exact call.
+   */
+  APPROVAL_REQUIRED: 'approval_required',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -116,12 +121,15 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  * - `operator`: an operator's resume is the verification (the operator stopped it);
  * - `planner`: the planner's next answer is the verification (it stops again if it fails);
  * - `ledger_settled`: the UNKNOWN ledger record was settled by an operator;
+ * - `approval`: an approval bound to this run, this stop and this call's fingerprint exists
+ *   (checked by an activity; it is consumed when the call runs);
  * - `retry`: the next attempt is the verification (an infrastructure fault; a write stays
  *   behind the ledger, so retrying it can never run it twice);
  * - `precondition`: an activity re-checks the blocked call's precondition (or that
  *   external state moved past the checkpoint's progress version).
  */
-export type LiftRule = 'raise' | 'operator' | 'planner' | 'ledger_settled' | 'retry' | 'precondition';
+export type LiftRule =
+  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'precondition';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
@@ -130,6 +138,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
+  if (reason === GuardReason.APPROVAL_REQUIRED) return 'approval';
   return 'precondition';
 }
 
@@ -159,6 +168,8 @@ export function resumeConditionOf(
       return 'planner has more work (new goal or script)';
     case GuardReason.INFRASTRUCTURE_FAULT:
       return 'the failing service (database, tool backend) is reachable again';
+    case GuardReason.APPROVAL_REQUIRED:
+      return 'a person approved this exact call (agentctl approvals approve)';
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

@@ -92,6 +92,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
             operationKey: p.operationKey,
             fingerprint: p.fingerprint,
             argsHash: p.argsHash,
+            ...(p.approval?.approvalId ? { approvalId: p.approval.approvalId } : {}),
             fixture: p.fixture,
           },
         ],

@@ -41,6 +41,7 @@ import {
   type StopRequest,
 } from '../common/contracts';
 import type { Observation, PlannerTurn } from '../common/planner';
+import { redact } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import type { AgentSinks } from '../common/telemetry';
 import {
@@ -415,6 +416,17 @@ export class RunState {
       this.decide({ index: x.index, tool: p.tool, decision: 'stop' });
       this.undoTurn();
       this.stop(before.terminalState, before.reason, blockedOf(p), p.operationKey);
+      return before;
+    }
+    if (before.decision === 'execute' && p.approval?.required && !p.approval.approvalId) {
+      // The guard lets it run, but a person must approve this exact call first: stop before
+      // it runs, showing the call. The approval is bound to this stop and this fingerprint.
+      const reason = GuardReason.APPROVAL_REQUIRED;
+      this.decide({ index: x.index, tool: p.tool, decision: 'stop' });
+      this.undoTurn();
+      const unmet = `approval required for ${p.tool} ${JSON.stringify(redact(p.canonicalArgs))}`;
+      this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, undefined, unmet, blockedOf(p), p.operationKey);
+      return { decision: 'stop', reason, terminalState: TerminalState.NEEDS_HUMAN };
     }
     return before;
   }
@@ -743,6 +755,8 @@ export class RunState {
           blockedArgs: stop.blockedArgs,
           operationKey: stop.operationKey,
           precondition: req.precondition,
+          blockedFingerprint: stop.report.blocked_call?.fingerprint ?? null,
+          stopRef: stop.report.last_safe_checkpoint,
         });
         return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
       }

@@ -3,7 +3,8 @@
  * planners, and creates a Temporal `Worker` hosting the workflow and the activities.
  * Shared by `npm run worker`, the demo and the tests, so they all run the same thing.
  */
-import { NativeConnection, Worker, type InjectedSinks } from '@temporalio/worker';
+import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
+import type { Sinks } from '@temporalio/workflow';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { openLedger, type Ledger } from '../activities/ledger';
@@ -81,6 +82,14 @@ export interface AgentWorkerOptions {
   readonly searchAttributes?: SearchAttributesMode;
   /** Where the run's telemetry sink goes (common/telemetry.ts); a no-op when not given. */
   readonly telemetry?: AgentTelemetry;
+  /**
+   * Worker interceptors (worker/telemetry.ts: OpenTelemetry activity interceptors and the
+   * workflow interceptor module). With a prebuilt `workflowBundle` the bundle must already
+   * contain `workflowModules` (`bundleWorkflowCode({ workflowInterceptorModules })`).
+   */
+  readonly interceptors?: WorkerInterceptors;
+  /** Sinks beside `agentTelemetry` (worker/telemetry.ts: the workflow span exporter). */
+  readonly sinks?: InjectedSinks<Sinks>;
 }
 
 /** The worker side of the `agentTelemetry` sink. */
@@ -113,7 +122,8 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     taskQueue: o.taskQueue,
     ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(o.deps),
-    sinks: agentSinks(o.telemetry),
+    sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
+    ...(o.interceptors ? { interceptors: o.interceptors } : {}),
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }
       : {}),

@@ -14,6 +14,7 @@ import {
   createAgentWorker,
   openWorkerDeps,
   WORKFLOWS_PATH,
+  type AgentWorkerOptions,
   type WorkerDeps,
 } from '../../worker/create-worker';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from './temporal-env';
@@ -58,6 +59,13 @@ export interface HarnessOptions {
   dbUrl?: string;
   pollAfterMs?: number;
   leaseMs?: number;
+  /**
+   * Extra worker options, from the opened deps (e.g. worker/telemetry.ts interceptors and
+   * sinks). A `workflowBundle` here replaces the shared one (one bundled with interceptor modules).
+   */
+  worker?: (
+    deps: WorkerDeps,
+  ) => Partial<Pick<AgentWorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks' | 'telemetry'>>;
 }
 
 /** Starts a worker on the shared dev server with a fresh database. */
@@ -71,12 +79,14 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     leaseMs: o.leaseMs,
   });
   const taskQueue = uniqueTaskQueue('run');
+  const extra = o.worker?.(deps) ?? {};
   const worker = await createAgentWorker({
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
     deps,
-    workflowBundle: await workflowBundle(),
+    ...extra,
+    workflowBundle: extra.workflowBundle ?? (await workflowBundle()),
   });
   const running = worker.run();
   return {

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { DEFAULT_LEDGER_URL } from '../activities/ledger/open-ledger';
 import { DEFAULT_TASK_QUEUE } from '../common/contracts';
 import type { SearchAttributesMode } from './search-attributes';
+import { OTEL_ENV_DOCS } from './telemetry/config';
 
 /** Default Temporal frontend (the local dev server, `npm run dev:server`). */
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
@@ -53,6 +54,8 @@ export const WORKER_ENV_DOCS = {
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
   AGENT_REGISTER_SEARCH_ATTRIBUTES:
     'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
+  // ── OpenTelemetry (standard OTEL_* names; worker/telemetry/config.ts; off when none is set) ──
+  ...OTEL_ENV_DOCS,
 } as const;
 
 export type WorkerEnvVar = keyof typeof WORKER_ENV_DOCS;

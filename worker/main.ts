@@ -2,14 +2,19 @@
  * `npm run worker`: one process hosting the agent-run workflow and its activities.
  * Settings come from the environment (worker/env.ts; TLS and API keys via envconfig).
  */
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from './create-worker';
 import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv } from './env';
 import { ensureSearchAttributes } from './search-attributes';
+import { createTelemetry } from './telemetry';
 
 async function run(): Promise<void> {
   const env = readWorkerEnv();
   const saMode = readSearchAttributesMode();
+  // OTEL_* (worker/telemetry.ts; off when unset). The Temporal core's own metrics need the
+  // runtime installed with the exporter before the first connection creates a default one.
+  const telemetry = createTelemetry(process.env);
+  if (telemetry.runtimeOptions) Runtime.install(telemetry.runtimeOptions);
   const { connectionOptions, namespace } = loadConnectionOptions();
   let connection: NativeConnection;
   try {
@@ -41,14 +46,20 @@ async function run(): Promise<void> {
       taskQueue: env.taskQueue,
       deps,
       searchAttributes: 'skip', // checked above
+      ...telemetry.workerOptions(deps.registry),
     });
     console.log(
       `worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`,
     );
+    if (telemetry.enabled)
+      console.log(
+        `worker: OpenTelemetry on (traces ${telemetry.config.traces.exporter}, metrics ${telemetry.config.metrics.exporter})`,
+      );
     await worker.run();
   } finally {
     await connection.close();
     await deps?.close();
+    await telemetry.shutdown(); // flushes what the last runs recorded
   }
 }
 

@@ -63,7 +63,37 @@ export interface PlannerOutput {
   readonly memory: unknown;
 }
 
-/** Which planner a run uses, and its non-secret settings (API keys come from the environment). */
+/**
+ * The name of a model endpoint configured on the worker (activities/planners/endpoints.ts).
+ * A run picks an endpoint by name only: whoever may start a run must not be able to make
+ * the worker send its API keys, or any request, to a host of their choice (issue #10).
+ */
+export const endpointNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'planner.endpoint must be the name of an endpoint configured on the worker (letters, digits, . _ -)',
+  );
+
+/** The error of an LLM planner spec with keys it does not know; a URL field gets a pointed one. */
+function unknownPlannerField(issue: { code?: string; keys?: readonly string[] }): string | undefined {
+  if (issue.code !== 'unrecognized_keys') return undefined;
+  const keys = issue.keys ?? [];
+  const urlKeys = keys.filter((k) => /url|host|endpoint/i.test(k));
+  if (urlKeys.length > 0) {
+    return (
+      `planner.${urlKeys.join(', planner.')} is not accepted: a run cannot choose where the worker sends ` +
+      `its model requests (or its API keys); use planner.endpoint with the name of an endpoint ` +
+      `configured on the worker (AGENT_MODEL_ENDPOINTS)`
+    );
+  }
+  return `unknown planner field(s): ${keys.map((k) => `planner.${k}`).join(', ')}`;
+}
+
+/**
+ * Which planner a run uses, and its non-secret settings. API keys and model endpoints
+ * (base URLs) are worker configuration: a run names an endpoint, it never carries a URL.
+ */
 export const plannerSpecSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('scripted'),
@@ -75,20 +105,26 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
      */
     live: z.boolean().default(false),
   }),
-  z.object({
-    kind: z.literal('anthropic'),
-    model: z.string().default('claude-sonnet-4-6'),
-    maxTokens: z.number().int().positive().default(1024),
-    baseURL: z.string().url().optional(),
-    system: z.string().optional(),
-  }),
-  z.object({
-    kind: z.literal('openai'),
-    model: z.string().default('gpt-4o-mini'),
-    maxTokens: z.number().int().positive().default(1024),
-    baseURL: z.string().url().optional(),
-    system: z.string().optional(),
-  }),
+  z.strictObject(
+    {
+      kind: z.literal('anthropic'),
+      model: z.string().default('claude-sonnet-4-6'),
+      maxTokens: z.number().int().positive().default(1024),
+      endpoint: endpointNameSchema.optional(),
+      system: z.string().optional(),
+    },
+    { error: unknownPlannerField },
+  ),
+  z.strictObject(
+    {
+      kind: z.literal('openai'),
+      model: z.string().default('gpt-4o-mini'),
+      maxTokens: z.number().int().positive().default(1024),
+      endpoint: endpointNameSchema.optional(),
+      system: z.string().optional(),
+    },
+    { error: unknownPlannerField },
+  ),
 ]);
 /** Planner selection. */
 export type PlannerSpec = z.output<typeof plannerSpecSchema>;
@@ -110,6 +146,9 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'PlannerProtocolError',
   'PriceTableError',
   'PlannerNotConfigured',
+  'EndpointNotConfiguredError',
+  'EndpointConfigError',
+  'InvalidPlannerSpecError',
   'ReplayFormatError',
 ]);
 

@@ -3,8 +3,10 @@
  * every earlier `tool_use` → `tool_result` pair, and proposes the next tool call.
  * The call is only a proposal: the runtime's loop guard decides whether it runs.
  *
- * The API key is read from `ANTHROPIC_API_KEY` inside the activity on every turn; it
- * is never part of the memory, the turn or an error message.
+ * The API key is read from the endpoint's `apiKeyEnv` (`ANTHROPIC_API_KEY` for the
+ * built-in `anthropic` endpoint) inside the activity on every turn; it is never part of
+ * the memory, the turn or an error message. The base URL is the worker-configured
+ * endpoint's (endpoints.ts): a run names an endpoint, never a URL.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import type { Planner } from '../../common/planner';
@@ -13,9 +15,8 @@ import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } 
 
 /** Env var holding the Anthropic API key. */
 export const ANTHROPIC_API_KEY_ENV = 'ANTHROPIC_API_KEY';
-/** Env var overriding the Anthropic base URL (a proxy, a gateway, a test server). */
+/** Worker env var moving the built-in `anthropic` endpoint (a proxy, a gateway, a test server). */
 export const ANTHROPIC_BASE_URL_ENV = 'ANTHROPIC_BASE_URL';
-const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
 type MessageParam = Anthropic.MessageParam;
 type ContentBlockParam = Anthropic.ContentBlockParam;
@@ -47,13 +48,9 @@ function toParam(block: Anthropic.ContentBlock): ContentBlockParam {
 const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam> = {
   kind: 'anthropic',
   displayName: 'Anthropic',
-  apiKeyEnv: ANTHROPIC_API_KEY_ENV,
   sdk: Anthropic,
-  adapter({ spec, env, tools: descriptors, client: clientOptions, send, usage }) {
-    const client = new Anthropic({
-      ...clientOptions,
-      baseURL: spec.baseURL ?? env[ANTHROPIC_BASE_URL_ENV] ?? DEFAULT_BASE_URL,
-    });
+  adapter({ spec, endpoint, tools: descriptors, client: clientOptions, send, usage }) {
+    const client = new Anthropic({ ...clientOptions, baseURL: endpoint.baseURL });
     const tools: Anthropic.Tool[] = descriptors.map((tool) => ({
       name: tool.name,
       description: tool.description,
@@ -108,8 +105,9 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam> = {
 };
 
 /**
- * Creates the Anthropic planner. Per turn it reads `ANTHROPIC_API_KEY` (required) and
- * the base URL (`input.planner.baseURL`, else `ANTHROPIC_BASE_URL`, else the public API).
+ * Creates the Anthropic planner. Per turn it resolves the run's `planner.endpoint`
+ * (default `anthropic`: `ANTHROPIC_BASE_URL`, else the public API) against the worker's
+ * endpoints and reads that endpoint's key (`ANTHROPIC_API_KEY` for the built-in one).
  * Failures are planner errors (errors.ts) with scrubbed messages.
  */
 export function createAnthropicPlanner(opts: AnthropicPlannerOptions = {}): Planner {

@@ -105,3 +105,48 @@ export class PriceTableError extends PlannerError {
     this.name = 'PriceTableError';
   }
 }
+
+/**
+ * The run names a model endpoint this worker does not have (or one of another provider).
+ * The message lists the endpoints that are configured; nothing was sent anywhere.
+ */
+export class EndpointNotConfiguredError extends PlannerError {
+  /** Retrying cannot configure an endpoint; an operator must. */
+  readonly retryable = false;
+  /** The endpoint name the run asked for. */
+  readonly endpoint: string;
+  /** The names this worker does have for the run's provider. */
+  readonly configured: readonly string[];
+
+  constructor(message: string, endpoint: string, configured: readonly string[], options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'EndpointNotConfiguredError';
+    this.endpoint = endpoint;
+    this.configured = configured;
+  }
+}
+
+/** `AGENT_MODEL_ENDPOINTS` / `AGENT_MODEL_ENDPOINTS_FILE` is malformed or unsafe: a configuration error. */
+export class EndpointConfigError extends PlannerError {
+  /** Retrying cannot fix a malformed configuration. */
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'EndpointConfigError';
+  }
+}
+
+/**
+ * The planner spec does not pass `plannerSpecSchema` (e.g. it carries a `baseURL`, which a
+ * run may not set): refused before any request is built.
+ */
+export class InvalidPlannerSpecError extends PlannerError {
+  /** The same spec fails the same way on every attempt. */
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InvalidPlannerSpecError';
+  }
+}

@@ -1,6 +1,8 @@
 /**
  * What turns a provider's wire format into a {@link Planner}: per turn it checks the
- * spec, reads the API key and the price table from the worker's environment, and hands
+ * spec, resolves the run's endpoint *name* against the worker's endpoints (endpoints.ts;
+ * a run never carries a URL), reads that endpoint's API key and the price table from the
+ * worker's environment, and hands
  * the provider a {@link TurnContext} whose `send` runs an SDK request under the
  * activity's cancellation signal and turns its failures into scrubbed planner errors.
  * The provider files (anthropic.ts, openai.ts) only build their client, request and
@@ -10,15 +12,24 @@ import type { Planner, PlannerInput, PlannerOutput, PlannerSpec, ToolDescriptor 
 import { plannerSpecSchema } from '../../common/planner';
 import type { Usage } from '../../guard/schemas';
 import { cancellationSignal, warn as activityWarn } from '../activity-context';
-import { MissingApiKeyError, PlannerProtocolError } from './errors';
+import { resolveEndpoint, loadModelEndpoints, type ModelEndpoints, type ResolvedEndpoint } from './endpoints';
+import { InvalidPlannerSpecError, MissingApiKeyError, PlannerProtocolError } from './errors';
 import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
 import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
 import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
 
 /** Options shared by both LLM planners. */
 export interface LlmPlannerOptions {
-  /** Where API keys, base URLs and `AGENT_PRICE_TABLE` are read; default `process.env`. */
+  /**
+   * Where API keys, `*_BASE_URL`, `AGENT_MODEL_ENDPOINTS(_FILE)` and `AGENT_PRICE_TABLE`
+   * are read; default `process.env`.
+   */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Endpoints configured in code, laid over the built-in and env-configured ones
+   * (endpoints.ts). Runs pick one by name with `planner.endpoint`.
+   */
+  readonly endpoints?: ModelEndpoints;
   /** SDK retries per turn (on top of Temporal's activity retries); default 2. */
   readonly maxRetries?: number;
   /** SDK timeout per request in ms; default 120 000. */
@@ -43,6 +54,12 @@ export function readApiKey(env: NodeJS.ProcessEnv, envVar: string, provider: str
   return key;
 }
 
+/**
+ * What the SDKs get as `apiKey` for an endpoint configured without `apiKeyEnv` (a local
+ * server without auth): both SDKs insist on a non-empty key, and this one is no secret.
+ */
+export const NO_API_KEY = 'no-api-key';
+
 /** Request options both SDKs accept: only the cancellation signal, when there is one. */
 export type SdkRequestOptions = { signal: AbortSignal } | undefined;
 
@@ -50,8 +67,10 @@ export type SdkRequestOptions = { signal: AbortSignal } | undefined;
 export interface TurnContext<K extends LlmProvider> {
   /** The run's planner spec, already checked to be of this provider's kind. */
   readonly spec: Extract<PlannerSpec, { kind: K }>;
-  /** The environment the planner reads (base URL, organisation, …). */
+  /** The environment the planner reads (organisation, project, …). */
   readonly env: NodeJS.ProcessEnv;
+  /** The worker-configured endpoint this turn goes to: the only base URL a provider may use. */
+  readonly endpoint: ResolvedEndpoint;
   readonly tools: readonly ToolDescriptor[];
   /**
    * The SDK client options both SDKs share. Only the `apiKey` is given as a credential,
@@ -72,8 +91,6 @@ export interface LlmProviderDefinition<K extends LlmProvider, M> {
   readonly kind: K;
   /** The provider's name as error messages say it (`Anthropic`, `OpenAI`). */
   readonly displayName: string;
-  /** The env var holding the API key. */
-  readonly apiKeyEnv: string;
   /** The SDK's error classes, for {@link wrapSdkError}. */
   readonly sdk: SdkErrorClasses;
   /** Builds this turn's adapter (client, tools, request) from the turn's context. */
@@ -81,8 +98,8 @@ export interface LlmProviderDefinition<K extends LlmProvider, M> {
 }
 
 /**
- * Creates a planner from a provider's definition. The key, base URL and price table are
- * read on every turn, inside the activity, so a changed environment takes effect
+ * Creates a planner from a provider's definition. The endpoints, the key and the price
+ * table are read on every turn, inside the activity, so a changed environment takes effect
  * without a restart and the key is never part of the planner's input, memory or output.
  */
 export function createLlmPlanner<K extends LlmProvider, M>(
@@ -99,15 +116,32 @@ export function createLlmPlanner<K extends LlmProvider, M>(
 
   return {
     async next(input: PlannerInput): Promise<PlannerOutput> {
-      const spec = plannerSpecSchema.parse(input.planner);
+      const parsed = plannerSpecSchema.safeParse(input.planner);
+      if (!parsed.success) {
+        // A spec the workflow would have refused too (e.g. an old run carrying `baseURL`):
+        // refused here before any client exists, so nothing is sent anywhere.
+        const problems = parsed.error.issues.map(
+          (i) => `${['planner', ...i.path.map(String)].join('.')}: ${i.message}`,
+        );
+        throw new InvalidPlannerSpecError(`invalid planner spec: ${problems.join('; ')}`);
+      }
+      const spec = parsed.data;
       if (spec.kind !== provider.kind)
         throw new PlannerProtocolError(`the ${provider.kind} planner got a "${spec.kind}" planner spec`);
-      const apiKey = readApiKey(env, provider.apiKeyEnv, provider.kind);
+      const endpoint = resolveEndpoint(provider.kind, spec.endpoint, loadModelEndpoints(env, opts.endpoints));
+      const apiKey = endpoint.apiKeyEnv
+        ? readApiKey(
+            env,
+            endpoint.apiKeyEnv,
+            endpoint.name === provider.kind ? provider.kind : `${provider.kind} (endpoint ${endpoint.name})`,
+          )
+        : NO_API_KEY;
       const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
       const turn: TurnContext<K> = {
         // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
         spec: spec as Extract<PlannerSpec, { kind: K }>,
         env,
+        endpoint,
         tools: input.tools,
         client: { apiKey, ...client },
         async send(request) {

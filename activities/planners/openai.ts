@@ -1,10 +1,12 @@
 /**
- * The OpenAI-compatible Chat Completions planner. Through `baseURL` the same code
- * reaches OpenAI, vLLM (`http://host:8000/v1`), Ollama (`http://host:11434/v1`) and
- * any other server speaking `POST /v1/chat/completions` with tools.
+ * The OpenAI-compatible Chat Completions planner. Through a worker-configured endpoint
+ * (endpoints.ts) the same code reaches OpenAI, vLLM (`http://host:8000/v1`), Ollama
+ * (`http://host:11434/v1`) and any other server speaking `POST /v1/chat/completions`
+ * with tools; a run names the endpoint, never a URL.
  *
- * The API key is read from `OPENAI_API_KEY` inside the activity on every turn; it is
- * never part of the memory, the turn or an error message.
+ * The API key is read from the endpoint's `apiKeyEnv` (`OPENAI_API_KEY` for the built-in
+ * `openai` endpoint) inside the activity on every turn; it is never part of the memory,
+ * the turn or an error message.
  */
 import OpenAI from 'openai';
 import type { Planner } from '../../common/planner';
@@ -14,9 +16,8 @@ import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } 
 
 /** Env var holding the OpenAI (or compatible server's) API key. */
 export const OPENAI_API_KEY_ENV = 'OPENAI_API_KEY';
-/** Env var overriding the base URL (vLLM, Ollama, a gateway, a test server); include `/v1`. */
+/** Worker env var moving the built-in `openai` endpoint (a gateway, a test server); include `/v1`. */
 export const OPENAI_BASE_URL_ENV = 'OPENAI_BASE_URL';
-const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 type MessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type FunctionToolCall = OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall;
@@ -26,7 +27,8 @@ export interface OpenAIPlannerOptions extends LlmPlannerOptions {
   /**
    * Which request field carries `maxTokens`. OpenAI's reasoning models accept only
    * `max_completion_tokens`; many compatible servers know only `max_tokens`. Default:
-   * `max_completion_tokens` for the public OpenAI API, `max_tokens` for any other base URL.
+   * the endpoint's own `maxTokensParam`, else `max_completion_tokens` for the public OpenAI
+   * API and `max_tokens` for any other base URL.
    */
   readonly maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
 }
@@ -50,19 +52,21 @@ function openaiProvider(opts: OpenAIPlannerOptions): LlmProviderDefinition<'open
   return {
     kind: 'openai',
     displayName: 'OpenAI',
-    apiKeyEnv: OPENAI_API_KEY_ENV,
     sdk: OpenAI,
-    adapter({ spec, env, tools: descriptors, client: clientOptions, send, usage }) {
-      const baseURL = spec.baseURL ?? env[OPENAI_BASE_URL_ENV] ?? DEFAULT_BASE_URL;
+    adapter({ spec, env, endpoint, tools: descriptors, client: clientOptions, send, usage }) {
       const maxTokensParam =
-        opts.maxTokensParam ?? (baseURL === DEFAULT_BASE_URL ? 'max_completion_tokens' : 'max_tokens');
+        opts.maxTokensParam ??
+        endpoint.maxTokensParam ??
+        (endpoint.official ? 'max_completion_tokens' : 'max_tokens');
       // Organization and project come from our env too, so an injected `env` is the
-      // whole configuration and the worker's process env cannot leak in.
+      // whole configuration and the worker's process env cannot leak in. They belong to
+      // the OpenAI account of OPENAI_API_KEY, so only the endpoints using that key get them.
+      const ownAccount = endpoint.apiKeyEnv === OPENAI_API_KEY_ENV;
       const client = new OpenAI({
         ...clientOptions,
-        baseURL,
-        organization: env.OPENAI_ORG_ID ?? null,
-        project: env.OPENAI_PROJECT_ID ?? null,
+        baseURL: endpoint.baseURL,
+        organization: (ownAccount && env.OPENAI_ORG_ID) || null,
+        project: (ownAccount && env.OPENAI_PROJECT_ID) || null,
       });
       const tools: OpenAI.Chat.Completions.ChatCompletionFunctionTool[] = descriptors.map((tool) => ({
         type: 'function',
@@ -129,9 +133,9 @@ function openaiProvider(opts: OpenAIPlannerOptions): LlmProviderDefinition<'open
 }
 
 /**
- * Creates the OpenAI-compatible planner. Per turn it reads `OPENAI_API_KEY` (required;
- * any non-empty value for a local server without auth) and the base URL
- * (`input.planner.baseURL`, else `OPENAI_BASE_URL`, else the public API).
+ * Creates the OpenAI-compatible planner. Per turn it resolves the run's
+ * `planner.endpoint` (default `openai`: `OPENAI_BASE_URL`, else the public API) against
+ * the worker's endpoints and reads that endpoint's key (`OPENAI_API_KEY` for the built-in one).
  * Failures are planner errors (errors.ts) with scrubbed messages.
  */
 export function createOpenAIPlanner(opts: OpenAIPlannerOptions = {}): Planner {

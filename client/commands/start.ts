@@ -16,7 +16,7 @@ interface StartOpts {
   script?: string;
   live?: boolean;
   model?: string;
-  baseUrl?: string;
+  endpoint?: string;
   system?: string;
   maxSteps?: number;
   maxMs?: number;
@@ -71,7 +71,7 @@ export function buildRunInput(o: StartOpts): RunInput {
       planner: {
         kind: o.planner,
         ...(o.model ? { model: o.model } : {}),
-        ...(o.baseUrl ? { baseURL: o.baseUrl } : {}),
+        ...(o.endpoint ? { endpoint: o.endpoint } : {}),
         ...(o.system ? { system: o.system } : {}),
       },
     };
@@ -149,8 +149,8 @@ export function startCommand(ctx: Ctx): Command {
     )
     .option('--model <name>', 'LLM planner model')
     .option(
-      '--base-url <url>',
-      'LLM API base URL (e.g. a local vLLM/Ollama server); default from the worker env',
+      '--endpoint <name>',
+      "name of a model endpoint configured on the worker (AGENT_MODEL_ENDPOINTS, e.g. a local vLLM); default the provider's own",
     )
     .option('--system <text>', 'LLM system prompt')
     .addOption(budgetOption('maxSteps', 'max'))

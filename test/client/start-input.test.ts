@@ -7,7 +7,7 @@ describe('agentctl start builds a valid run input', () => {
       planner: 'openai',
       goal: 'summarise the incident',
       model: 'llama3.1',
-      baseUrl: 'http://127.0.0.1:11434/v1',
+      endpoint: 'local-ollama',
       system: 'Be brief.',
       maxSteps: 7,
       maxCostUsd: 0.5,
@@ -17,11 +17,24 @@ describe('agentctl start builds a valid run input', () => {
     expect(parsed.planner).toEqual({
       kind: 'openai',
       model: 'llama3.1',
-      baseURL: 'http://127.0.0.1:11434/v1',
+      endpoint: 'local-ollama',
       system: 'Be brief.',
       maxTokens: 1024,
     });
     expect(parsed.guard).toMatchObject({ maxSteps: 7, maxCostUsd: 0.5 });
+  });
+
+  it('has no way to send a URL: a run input with planner.baseURL is refused naming the field', () => {
+    const input = buildRunInput({ planner: 'openai', goal: 'g', endpoint: 'local-ollama', timeout: 300 });
+    const withUrl = { ...input, planner: { ...input.planner, baseURL: 'http://attacker.example/v1' } };
+    const parsed = runInputSchema.safeParse(withUrl);
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toMatch(
+      /planner\.baseURL is not accepted.*planner\.endpoint.*configured on the worker/,
+    );
+    expect(() =>
+      buildRunInput({ planner: 'openai', goal: 'g', endpoint: 'http://x/v1', timeout: 300 }),
+    ).toThrow(/planner\.endpoint: .*name of an endpoint configured on the worker/);
   });
 
   it('refuses an LLM planner without a goal (exit 2)', () => {

@@ -24,15 +24,13 @@ afterEach(async () => {
   resetPricingWarnings();
 });
 
-function spec(
-  baseURL: string,
-  extra: Partial<Extract<PlannerSpec, { kind: 'anthropic' }>> = {},
-): PlannerSpec {
-  return { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 512, baseURL, ...extra };
+function spec(extra: Partial<Extract<PlannerSpec, { kind: 'anthropic' }>> = {}): PlannerSpec {
+  return { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 512, ...extra };
 }
 
+/** The built-in `anthropic` endpoint, moved to the test server by the worker's own ANTHROPIC_BASE_URL. */
 function planner(env: NodeJS.ProcessEnv = { ANTHROPIC_API_KEY: KEY }, warn = jest.fn()) {
-  return createAnthropicPlanner({ env, maxRetries: 0, warn });
+  return createAnthropicPlanner({ env: { ANTHROPIC_BASE_URL: server?.origin, ...env }, maxRetries: 0, warn });
 }
 
 test('multi-turn: call → observation → call → finish, with the exact tool_result blocks sent back', async () => {
@@ -65,7 +63,7 @@ test('multi-turn: call → observation → call → finish, with the exact tool_
     { apiKey: KEY },
   );
   const p = planner();
-  const s = spec(server.origin, { system: 'You are careful.' });
+  const s = spec({ system: 'You are careful.' });
 
   const t1 = await p.next(turnInput(s, null));
   expect(t1.turn).toEqual({
@@ -158,7 +156,7 @@ test('parallel tool_use blocks are handed out one per turn and answered in one u
     { content: [{ type: 'text', text: 'ok' }] },
   ]);
   const p = planner();
-  const s = spec(server.origin);
+  const s = spec();
 
   const t1 = await p.next(turnInput(s, null));
   expect(t1.turn).toMatchObject({
@@ -237,7 +235,7 @@ test('usage and cost: cache tokens, the AGENT_PRICE_TABLE override, and an unkno
     },
   ]);
   const warn = jest.fn();
-  const s = spec(server.origin);
+  const s = spec();
 
   // Built-in sonnet price: 3 in, 15 out, cache read 0.3, cache write 3.75 per MTok.
   const a = await planner({ ANTHROPIC_API_KEY: KEY }, warn).next(turnInput(s, null));
@@ -254,10 +252,10 @@ test('usage and cost: cache tokens, the AGENT_PRICE_TABLE override, and an unkno
   expect(b.turn.usage).toEqual({ tokens: 2_000_000, costUsd: 3 });
 
   const c = await planner({ ANTHROPIC_API_KEY: KEY }, warn).next(
-    turnInput(spec(server.origin, { model: 'my-local-claude' }), null),
+    turnInput(spec({ model: 'my-local-claude' }), null),
   );
   const d = await planner({ ANTHROPIC_API_KEY: KEY }, warn).next(
-    turnInput(spec(server.origin, { model: 'my-local-claude' }), null),
+    turnInput(spec({ model: 'my-local-claude' }), null),
   );
   expect(c.turn.usage).toEqual({ tokens: 20, costUsd: 0 });
   expect(d.turn.usage).toEqual({ tokens: 20, costUsd: 0 });
@@ -268,7 +266,7 @@ test('usage and cost: cache tokens, the AGENT_PRICE_TABLE override, and an unkno
 test('a missing key is a clear error naming ANTHROPIC_API_KEY, and no request is made', async () => {
   server = await startAnthropicServer([{ content: [{ type: 'text', text: 'never' }] }]);
   const err = await planner({})
-    .next(turnInput(spec(server.origin), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(MissingApiKeyError);
   expect((err as Error).name).toBe('MissingApiKeyError');
@@ -311,7 +309,7 @@ test('a 401 that echoes the key becomes a PlannerAuthError whose message and sta
     },
   ]);
   const err = (await planner()
-    .next(turnInput(spec(server.origin), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e)) as PlannerAuthError;
   expect(err).toBeInstanceOf(PlannerAuthError);
   expect(err.name).toBe('PlannerAuthError');
@@ -332,7 +330,7 @@ test('429 and 529 are retryable PlannerUnavailableErrors carrying retry-after', 
     { error: { status: 529, type: 'overloaded_error', message: 'Overloaded' } },
   ]);
   const first = (await planner()
-    .next(turnInput(spec(server.origin), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e)) as PlannerUnavailableError;
   expect(first).toBeInstanceOf(PlannerUnavailableError);
   expect(first).toMatchObject({
@@ -342,7 +340,7 @@ test('429 and 529 are retryable PlannerUnavailableErrors carrying retry-after', 
     retryAfterMs: 7000,
   });
   const second = (await planner()
-    .next(turnInput(spec(server.origin), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e)) as PlannerUnavailableError;
   expect(second).toMatchObject({ name: 'PlannerUnavailableError', status: 529 });
 });
@@ -353,7 +351,7 @@ test('an observation for another call is a protocol error; a missing one becomes
     { content: [{ type: 'text', text: 'giving up' }] },
   ]);
   const p = planner();
-  const s = spec(server.origin);
+  const s = spec();
   const t1 = await p.next(turnInput(s, null));
   const wrong = await p
     .next(turnInput(s, t1.memory, { callId: 'toolu_OTHER', tool: 'search', kind: 'SUCCESS' }))
@@ -383,7 +381,7 @@ test('memory is plain JSON and the caller’s memory object is not mutated', asy
     { content: [{ type: 'text', text: 'done' }] },
   ]);
   const p = planner();
-  const s = spec(server.origin);
+  const s = spec();
   const t1 = await p.next(turnInput(s, null));
   const snapshot = JSON.stringify(t1.memory);
   expect(JSON.parse(snapshot)).toEqual(t1.memory);

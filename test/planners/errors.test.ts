@@ -3,6 +3,9 @@
  * on, so they are checked against the contract list in common/planner.ts.
  */
 import {
+  EndpointConfigError,
+  EndpointNotConfiguredError,
+  InvalidPlannerSpecError,
   MissingApiKeyError,
   PlannerAuthError,
   PlannerError,
@@ -21,6 +24,9 @@ const nonRetryable: PlannerError[] = [
   new PlannerRequestError('bad', 400, { cause }),
   new PlannerProtocolError('mismatch', { cause }),
   new PriceTableError('junk', { cause }),
+  new EndpointNotConfiguredError('no such endpoint', 'x', ['openai'], { cause }),
+  new EndpointConfigError('bad config', { cause }),
+  new InvalidPlannerSpecError('bad spec', { cause }),
 ];
 
 describe('planner errors', () => {

@@ -35,11 +35,11 @@ const harnesses: Record<string, (usage: Usage) => Promise<Harness>> = {
     return {
       server,
       planner: createAnthropicPlanner({
-        env: { ANTHROPIC_API_KEY: 'sk-ant-test-loop' },
+        env: { ANTHROPIC_API_KEY: 'sk-ant-test-loop', ANTHROPIC_BASE_URL: server.origin },
         maxRetries: 0,
         warn: () => {},
       }),
-      spec: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      spec: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256 },
       modelRequests: () => server.messageRequests().length,
     };
   },
@@ -53,11 +53,14 @@ const harnesses: Record<string, (usage: Usage) => Promise<Harness>> = {
     return {
       server,
       planner: createOpenAIPlanner({
-        env: { OPENAI_API_KEY: 'sk-test-loop' },
+        env: { LOCAL_LLM_KEY: 'sk-test-loop' },
+        endpoints: {
+          'local-vllm': { provider: 'openai', baseURL: server.baseURL, apiKeyEnv: 'LOCAL_LLM_KEY' },
+        },
         maxRetries: 0,
         warn: () => {},
       }),
-      spec: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, baseURL: server.baseURL },
+      spec: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'local-vllm' },
       modelRequests: () => server.completionRequests().length,
     };
   },

@@ -18,12 +18,13 @@ afterEach(async () => {
   resetPricingWarnings();
 });
 
-function spec(baseURL: string, extra: Partial<Extract<PlannerSpec, { kind: 'openai' }>> = {}): PlannerSpec {
-  return { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, baseURL, ...extra };
+function spec(extra: Partial<Extract<PlannerSpec, { kind: 'openai' }>> = {}): PlannerSpec {
+  return { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, ...extra };
 }
 
+/** The built-in `openai` endpoint, moved to the test server by the worker's own OPENAI_BASE_URL. */
 function planner(env: NodeJS.ProcessEnv = { OPENAI_API_KEY: KEY }, warn = jest.fn()) {
-  return createOpenAIPlanner({ env, maxRetries: 0, warn });
+  return createOpenAIPlanner({ env: { OPENAI_BASE_URL: server?.baseURL, ...env }, maxRetries: 0, warn });
 }
 
 test('multi-turn: call → observation → call → finish, with the exact tool messages sent back', async () => {
@@ -45,7 +46,7 @@ test('multi-turn: call → observation → call → finish, with the exact tool 
     { apiKey: KEY },
   );
   const p = planner();
-  const s = spec(server.baseURL, { system: 'You are careful.' });
+  const s = spec({ system: 'You are careful.' });
 
   const t1 = await p.next(turnInput(s, null));
   // gpt-4o-mini: 0.15 in, 0.6 out, 0.075 cached, per MTok.
@@ -154,7 +155,7 @@ test('parallel tool_calls are handed out one per turn; the next request carries 
     { content: 'both searched' },
   ]);
   const p = planner();
-  const s = spec(server.baseURL);
+  const s = spec();
   const t1 = await p.next(turnInput(s, null));
   expect(t1.turn).toMatchObject({ type: 'call', callId: 'call_1', args: { q: 'a' }, usage: { tokens: 80 } });
   const t2 = await p.next(turnInput(s, t1.memory, observe(t1, { kind: 'SUCCESS', data: 'A' })));
@@ -191,7 +192,7 @@ test('malformed arguments are passed on as the raw string (the runtime rejects t
     { tool_calls: [{ id: 'call_good', name: 'search', arguments: '{"q": "x"}' }] },
   ]);
   const p = planner();
-  const s = spec(server.baseURL);
+  const s = spec();
   const t1 = await p.next(turnInput(s, null));
   expect(t1.turn).toMatchObject({ type: 'call', tool: 'search', args: '{"q": "x"', callId: 'call_bad' });
   const t2 = await p.next(
@@ -225,7 +226,7 @@ test('a server that omits tool-call ids still gets each result paired with its c
     { content: 'ok' },
   ]);
   const p = planner();
-  const s = spec(server.baseURL);
+  const s = spec();
   const t1 = await p.next(turnInput(s, null));
   expect(t1.turn).toMatchObject({ type: 'call', callId: 'call_1_0' });
   await p.next(turnInput(s, t1.memory, observe(t1, { kind: 'SUCCESS' })));
@@ -248,10 +249,10 @@ test('usage: the AGENT_PRICE_TABLE override, and a local model (cost 0, warned o
     OPENAI_API_KEY: KEY,
     AGENT_PRICE_TABLE: '{"gpt-4o-mini": {"inputPerMTok": 2, "outputPerMTok": 4}}',
   };
-  const a = await planner(env, warn).next(turnInput(spec(server.baseURL), null));
+  const a = await planner(env, warn).next(turnInput(spec(), null));
   expect(a.turn.usage).toEqual({ tokens: 750_000, costUsd: 2 });
 
-  const local = spec(server.baseURL, { model: 'Qwen/Qwen2.5-7B-Instruct' });
+  const local = spec({ model: 'Qwen/Qwen2.5-7B-Instruct' });
   const b = await planner({ OPENAI_API_KEY: 'local' }, warn).next(turnInput(local, null));
   const c = await planner({ OPENAI_API_KEY: 'local' }, warn).next(turnInput(local, null));
   expect(b.turn.usage).toEqual({ tokens: 20, costUsd: 0 });
@@ -274,7 +275,7 @@ test('a malformed AGENT_PRICE_TABLE is a clear, non-retryable error', async () =
     OPENAI_API_KEY: KEY,
     AGENT_PRICE_TABLE: '{"gpt-4o": {"inputPerMTok": -1, "outputPerMTok": 1}}',
   })
-    .next(turnInput(spec(server.baseURL), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e);
   expect(err).toMatchObject({ name: 'PriceTableError', retryable: false });
   expect((err as Error).message).toContain('AGENT_PRICE_TABLE');
@@ -284,7 +285,7 @@ test('a malformed AGENT_PRICE_TABLE is a clear, non-retryable error', async () =
 test('a missing key is a clear error naming OPENAI_API_KEY, and no request is made', async () => {
   server = await startOpenAIServer([{ content: 'never' }]);
   const err = await planner({ OPENAI_API_KEY: '  ' })
-    .next(turnInput(spec(server.baseURL), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(MissingApiKeyError);
   expect((err as Error).message).toContain('OPENAI_API_KEY');
@@ -329,14 +330,14 @@ test('401 and 400 become non-retryable errors with the key redacted', async () =
     { error: { status: 400, type: 'invalid_request_error', message: 'The model `nope` does not exist' } },
   ]);
   const auth = (await planner()
-    .next(turnInput(spec(server.baseURL), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e)) as PlannerAuthError;
   expect(auth).toBeInstanceOf(PlannerAuthError);
   expect(auth).toMatchObject({ name: 'PlannerAuthError', retryable: false, status: 401 });
   expect(auth.message).not.toContain(KEY);
   expect(auth.stack ?? '').not.toContain(KEY);
   const bad = (await planner()
-    .next(turnInput(spec(server.baseURL), null))
+    .next(turnInput(spec(), null))
     .catch((e: unknown) => e)) as PlannerRequestError;
   expect(bad).toBeInstanceOf(PlannerRequestError);
   expect(bad.message).toContain('does not exist');

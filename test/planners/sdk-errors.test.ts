@@ -30,8 +30,9 @@ const KEY = 'sk-test-wrapper-0123456789SECRET';
 interface Provider {
   /** A server whose only reply is an error of `status` (its message quotes the key). */
   failing(status: number, headers?: Record<string, string>): Promise<RunningServer & { baseURL: string }>;
-  planner(opts?: { timeoutMs?: number }): Planner;
-  spec(baseURL: string): PlannerSpec;
+  /** A planner whose `test-server` endpoint (configured in code, with a key of its own) is `baseURL`. */
+  planner(baseURL: string, opts?: { timeoutMs?: number }): Planner;
+  spec: PlannerSpec;
 }
 
 const providers: Record<'anthropic' | 'openai', Provider> = {
@@ -42,8 +43,14 @@ const providers: Record<'anthropic' | 'openai', Provider> = {
       ]);
       return { ...s, baseURL: s.origin };
     },
-    planner: (opts) => createAnthropicPlanner({ env: { ANTHROPIC_API_KEY: KEY }, maxRetries: 0, ...opts }),
-    spec: (baseURL) => ({ kind: 'anthropic', model: 'claude-haiku-4-5', maxTokens: 16, baseURL }),
+    planner: (baseURL, opts) =>
+      createAnthropicPlanner({
+        env: { TEST_LLM_KEY: KEY },
+        endpoints: { 'test-server': { provider: 'anthropic', baseURL, apiKeyEnv: 'TEST_LLM_KEY' } },
+        maxRetries: 0,
+        ...opts,
+      }),
+    spec: { kind: 'anthropic', model: 'claude-haiku-4-5', maxTokens: 16, endpoint: 'test-server' },
   },
   openai: {
     async failing(status, headers) {
@@ -51,8 +58,14 @@ const providers: Record<'anthropic' | 'openai', Provider> = {
         { error: { status, type: 'server_error', message: `failed for key ${KEY}`, headers } },
       ]);
     },
-    planner: (opts) => createOpenAIPlanner({ env: { OPENAI_API_KEY: KEY }, maxRetries: 0, ...opts }),
-    spec: (baseURL) => ({ kind: 'openai', model: 'gpt-4o-mini', maxTokens: 16, baseURL }),
+    planner: (baseURL, opts) =>
+      createOpenAIPlanner({
+        env: { TEST_LLM_KEY: KEY },
+        endpoints: { 'test-server': { provider: 'openai', baseURL, apiKeyEnv: 'TEST_LLM_KEY' } },
+        maxRetries: 0,
+        ...opts,
+      }),
+    spec: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 16, endpoint: 'test-server' },
   },
 };
 
@@ -63,8 +76,8 @@ afterEach(async () => {
 
 async function failureOf(p: Provider, baseURL: string, opts?: { timeoutMs?: number }): Promise<unknown> {
   return p
-    .planner(opts)
-    .next(turnInput(p.spec(baseURL), null))
+    .planner(baseURL, opts)
+    .next(turnInput(p.spec, null))
     .then(
       () => {
         throw new Error('expected the turn to fail');
@@ -148,7 +161,7 @@ describe.each(Object.entries(providers))('wrapSdkError through the %s SDK', (nam
     const server = await silentServer();
     servers.push(server);
     const env = new MockActivityEnvironment();
-    const turn = env.run(() => provider.planner().next(turnInput(provider.spec(server.baseURL), null)));
+    const turn = env.run(() => provider.planner(server.baseURL).next(turnInput(provider.spec, null)));
     setTimeout(() => env.cancel(), 50);
     const err = await turn.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CancelledFailure);

@@ -2,14 +2,25 @@
  * A durable run driven by a real LLM SDK (`@anthropic-ai/sdk`) against a local server that
  * speaks the Messages protocol: a model that loops is stopped by the guard exactly as
  * docs/spec.md §3 says, and its API key never reaches workflow history, traces or the result.
+ * The server is an endpoint configured on the worker (AGENT_MODEL_ENDPOINTS); a run only
+ * names it, and a run that brings its own URL or an unknown name sends nothing (issue #10).
  */
 import { temporal } from '@temporalio/proto';
+import { startAgentRun } from '../../client/api';
 import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 
 const KEY = 'sk-ant-api03-durable-run-secret-0123456789';
+/** The worker's own env var for the local endpoint's key. */
+const KEY_ENV = 'LOCAL_CLAUDE_API_KEY';
+const PLANNER = {
+  kind: 'anthropic',
+  model: 'claude-sonnet-4-6',
+  maxTokens: 256,
+  endpoint: 'local-claude',
+} as const;
 
 describe('a durable run with the Anthropic planner', () => {
   let h: Harness;
@@ -17,7 +28,7 @@ describe('a durable run with the Anthropic planner', () => {
 
   beforeAll(async () => {
     // The worker's planner reads its key from the environment inside the activity.
-    process.env.ANTHROPIC_API_KEY = KEY;
+    process.env[KEY_ENV] = KEY;
     server = await startAnthropicServer(() => ({
       content: [
         { type: 'text', text: 'Searching once more should do it.' },
@@ -25,18 +36,23 @@ describe('a durable run with the Anthropic planner', () => {
       ],
       usage: { input_tokens: 120, output_tokens: 30 },
     }));
+    // Worker configuration: the only place a model URL can come from.
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      'local-claude': { provider: 'anthropic', baseURL: server.origin, apiKeyEnv: KEY_ENV },
+    });
     h = await startHarness();
   });
   afterAll(async () => {
     await h?.close();
     await server?.close();
-    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env[KEY_ENV];
+    delete process.env.AGENT_MODEL_ENDPOINTS;
   });
 
   it('stops a looping model before its third identical search, and keeps the key out of history', async () => {
     const run = await h.start({
       goal: 'find out how Temporal survives crashes',
-      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      planner: PLANNER,
       resumeWindowMs: 500,
     });
     const result: RunResult = await run.result();
@@ -70,7 +86,7 @@ describe('a durable run with the Anthropic planner', () => {
   it('resumes a stopped LLM run with the conversation intact: the model is asked again, not told why it was refused', async () => {
     const run = await h.start({
       goal: 'keep researching',
-      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      planner: PLANNER,
       resumeWindowMs: 60_000,
     });
     await waitFor(
@@ -98,10 +114,10 @@ describe('a durable run with the Anthropic planner', () => {
   });
 
   it('stops NEEDS_HUMAN (planner_failed) when the key is missing, and continues once it is set', async () => {
-    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env[KEY_ENV];
     const run = await h.start({
       goal: 'research without a key',
-      planner: { kind: 'anthropic', model: 'claude-sonnet-4-6', maxTokens: 256, baseURL: server.origin },
+      planner: PLANNER,
       resumeWindowMs: 60_000,
     });
     const stopped = await waitFor(
@@ -114,10 +130,10 @@ describe('a durable run with the Anthropic planner', () => {
       executed: 0,
     });
     const report = await run.handle.query(reportQuery);
-    expect(report?.unmet_precondition).toMatch(/MissingApiKeyError: .*ANTHROPIC_API_KEY/);
+    expect(report?.unmet_precondition).toMatch(/MissingApiKeyError: .*LOCAL_CLAUDE_API_KEY/);
     expect(await h.counters(run.workflowId)).toEqual({});
 
-    process.env.ANTHROPIC_API_KEY = KEY;
+    process.env[KEY_ENV] = KEY;
     const answer = await run.handle.executeUpdate(resumeUpdate, {
       args: [{ actor: 'ops', reason: 'key configured', requestId: 'key-set' }],
     });
@@ -128,5 +144,53 @@ describe('a durable run with the Anthropic planner', () => {
     );
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     await run.handle.terminate('test done');
+  });
+
+  it('stops NEEDS_HUMAN (planner_failed) naming the configured endpoints when a run names an unknown one, and sends nothing', async () => {
+    const before = server.requests.length;
+    const run = await h.start({
+      goal: 'research somewhere else',
+      planner: { ...PLANNER, endpoint: 'not-configured' },
+      resumeWindowMs: 60_000,
+    });
+    const stopped = await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    expect(stopped).toMatchObject({
+      terminalState: 'NEEDS_HUMAN',
+      guardReason: 'planner_failed',
+      executed: 0,
+    });
+    const report = await run.handle.query(reportQuery);
+    expect(report?.unmet_precondition).toMatch(
+      /EndpointNotConfiguredError: planner endpoint "not-configured" is not configured on this worker; configured anthropic endpoints: anthropic, local-claude/,
+    );
+    expect(server.requests.length).toBe(before);
+    expect(await h.counters(run.workflowId)).toEqual({});
+    await run.handle.terminate('test done');
+  });
+
+  it('never sends a request (or the key) to a baseURL in the run input', async () => {
+    const attacker = await startAnthropicServer([
+      { content: [{ type: 'text', text: 'thanks for the key' }] },
+    ]);
+    try {
+      const input = { goal: 'exfiltrate', planner: { ...PLANNER, baseURL: attacker.origin } };
+      // The client API refuses it outright, naming the field …
+      await expect(
+        startAgentRun(h.env.client, { input: input as never, taskQueue: h.taskQueue }),
+      ).rejects.toThrow(/planner\.baseURL is not accepted: a run cannot choose where the worker sends/);
+      // … and a raw Temporal start gets no further: the workflow refuses the input before planning.
+      const run = await h.start(input as never);
+      await waitFor(
+        async () => (await run.handle.fetchHistory()).events ?? [],
+        (events) => events.some((e) => e.workflowTaskFailedEventAttributes),
+      );
+      await run.handle.terminate('test done');
+      expect(attacker.requests).toHaveLength(0);
+    } finally {
+      await attacker.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The activities a worker hosts: `plan` (ask the planner, validate and fingerprint its
- * proposal), `runTool` (run a tool; writes only through the ledger) and
- * `verifyPrecondition` (re-check the world before a stopped run may resume).
+ * proposal), `runTool` (run a tool; writes only through the ledger),
+ * `verifyPrecondition` (re-check the world before a stopped run may resume) and
+ * `reapLedger` (the ledger reaper's pass, activities/reaper.ts).
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Planner, PlannerInput } from '../common/planner';
@@ -11,16 +12,19 @@ import {
   executeOnce,
   executeOnceAtomic,
   LedgerState,
+  sameArgsHash,
+  sha256ArgsHash,
   SideEffectErrorClass,
   type ExecuteOutcome,
   type Ledger,
 } from './ledger';
 import type { LlmProvider } from './planners/llm-common';
 import { createScriptedPlanner, scriptOf } from './planners/scripted';
+import { createReaperActivities, type ReaperDeps } from './reaper';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
 import type { World } from './tools/demo/world';
-import type { ToolRegistry } from './tools/registry';
+import type { NormalizedProposal, ToolRegistry } from './tools/registry';
 import type { Tx } from './tools/tx';
 import type {
   PlanInput,
@@ -45,6 +49,8 @@ export interface ActivityDeps {
   readonly leaseMs?: number;
   /** Worker identity, for the ledger's owner column. */
   readonly identity?: string;
+  /** The ledger reaper's settings (activities/reaper.ts); by default it asks the worker's client. */
+  readonly reaper?: Omit<ReaperDeps, 'ledger'>;
 }
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
@@ -96,11 +102,18 @@ export function createActivities(deps: ActivityDeps) {
     return p;
   }
 
-  async function ledgerView(key: string | null): Promise<ProposalInfo['ledger']> {
-    if (key === null) return null;
-    const rec = await ledger.get(key);
+  /**
+   * What the guard needs to know about the ledger record of a proposal's key (docs/spec.md §8).
+   * The ledger compares SHA-256 args hashes, the guard compares fingerprints: a record of the
+   * same call is handed over with the proposal's own fingerprint (→ return_cached_success),
+   * any other with its stored hash, which no fingerprint equals (→ idempotency_conflict).
+   */
+  async function ledgerView(n: NormalizedProposal): Promise<ProposalInfo['ledger']> {
+    if (n.operationKey === null) return null;
+    const rec = await ledger.get(n.operationKey);
     if (!rec || rec.state !== LedgerState.SUCCEEDED) return null;
-    return { state: rec.state, fingerprint: rec.argsHash, result: rec.result };
+    const same = rec.tool === n.tool && sameArgsHash(rec.argsHash, n.argsHash, n.fingerprint);
+    return { state: rec.state, fingerprint: same ? n.fingerprint : rec.argsHash, result: rec.result };
   }
 
   /** Asks the planner for its next turn and validates + fingerprints the proposal. */
@@ -131,6 +144,7 @@ export function createActivities(deps: ActivityDeps) {
           args: turn.args,
           canonicalArgs: n.canonicalArgs,
           fingerprint: n.fingerprint,
+          argsHash: sha256ArgsHash(turn.tool, n.canonicalArgs),
           operationKey: turn.operationKey ?? null,
           effect: file.tools?.[turn.tool]?.effect ?? 'read',
           rejection: null,
@@ -143,7 +157,7 @@ export function createActivities(deps: ActivityDeps) {
     return {
       turn,
       memory: out.memory,
-      proposal: { ...n, ledger: n.rejection ? null : await ledgerView(n.operationKey), fixture: null },
+      proposal: { ...n, ledger: n.rejection ? null : await ledgerView(n), fixture: null },
     };
   }
 
@@ -257,7 +271,11 @@ export function createActivities(deps: ActivityDeps) {
     const options = {
       key: input.operationKey,
       tool: tool.name,
-      argsHash: input.fingerprint,
+      // A workflow scheduled before the upgrade sends no argsHash: compute it from the args
+      // (not the fingerprint, which would conflict with a SHA-256 record of the same call).
+      argsHash: input.argsHash ?? registry.normalize(tool.name, parsed.data, input.operationKey).argsHash,
+      // A record written before the upgrade stored the fingerprint (docs/ledger.md "Args hash").
+      legacyArgsHash: input.fingerprint,
       runId: input.runId,
       owner: `${identity}/${activityId}/attempt-${attempt}`,
       leaseMs,
@@ -330,7 +348,9 @@ export function createActivities(deps: ActivityDeps) {
     return world.progressVersion(runId);
   }
 
-  return { plan, runTool, verifyPrecondition, currentProgress };
+  const { reapLedger } = createReaperActivities({ ledger, ...deps.reaper });
+
+  return { plan, runTool, verifyPrecondition, currentProgress, reapLedger };
 }
 
 /** The activity functions, for `proxyActivities<Activities>()`. */

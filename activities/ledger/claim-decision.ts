@@ -3,6 +3,7 @@
  * Pure: the backend reads the row (lease remaining computed by the database) inside its
  * transaction, asks this function what to do, and applies the answer in the same transaction.
  */
+import { sameArgsHash } from './args-hash';
 import { LedgerConflictError } from './errors';
 import { ExpiredDispatchPolicy, LedgerState, type ClaimInput } from './types';
 
@@ -27,12 +28,13 @@ export type ClaimAction =
   | { do: 'mark_unknown' };
 
 /**
- * Decides a claim against the stored row. Throws {@link LedgerConflictError} when the key
+ * Decides a claim against the stored row. The args hashes must agree (a pre-upgrade row
+ * may agree through `legacyArgsHash`, see {@link sameArgsHash}). Throws {@link LedgerConflictError} when the key
  * belongs to another operation — before any write, so the stored record is unchanged.
  */
 export function decideClaim(row: ClaimRowView | undefined, input: ClaimInput): ClaimAction {
   if (!row) return { do: 'insert' };
-  if (row.tool !== input.tool || row.argsHash !== input.argsHash) {
+  if (row.tool !== input.tool || !sameArgsHash(row.argsHash, input.argsHash, input.legacyArgsHash)) {
     throw new LedgerConflictError({
       key: input.key,
       storedTool: row.tool,
@@ -68,6 +70,11 @@ export function assertClaimInput(input: ClaimInput): void {
       throw new TypeError(`ledger claim: "${field}" must be a non-empty string`);
     }
   }
+  if (
+    input.legacyArgsHash !== undefined &&
+    (typeof input.legacyArgsHash !== 'string' || input.legacyArgsHash === '')
+  )
+    throw new TypeError('ledger claim: "legacyArgsHash" must be a non-empty string when given');
   assertLeaseMs(input.leaseMs);
 }
 

@@ -38,7 +38,7 @@ export type SideEffectErrorClass = (typeof SideEffectErrorClass)[keyof typeof Si
 
 /**
  * Options of {@link executeOnce} and {@link executeOnceAtomic}: the claim (key = the tool's
- * `operationKey(args)`, argsHash = the guard's fingerprint is a good choice, owner =
+ * `operationKey(args)`, argsHash = `sha256ArgsHash(tool, canonicalArgs)`, owner =
  * `${workerIdentity}/${activityId}/${attempt}`, leaseMs = renewed every `leaseMs / 3` while
  * the side effect runs), and what the tool can do about an executor that died after dispatch —
  * which decides the claim's expired-dispatch policy.
@@ -170,6 +170,7 @@ async function claimOrSettle(
       key: o.key,
       tool: o.tool,
       argsHash: o.argsHash,
+      ...(o.legacyArgsHash !== undefined ? { legacyArgsHash: o.legacyArgsHash } : {}),
       runId: o.runId,
       owner: o.owner,
       leaseMs: o.leaseMs,

@@ -23,6 +23,8 @@ export type {
   LedgerResolution,
   LedgerTx,
   ListOptions,
+  ReapableRunsOptions,
+  ReapOptions,
   ResolveInput,
   StoredError,
 } from './types';
@@ -37,3 +39,4 @@ export type { SqliteLedgerOptions } from './sqlite-ledger';
 export { PostgresLedger, toPgPlaceholders } from './postgres-ledger';
 export type { PostgresLedgerOptions } from './postgres-ledger';
 export { toStoredError } from './stored-error';
+export { isSha256ArgsHash, sameArgsHash, sha256ArgsHash, SHA256_ARGS_HASH_PREFIX } from './args-hash';

@@ -33,6 +33,8 @@ import {
   type LedgerRecord,
   type LedgerTx,
   type ListOptions,
+  type ReapableRunsOptions,
+  type ReapOptions,
   type ResolveInput,
 } from './types';
 
@@ -279,15 +281,37 @@ export abstract class SqlLedger<C> implements Ledger {
   }
 
   /** @inheritDoc */
-  async reap(ttlMs: number): Promise<number> {
-    if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError(`reap TTL must be >= 0 ms, got ${ttlMs}`);
+  async reap(ttlMs: number, options: ReapOptions = {}): Promise<number> {
+    const older = this.finishedBefore(ttlMs);
+    const runIds = options.runIds;
+    if (runIds !== undefined && runIds.length === 0) return 0;
+    const runs = runIds === undefined ? '' : ` AND run_id IN (${runIds.map(() => '?').join(', ')})`;
     return this.run('write', () =>
-      exec(
-        `DELETE FROM ledger_records WHERE state IN ${inList(SETTLED_STATES)}
-         AND finished_at IS NOT NULL AND finished_at <= ${this.now} - ${this.ms('?')}`,
-        [Math.floor(ttlMs)],
+      exec(`DELETE FROM ledger_records WHERE ${older.sql}${runs}`, [...older.params, ...(runIds ?? [])]),
+    );
+  }
+
+  /** @inheritDoc */
+  async reapableRuns(ttlMs: number, options: ReapableRunsOptions = {}): Promise<string[]> {
+    const older = this.finishedBefore(ttlMs);
+    const limit = Math.max(1, Math.floor(options.limit ?? 100));
+    const after = options.after === undefined ? '' : ' AND run_id > ?';
+    const rows = await this.run('read', () =>
+      query<{ run_id: string }>(
+        `SELECT DISTINCT run_id FROM ledger_records WHERE ${older.sql}${after} ORDER BY run_id LIMIT ?`,
+        [...older.params, ...(options.after === undefined ? [] : [options.after]), limit],
       ),
     );
+    return rows.map((r) => r.run_id);
+  }
+
+  /** The records {@link reap} may delete: settled (never live or UNKNOWN) and finished `ttlMs` ago in database time. */
+  private finishedBefore(ttlMs: number): SqlFragment {
+    if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError(`reap TTL must be >= 0 ms, got ${ttlMs}`);
+    return {
+      sql: `state IN ${inList(SETTLED_STATES)} AND finished_at IS NOT NULL AND finished_at <= ${this.now} - ${this.ms('?')}`,
+      params: [Math.floor(ttlMs)],
+    };
   }
 
   // ---- Units of work ----------------------------------------------------------------

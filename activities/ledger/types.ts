@@ -103,8 +103,14 @@ export interface ClaimInput {
   key: string;
   /** Tool name. */
   tool: string;
-  /** Hash of the canonical arguments. */
+  /** Hash of the canonical arguments: `sha256:<hex>` (activities/ledger/args-hash.ts). */
   argsHash: string;
+  /**
+   * The hash a record of this call had before args hashes were SHA-256 (the guard's
+   * fingerprint). A stored row whose hash is not SHA-256-shaped and equals it is the same
+   * operation, not a conflict; a SHA-256 row is compared with `argsHash` only.
+   */
+  legacyArgsHash?: string;
   /** Run (workflow id). */
   runId: string;
   /** Executor identity, for operators (e.g. `worker-3/activity-17/attempt-2`). */
@@ -229,11 +235,37 @@ export interface Ledger {
    * storing who, why and when. Returns the updated record.
    */
   resolve(key: string, input: ResolveInput): Promise<LedgerRecord>;
-  /** Deletes SUCCEEDED / FAILED_FINAL records finished more than `ttlMs` ago; never live or UNKNOWN ones. */
-  reap(ttlMs: number): Promise<number>;
+  /**
+   * Deletes SUCCEEDED / FAILED_FINAL records finished more than `ttlMs` ago; never live or
+   * UNKNOWN ones. With `runIds`, only records of those runs (the reaper passes the runs it
+   * found closed). Answers the number deleted.
+   */
+  reap(ttlMs: number, options?: ReapOptions): Promise<number>;
+  /**
+   * The runs that own records {@link reap} would delete, ordered by run id, at most
+   * `limit` (default 100) after `after`: the reaper checks each is closed before reaping it.
+   */
+  reapableRuns(ttlMs: number, options?: ReapableRunsOptions): Promise<string[]>;
   /** Releases the connection(s). */
   close(): Promise<void>;
 }
 
-/** Default retention of settled records: 72 hours. */
-export const DEFAULT_REAP_TTL_MS = 72 * 60 * 60 * 1000;
+/** Options of {@link Ledger.reap}. */
+export interface ReapOptions {
+  /** Only records of these runs; an empty list deletes nothing. */
+  runIds?: readonly string[];
+}
+
+/** Options of {@link Ledger.reapableRuns}. */
+export interface ReapableRunsOptions {
+  /** Only run ids greater than this (keyset paging). */
+  after?: string;
+  /** At most this many (default 100). */
+  limit?: number;
+}
+
+/**
+ * Default retention of settled records: 30 days — longer than the default resume window
+ * (7 days), so a run that stops, waits and resumes finds its completed writes still there.
+ */
+export const DEFAULT_REAP_TTL_MS = 30 * 24 * 60 * 60 * 1000;

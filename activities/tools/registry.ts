@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ToolDescriptor } from '../../common/planner';
 import { normalizeCall, ResultCode, type ToolResult } from '../../guard';
+import { sha256ArgsHash } from '../ledger/args-hash';
 import { classifyError } from './classify';
 import type { AnyTool } from './define-tool';
 
@@ -16,6 +17,8 @@ export interface NormalizedProposal {
   readonly args: unknown;
   readonly canonicalArgs: unknown;
   readonly fingerprint: string;
+  /** `sha256:<hex>` of the same canonical form: what the ledger compares (docs/spec.md §8). */
+  readonly argsHash: string;
   readonly operationKey: string | null;
   readonly effect: 'read' | 'write';
   /** Set when the call cannot run as proposed: PRECONDITION unknown_tool / invalid_args. */
@@ -77,6 +80,7 @@ export class ToolRegistry {
         args: value,
         canonicalArgs: n.canonicalArgs,
         fingerprint: n.fingerprint,
+        argsHash: sha256ArgsHash(toolName, n.canonicalArgs),
         operationKey,
         effect: tool?.effect ?? 'read',
         rejection,

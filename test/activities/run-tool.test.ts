@@ -60,6 +60,7 @@ describe('runTool write path', () => {
       args: n.args,
       operationKey: n.operationKey,
       fingerprint: n.fingerprint,
+      argsHash: n.argsHash,
       fixture: null,
     };
   }
@@ -169,8 +170,94 @@ describe('runTool write path', () => {
     expect((await acts.runTool(a)).result.kind).toBe('SUCCESS');
     const out = await acts.runTool(b);
     expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'idempotency_conflict' }, via: 'not_run' });
-    expect((await deps.ledger.get(a.operationKey as string))?.argsHash).toBe(a.fingerprint);
+    expect((await deps.ledger.get(a.operationKey as string))?.argsHash).toBe(a.argsHash);
     expect(await deps.world.tx.all('SELECT message FROM world_notifications')).toEqual([{ message: 'one' }]);
+  });
+
+  describe('args hash (SHA-256, docs/spec.md §8)', () => {
+    const notify = (message: string, channel = 'sha') =>
+      call('send_notification', { channel, incident: 'i', type: 'page', message });
+    const sent = async (channel: string) =>
+      (await deps.world.tx.all('SELECT message FROM world_notifications WHERE channel = ?', [channel])).map(
+        (r) => r.message,
+      );
+
+    /** The plan activity's view of `input`'s key, as the guard gets it. */
+    async function planned(input: RunToolInput) {
+      const out = await acts.plan({
+        runId: input.runId,
+        goal: 'args hash',
+        planner: {
+          kind: 'scripted',
+          live: true,
+          script: { calls: [{ tool: input.tool, args: input.args as Record<string, unknown> }] },
+        } as never,
+        memory: null,
+        observation: null,
+      });
+      if (!out.proposal) throw new Error('expected a proposal');
+      return out.proposal;
+    }
+
+    it('stores sha256 of the canonical call and tells colliding fingerprints apart; the second write never runs', async () => {
+      const a = notify('one');
+      expect(a.argsHash).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect((await acts.runTool(a)).via).toBe('executed');
+      // Other args under the same key, handed the same 64-bit fingerprint (a collision).
+      const b = { ...notify('two'), fingerprint: a.fingerprint };
+      const out = await acts.runTool(b);
+      expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'idempotency_conflict' }, via: 'not_run' });
+      expect(await sent('sha')).toEqual(['one']);
+    });
+
+    it('computes the hash itself for a workflow scheduled before the upgrade (no argsHash in the input)', async () => {
+      const a = notify('old', 'sha-old');
+      const { argsHash, ...old } = a;
+      expect((await acts.runTool(old)).via).toBe('executed');
+      expect((await deps.ledger.get(a.operationKey as string))?.argsHash).toBe(argsHash);
+      expect((await acts.runTool(a)).via).toBe('ledger');
+      expect(await sent('sha-old')).toEqual(['old']);
+    });
+
+    it('answers a new call from a pre-upgrade row (fingerprint as args hash) with zero calls', async () => {
+      const a = notify('legacy', 'sha-legacy');
+      // What the code before the upgrade left: a SUCCEEDED record keyed by the fingerprint.
+      const c = await deps.ledger.claim({
+        key: a.operationKey as string,
+        tool: a.tool,
+        argsHash: a.fingerprint,
+        runId: 'run-old',
+        owner: 'old-worker',
+        leaseMs: 5_000,
+      });
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      await deps.ledger.commit(a.operationKey as string, c.token, { notified: 'legacy' });
+      expect(await acts.runTool(a)).toMatchObject({
+        result: { kind: 'SUCCESS', data: { notified: 'legacy' } },
+        via: 'ledger',
+      });
+      expect(await sent('sha-legacy')).toEqual([]);
+      // The plan activity tells the guard it is the same call (→ return_cached_success).
+      const p = await planned(a);
+      expect(p.ledger).toMatchObject({ state: 'SUCCEEDED', fingerprint: p.fingerprint });
+      // Another call under that key does not match the legacy row: conflict, nothing sent.
+      const other = notify('other', 'sha-legacy');
+      expect((await acts.runTool(other)).result).toMatchObject({ code: 'idempotency_conflict' });
+      expect((await planned(other)).ledger?.fingerprint).toBe(a.fingerprint);
+      expect(await sent('sha-legacy')).toEqual([]);
+    });
+
+    it("hands the guard the proposal's fingerprint for the same call and an unmatchable one for another", async () => {
+      const a = notify('view', 'sha-view');
+      await acts.runTool(a);
+      const same = await planned(a);
+      expect(same.argsHash).toBe(a.argsHash);
+      expect(same.ledger?.fingerprint).toBe(same.fingerprint);
+      const other = await planned(notify('changed', 'sha-view'));
+      expect(other.ledger?.fingerprint).toBe(a.argsHash);
+      expect(other.ledger?.fingerprint).not.toBe(other.fingerprint);
+      expect(await sent('sha-view')).toEqual(['view']);
+    });
   });
 });
 

@@ -54,6 +54,11 @@ export const WORKER_ENV_DOCS = {
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
   AGENT_REGISTER_SEARCH_ATTRIBUTES:
     'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
+  AGENT_REAPER:
+    'on (default): at start, create or update the ledger reaper Temporal Schedule (agent-loop-guard-ledger-reaper); off: leave it alone (worker/reaper-schedule.ts).',
+  AGENT_LEDGER_RETENTION_MS:
+    'Settled ledger records older than this are reaped once their run is closed (default 2592000000 = 30 days; a value below the 7-day resume window is raised to it with a warning).',
+  AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',
   // ── OpenTelemetry (standard OTEL_* names; worker/telemetry/config.ts; off when none is set) ──
   ...OTEL_ENV_DOCS,
 } as const;

@@ -2,15 +2,19 @@
  * `npm run worker`: one process hosting the agent-run workflow and its activities.
  * Settings come from the environment (worker/env.ts; TLS and API keys via envconfig).
  */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from './create-worker';
 import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv } from './env';
+import { ensureReaperSchedule, readReaperEnv } from './reaper-schedule';
 import { ensureSearchAttributes } from './search-attributes';
 import { createTelemetry } from './telemetry';
 
 async function run(): Promise<void> {
   const env = readWorkerEnv();
   const saMode = readSearchAttributesMode();
+  const reaper = readReaperEnv();
+  for (const w of reaper.warnings) console.warn(`worker: ${w}`);
   // OTEL_* (worker/telemetry.ts; off when unset). The Temporal core's own metrics need the
   // runtime installed with the exporter before the first connection creates a default one.
   const telemetry = createTelemetry(process.env);
@@ -48,6 +52,7 @@ async function run(): Promise<void> {
       searchAttributes: 'skip', // checked above
       ...telemetry.workerOptions(deps.registry),
     });
+    if (reaper.enabled) await startReaperSchedule(connectionOptions, namespace, env.taskQueue, reaper);
     console.log(
       `worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`,
     );
@@ -60,6 +65,34 @@ async function run(): Promise<void> {
     await connection.close();
     await deps?.close();
     await telemetry.shutdown(); // flushes what the last runs recorded
+  }
+}
+
+/**
+ * Creates (or updates) the ledger reaper's schedule. Housekeeping must not keep runs from
+ * being served: a failure here (e.g. an API key without schedule permissions) is logged.
+ */
+async function startReaperSchedule(
+  connectionOptions: ReturnType<typeof loadConnectionOptions>['connectionOptions'],
+  namespace: string,
+  taskQueue: string,
+  reaper: ReturnType<typeof readReaperEnv>,
+): Promise<void> {
+  let clientConnection: Connection | undefined;
+  try {
+    clientConnection = await Connection.connect(connectionOptions);
+    const client = new Client({ connection: clientConnection, namespace });
+    const { scheduleId, did } = await ensureReaperSchedule(client, { taskQueue, ...reaper });
+    console.log(
+      `worker: ledger reaper schedule ${scheduleId} ${did} (every ${reaper.intervalMs} ms, retention ${reaper.retentionMs} ms)`,
+    );
+  } catch (err) {
+    console.error(
+      `worker: could not create the ledger reaper schedule (${(err as Error).message}); settled ledger records are not reaped. ` +
+        'Fix the permission or set AGENT_REAPER=off and reap with "agentctl ledger reap".',
+    );
+  } finally {
+    await clientConnection?.close();
   }
 }
 

@@ -14,6 +14,7 @@ import { createDemoTools } from '../activities/tools/demo/tools';
 import { World, worldFile } from '../activities/tools/demo/world';
 import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTool } from '../activities/tools/define-tool';
+import type { WorkerTuning } from './env';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 
 /** Options for {@link openWorkerDeps}. */
@@ -73,6 +74,8 @@ export interface AgentWorkerOptions {
   /** Prebuilt workflow bundle (tests share one to save bundling time). */
   readonly workflowBundle?: { code: string };
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /** Cache, slot and poller settings (worker/env.ts readWorkerTuning); unset keys keep the SDK's defaults. */
+  readonly tuning?: WorkerTuning;
   /**
    * The namespace's search attributes check before the worker is created
    * (worker/search-attributes.ts): `register` (default) registers missing ones, `check` throws
@@ -124,6 +127,7 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     activities: createActivities(o.deps),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     ...(o.interceptors ? { interceptors: o.interceptors } : {}),
+    ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }
       : {}),

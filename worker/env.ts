@@ -13,6 +13,7 @@
  * variables work for the `temporal` CLI, so one `.env` configures both.
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import type { WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { DEFAULT_LEDGER_URL } from '../activities/ledger/open-ledger';
 import { DEFAULT_TASK_QUEUE } from '../common/contracts';
@@ -52,6 +53,18 @@ export const WORKER_ENV_DOCS = {
   WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,
   ANTHROPIC_API_KEY: 'Anthropic API key for the LLM planner (optional; passthrough).',
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
+  // ── Worker tuning (readWorkerTuning; unset = the SDK default; docs/performance.md) ──
+  AGENT_MAX_CACHED_WORKFLOWS:
+    'Runs kept in the workflow cache (sticky execution; integer >= 0, 0 replays every task from history; SDK default: from the heap size).',
+  AGENT_MAX_CONCURRENT_WORKFLOW_TASKS: 'Workflow tasks executed at once (integer >= 2; SDK default 40).',
+  AGENT_MAX_CONCURRENT_ACTIVITIES:
+    'Activity tasks (planner turns, tool calls) executed at once (integer >= 1; SDK default 100).',
+  AGENT_WORKFLOW_TASK_POLLERS:
+    'Workflow task pollers: N (at most N polls open) or auto / auto:MIN:MAX:INITIAL (autoscaling); SDK default at most 10.',
+  AGENT_ACTIVITY_TASK_POLLERS:
+    'Activity task pollers: N or auto / auto:MIN:MAX:INITIAL, as AGENT_WORKFLOW_TASK_POLLERS; SDK default at most 10.',
+  AGENT_STICKY_SCHEDULE_TO_START_MS:
+    'How long a task waits on this worker’s sticky queue before any worker may take it (ms, integer >= 1; SDK default 10000).',
   AGENT_REGISTER_SEARCH_ATTRIBUTES:
     'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
   AGENT_REAPER:
@@ -190,4 +203,92 @@ export function readSearchAttributesMode(env: NodeJS.ProcessEnv = process.env): 
       `Invalid worker environment: AGENT_REGISTER_SEARCH_ATTRIBUTES: ${SEARCH_ATTRIBUTES_MODE_HINT}`,
     );
   return mode;
+}
+
+/**
+ * The Temporal worker options an operator may tune from the environment (the
+ * AGENT_MAX_* / AGENT_*_POLLERS / AGENT_STICKY_* variables); unset keys keep the SDK's default.
+ */
+export type WorkerTuning = Partial<
+  Pick<
+    WorkerOptions,
+    | 'maxCachedWorkflows'
+    | 'maxConcurrentWorkflowTaskExecutions'
+    | 'maxConcurrentActivityTaskExecutions'
+    | 'workflowTaskPollerBehavior'
+    | 'activityTaskPollerBehavior'
+    | 'stickyQueueScheduleToStartTimeout'
+  >
+>;
+
+/** One tuning variable: its name, the option it sets, and how its text becomes the value. */
+const TUNING_VARS: ReadonlyArray<{
+  readonly name: WorkerEnvVar;
+  readonly option: keyof WorkerTuning;
+  readonly parse: (raw: string) => WorkerTuning[keyof WorkerTuning];
+}> = [
+  { name: 'AGENT_MAX_CACHED_WORKFLOWS', option: 'maxCachedWorkflows', parse: (v) => intAtLeast(v, 0) },
+  {
+    name: 'AGENT_MAX_CONCURRENT_WORKFLOW_TASKS',
+    option: 'maxConcurrentWorkflowTaskExecutions',
+    // The SDK needs two slots when the cache is on (one for the sticky, one for the normal queue).
+    parse: (v) => intAtLeast(v, 2),
+  },
+  {
+    name: 'AGENT_MAX_CONCURRENT_ACTIVITIES',
+    option: 'maxConcurrentActivityTaskExecutions',
+    parse: (v) => intAtLeast(v, 1),
+  },
+  { name: 'AGENT_WORKFLOW_TASK_POLLERS', option: 'workflowTaskPollerBehavior', parse: (v) => pollers(v) },
+  { name: 'AGENT_ACTIVITY_TASK_POLLERS', option: 'activityTaskPollerBehavior', parse: (v) => pollers(v) },
+  {
+    name: 'AGENT_STICKY_SCHEDULE_TO_START_MS',
+    option: 'stickyQueueScheduleToStartTimeout',
+    parse: (v) => intAtLeast(v, 1),
+  },
+];
+
+function intAtLeast(raw: string, min: number): number {
+  const n = Number(raw.trim());
+  if (!Number.isInteger(n) || n < min) throw new Error(`must be an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+/** How a worker polls one kind of task (not exported by the SDK's index). */
+type PollerBehavior = NonNullable<WorkerOptions['workflowTaskPollerBehavior']>;
+
+/** `N` → at most N polls open; `auto` or `auto:MIN:MAX:INITIAL` → the SDK's autoscaling poller. */
+function pollers(raw: string): PollerBehavior {
+  const v = raw.trim().toLowerCase();
+  if (v === 'auto') return { type: 'autoscaling' };
+  if (v.startsWith('auto:')) {
+    const parts = v.slice('auto:'.length).split(':');
+    if (parts.length !== 3) throw new Error(`must be auto or auto:MIN:MAX:INITIAL, got "${raw}"`);
+    const [minimum, maximum, initial] = parts.map((p) => intAtLeast(p, 1)) as [number, number, number];
+    if (!(minimum <= initial && initial <= maximum)) {
+      throw new Error(`auto:MIN:MAX:INITIAL needs MIN <= INITIAL <= MAX, got "${raw}"`);
+    }
+    return { type: 'autoscaling', minimum, maximum, initial };
+  }
+  return { type: 'simple-maximum', maximum: intAtLeast(v, 1) };
+}
+
+/**
+ * The worker tuning from the environment. Throws an Error naming every invalid variable;
+ * empty values mean unset (compose's `${VAR:-}`).
+ */
+export function readWorkerTuning(env: NodeJS.ProcessEnv = process.env): WorkerTuning {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const t of TUNING_VARS) {
+    const raw = env[t.name];
+    if (raw === undefined || raw.trim() === '') continue;
+    try {
+      out[t.option] = t.parse(raw);
+    } catch (err) {
+      problems.push(`${t.name}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`Invalid worker environment: ${problems.join('; ')}`);
+  return out as WorkerTuning;
 }

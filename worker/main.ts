@@ -5,7 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from './create-worker';
-import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv } from './env';
+import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv, readWorkerTuning } from './env';
 import { ensureReaperSchedule, readReaperEnv } from './reaper-schedule';
 import { ensureSearchAttributes } from './search-attributes';
 import { createTelemetry } from './telemetry';
@@ -13,6 +13,7 @@ import { createTelemetry } from './telemetry';
 async function run(): Promise<void> {
   const env = readWorkerEnv();
   const saMode = readSearchAttributesMode();
+  const tuning = readWorkerTuning();
   const reaper = readReaperEnv();
   for (const w of reaper.warnings) console.warn(`worker: ${w}`);
   // OTEL_* (worker/telemetry.ts; off when unset). The Temporal core's own metrics need the
@@ -50,6 +51,7 @@ async function run(): Promise<void> {
       taskQueue: env.taskQueue,
       deps,
       searchAttributes: 'skip', // checked above
+      tuning,
       ...telemetry.workerOptions(deps.registry),
     });
     if (reaper.enabled) await startReaperSchedule(connectionOptions, namespace, env.taskQueue, reaper);

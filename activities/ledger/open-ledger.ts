@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LedgerConnectionError } from './errors';
-import { PostgresLedger } from './postgres-ledger';
+import { parsePostgresUrl, PostgresLedger } from './postgres-ledger';
 import { SqliteLedger } from './sqlite-ledger';
 import type { Ledger } from './types';
 
@@ -37,13 +37,15 @@ export interface OpenLedgerOptions {
 
 const HOW_TO_FIX =
   'Set LEDGER_URL to sqlite:PATH (embedded, one host; e.g. sqlite:data/agent.db) or ' +
-  'postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME] (several hosts).';
+  'postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME&pool_max=N&connect_timeout_ms=MS&statement_timeout_ms=MS&idle_timeout_ms=MS] (several hosts).';
 
 /**
  * Opens the ledger named by `url` and (by default) migrates it.
  *
  * - `sqlite:PATH` — a file (its folder is created) or `sqlite::memory:`
- * - `postgres://…` / `postgresql://…` — optional `?schema=NAME` query parameter selects a schema
+ * - `postgres://…` / `postgresql://…` — optional query parameters `schema`, `pool_max`,
+ *   `connect_timeout_ms`, `idle_timeout_ms`, `statement_timeout_ms` (POSTGRES_URL_PARAMETERS;
+ *   an unknown one is an error), libpq's TLS and session parameters pass through to `pg`
  *
  * Unknown schemes and unreachable databases throw {@link LedgerConnectionError} naming the
  * URL (password redacted) and how to fix it.
@@ -68,8 +70,16 @@ export async function openLedger(
       );
     }
   } else if (/^postgres(ql)?:\/\//.test(url)) {
-    const { connectionString, schema } = splitSchema(url);
-    const pg = new PostgresLedger(connectionString, schema ? { schema } : {});
+    let pg: PostgresLedger;
+    try {
+      // The ledger's own parameters (pool, timeouts, schema) never reach `pg`; a typo is an error.
+      const { connectionString, options } = parsePostgresUrl(url);
+      pg = new PostgresLedger(connectionString, options);
+    } catch (err) {
+      throw new LedgerConnectionError(`Ledger URL "${shown}": ${(err as Error).message}`, shown, {
+        cause: err,
+      });
+    }
     try {
       await pg.ping();
     } catch (err) {
@@ -100,16 +110,4 @@ export async function openLedger(
     }
   }
   return ledger;
-}
-
-/** Takes our own `schema` query parameter out of the URL before `pg` sees it. */
-function splitSchema(url: string): { connectionString: string; schema: string | undefined } {
-  try {
-    const u = new URL(url);
-    const schema = u.searchParams.get('schema') ?? undefined;
-    u.searchParams.delete('schema');
-    return { connectionString: u.toString(), schema };
-  } catch {
-    return { connectionString: url, schema: undefined };
-  }
 }

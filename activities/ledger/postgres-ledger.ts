@@ -46,6 +46,117 @@ export interface PostgresLedgerOptions {
   pool?: PoolConfig;
 }
 
+/**
+ * The ledger's own `LEDGER_URL` query parameters for PostgreSQL, taken out of the URL
+ * before `pg` sees it (docs/ledger.md "Pool and timeouts").
+ */
+export const POSTGRES_URL_PARAMETERS = {
+  schema: 'schema to use (search_path); created on migrate',
+  pool_max: 'connections in the pool (integer >= 1; default 10)',
+  connect_timeout_ms:
+    'how long a query waits for a connection, new or from the pool, before it fails (ms; default 10000; 0 = forever)',
+  idle_timeout_ms: 'an idle pooled connection is closed after this (ms; default 10000; 0 = never)',
+  statement_timeout_ms:
+    "the server cancels a statement running longer (ms; PostgreSQL's statement_timeout; default none)",
+} as const;
+
+/** libpq-style parameters passed to `pg` as they are (TLS, names, session options). */
+const PG_PASSTHROUGH_PARAMETERS: ReadonlySet<string> = new Set([
+  'sslmode',
+  'ssl',
+  'sslcert',
+  'sslkey',
+  'sslrootcert',
+  'sslnegotiation',
+  'uselibpqcompat',
+  'application_name',
+  'fallback_application_name',
+  'options',
+  'client_encoding',
+  'host',
+]);
+
+/** Default time a query waits for a connection: a dead server fails the call instead of hanging it. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** A `postgres://` URL split into what `pg` gets and the ledger's own settings. */
+export interface ParsedPostgresUrl {
+  /** The URL without the ledger's own parameters. */
+  readonly connectionString: string;
+  readonly options: PostgresLedgerOptions;
+}
+
+/**
+ * Splits the ledger's parameters ({@link POSTGRES_URL_PARAMETERS}) out of a `postgres://` URL.
+ * Throws a TypeError naming the parameter for a bad value or a parameter that is neither
+ * the ledger's nor a known libpq one (a typo must not be ignored silently).
+ */
+export function parsePostgresUrl(url: string): ParsedPostgresUrl {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    // Not a WHATWG URL (e.g. a socket path in the host): leave it to `pg` as it is.
+    return {
+      connectionString: url,
+      options: { pool: { connectionTimeoutMillis: DEFAULT_CONNECT_TIMEOUT_MS } },
+    };
+  }
+  const ms = (name: string, value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n) || n < 0) {
+      throw new TypeError(
+        `LEDGER_URL parameter ${name} must be an integer number of ms >= 0, got "${value}"`,
+      );
+    }
+    return n;
+  };
+  const pool: PoolConfig = { connectionTimeoutMillis: DEFAULT_CONNECT_TIMEOUT_MS };
+  let schema: string | undefined;
+  let maxConnections: number | undefined;
+  for (const [name, value] of [...u.searchParams.entries()]) {
+    switch (name) {
+      case 'schema':
+        schema = value;
+        break;
+      case 'pool_max': {
+        const n = Number(value);
+        if (!Number.isInteger(n) || n < 1) {
+          throw new TypeError(`LEDGER_URL parameter pool_max must be an integer >= 1, got "${value}"`);
+        }
+        maxConnections = n;
+        break;
+      }
+      case 'connect_timeout_ms':
+        pool.connectionTimeoutMillis = ms(name, value);
+        break;
+      case 'idle_timeout_ms':
+        pool.idleTimeoutMillis = ms(name, value);
+        break;
+      case 'statement_timeout_ms':
+        pool.statement_timeout = ms(name, value);
+        break;
+      default:
+        if (!PG_PASSTHROUGH_PARAMETERS.has(name)) {
+          throw new TypeError(
+            `unknown LEDGER_URL parameter "${name}" (the ledger's: ${Object.keys(POSTGRES_URL_PARAMETERS).join(', ')}; ` +
+              `passed to pg: ${[...PG_PASSTHROUGH_PARAMETERS].join(', ')})`,
+          );
+        }
+        continue;
+    }
+    u.searchParams.delete(name);
+  }
+  return {
+    connectionString: u.toString(),
+    options: {
+      ...(schema !== undefined ? { schema } : {}),
+      ...(maxConnections !== undefined ? { maxConnections } : {}),
+      pool,
+    },
+  };
+}
+
 /** The PostgreSQL {@link Ledger}. Open with `openLedger('postgres://…')` or construct directly. */
 export class PostgresLedger extends SqlLedger<PgConnection> {
   /** @inheritDoc */

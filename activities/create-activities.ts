@@ -6,8 +6,17 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Planner, PlannerInput } from '../common/planner';
-import { fixtureArgsSpecs, NEEDS_HUMAN_CODES, normalizeCall, ResultCode, type ToolResult } from '../guard';
+import { redact } from '../common/redact';
+import {
+  fixtureArgsSpecs,
+  GuardReason,
+  NEEDS_HUMAN_CODES,
+  normalizeCall,
+  ResultCode,
+  type ToolResult,
+} from '../guard';
 import { activityExecution, cancellationSignalOrNever, heartbeat } from './activity-context';
+import { approvalRequired, ApprovalStore, parseApprovalPolicy, type ApprovalPolicy } from './approvals';
 import {
   executeOnce,
   executeOnceAtomic,
@@ -51,6 +60,13 @@ export interface ActivityDeps {
   readonly identity?: string;
   /** The ledger reaper's settings (activities/reaper.ts); by default it asks the worker's client. */
   readonly reaper?: Omit<ReaperDeps, 'ledger'>;
+  /**
+   * Where approvals live (activities/approvals). By default beside the ledger, in its
+   * database; null: none (a call that needs an approval can then never run).
+   */
+  readonly approvals?: ApprovalStore | null;
+  /** Which calls need an approval beyond the tools' own `requiresApproval`; default: `AGENT_APPROVAL_POLICY`. */
+  readonly approvalPolicy?: ApprovalPolicy;
 }
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
@@ -89,6 +105,9 @@ export function createActivities(deps: ActivityDeps) {
   const leaseMs = deps.leaseMs ?? 30_000;
   const identity = deps.identity ?? `worker-${process.pid}`;
   const scripted = createScriptedPlanner();
+  const approvals = deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger);
+  // A bad policy fails the worker at start, naming the variable, instead of at the first call.
+  const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
 
   function plannerFor(kind: string): Planner {
     if (kind === 'scripted') return scripted;
@@ -153,11 +172,91 @@ export function createActivities(deps: ActivityDeps) {
         },
       };
     }
-    const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
+    const n = withoutNoFlowRefusal(registry.normalize(turn.tool, turn.args, turn.operationKey));
     return {
       turn,
       memory: out.memory,
-      proposal: { ...n, ledger: n.rejection ? null : await ledgerView(n), fixture: null },
+      proposal: {
+        ...n,
+        ledger: n.rejection ? null : await ledgerView(n),
+        fixture: null,
+        approval: n.rejection ? null : await approvalView(n, input.runId),
+      },
+    };
+  }
+
+  /**
+   * The registry refuses a `requiresApproval` tool with FATAL needs_human, written before
+   * this approval flow existed; the flow replaces that refusal (the run stops
+   * approval_required instead and the call runs once approved), so it is dropped here.
+   */
+  function withoutNoFlowRefusal(n: NormalizedProposal): NormalizedProposal {
+    const r = n.rejection;
+    const gated = registry.get(n.tool)?.requiresApproval !== undefined;
+    return gated && r?.kind === 'FATAL' && r.code === ResultCode.NEEDS_HUMAN ? { ...n, rejection: null } : n;
+  }
+
+  /**
+   * Whether the call needs an approval and the id of one that may authorise it now (bound to
+   * this run and fingerprint, unused, unexpired, not denied). When none does, the request is
+   * audited: the workflow now stops approval_required showing the call.
+   */
+  async function approvalView(n: NormalizedProposal, runId: string): Promise<ProposalInfo['approval']> {
+    const tool = registry.get(n.tool);
+    if (!tool || !approvalRequired(tool, n.args, approvalPolicy)) return null;
+    const found = approvals ? await approvals.findUsable(runId, n.fingerprint, n.argsHash) : null;
+    if (!found && approvals) {
+      const args = JSON.stringify(redact(n.canonicalArgs));
+      await approvals.request(runId, identity, `${n.fingerprint} ${n.tool} ${args}`);
+    }
+    return { required: true, approvalId: found?.id ?? null };
+  }
+
+  /**
+   * Uses up the call's approval before the tool runs (single use, bound to the run and to the
+   * fingerprint of the args that will run — recomputed here, never taken from the caller).
+   * Returns the refusal when the call must not run, null when it may.
+   */
+  async function useApproval(tool: AnyTool, input: RunToolInput, args: unknown): Promise<ToolResult | null> {
+    const required = approvalRequired(tool, args, approvalPolicy);
+    const approvalId = input.approvalId ?? null;
+    const { attempt, activityId } = activityExecution();
+    const by = `${input.runId}/${activityId}`;
+    if (approvalId === null) {
+      if (!required) return null;
+      await approvals?.refuse(
+        input.runId,
+        by,
+        `${input.fingerprint}: ${tool.name} called without an approval`,
+      );
+      return {
+        kind: 'FATAL',
+        code: ResultCode.APPROVAL_REQUIRED,
+        message: `${tool.name} needs a person's approval of this exact call and none was given: it did not run`,
+      };
+    }
+    if (!approvals) {
+      return {
+        kind: 'FATAL',
+        code: ResultCode.APPROVAL_INVALID,
+        message: `approval ${approvalId} cannot be checked: this worker has no approval store; ${tool.name} did not run`,
+      };
+    }
+    const n = registry.normalize(tool.name, args, input.operationKey);
+    const outcome = await approvals.consume({
+      approvalId,
+      runId: input.runId,
+      fingerprint: n.fingerprint,
+      argsHash: n.argsHash,
+      by,
+      // Only a Temporal retry of this same activity may find it used by itself.
+      retry: attempt > 1 && activityId !== 'direct',
+    });
+    if (outcome.ok) return null;
+    return {
+      kind: 'FATAL',
+      code: ResultCode.APPROVAL_INVALID,
+      message: `approval refused (${outcome.why}): ${outcome.message}; ${tool.name} did not run`,
     };
   }
 
@@ -243,6 +342,9 @@ export function createActivities(deps: ActivityDeps) {
       };
     }
     const args = { ...input, args: parsed.data };
+    const refused = await useApproval(tool, input, parsed.data);
+    if (refused)
+      return { result: refused, progressVersion: await world.progressVersion(input.runId), via: 'not_run' };
 
     if (tool.effect === 'read') {
       let result: ToolResult;
@@ -309,6 +411,9 @@ export function createActivities(deps: ActivityDeps) {
   /** Re-verifies, from external state, that what stopped a run has changed. */
   async function verifyPrecondition(input: VerifyInput): Promise<VerifyOutput> {
     const version = await world.progressVersion(input.runId);
+    if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
+      return { ...(await approvalLifts(input)), progressVersion: version };
+    }
     if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
       const rec = await ledger.get(input.operationKey);
       const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
@@ -343,6 +448,26 @@ export function createActivities(deps: ActivityDeps) {
     };
   }
 
+  /** The `approval` lift rule: a valid approval exists for this run, this stop and the blocked call. */
+  async function approvalLifts(input: VerifyInput): Promise<Omit<VerifyOutput, 'progressVersion'>> {
+    const fingerprint = input.blockedFingerprint ?? null;
+    const stopRef = input.stopRef ?? null;
+    if (fingerprint === null || stopRef === null) {
+      return {
+        changed: false,
+        detail: 'the stop names no blocked call or checkpoint an approval could be bound to',
+      };
+    }
+    if (!approvals) return { changed: false, detail: 'this worker has no approval store' };
+    const check = await approvals.checkStop(input.runId, fingerprint, stopRef);
+    if (!check.ok) return { changed: false, detail: `not approved (${check.why}): ${check.message}` };
+    const a = check.approval;
+    return {
+      changed: true,
+      detail: `approval ${a.id} by ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`,
+    };
+  }
+
   /** The run's progress version now (at start, for initialProgressVersion). */
   async function currentProgress(runId: string): Promise<number> {
     return world.progressVersion(runId);
@@ -351,6 +476,15 @@ export function createActivities(deps: ActivityDeps) {
   const { reapLedger } = createReaperActivities({ ledger, ...deps.reaper });
 
   return { plan, runTool, verifyPrecondition, currentProgress, reapLedger };
+}
+
+/** The approval store in the ledger's database, or null when the ledger has none to share. */
+function approvalStoreBeside(ledger: Ledger): ApprovalStore | null {
+  try {
+    return ApprovalStore.over(ledger);
+  } catch {
+    return null;
+  }
 }
 
 /** The activity functions, for `proxyActivities<Activities>()`. */

@@ -66,6 +66,10 @@ export const ResultCode = {
   MISSING_OPERATION_KEY: 'missing_operation_key',
   /** RETRYABLE: another executor holds a live claim on the key. */
   IN_PROGRESS: 'in_progress',
+  /** FATAL: a call that needs a person's approval came without one (it did not run). */
+  APPROVAL_REQUIRED: 'approval_required',
+  /** FATAL: the approval given could not be used (used, expired, denied, another run or call); nothing ran. */
+  APPROVAL_INVALID: 'approval_invalid',
 } as const;
 /** One of {@link ResultCode}. */
 export type ResultCode = (typeof ResultCode)[keyof typeof ResultCode];
@@ -75,6 +79,8 @@ export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
   ResultCode.PERMISSION_DENIED,
   ResultCode.POLICY_BLOCKED,
   ResultCode.NEEDS_HUMAN,
+  ResultCode.APPROVAL_REQUIRED,
+  ResultCode.APPROVAL_INVALID,
 ]);
 
 /**

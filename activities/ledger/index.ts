@@ -33,7 +33,7 @@ export type { ExecuteOnceOptions, ExecuteOutcome, ReconcileAnswer, SideEffectCon
 export { openLedger, ledgerUrlFromEnv, redactUrl, DEFAULT_LEDGER_URL } from './open-ledger';
 export type { OpenLedgerOptions } from './open-ledger';
 export { SqlLedger } from './sql-ledger';
-export type { LedgerRow, MaybePromise, SqlAccess, SqlFragment } from './sql-ledger';
+export type { LedgerDatabase, LedgerRow, MaybePromise, SqlAccess, SqlFragment } from './sql-ledger';
 export { SqliteLedger } from './sqlite-ledger';
 export type { SqliteLedgerOptions } from './sqlite-ledger';
 export { PostgresLedger, toPgPlaceholders } from './postgres-ledger';

@@ -14,6 +14,8 @@ export interface Migration {
 }
 
 const STATES = `'CLAIMED','DISPATCHED','SUCCEEDED','FAILED_FINAL','UNKNOWN'`;
+/** The approval audit's actions (`AUDIT_ACTIONS` in activities/approvals/types.ts). */
+const AUDIT_ACTIONS = `'requested','approved','denied','consumed','refused'`;
 
 /** SQLite: the table that records which migrations ran (created before the first one). */
 export const SQLITE_MIGRATIONS_TABLE =
@@ -71,6 +73,50 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX ledger_resolutions_key ON ledger_resolutions (key)`,
     ],
   },
+  {
+    version: 2,
+    name: 'create approvals and the append-only approval audit (activities/approvals)',
+    statements: [
+      `CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        stop_ref TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        args_hash TEXT,
+        approver TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER,
+        used_by_activity TEXT,
+        denied_at INTEGER
+      )`,
+      `CREATE INDEX approvals_run_call ON approvals (run_id, fingerprint)`,
+      // What an approval is bound to never changes, and a use or a denial is never taken back.
+      `CREATE TRIGGER approvals_binding_immutable BEFORE UPDATE ON approvals
+       WHEN NEW.id IS NOT OLD.id OR NEW.run_id IS NOT OLD.run_id OR NEW.stop_ref IS NOT OLD.stop_ref
+         OR NEW.tool IS NOT OLD.tool OR NEW.fingerprint IS NOT OLD.fingerprint OR NEW.args_hash IS NOT OLD.args_hash
+         OR NEW.approver IS NOT OLD.approver OR NEW.created_at IS NOT OLD.created_at OR NEW.expires_at IS NOT OLD.expires_at
+         OR (OLD.used_at IS NOT NULL AND NEW.used_at IS NOT OLD.used_at)
+         OR (OLD.denied_at IS NOT NULL AND NEW.denied_at IS NOT OLD.denied_at)
+       BEGIN SELECT RAISE(ABORT, 'approvals: the binding, a use and a denial are immutable'); END`,
+      `CREATE TABLE approval_audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN (${AUDIT_ACTIONS})),
+        run_id TEXT NOT NULL,
+        approval_id TEXT,
+        actor TEXT NOT NULL,
+        detail TEXT
+      )`,
+      `CREATE INDEX approval_audit_run ON approval_audit (run_id, id)`,
+      `CREATE TRIGGER approval_audit_no_update BEFORE UPDATE ON approval_audit
+       BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
+      `CREATE TRIGGER approval_audit_no_delete BEFORE DELETE ON approval_audit
+       BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
+    ],
+  },
 ];
 
 /**
@@ -118,6 +164,60 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         at timestamptz NOT NULL
       )`,
       `CREATE INDEX ledger_resolutions_key ON ledger_resolutions (key)`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'create approvals and the append-only approval audit (activities/approvals)',
+    statements: [
+      `CREATE TABLE approvals (
+        id text PRIMARY KEY,
+        run_id text NOT NULL,
+        stop_ref text NOT NULL,
+        tool text NOT NULL,
+        fingerprint text NOT NULL,
+        args_hash text,
+        approver text NOT NULL,
+        reason text NOT NULL,
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz,
+        used_by_activity text,
+        denied_at timestamptz
+      )`,
+      `CREATE INDEX approvals_run_call ON approvals (run_id, fingerprint)`,
+      // What an approval is bound to never changes, and a use or a denial is never taken back.
+      `CREATE FUNCTION approvals_binding_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.id IS DISTINCT FROM OLD.id OR NEW.run_id IS DISTINCT FROM OLD.run_id
+            OR NEW.stop_ref IS DISTINCT FROM OLD.stop_ref OR NEW.tool IS DISTINCT FROM OLD.tool
+            OR NEW.fingerprint IS DISTINCT FROM OLD.fingerprint OR NEW.args_hash IS DISTINCT FROM OLD.args_hash
+            OR NEW.approver IS DISTINCT FROM OLD.approver OR NEW.created_at IS DISTINCT FROM OLD.created_at
+            OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
+            OR (OLD.used_at IS NOT NULL AND NEW.used_at IS DISTINCT FROM OLD.used_at)
+            OR (OLD.denied_at IS NOT NULL AND NEW.denied_at IS DISTINCT FROM OLD.denied_at) THEN
+           RAISE EXCEPTION 'approvals: the binding, a use and a denial are immutable';
+         END IF;
+         RETURN NEW;
+       END $$`,
+      `CREATE TRIGGER approvals_binding_immutable BEFORE UPDATE ON approvals
+       FOR EACH ROW EXECUTE FUNCTION approvals_binding_immutable()`,
+      `CREATE TABLE approval_audit (
+        id bigserial PRIMARY KEY,
+        at timestamptz NOT NULL,
+        action text NOT NULL CHECK (action IN (${AUDIT_ACTIONS})),
+        run_id text NOT NULL,
+        approval_id text,
+        actor text NOT NULL,
+        detail text
+      )`,
+      `CREATE INDEX approval_audit_run ON approval_audit (run_id, id)`,
+      `CREATE FUNCTION approval_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'approval_audit is append-only'; END $$`,
+      `CREATE TRIGGER approval_audit_no_change BEFORE UPDATE OR DELETE ON approval_audit
+       FOR EACH ROW EXECUTE FUNCTION approval_audit_append_only()`,
+      `CREATE TRIGGER approval_audit_no_truncate BEFORE TRUNCATE ON approval_audit
+       FOR EACH STATEMENT EXECUTE FUNCTION approval_audit_append_only()`,
     ],
   },
 ];

@@ -90,6 +90,26 @@ export interface LedgerRow {
   resolved_prior_state: LedgerState | null;
 }
 
+/**
+ * The ledger's database as a store that lives beside the ledger uses it (activities/approvals):
+ * the dialect's SQL for "now" and for durations, its time decoding, and units of work on the
+ * ledger's own connection under its own lock, so such a store opens no second connection and
+ * never interleaves with a ledger transaction. Its tables come from the ledger's migrations.
+ */
+export interface LedgerDatabase {
+  readonly backend: LedgerBackend;
+  /** SQL for database "now" (store times are never a worker's clock). */
+  readonly now: string;
+  /** SQL for a duration of `param` milliseconds, to add to or subtract from {@link now}. */
+  ms(param: string): string;
+  /** SQL for the milliseconds from now until the time in `column` (negative when past). */
+  msUntil(column: string): string;
+  /** Decodes a time column to ISO 8601 (null stays null). */
+  isoTime(value: unknown): string | null;
+  /** Runs `fn` as one unit of work of kind `access` (see {@link SqlAccess}); `?` placeholders. */
+  unit<T>(access: SqlAccess, fn: (tx: LedgerTx) => Promise<T>): Promise<T>;
+}
+
 /** One step a unit of work asks the dialect to perform; the answer is sent back into the unit. */
 type SqlStep =
   /** Answer: rows changed. */
@@ -188,6 +208,18 @@ export abstract class SqlLedger<C> implements Ledger {
 
   /** @inheritDoc */
   abstract close(): Promise<void>;
+
+  /** This ledger's database for a store beside it (see {@link LedgerDatabase}). */
+  database(): LedgerDatabase {
+    return {
+      backend: this.backend,
+      now: this.now,
+      ms: (param) => this.ms(param),
+      msUntil: (column) => this.msUntil(column),
+      isoTime: (value) => this.isoTime(value),
+      unit: (access, fn) => this.connect(access, (c) => fn(this.tx(c))),
+    };
+  }
 
   // ---- The protocol -----------------------------------------------------------------
 

@@ -56,6 +56,17 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
    * the blocked call's check passes (else when external state moved at all).
    */
   readonly checkPrecondition?: (args: z.output<S>, tx: Tx) => Promise<string | null>;
+  /**
+   * A person must approve the call before it runs: `true` for every call, or a function of
+   * the parsed args (e.g. transfers above an amount). The run stops NEEDS_HUMAN
+   * `approval_required` showing the exact call; an approval bound to that run, stop and
+   * call fingerprint is used once when the call runs (activities/approvals, docs/security.md
+   * "Approvals"). MCP tools set it from their server config. The worker's
+   * `AGENT_APPROVAL_POLICY` can require approvals for tools that do not set it.
+   */
+  readonly requiresApproval?: boolean | ((args: z.output<S>) => boolean);
+  /** The tool may destroy or overwrite data (MCP `destructiveHint`); informational. */
+  readonly destructive?: boolean;
   /** Tool-specific error classification; return undefined to fall back to the defaults. */
   readonly classify?: (err: unknown) => ToolResult | undefined;
   /** Performs the call. Throw to fail; the error is classified. */

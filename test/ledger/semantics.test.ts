@@ -830,6 +830,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
       await Promise.all([ledger, ...others].map((l) => l.migrate()));
       expect(await db.exec('SELECT version, name FROM ledger_migrations')).toEqual([
         { version: 1, name: expect.stringContaining('create ledger records') },
+        { version: 2, name: expect.stringContaining('approvals') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -850,7 +851,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 1\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 2\)/,
         );
       } finally {
         await newer.cleanup();

@@ -211,6 +211,34 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     },
   });
 
+  const transferFunds = defineTool({
+    name: 'transfer_funds',
+    description:
+      "Move money between two accounts. High risk: every call needs a person's approval of the exact transfer.",
+    effect: 'write',
+    atomicWithLedger: true,
+    // The run stops NEEDS_HUMAN approval_required until `agentctl approvals approve` (docs/security.md).
+    requiresApproval: true,
+    schema: z
+      .object({
+        from: z.string().min(1),
+        to: z.string().min(1),
+        amountCents: z.number().int().positive(),
+        reference: z.string().min(1),
+      })
+      .strict(),
+    operationKey: (a) => `transfer:${a.reference}`,
+    async execute(args, ctx) {
+      await world.countCall(ctx.runId, 'transfer_funds', ctx.tx);
+      await ctx.tx.run(
+        'INSERT INTO world_payments (op_key, customer, amount_cents, currency) VALUES (?, ?, ?, ?)',
+        [ctx.operationKey, `${args.from}->${args.to}`, args.amountCents, 'EUR'],
+      );
+      await world.bump(ctx.tx);
+      return { data: { transferred: args.amountCents, from: args.from, to: args.to } };
+    },
+  });
+
   const completeTask = defineTool({
     name: 'complete_task',
     description: 'Declare the goal met, with a summary. Ends the run.',
@@ -231,6 +259,7 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     startJob,
     pollJob,
     deploy,
+    transferFunds,
     completeTask,
   ];
 }

@@ -1,0 +1,25 @@
+/** Errors of the approval store (activities/approvals). */
+
+/** Base class of every approval error. */
+export class ApprovalError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ApprovalError';
+  }
+}
+
+/** Bad input to the store or the policy (an empty actor, a TTL that is no duration, a bad policy). */
+export class ApprovalInputError extends ApprovalError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ApprovalInputError';
+  }
+}
+
+/** The ledger the store was asked to live beside is not a SQL ledger (it has no database to share). */
+export class ApprovalStoreUnavailableError extends ApprovalError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ApprovalStoreUnavailableError';
+  }
+}

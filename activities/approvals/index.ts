@@ -1,0 +1,35 @@
+/**
+ * @module approvals
+ *
+ * Approvals for high-risk calls (issue #10): which calls need one ({@link approvalRequired},
+ * the worker's {@link ApprovalPolicy}), and the store that binds an approval to a run, a stop
+ * and a call fingerprint, lets it be used once before it expires, and audits everything
+ * append-only ({@link ApprovalStore}). Operators use `agentctl approvals`; docs/security.md.
+ */
+export { ApprovalError, ApprovalInputError, ApprovalStoreUnavailableError } from './errors';
+export { ApprovalStore, DEFAULT_APPROVAL_TTL_MS, MAX_APPROVAL_TTL_MS } from './approval-store';
+export type { AuditOptions, ListApprovalsOptions } from './approval-store';
+export {
+  approvalRequired,
+  NO_APPROVAL_POLICY,
+  parseApprovalPolicy,
+  RISK_LEVELS,
+  riskOf,
+  type ApprovalPolicy,
+  type RiskLevel,
+} from './policy';
+export { parseTtl } from './ttl';
+export { AUDIT_ACTIONS } from './types';
+export type {
+  ApprovalRecord,
+  ApprovalState,
+  ApprovalTarget,
+  AuditAction,
+  AuditEntry,
+  ConsumeInput,
+  ConsumeOutcome,
+  Decider,
+  GrantInput,
+  RefusalWhy,
+  StopCheck,
+} from './types';

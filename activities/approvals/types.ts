@@ -1,0 +1,96 @@
+/** The records of the approval store: approvals, their states, and the audit trail. */
+
+/** What the append-only audit records. */
+export const AUDIT_ACTIONS = ['requested', 'approved', 'denied', 'consumed', 'refused'] as const;
+/** One of {@link AUDIT_ACTIONS}. */
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * Where an approval stands now: `valid` (may authorise its call once), `used`, `expired`
+ * (its TTL passed unused) or `denied` (a denial row, or an approval withdrawn by a denial).
+ */
+export type ApprovalState = 'valid' | 'used' | 'expired' | 'denied';
+
+/** One stored approval (or denial): bound to a run, one of its stops and one call. */
+export interface ApprovalRecord {
+  readonly id: string;
+  readonly runId: string;
+  /** The stop it was granted for: the StopReport's `last_safe_checkpoint` (`checkpoint-<steps>`). */
+  readonly stopRef: string;
+  readonly tool: string;
+  /** The blocked call's fingerprint (docs/spec.md §1): the call this approval authorises. */
+  readonly fingerprint: string;
+  /** The call's `sha256:` args hash when the approver knew it; then it must match too. */
+  readonly argsHash: string | null;
+  /** Who approved (or denied): today the operator's `--actor`, later a verified identity. */
+  readonly approver: string;
+  readonly reason: string;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+  readonly usedAt: string | null;
+  /** Which activity execution used it (`<runId>/<activityId>`). */
+  readonly usedByActivity: string | null;
+  readonly deniedAt: string | null;
+  readonly state: ApprovalState;
+}
+
+/** One row of the append-only audit. */
+export interface AuditEntry {
+  readonly id: number;
+  readonly at: string;
+  readonly action: AuditAction;
+  readonly runId: string;
+  readonly approvalId: string | null;
+  readonly actor: string;
+  readonly detail: string | null;
+}
+
+/** The call and the stop an approval or a denial is for. */
+export interface ApprovalTarget {
+  readonly runId: string;
+  readonly stopRef: string;
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly argsHash?: string | null;
+}
+
+/** Who decides and why. `actor` is a name today; a verified operator identity replaces it later. */
+export interface Decider {
+  readonly actor: string;
+  readonly reason: string;
+}
+
+/** Input of {@link ApprovalStore.grant}. */
+export interface GrantInput extends ApprovalTarget, Decider {
+  /** How long the approval stays usable (database time), milliseconds. */
+  readonly ttlMs: number;
+}
+
+/** Input of {@link ApprovalStore.consume}. */
+export interface ConsumeInput {
+  readonly approvalId: string;
+  readonly runId: string;
+  readonly fingerprint: string;
+  readonly argsHash?: string | null;
+  /** The consuming activity execution, `<runId>/<activityId>`. */
+  readonly by: string;
+  /**
+   * True on a Temporal retry of the same activity (attempt > 1): an approval this very
+   * activity used already is accepted again, so a crash between use and run does not
+   * strand the call. A different activity (a replay) is always refused.
+   */
+  readonly retry?: boolean;
+}
+
+/** Why an approval could not be used (or does not lift a stop). */
+export type RefusalWhy = 'none' | 'other_run' | 'other_call' | 'other_stop' | 'used' | 'expired' | 'denied';
+
+/** What {@link ApprovalStore.consume} answers. */
+export type ConsumeOutcome =
+  | { readonly ok: true; readonly approval: ApprovalRecord }
+  | { readonly ok: false; readonly why: RefusalWhy; readonly message: string };
+
+/** What {@link ApprovalStore.checkStop} answers: does a valid approval lift this stop? */
+export type StopCheck =
+  | { readonly ok: true; readonly approval: ApprovalRecord }
+  | { readonly ok: false; readonly why: RefusalWhy; readonly message: string };

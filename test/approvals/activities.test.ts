@@ -1,0 +1,225 @@
+/**
+ * The activity side of approvals, called directly on a real SQLite ledger + world: `plan`
+ * marks a gated call and finds its approval, `runTool` uses it up before the tool runs
+ * (exactly once: the tool's counter moves to 1 and never again), and a replayed, foreign or
+ * missing approval runs nothing. `verifyPrecondition` lifts an approval_required stop only
+ * with a valid approval for that stop and call.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ApprovalStore, approvalRequired, parseApprovalPolicy } from '../../activities/approvals';
+import { createActivities } from '../../activities/create-activities';
+import { defineTool } from '../../activities/tools/define-tool';
+import type { ProposalInfo, RunToolInput } from '../../activities/types';
+import { openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+
+let wired = 0;
+/** A gated write of our own (args-dependent), beside the demo's `transfer_funds`. */
+const wire = defineTool({
+  name: 'wire',
+  description: 'Wire money; above 1000 cents a person must approve.',
+  effect: 'write',
+  schema: z.object({ ref: z.string(), cents: z.number().int() }).strict(),
+  operationKey: (a) => `wire:${a.ref}`,
+  requiresApproval: (a) => a.cents > 1000,
+  async execute() {
+    wired += 1;
+    return { data: { ok: true } };
+  },
+});
+
+describe('approvals in the activities', () => {
+  let deps: WorkerDeps;
+  let acts: ReturnType<typeof createActivities>;
+  let store: ApprovalStore;
+
+  beforeAll(async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-apr-')), 'agent.db')}`;
+    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [wire] });
+    acts = createActivities(deps);
+    store = ApprovalStore.over(deps.ledger);
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  async function planned(runId: string, tool: string, args: Record<string, unknown>): Promise<ProposalInfo> {
+    const out = await acts.plan({
+      runId,
+      goal: 'approvals',
+      planner: { kind: 'scripted', live: true, script: { calls: [{ tool, args }] } } as never,
+      memory: null,
+      observation: null,
+    });
+    if (!out.proposal) throw new Error('expected a proposal');
+    return out.proposal;
+  }
+  const input = (runId: string, p: ProposalInfo, approvalId?: string | null): RunToolInput => ({
+    runId,
+    tool: p.tool,
+    args: p.args,
+    operationKey: p.operationKey,
+    fingerprint: p.fingerprint,
+    argsHash: p.argsHash,
+    approvalId: approvalId ?? null,
+    fixture: null,
+  });
+  const transfers = async (runId: string) => (await deps.world.counters(runId)).transfer_funds ?? 0;
+  const transfer = (ref: string) => ({ from: 'acc-1', to: 'acc-2', amountCents: 5000, reference: ref });
+  const grant = (runId: string, p: ProposalInfo, over: { fingerprint?: string; ttlMs?: number } = {}) =>
+    store.grant({
+      runId,
+      stopRef: 'checkpoint-0',
+      tool: p.tool,
+      fingerprint: over.fingerprint ?? p.fingerprint,
+      actor: 'alice',
+      reason: 'checked the invoice',
+      ttlMs: over.ttlMs ?? 60_000,
+    });
+
+  it('plan marks a gated call required with no approval (and audits the request), then finds the approval', async () => {
+    const p = await planned('r-plan', 'transfer_funds', transfer('t-1'));
+    expect(p.rejection).toBeNull();
+    expect(p.approval).toEqual({ required: true, approvalId: null });
+    expect((await store.audit({ runId: 'r-plan' })).map((e) => e.action)).toEqual(['requested']);
+    const a = await grant('r-plan', p);
+    expect((await planned('r-plan', 'transfer_funds', transfer('t-1'))).approval).toEqual({
+      required: true,
+      approvalId: a.id,
+    });
+    // Another run, or another call, does not see it.
+    expect((await planned('r-plan-2', 'transfer_funds', transfer('t-1'))).approval?.approvalId).toBeNull();
+    expect((await planned('r-plan', 'transfer_funds', transfer('t-2'))).approval?.approvalId).toBeNull();
+    // Ungated calls carry no approval.
+    expect((await planned('r-plan', 'search', { query: 'temporal' })).approval).toBeNull();
+  });
+
+  it('runTool uses the approval once: the transfer runs once, a replayed approval id runs nothing', async () => {
+    const p = await planned('r-once', 'transfer_funds', transfer('t-once'));
+    const a = await grant('r-once', p);
+    const first = await acts.runTool(input('r-once', p, a.id));
+    expect(first).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    expect(await transfers('r-once')).toBe(1);
+    expect((await store.get(a.id))?.state).toBe('used');
+
+    // The same approval for another transfer (its own operation key, so the ledger would run it).
+    const q = await planned('r-once', 'transfer_funds', transfer('t-again'));
+    const replay = await acts.runTool(input('r-once', q, a.id));
+    expect(replay).toMatchObject({ result: { kind: 'FATAL', code: 'approval_invalid' }, via: 'not_run' });
+    expect(await transfers('r-once')).toBe(1);
+    // And the very same call again with the used approval.
+    const again = await acts.runTool(input('r-once', p, a.id));
+    expect(again.result).toMatchObject({ kind: 'FATAL', code: 'approval_invalid' });
+    expect(again.result.kind === 'FATAL' && again.result.message).toMatch(/used/);
+    expect(await transfers('r-once')).toBe(1);
+    expect((await store.audit({ runId: 'r-once' })).map((e) => e.action)).toEqual([
+      'requested',
+      'approved',
+      'consumed',
+      'requested',
+      'refused',
+      'refused',
+    ]);
+  });
+
+  it('a caller bypassing the workflow (no approval id) is refused: FATAL approval_required, counter 0', async () => {
+    const p = await planned('r-bypass', 'transfer_funds', transfer('t-bypass'));
+    const out = await acts.runTool(input('r-bypass', p, null));
+    expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'approval_required' }, via: 'not_run' });
+    expect(await transfers('r-bypass')).toBe(0);
+    expect(await deps.ledger.get('transfer:t-bypass')).toBeNull();
+  });
+
+  it('refuses an approval of another run, of another call (a lied fingerprint too) and an expired one; counter 0', async () => {
+    const p = await planned('r-bad', 'transfer_funds', transfer('t-bad'));
+    const foreign = await grant('r-other', p);
+    const other = await grant('r-bad', p, { fingerprint: 'transfer_funds:0000000000000000' });
+    const expired = await grant('r-bad', p, { ttlMs: 1 });
+    await new Promise((r) => setTimeout(r, 30));
+    for (const [id, why] of [
+      [foreign.id, 'other_run'],
+      [other.id, 'other_call'],
+      [expired.id, 'expired'],
+    ] as const) {
+      const out = await acts.runTool(input('r-bad', p, id));
+      expect(out.result).toMatchObject({ kind: 'FATAL', code: 'approval_invalid' });
+      expect(out.result.kind === 'FATAL' && out.result.message).toContain(`(${why})`);
+    }
+    // A caller claiming the approved call's fingerprint for other args: the activity
+    // fingerprints the args it will run, so the approval does not match.
+    const approved = await planned('r-bad', 'transfer_funds', transfer('t-approved'));
+    const a = await grant('r-bad', approved);
+    const lied = {
+      ...input('r-bad', p, a.id),
+      fingerprint: approved.fingerprint,
+      argsHash: approved.argsHash,
+    };
+    expect((await acts.runTool(lied)).result).toMatchObject({ kind: 'FATAL', code: 'approval_invalid' });
+    expect(await transfers('r-bad')).toBe(0);
+    expect((await store.get(a.id))?.state).toBe('valid');
+  });
+
+  it("a tool's requiresApproval may depend on the args; the policy can gate any tool", async () => {
+    const small = await planned('r-fn', 'wire', { ref: 'w-1', cents: 10 });
+    expect(small.approval).toBeNull();
+    expect((await acts.runTool(input('r-fn', small))).via).toBe('executed');
+    const big = await planned('r-fn', 'wire', { ref: 'w-2', cents: 5000 });
+    expect(big.approval).toEqual({ required: true, approvalId: null });
+    expect((await acts.runTool(input('r-fn', big))).result).toMatchObject({ code: 'approval_required' });
+    expect(wired).toBe(1);
+
+    const search = deps.registry.get('search');
+    const deploy = deps.registry.get('deploy');
+    if (!search || !deploy) throw new Error('demo tools missing');
+    expect(approvalRequired(deploy, {}, parseApprovalPolicy('{"minRisk":"write"}'))).toBe(true);
+    expect(approvalRequired(search, {}, parseApprovalPolicy('{"minRisk":"write"}'))).toBe(false);
+    expect(approvalRequired(deploy, {}, parseApprovalPolicy('{"minRisk":"destructive"}'))).toBe(false);
+    expect(approvalRequired(search, {}, parseApprovalPolicy('search, deploy'))).toBe(true);
+    expect(() => parseApprovalPolicy('{"writesAbove":"x"}')).toThrow(/unknown key/);
+    expect(() => parseApprovalPolicy('{"minRisk":"huge"}')).toThrow(/minRisk/);
+  });
+
+  it('verifyPrecondition lifts approval_required only with a valid approval for that stop and call', async () => {
+    const p = await planned('r-verify', 'transfer_funds', transfer('t-verify'));
+    const verify = (stopRef: string | null) =>
+      acts.verifyPrecondition({
+        runId: 'r-verify',
+        reason: 'approval_required',
+        checkpointProgressVersion: 0,
+        blockedTool: p.tool,
+        blockedArgs: p.args,
+        operationKey: p.operationKey,
+        precondition: 'approval',
+        blockedFingerprint: p.fingerprint,
+        stopRef,
+      });
+    expect(await verify('checkpoint-0')).toMatchObject({
+      changed: false,
+      detail: expect.stringContaining('(none)'),
+    });
+    const a = await grant('r-verify', p);
+    expect(await verify('checkpoint-0')).toMatchObject({
+      changed: true,
+      detail: expect.stringContaining(a.id),
+    });
+    expect(await verify('checkpoint-7')).toMatchObject({
+      changed: false,
+      detail: expect.stringContaining('other_stop'),
+    });
+    expect(await verify(null)).toMatchObject({ changed: false });
+    await store.deny({
+      runId: 'r-verify',
+      stopRef: 'checkpoint-0',
+      tool: p.tool,
+      fingerprint: p.fingerprint,
+      actor: 'bob',
+      reason: 'no',
+    });
+    expect(await verify('checkpoint-0')).toMatchObject({
+      changed: false,
+      detail: expect.stringContaining('denied'),
+    });
+  });
+});

@@ -1,0 +1,198 @@
+/**
+ * The approval store on both real backends (SQLite file, PostgreSQL schema): an approval is
+ * used at most once, only by its run and its call, never after it expired or was denied,
+ * and every action lands in an audit the database itself refuses to change.
+ */
+import { ApprovalInputError, ApprovalStore, type GrantInput } from '../../activities/approvals';
+import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(backendNames)('approval store on %s', (backend) => {
+  let db: TestDb;
+  let store: ApprovalStore;
+  let n = 0;
+  /** A fresh run id per test, so tests never see each other's rows. */
+  let run: string;
+
+  beforeAll(async () => {
+    db = await createTestDb(backend);
+    store = ApprovalStore.over(await db.open());
+  });
+  afterAll(async () => {
+    await db?.cleanup();
+  });
+  beforeEach(() => {
+    run = `run-${++n}`;
+  });
+
+  const grantOf = (over: Partial<GrantInput> = {}): GrantInput => ({
+    runId: run,
+    stopRef: 'checkpoint-3',
+    tool: 'transfer_funds',
+    fingerprint: 'transfer_funds:00000000000000aa',
+    actor: 'alice',
+    reason: 'ticket 42',
+    ttlMs: 60_000,
+    ...over,
+  });
+  const use = (approvalId: string, over: { runId?: string; fingerprint?: string; by?: string } = {}) =>
+    store.consume({
+      approvalId,
+      runId: over.runId ?? run,
+      fingerprint: over.fingerprint ?? 'transfer_funds:00000000000000aa',
+      by: over.by ?? `${run}/5`,
+    });
+  const actions = async () => (await store.audit({ runId: run })).map((e) => e.action);
+
+  it('grants a valid approval bound to the run, stop and call, and audits it', async () => {
+    const a = await store.grant(grantOf());
+    expect(a).toMatchObject({
+      runId: run,
+      stopRef: 'checkpoint-3',
+      state: 'valid',
+      approver: 'alice',
+      usedAt: null,
+    });
+    expect(a.id).toMatch(/^apr_/);
+    expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(60_000);
+    expect(await store.findUsable(run, a.fingerprint, null)).toMatchObject({ id: a.id });
+    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({ ok: true });
+    expect(await actions()).toEqual(['approved']);
+  });
+
+  it('is consumed once; a second use is refused and audited', async () => {
+    const a = await store.grant(grantOf());
+    const first = await use(a.id);
+    expect(first).toMatchObject({ ok: true, approval: { state: 'used', usedByActivity: `${run}/5` } });
+    const second = await use(a.id, { by: `${run}/9` });
+    expect(second).toMatchObject({ ok: false, why: 'used' });
+    expect((await store.get(a.id))?.usedByActivity).toBe(`${run}/5`);
+    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+      ok: false,
+      why: 'used',
+    });
+    expect(await actions()).toEqual(['approved', 'consumed', 'refused']);
+  });
+
+  it('a retry of the same activity may use it again; a replay by another activity may not', async () => {
+    const a = await store.grant(grantOf());
+    expect(await use(a.id)).toMatchObject({ ok: true });
+    const retry = await store.consume({
+      approvalId: a.id,
+      runId: run,
+      fingerprint: a.fingerprint,
+      by: `${run}/5`,
+      retry: true,
+    });
+    expect(retry).toMatchObject({ ok: true });
+    const replay = await store.consume({
+      approvalId: a.id,
+      runId: run,
+      fingerprint: a.fingerprint,
+      by: `${run}/6`,
+      retry: true,
+    });
+    expect(replay).toMatchObject({ ok: false, why: 'used' });
+  });
+
+  it('refuses an expired approval', async () => {
+    const a = await store.grant(grantOf({ ttlMs: 1 }));
+    await sleep(30);
+    expect((await store.get(a.id))?.state).toBe('expired');
+    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+      ok: false,
+      why: 'expired',
+    });
+    expect(await use(a.id)).toMatchObject({ ok: false, why: 'expired' });
+    expect((await store.get(a.id))?.usedAt).toBeNull();
+  });
+
+  it('refuses another call, another run, an unknown id, and another stop', async () => {
+    const a = await store.grant(grantOf());
+    expect(await use(a.id, { fingerprint: 'transfer_funds:00000000000000bb' })).toMatchObject({
+      ok: false,
+      why: 'other_call',
+    });
+    expect(await use(a.id, { runId: `${run}-other` })).toMatchObject({ ok: false, why: 'other_run' });
+    expect(await use('apr_nope')).toMatchObject({ ok: false, why: 'none' });
+    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-9')).toMatchObject({
+      ok: false,
+      why: 'other_stop',
+    });
+    expect(await store.findUsable(run, 'transfer_funds:00000000000000bb', null)).toBeNull();
+    // None of the refusals used it up.
+    expect(await use(a.id)).toMatchObject({ ok: true });
+  });
+
+  it('binds the args hash when the approver gave one', async () => {
+    const a = await store.grant(grantOf({ argsHash: 'sha256:aa' }));
+    expect(await store.findUsable(run, a.fingerprint, 'sha256:bb')).toBeNull();
+    const wrong = await store.consume({
+      approvalId: a.id,
+      runId: run,
+      fingerprint: a.fingerprint,
+      argsHash: 'sha256:bb',
+      by: 'x',
+    });
+    expect(wrong).toMatchObject({ ok: false, why: 'other_call' });
+    expect(await store.findUsable(run, a.fingerprint, 'sha256:aa')).toMatchObject({ id: a.id });
+  });
+
+  it('a denial withdraws pending approvals of the call, is refused, and audits it', async () => {
+    const a = await store.grant(grantOf());
+    const { denial, withdrawn } = await store.deny({
+      ...grantOf(),
+      actor: 'bob',
+      reason: 'not this account',
+    });
+    expect(withdrawn).toEqual([a.id]);
+    expect(denial).toMatchObject({ state: 'denied', approver: 'bob' });
+    expect((await store.get(a.id))?.state).toBe('denied');
+    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+      ok: false,
+      why: 'denied',
+    });
+    expect(await use(a.id)).toMatchObject({ ok: false, why: 'denied' });
+    expect(await use(denial.id)).toMatchObject({ ok: false, why: 'denied' });
+    expect(await actions()).toEqual(['approved', 'denied', 'refused', 'refused']);
+  });
+
+  it('audits requests and refusals without an approval, and lists by run', async () => {
+    await store.request(run, 'worker-1', 'transfer_funds:00000000000000aa transfer_funds {}');
+    await store.refuse(run, `${run}/2`, 'called without an approval');
+    const a = await store.grant(grantOf());
+    const entries = await store.audit({ runId: run });
+    expect(entries.map((e) => [e.action, e.approvalId])).toEqual([
+      ['requested', null],
+      ['refused', null],
+      ['approved', a.id],
+    ]);
+    expect(await store.list({ runId: run })).toEqual([expect.objectContaining({ id: a.id })]);
+  });
+
+  it('the database refuses to change or delete audit rows and an approval binding', async () => {
+    const a = await store.grant(grantOf());
+    await expect(db.exec("UPDATE approval_audit SET actor = 'mallory'")).rejects.toThrow(/append-only/);
+    await expect(db.exec('DELETE FROM approval_audit')).rejects.toThrow(/append-only/);
+    await expect(db.exec("UPDATE approvals SET fingerprint = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
+      /immutable/,
+    );
+    expect(await use(a.id)).toMatchObject({ ok: true });
+    await expect(db.exec('UPDATE approvals SET used_at = NULL WHERE id = ?', [a.id])).rejects.toThrow(
+      /immutable/,
+    );
+    expect((await store.audit({ runId: run })).map((e) => e.actor)).toEqual(['alice', `${run}/5`]);
+  });
+
+  it('rejects bad input with a clear error and stores nothing', async () => {
+    await expect(store.grant(grantOf({ actor: ' ' }))).rejects.toThrow(ApprovalInputError);
+    await expect(store.grant(grantOf({ ttlMs: 0 }))).rejects.toThrow(/TTL/);
+    await expect(store.grant(grantOf({ ttlMs: 8 * 24 * 3_600_000 }))).rejects.toThrow(/7 days/);
+    expect(await store.list({ runId: run })).toEqual([]);
+    expect(await actions()).toEqual([]);
+  });
+});

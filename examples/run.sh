@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds and packs agent-loop-guard, installs the tarball into examples/first-agent, starts a
+# throwaway Temporal dev server on free ports, runs the example against it, reads the run
+# back with the packaged agentctl, and stops everything. Exits non-zero when any step fails
+# or when the run did not end as the example expects. `.ci/run` runs it after the tests.
+#
+# The tarball is installed the way npm lays a package out (node_modules/agent-loop-guard is
+# the tarball's package/ folder), and Node resolves the package's own dependencies from the
+# repository's node_modules (the versions of package-lock.json): a fresh `npm install`
+# would compile better-sqlite3 (minutes). test/package/pack.test.ts checks that everything
+# dist/ requires is a declared dependency, which is what that shortcut would otherwise hide.
+# EXAMPLE_NPM_INSTALL=1 runs a real `npm install` in the example instead.
+#
+# Environment: TEMPORAL_CLI (default: scripts/temporal-cli.ts finds or installs it).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+EXAMPLE="$ROOT/examples/first-agent"
+PACK_DIR="$ROOT/.pack"
+cd "$ROOT"
+
+step() { printf '\n--- %s\n' "$*"; }
+
+step "build and pack"
+npm run -s build
+rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR"
+tarball="$(npm pack --ignore-scripts --silent --pack-destination "$PACK_DIR" | tail -n 1)"
+mv "$PACK_DIR/$tarball" "$PACK_DIR/agent-loop-guard.tgz"
+echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
+
+step "install the tarball into examples/first-agent"
+if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
+  (cd "$EXAMPLE" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
+else
+  rm -rf "$EXAMPLE/node_modules"
+  mkdir -p "$EXAMPLE/node_modules/agent-loop-guard" "$EXAMPLE/node_modules/.bin"
+  tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$EXAMPLE/node_modules/agent-loop-guard" --strip-components=1
+  ln -s ../agent-loop-guard/bin/agentctl.js "$EXAMPLE/node_modules/.bin/agentctl"
+fi
+bin_of() { if [ -x "$EXAMPLE/node_modules/.bin/$1" ]; then echo "$EXAMPLE/node_modules/.bin/$1"; else echo "$ROOT/node_modules/.bin/$1"; fi; }
+TSX="$(bin_of tsx)"
+TSC="$(bin_of tsc)"
+
+step "typecheck the example against the package's types"
+"$TSC" -p "$EXAMPLE"
+
+step "Temporal dev server"
+TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
+free_port() { node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
+PORT="$(free_port)"
+ADDRESS="127.0.0.1:$PORT"
+# No --search-attribute flags: the example's worker registers the ones it needs itself.
+"$TEMPORAL_CLI" server start-dev --headless --ip 127.0.0.1 --port "$PORT" --namespace default \
+  --log-level error > "$ROOT/.pack/temporal.log" 2>&1 &
+SERVER_PID=$!
+cleanup() {
+  kill "$SERVER_PID" 2> /dev/null || true
+  wait "$SERVER_PID" 2> /dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT # so that a timeout or Ctrl-C still runs cleanup (the EXIT trap)
+for _ in $(seq 1 60); do
+  "$TEMPORAL_CLI" operator cluster health --address "$ADDRESS" > /dev/null 2>&1 && break
+  kill -0 "$SERVER_PID" 2> /dev/null || { cat "$ROOT/.pack/temporal.log" >&2; exit 1; }
+  sleep 0.5
+done
+"$TEMPORAL_CLI" operator cluster health --address "$ADDRESS"
+
+step "run the example"
+RUN_ID="first-agent-$$"
+(cd "$EXAMPLE" && TEMPORAL_ADDRESS="$ADDRESS" RUN_ID="$RUN_ID" timeout 120 "$TSX" src/main.ts)
+
+step "find the run with the packaged agentctl (by the search attributes the worker registered)"
+# `list` reads visibility, so it needs no worker (a query to a closed run would wait for one).
+listed="$(cd "$EXAMPLE" && TEMPORAL_ADDRESS="$ADDRESS" "$EXAMPLE/node_modules/.bin/agentctl" list --reason same_call_repeat)"
+echo "$listed"
+grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID" >&2; exit 1; }
+
+step "example OK"

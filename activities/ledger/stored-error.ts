@@ -1,8 +1,17 @@
 /** Converts whatever a tool threw into the JSON-safe {@link StoredError} the ledger replays. */
+import { redactText } from '../../common/redact';
 import type { StoredError } from './types';
 
-/** Normalises a thrown value (Error, string, object with code) to a {@link StoredError}. */
+/**
+ * Normalises a thrown value (Error, string, object with code) to a {@link StoredError},
+ * its message redacted (common/redact.ts): the ledger keeps it and replays it into results.
+ */
 export function toStoredError(error: unknown): StoredError {
+  const stored = storedErrorOf(error);
+  return { ...stored, message: redactText(stored.message) };
+}
+
+function storedErrorOf(error: unknown): StoredError {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return {

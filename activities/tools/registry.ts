@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { ToolDescriptor } from '../../common/planner';
 import { normalizeCall, ResultCode, type ToolResult } from '../../guard';
 import { sha256ArgsHash } from '../ledger/args-hash';
+import { argsOutOfBounds } from './args-limits';
 import { classifyError } from './classify';
 import type { AnyTool } from './define-tool';
 
@@ -86,6 +87,16 @@ export class ToolRegistry {
         rejection,
       };
     };
+    const outOfBounds = argsOutOfBounds(args);
+    if (outOfBounds !== null) {
+      // Refused before zod, the canonical form or any hash recurses into them: the call is
+      // fingerprinted by this small placeholder instead, so a repeat is still a repeat.
+      return proposal({ args_refused: outOfBounds }, explicitKey ?? null, {
+        kind: 'PRECONDITION',
+        code: ResultCode.INVALID_ARGS,
+        unmet: `${outOfBounds}; propose the call with smaller args`,
+      });
+    }
     if (!tool) {
       return proposal(args, explicitKey ?? null, {
         kind: 'PRECONDITION',

@@ -1,13 +1,17 @@
 /**
  * docker-compose.yml can't be run here (no Docker engine), so it is checked statically:
  * the services exist, the worker only sets variables the worker actually reads
- * (worker/env.ts), ports follow the dev-server conventions, and the search attributes
- * registered by the setup job are exactly common/search-attributes.ts.
+ * (worker/env.ts), ports follow the dev-server conventions, the search attributes
+ * registered by the setup job are exactly common/search-attributes.ts, and the production
+ * topology is closed (issue #10): the frontend speaks mTLS with the certificates
+ * scripts/make-certs.ts makes, every Temporal client presents one, and nothing is published
+ * on all interfaces without TLS and client auth.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
+import { DEFAULT_SERVER_NAMES } from '../../scripts/make-certs';
 import {
   DEFAULT_TASK_QUEUE,
   DEFAULT_TEMPORAL_ADDRESS,
@@ -64,6 +68,24 @@ function ports(s: Service): [number, number][] {
     const published = parts.length > 1 ? Number(parts[parts.length - 2]) : target;
     return [published, target];
   });
+}
+
+/** A port mapping's host address: '' (all interfaces) unless it is written `IP:published:target`. */
+function hostIps(s: Service): string[] {
+  return (s.ports ?? []).map((p) => {
+    if (typeof p === 'object') return (p as { host_ip?: string }).host_ip ?? '';
+    const parts = String(p).split(':');
+    return parts.length > 2 ? parts.slice(0, parts.length - 2).join(':') : '';
+  });
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
+/** The certificate directory scripts/make-certs.ts writes, as the compose services mount it. */
+function certsMount(s: Service): string | undefined {
+  const mount = (s.volumes ?? [])
+    .map((v) => (typeof v === 'string' ? v.split(':') : [v.source ?? '', v.target]))
+    .find(([source]) => source === './deploy/certs');
+  return mount?.[1];
 }
 
 const commandText = (s: Service) => (Array.isArray(s.command) ? s.command.join('\n') : (s.command ?? ''));
@@ -165,6 +187,76 @@ describe('docker-compose.yml', () => {
           expect(compose.volumes ?? {}).toHaveProperty([src]);
       }
     }
+  });
+});
+
+describe('docker-compose.yml: production topology (mTLS, nothing open unauthenticated)', () => {
+  const frontend = envOf(service('temporal'));
+  /** A service is authenticated when it demands a client certificate signed by our CA. */
+  const requiresClientCert = (env: Record<string, string>) =>
+    env.TEMPORAL_TLS_REQUIRE_CLIENT_AUTH === 'true' &&
+    Boolean(
+      env.TEMPORAL_TLS_FRONTEND_CERT && env.TEMPORAL_TLS_FRONTEND_KEY && env.TEMPORAL_TLS_CLIENT1_CA_CERT,
+    );
+
+  it('publishes no port on all interfaces unless the service requires TLS client certificates', () => {
+    const open: string[] = [];
+    for (const [name, s] of Object.entries(compose.services)) {
+      const allInterfaces = hostIps(s).some((ip) => !LOOPBACK.has(ip));
+      if (allInterfaces && !requiresClientCert(envOf(s))) open.push(name);
+    }
+    expect(open).toEqual([]);
+    // The UI has no login of its own: loopback only.
+    expect(hostIps(service('temporal-ui')).every((ip) => LOOPBACK.has(ip))).toBe(true);
+  });
+
+  it('the frontend has mTLS configured with the files scripts/make-certs.ts writes', () => {
+    expect(requiresClientCert(frontend)).toBe(true);
+    const dir = certsMount(service('temporal'));
+    expect(dir).toBeDefined();
+    expect(frontend).toMatchObject({
+      TEMPORAL_TLS_FRONTEND_CERT: `${dir}/server.pem`,
+      TEMPORAL_TLS_FRONTEND_KEY: `${dir}/server.key`,
+      TEMPORAL_TLS_CLIENT1_CA_CERT: `${dir}/ca.pem`,
+      TEMPORAL_TLS_SERVER_CERT: `${dir}/server.pem`,
+      TEMPORAL_TLS_SERVER_KEY: `${dir}/server.key`,
+      TEMPORAL_TLS_FRONTEND_DISABLE_HOST_VERIFICATION: 'false',
+    });
+    // The name clients verify is one the server certificate is made for.
+    expect(DEFAULT_SERVER_NAMES).toContain(frontend.TEMPORAL_TLS_FRONTEND_SERVER_NAME);
+    expect(new URL(`grpc://${envOf(service('worker')).TEMPORAL_ADDRESS}`).hostname).toBe(
+      DEFAULT_SERVER_NAMES[0],
+    );
+  });
+
+  it('every Temporal client (worker, setup job) connects with the TLS_* variables of worker/env.ts', () => {
+    for (const name of ['worker', 'temporal-setup']) {
+      const env = envOf(service(name));
+      const dir = certsMount(service(name));
+      expect({ name, dir: dir !== undefined }).toEqual({ name, dir: true });
+      expect(env).toMatchObject({
+        TEMPORAL_TLS_CLIENT_CERT_PATH: `${dir}/client.pem`,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: `${dir}/client.key`,
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH: `${dir}/ca.pem`,
+        TEMPORAL_TLS_SERVER_NAME: frontend.TEMPORAL_TLS_FRONTEND_SERVER_NAME,
+      });
+      expect(env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION ?? 'false').toBe('false');
+    }
+    for (const v of [
+      'TEMPORAL_TLS_CLIENT_CERT_PATH',
+      'TEMPORAL_TLS_CLIENT_KEY_PATH',
+      'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    ]) {
+      expect(WORKER_ENV_VARS).toContain(v);
+    }
+    const ui = envOf(service('temporal-ui'));
+    const uiDir = certsMount(service('temporal-ui'));
+    expect(ui).toMatchObject({
+      TEMPORAL_TLS_CA: `${uiDir}/ca.pem`,
+      TEMPORAL_TLS_CERT: `${uiDir}/client.pem`,
+      TEMPORAL_TLS_KEY: `${uiDir}/client.key`,
+      TEMPORAL_TLS_ENABLE_HOST_VERIFICATION: 'true',
+    });
   });
 });
 

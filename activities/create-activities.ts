@@ -271,6 +271,12 @@ export function createActivities(deps: ActivityDeps) {
     return toResult(ret);
   }
 
+  /** The run's progress version after a call of `tool`: its own hook's (an MCP server's probe), else the world's. */
+  async function progressAfter(tool: AnyTool, runId: string): Promise<number | null> {
+    const base = await world.progressVersion(runId);
+    return tool.progressVersion ? tool.progressVersion({ runId, base }) : base;
+  }
+
   function mapOutcome(
     outcome: ExecuteOutcome<unknown>,
     executed: ToolResult | null,
@@ -353,7 +359,7 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         result = tool.classify?.(err) ?? classifyError(err);
       }
-      return { result, progressVersion: await world.progressVersion(input.runId), via: 'executed' };
+      return { result, progressVersion: await progressAfter(tool, input.runId), via: 'executed' };
     }
 
     if (input.operationKey === null) {
@@ -405,7 +411,7 @@ export function createActivities(deps: ActivityDeps) {
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
       : await executeOnce(ledger, options, () => world.transaction((tx) => run(tx)));
     const mapped = mapOutcome(outcome, executed, lastFailure);
-    return { ...mapped, progressVersion: await world.progressVersion(input.runId) };
+    return { ...mapped, progressVersion: await progressAfter(tool, input.runId) };
   }
 
   /** Re-verifies, from external state, that what stopped a run has changed. */

@@ -14,6 +14,7 @@ import { createDemoTools } from '../activities/tools/demo/tools';
 import { World, worldFile } from '../activities/tools/demo/world';
 import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTool } from '../activities/tools/define-tool';
+import { openMcpTools, type AgentConfigInput, type McpTools } from '../activities/tools/mcp';
 import type { WorkerTuning } from './env';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 
@@ -28,12 +29,18 @@ export interface WorkerDepsOptions {
   readonly pollAfterMs?: number;
   readonly leaseMs?: number;
   readonly identity?: string;
+  /** MCP servers as an `agent.config.json` value (docs/mcp.md); replaces reading a file. */
+  readonly mcpConfig?: AgentConfigInput;
+  /** The MCP config file; null reads none. Default: AGENT_CONFIG, else ./agent.config.json if it exists. */
+  readonly configPath?: string | null;
 }
 
 /** The activities' dependencies plus a close function. */
 export interface WorkerDeps extends ActivityDeps {
   readonly world: World;
   readonly ledger: Ledger;
+  /** The MCP servers' connections and tools (empty without a config). */
+  readonly mcp: McpTools;
   close(): Promise<void>;
 }
 
@@ -43,11 +50,21 @@ function sqlitePath(url: string): string | null {
 
 /** Opens the ledger and the world and builds the tool registry. */
 export async function openWorkerDeps(o: WorkerDepsOptions): Promise<WorkerDeps> {
-  const ledger = await openLedger(o.ledgerUrl);
-  const world = World.open(o.worldUrl);
+  // First: a malformed config or an unreachable MCP server stops the start before anything opens.
+  const mcp = await openMcpTools({ config: o.mcpConfig, configPath: o.configPath });
+  let ledger: Ledger;
+  let world: World;
+  try {
+    ledger = await openLedger(o.ledgerUrl);
+    world = World.open(o.worldUrl);
+  } catch (err) {
+    await mcp.close();
+    throw err;
+  }
   const tools = [
     ...(o.demoTools === false ? [] : createDemoTools(world, { pollAfterMs: o.pollAfterMs })),
     ...(o.tools ?? []),
+    ...mcp.tools,
   ];
   const ledgerPath = sqlitePath(o.ledgerUrl);
   return {
@@ -58,7 +75,9 @@ export async function openWorkerDeps(o: WorkerDepsOptions): Promise<WorkerDeps> 
     planners: { anthropic: createAnthropicPlanner(), openai: createOpenAIPlanner() },
     leaseMs: o.leaseMs,
     identity: o.identity,
+    mcp,
     async close() {
+      await mcp.close();
       world.close();
       await ledger.close();
     },

@@ -53,6 +53,7 @@ export const WORKER_ENV_DOCS = {
   WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,
   ANTHROPIC_API_KEY: 'Anthropic API key for the LLM planner (optional; passthrough).',
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
+  AGENT_CONFIG: `MCP servers config file (docs/mcp.md; default ./agent.config.json when it exists, else no MCP tools). A malformed file or a server down at start stops the worker.`,
   // ── Worker tuning (readWorkerTuning; unset = the SDK default; docs/performance.md) ──
   AGENT_MAX_CACHED_WORKFLOWS:
     'Runs kept in the workflow cache (sticky execution; integer >= 0, 0 replays every task from history; SDK default: from the heap size).',

@@ -25,6 +25,13 @@ export interface ToolContext {
   readonly tx: Tx;
 }
 
+/** What a tool's `progressVersion` hook is given. */
+export interface ProgressContext {
+  readonly runId: string;
+  /** The demo world's progress version for the run (what is reported without the hook). */
+  readonly base: number;
+}
+
 /** What `execute` returns: a SUCCESS payload or an explicit non-success result. */
 export type ToolReturn =
   | { readonly kind?: 'SUCCESS'; readonly data?: unknown; readonly terminal?: boolean }
@@ -36,9 +43,17 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly description: string;
   /** Strict zod schema of the args; defaults here are filled in before fingerprinting. */
   readonly schema: S;
+  /**
+   * JSON Schema planners see, when the tool has its own (an MCP server's `inputSchema`);
+   * else it is derived from `schema`.
+   */
+  readonly inputJsonSchema?: Record<string, unknown>;
   readonly effect: 'read' | 'write';
-  /** Business operation key of a write (e.g. `tenant:incident:notification-type`). */
-  readonly operationKey?: (args: z.output<S>) => string;
+  /**
+   * Business operation key of a write (e.g. `tenant:incident:notification-type`); null when
+   * these args do not give one (the call is then PRECONDITION `missing_operation_key`).
+   */
+  readonly operationKey?: (args: z.output<S>) => string | null;
   /** Dot paths that never change the result (request ids, trace ids). */
   readonly nonSemantic?: readonly string[];
   /** The tool forwards the operation key to its vendor, so re-running it is safe. */
@@ -67,6 +82,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly requiresApproval?: boolean | ((args: z.output<S>) => boolean);
   /** The tool may destroy or overwrite data (MCP `destructiveHint`); informational. */
   readonly destructive?: boolean;
+  /**
+   * The run's progress version after a call of this tool (e.g. an MCP server's own
+   * version read by a probe); `base` is the demo world's version. Null: unknown, keep the
+   * last one. Without it the world's version is reported.
+   */
+  readonly progressVersion?: (ctx: ProgressContext) => Promise<number | null>;
   /** Tool-specific error classification; return undefined to fall back to the defaults. */
   readonly classify?: (err: unknown) => ToolResult | undefined;
   /** Performs the call. Throw to fail; the error is classified. */

@@ -57,10 +57,9 @@ export class ToolRegistry {
       name: t.name,
       description: t.description,
       effect: t.effect,
-      inputSchema: z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<
-        string,
-        unknown
-      >,
+      inputSchema:
+        t.inputJsonSchema ??
+        (z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>),
     }));
   }
 

@@ -1,0 +1,43 @@
+/**
+ * Errors of the MCP tool source: a bad `agent.config.json`, a server that cannot be
+ * reached or listed, a server whose tools do not fit the config.
+ */
+
+/** Base class of the MCP module's errors. */
+export class McpToolsError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'McpToolsError';
+  }
+}
+
+/** `agent.config.json` is unreadable or malformed; the message names the file and the field. */
+export class McpConfigError extends McpToolsError {
+  constructor(
+    message: string,
+    /** The config file, when the config came from one. */
+    readonly file: string | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'McpConfigError';
+  }
+}
+
+/**
+ * A server could not be reached, or the connection failed under a call. `sent` says
+ * whether the request may have reached the server: false only when it certainly did not
+ * (connect failed, connection refused, session unknown to the server), so a write may be
+ * released instead of being left with an unknown outcome.
+ */
+export class McpUnavailableError extends McpToolsError {
+  constructor(
+    message: string,
+    readonly server: string,
+    readonly sent: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'McpUnavailableError';
+  }
+}

@@ -58,6 +58,8 @@ export interface ReaperDeps {
 
 /** How many describe calls run at once. */
 const STATUS_CONCURRENCY = 8;
+/** How long one describe call may take before its run counts as unchecked. */
+const STATUS_DEADLINE_MS = 20_000;
 
 /** Asks Temporal, through the activity's client, whether `workflowId`'s latest run is open. */
 async function statusFromActivityClient(workflowId: string): Promise<RunStatusAnswer> {
@@ -72,7 +74,10 @@ async function statusFromActivityClient(workflowId: string): Promise<RunStatusAn
     );
   }
   try {
-    const d = await client.workflow.getHandle(workflowId).describe();
+    // A deadline, so one slow answer cannot hold the pass past its heartbeat timeout.
+    const d = await client.withDeadline(Date.now() + STATUS_DEADLINE_MS, () =>
+      client.workflow.getHandle(workflowId).describe(),
+    );
     return d.status.name === 'RUNNING' ? 'open' : 'closed';
   } catch (err) {
     // Gone from Temporal (never a workflow, or past the namespace's retention): it cannot resume.
@@ -121,6 +126,7 @@ export function createReaperActivities(deps: ReaperDeps) {
       const closed: string[] = [];
       for (let i = 0; i < runs.length; i += STATUS_CONCURRENCY) {
         const batch = runs.slice(i, i + STATUS_CONCURRENCY);
+        heartbeat({ after: batch[0] });
         const answers = await Promise.all(batch.map((r) => runStatus(r)));
         answers.forEach((a, j) => {
           if (a === 'closed') closed.push(batch[j] as string);

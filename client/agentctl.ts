@@ -11,6 +11,7 @@ import { runReplay } from './replay';
 import { makeCtx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
+import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
 import { startCommand } from './commands/start';
 import { worldCommand } from './commands/world';
@@ -50,6 +51,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(resumeCommand(ctx));
   program.addCommand(stopCommand(ctx));
   program.addCommand(ledgerCommand(ctx));
+  program.addCommand(approvalsCommand(ctx));
   program.addCommand(worldCommand(ctx));
   program.addCommand(
     new Command('replay')

@@ -72,6 +72,8 @@ export const WORKER_ENV_DOCS = {
     'on (default): at start, create or update the ledger reaper Temporal Schedule (agent-loop-guard-ledger-reaper); off: leave it alone (worker/reaper-schedule.ts).',
   AGENT_LEDGER_RETENTION_MS:
     'Settled ledger records older than this are reaped once their run is closed (default 2592000000 = 30 days; a value below the 7-day resume window is raised to it with a warning).',
+  AGENT_APPROVAL_POLICY:
+    'Which calls need a person\'s approval besides tools marked requiresApproval: tool names "a,b", or JSON {"minRisk":"write"|"destructive","tools":[…]} (docs/security.md "Approvals"). Unset: only the tools\' own.',
   AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',
   // ── OpenTelemetry (standard OTEL_* names; worker/telemetry/config.ts; off when none is set) ──
   ...OTEL_ENV_DOCS,

@@ -1,0 +1,120 @@
+/**
+ * `agentctl approvals list|approve|deny`: the real CLI process against the shared dev server
+ * and an in-process worker. The approval is bound to the call read from the run itself;
+ * a denial keeps the run stopped (the call never ran); approve --resume runs it once.
+ */
+import { statusQuery } from '../../common/contracts';
+import { startHarness, type Harness } from '../helpers/run-harness';
+import { live, waitFor } from '../helpers/run-inputs';
+import { agentctl } from './cli-helpers';
+
+describe('agentctl approvals against a real server', () => {
+  let h: Harness;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    h = await startHarness();
+    env = {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      LEDGER_URL: h.dbUrl,
+      WORLD_URL: h.dbUrl,
+    };
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('lists the waiting call, denies it (run stays stopped), then approve --resume runs it once', async () => {
+    const transfer = { from: 'acc-9', to: 'acc-3', amountCents: 900, reference: 'cli-1' };
+    const run = await h.start(
+      live(
+        [
+          { tool: 'transfer_funds', args: transfer },
+          { tool: 'complete_task', args: { summary: 'ok' } },
+        ],
+        {
+          resumeWindowMs: 60_000,
+        },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+
+    const listed = await agentctl(['approvals', 'list', '--run', run.workflowId, '--json'], env);
+    expect(listed.code).toBe(0);
+    const { pending, approvals } = JSON.parse(listed.stdout) as {
+      pending: { tool: string; fingerprint: string; stopRef: string; args: unknown }[];
+      approvals: unknown[];
+    };
+    expect(pending).toEqual([
+      expect.objectContaining({
+        tool: 'transfer_funds',
+        args: transfer,
+        stopRef: expect.stringMatching(/^checkpoint-/),
+      }),
+    ]);
+    expect(approvals).toEqual([]);
+
+    const denied = await agentctl(
+      ['approvals', 'deny', run.workflowId, '--actor', 'bob', '--reason', 'wrong account'],
+      env,
+    );
+    expect(denied.stderr).toBe('');
+    expect(denied.code).toBe(0);
+    expect(denied.stdout).toContain('stays stopped');
+    expect((await run.handle.query(statusQuery)).waitingForResume).toBe(true);
+    expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+
+    const badTtl = await agentctl(
+      ['approvals', 'approve', run.workflowId, '--reason', 'x', '--ttl', 'soon'],
+      env,
+    );
+    expect(badTtl.code).toBe(2);
+    expect(badTtl.stderr).toContain('--ttl');
+
+    const approved = await agentctl(
+      [
+        'approvals',
+        'approve',
+        run.workflowId,
+        '--actor',
+        'alice',
+        '--reason',
+        'checked',
+        '--ttl',
+        '5m',
+        '--resume',
+        '--json',
+      ],
+      env,
+    );
+    expect(approved.stderr).toBe('');
+    expect(approved.code).toBe(0);
+    const out = JSON.parse(approved.stdout) as {
+      approval: { fingerprint: string; approver: string };
+      resume: { accepted: boolean };
+    };
+    expect(out.approval).toMatchObject({ fingerprint: pending[0]?.fingerprint, approver: 'alice' });
+    expect(out.resume.accepted).toBe(true);
+    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
+
+    // The run is closed: nothing to approve any more, and the stored rows show what happened.
+    const late = await agentctl(['approvals', 'approve', run.workflowId, '--reason', 'again'], env);
+    expect(late.code).toBe(3);
+    const after = JSON.parse(
+      (await agentctl(['approvals', 'list', '--run', run.workflowId, '--json'], env)).stdout,
+    ) as {
+      pending: unknown[];
+      approvals: { state: string; approver: string }[];
+    };
+    expect(after.pending).toEqual([]);
+    expect(after.approvals.map((a) => [a.state, a.approver]).sort()).toEqual([
+      ['denied', 'bob'],
+      ['used', 'alice'],
+    ]);
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * Approvals end to end on the real dev server: a run proposing a call that needs approval
+ * stops NEEDS_HUMAN approval_required before the call runs (counter 0), showing the call; a
+ * resume without an approval is refused; an approval bound to that stop and call lets the
+ * resume through and the call runs exactly once (counter 1); the used approval authorises
+ * nothing more.
+ */
+import { ApprovalStore } from '../../activities/approvals';
+import { checkpointQuery, reportQuery, resumeUpdate, statusQuery } from '../../common/contracts';
+import { GuardReason, TerminalState } from '../../guard';
+import { startHarness, type Harness } from '../helpers/run-harness';
+import { live, waitFor } from '../helpers/run-inputs';
+
+// The workflow side lives in workflows/run-state.ts; skip cleanly on a tree without it.
+const withWorkflowSide = (GuardReason as Record<string, string>).APPROVAL_REQUIRED ? describe : describe.skip;
+
+withWorkflowSide('approvals on a durable run', () => {
+  let h: Harness;
+  let store: ApprovalStore;
+  beforeAll(async () => {
+    h = await startHarness();
+    store = ApprovalStore.over(h.deps.ledger);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const transfer = { from: 'acc-1', to: 'acc-2', amountCents: 12_500, reference: 'inv-77' };
+
+  it('stops before the call, refuses a resume without approval, runs the call once after one', async () => {
+    const run = await h.start(
+      live(
+        [
+          { tool: 'transfer_funds', args: transfer },
+          { tool: 'complete_task', args: { summary: 'paid' } },
+        ],
+        {
+          resumeWindowMs: 60_000,
+        },
+      ),
+    );
+    const status = await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    expect(status).toMatchObject({
+      terminalState: TerminalState.NEEDS_HUMAN,
+      guardReason: 'approval_required',
+    });
+    const report = await run.handle.query(reportQuery);
+    expect(report?.blocked_call?.tool).toBe('transfer_funds');
+    expect(report?.unmet_precondition).toContain('inv-77');
+    const cp = await run.handle.query(checkpointQuery);
+    expect(cp.stop?.blockedArgs).toEqual(transfer);
+    expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+
+    const resume = (requestId: string) =>
+      run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'alice', reason: 'approved', requestId }] });
+    const refused = await resume('r-1');
+    expect(refused.accepted).toBe(false);
+    expect(refused.reason).toMatch(/none/);
+    expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+
+    const approval = await store.grant({
+      runId: run.workflowId,
+      stopRef: report?.last_safe_checkpoint as string,
+      tool: 'transfer_funds',
+      fingerprint: report?.blocked_call?.fingerprint as string,
+      actor: 'alice',
+      reason: 'invoice checked',
+      ttlMs: 60_000,
+    });
+    expect((await resume('r-2')).accepted).toBe(true);
+    const result = await run.result();
+    expect(result.terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
+    expect((await store.get(approval.id))?.state).toBe('used');
+    expect((await store.audit({ runId: run.workflowId })).map((e) => e.action)).toEqual([
+      'requested',
+      'approved',
+      'consumed',
+    ]);
+  });
+});

@@ -29,6 +29,9 @@ import {
 } from './ledger';
 import type { LlmProvider } from './planners/llm-common';
 import { createScriptedPlanner, scriptOf } from './planners/scripted';
+import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
+import { createOperatorActivities } from './operators/activities';
+import { OperatorRegistry } from './operators/registry';
 import { createReaperActivities, type ReaperDeps } from './reaper';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
@@ -67,6 +70,10 @@ export interface ActivityDeps {
   readonly approvals?: ApprovalStore | null;
   /** Which calls need an approval beyond the tools' own `requiresApproval`; default: `AGENT_APPROVAL_POLICY`. */
   readonly approvalPolicy?: ApprovalPolicy;
+  /** The operators this worker trusts (activities/operators); default: `AGENT_OPERATORS_FILE`, else open mode. */
+  readonly operators?: OperatorRegistry;
+  /** The checkpoint seal key (activities/checkpoint-seal.ts); default: `AGENT_CHECKPOINT_KEY` or a local key file. */
+  readonly checkpointKey?: Buffer;
 }
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
@@ -481,7 +488,33 @@ export function createActivities(deps: ActivityDeps) {
 
   const { reapLedger } = createReaperActivities({ ledger, ...deps.reaper });
 
-  return { plan, runTool, verifyPrecondition, currentProgress, reapLedger };
+  /** Whether the planner answers now (the lift rule of a `planner_failed` stop). */
+  async function checkPlanner(
+    input: Pick<PlanInput, 'runId' | 'planner'>,
+  ): Promise<{ ok: boolean; detail: string }> {
+    let planner: Planner;
+    try {
+      planner = plannerFor(input.planner.kind);
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+    if (!planner.health) return { ok: true, detail: `planner ${input.planner.kind} is configured` };
+    const problem = await planner.health(input.planner);
+    return problem === null
+      ? { ok: true, detail: `planner ${input.planner.kind} answered its health check` }
+      : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redact(problem) as string}` };
+  }
+
+  return {
+    plan,
+    runTool,
+    verifyPrecondition,
+    currentProgress,
+    reapLedger,
+    checkPlanner,
+    ...createOperatorActivities(deps.operators ?? OperatorRegistry.fromEnv()),
+    ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
+  };
 }
 
 /** The approval store in the ledger's database, or null when the ledger has none to share. */

@@ -16,6 +16,7 @@ import {
 } from '../guard';
 
 export type { TracePage, TracePageArgs };
+import { operatorAuthSchema } from './operator-auth';
 import { plannerSpecSchema } from './planner';
 
 /** Default task queue of agent runs. */
@@ -47,6 +48,8 @@ export const resumeRequestSchema = z
     precondition: z.string().default(''),
     requestId: z.string().min(1, 'requestId is required'),
     raise: budgetRaiseSchema.optional(),
+    /** The operator's signature (required when the worker has operators configured). */
+    auth: operatorAuthSchema.optional(),
   })
   .strict();
 /** A resume request. */
@@ -58,6 +61,8 @@ export const stopRequestSchema = z
     actor: z.string().min(1, 'actor is required'),
     reason: z.string().min(1, 'reason is required'),
     requestId: z.string().min(1, 'requestId is required'),
+    /** The operator's signature (required when the worker has operators configured). */
+    auth: operatorAuthSchema.optional(),
   })
   .strict();
 /** A stop request. */
@@ -176,6 +181,11 @@ export interface Checkpoint {
     blockedArgs?: unknown;
     operationKey?: string | null;
   } | null;
+  /**
+   * HMAC-SHA256 of the rest, by the worker's checkpoint key: a checkpoint given back to a
+   * run (`resume --from`, continue-as-new) is refused when it was forged or edited.
+   */
+  readonly seal?: string;
 }
 
 /** The workflow's result. */
@@ -207,3 +217,60 @@ export const reportQuery = defineQuery<StopReport | null>('report');
 export const traceQuery = defineQuery<TracePage, [TracePageArgs?]>('trace');
 /** The checkpoint the run would continue from. */
 export const checkpointQuery = defineQuery<Checkpoint>('checkpoint');
+
+const count = z.number().int().nonnegative();
+/** The guard state inside a checkpoint (guard/loop-guard.ts `GuardStateJson`), checked for shape. */
+const guardStateSchema = z
+  .object({
+    v: z.literal(1),
+    config: z.record(z.string(), z.number().nullable()),
+    startMs: z.number(),
+    steps: count,
+    tokens: z.number().nonnegative(),
+    costUsd: z.number().nonnegative(),
+    lastProgressVersion: z.number(),
+    noProgress: count,
+    windowLength: count,
+    counts: z.array(z.tuple([z.string(), count])),
+    lastKinds: z.array(z.tuple([z.string(), z.string()])),
+    lastThree: z.array(z.string()).max(3),
+    honoured: z.array(z.tuple([z.string(), count])),
+    lastExecutions: z.array(
+      z.tuple([z.string(), z.object({ kind: z.string(), retryAfterMs: z.number(), atMs: z.number() })]),
+    ),
+    completed: z.array(z.tuple([z.string(), z.string().nullable()])),
+    lastUnmet: z.string().nullable(),
+    lastFatal: z.string().nullable().optional(),
+    inFlight: z.unknown().nullable(),
+    stop: z.object({ reason: z.string(), terminalState: z.string() }).nullable(),
+  })
+  .strict();
+
+/** A checkpoint as it travels in a run's input (validated by the `openCheckpoint` activity). */
+export const checkpointSchema = z
+  .object({
+    v: z.literal(1),
+    guard: guardStateSchema,
+    plannerMemory: z.unknown(),
+    observation: z.unknown(),
+    proposals: count,
+    executed: count,
+    cached: count,
+    decisions: z.array(
+      z.object({ index: count, tool: z.string(), decision: z.string(), after: z.string().optional() }),
+    ),
+    trace: z.array(z.unknown()),
+    traceTotal: count,
+    seenRequestIds: z.array(z.string()),
+    stop: z
+      .object({
+        terminalState: z.string(),
+        reason: z.string(),
+        report: z.unknown(),
+        blockedArgs: z.unknown().optional(),
+        operationKey: z.string().nullable().optional(),
+      })
+      .nullable(),
+    seal: z.string().optional(),
+  })
+  .strict();

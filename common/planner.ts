@@ -132,6 +132,11 @@ export type PlannerSpec = z.output<typeof plannerSpecSchema>;
 /** A planner implementation (lives in activities/planners). */
 export interface Planner {
   next(input: PlannerInput): Promise<PlannerOutput>;
+  /**
+   * A cheap check that the planner answers (the lift rule of a `planner_failed` stop):
+   * null when it does, else what is wrong. Absent: being configured is enough.
+   */
+  health?(spec: PlannerSpec): Promise<string | null>;
 }
 
 /**

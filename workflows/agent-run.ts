@@ -7,8 +7,10 @@
  */
 import {
   allHandlersFinished,
+  ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -25,16 +27,26 @@ import {
   type RunResult,
 } from '../common/contracts';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
-import { runActivities } from './run-activities';
+import { runActivities, type RunActivities } from './run-activities';
 import { RunState } from './run-state';
+
+/** Patch id: a fresh run verifies the seal of a checkpoint it is given (docs/spec.md §7.10). */
+const PATCH_SEALED_CHECKPOINTS = 'sealed-checkpoints-v1';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
 
 /** Runs one agent job under the loop guard. */
 export async function agentRun(rawInput: RunInput): Promise<RunResult> {
-  const input = runInputSchema.parse(rawInput);
+  const parsed = runInputSchema.safeParse(rawInput);
+  if (!parsed.success) {
+    // A malformed input can never run: fail at once with the field named, not retry forever.
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`);
+    throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput');
+  }
+  const input = parsed.data;
   const acts = runActivities(input, workflowInfo().workflowId);
+  await refuseForgedCheckpoint(input.checkpoint, acts);
   const run = new RunState(input, workflowInfo().workflowId, acts);
   setHandler(resumeSignal, (raw) => run.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => run.resume(raw), { validator: (raw) => run.validateResume(raw) });
@@ -51,9 +63,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (run.stopped && !(await run.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint: run.checkpoint() });
+      await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint: await run.sealedCheckpoint() });
     }
-    if (run.applyStopRequest()) continue;
+    if (await run.applyStopRequest()) continue;
 
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
@@ -100,4 +112,17 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 function summaryOf(result: ToolResult): string | null {
   const data = result.kind === 'SUCCESS' ? (result.data as { summary?: unknown } | undefined) : undefined;
   return typeof data?.summary === 'string' ? data.summary : null;
+}
+
+/**
+ * A checkpoint in the input of a fresh run (`resume --from`) must carry a worker's seal and
+ * the right shape; one from this run's own continue-as-new chain is trusted (only the
+ * server can set `continuedFromExecutionRunId`). A forged one fails the new run with a
+ * clear error before anything is restored; the original run's result is untouched.
+ */
+async function refuseForgedCheckpoint(checkpoint: unknown, acts: RunActivities): Promise<void> {
+  if (checkpoint === undefined || !patched(PATCH_SEALED_CHECKPOINTS)) return;
+  if (workflowInfo().continuedFromExecutionRunId !== undefined) return;
+  const opened = await acts.openCheckpoint(checkpoint);
+  if (!opened.ok) throw ApplicationFailure.nonRetryable(opened.detail, 'CheckpointRejected');
 }

@@ -6,7 +6,10 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
-import type { ResolvedRunInput } from '../common/contracts';
+import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
+import type { VerifyOperatorInput } from '../activities/operators/activities';
+import type { OperatorVerdict } from '../activities/operators/registry';
+import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation } from '../common/planner';
 
 /** What the run loop and the resume handler call. */
@@ -19,6 +22,14 @@ export interface RunActivities {
   verifyPrecondition(input: VerifyInput): Promise<VerifyOutput>;
   /** The run's progress version as external state says now. */
   currentProgress(): Promise<number>;
+  /** Checks an operator request's signature and authority against the worker's operators. */
+  verifyOperator(input: VerifyOperatorInput): Promise<OperatorVerdict>;
+  /** Whether the planner answers now (lifts a `planner_failed` stop). */
+  checkPlanner(): Promise<{ ok: boolean; detail: string }>;
+  /** Seals a checkpoint with the workers' key. */
+  sealCheckpoint(cp: Checkpoint): Promise<Checkpoint>;
+  /** Validates a checkpoint given back to a run (shape and seal). */
+  openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
 }
 
 /** Proxies the activities with the run's timeouts. */
@@ -41,10 +52,11 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
-  const { verifyPrecondition } = proxyActivities<Activities>({
-    startToCloseTimeout: '1 minute',
-    retry: { maximumAttempts: 5 },
-  });
+  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, openCheckpoint } =
+    proxyActivities<Activities>({
+      startToCloseTimeout: '1 minute',
+      retry: { maximumAttempts: 5 },
+    });
   // Reading the world's version at start loses nothing by waiting: an outage delays the
   // run's first step instead of failing it.
   const { currentProgress } = proxyActivities<Activities>({
@@ -100,5 +112,9 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     },
     verifyPrecondition,
     currentProgress: () => currentProgress(runId),
+    verifyOperator,
+    checkPlanner: () => checkPlanner({ runId, planner }),
+    sealCheckpoint,
+    openCheckpoint,
   };
 }

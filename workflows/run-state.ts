@@ -40,8 +40,9 @@ import {
   type RunStatus,
   type StopRequest,
 } from '../common/contracts';
+import type { OperatorAuth } from '../common/operator-auth';
 import type { Observation, PlannerTurn } from '../common/planner';
-import { redact } from '../common/redact';
+import { redact, redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import type { AgentSinks } from '../common/telemetry';
 import {
@@ -52,6 +53,7 @@ import {
   liftRuleOf,
   LoopGuard,
   raiseLifts,
+  BUDGET_RAISE_KEY,
   ruleOf,
   stoppedAt,
   TerminalState,
@@ -73,6 +75,13 @@ const { agentTelemetry } = proxySinks<AgentSinks>();
 
 /** Patch id: search attributes are no longer upserted after every step (docs/performance.md). */
 const PATCH_NO_STEP_UPSERT = 'no-search-attribute-upsert-per-step';
+
+/**
+ * Patch id: operator requests are verified by an activity (signature and role), a raise is
+ * for the stopping budget only, a planner_failed stop needs a health check, a stop while a
+ * resume is verified vetoes it, and checkpoints are sealed. Runs recorded before run the old path.
+ */
+const PATCH_AUTHORITY = 'operator-authority-v1';
 
 const MAX_DECISIONS_KEPT = 5000;
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
@@ -134,6 +143,8 @@ const RESUMABLE: ReadonlySet<TerminalState> = new Set([
 const isTerminal = (phase: RunPhase): phase is TerminalState =>
   phase !== 'RUNNING' && phase !== 'STOPPED' && phase !== 'WAITING';
 
+const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
+
 /** The error type behind an activity failure (its ApplicationFailure type, if any). */
 function failureType(err: ActivityFailure): string {
   return err.cause instanceof ApplicationFailure && err.cause.type ? err.cause.type : 'activity_failure';
@@ -165,7 +176,9 @@ export class RunState {
   private readonly seenRequestIds: Set<string>;
   private readonly resumeAnswers = new Map<string, ResumeAnswer>();
   /** An operator's stop, applied before the next tool call. */
-  private stopRequest: StopRequest | null = null;
+  private stopRequest: { req: StopRequest; pending: boolean } | null = null;
+  /** Set when an operator's stop arrived while a resume was being verified: that resume is refused. */
+  private vetoed = false;
   /** A resume the verification accepted, taken by the waiting loop. */
   private liftRequest: ResumeRequest | null = null;
   private verifying = false;
@@ -243,7 +256,8 @@ export class RunState {
       terminalState,
       reason,
       blockedCall: call ? { tool: call.tool, fingerprint: call.fingerprint } : null,
-      ...(unmet ? { unmet } : {}),
+      // The unmet text can quote args or a tool's message: redacted before it is reported.
+      ...(unmet ? { unmet: redactText(unmet) } : {}),
     });
     this.stop_ = {
       terminalState,
@@ -281,7 +295,15 @@ export class RunState {
   /** WAITING → RUNNING: continue from the checkpoint with a new window and a restarted clock. */
   private lift(req: ReturnType<typeof resumeRequestSchema.parse>): void {
     this.liftRequest = null;
-    this.guard.resume(Date.now(), req.raise ?? {});
+    // Only the budget that stopped the run is raised (a raise for another budget was refused).
+    const stopping =
+      this.stop_ && isBudgetReason(this.stop_.reason) ? BUDGET_RAISE_KEY[this.stop_.reason] : null;
+    const raise = patched(PATCH_AUTHORITY)
+      ? stopping && req.raise?.[stopping] !== undefined
+        ? { [stopping]: req.raise[stopping] }
+        : {}
+      : (req.raise ?? {});
+    this.guard.resume(Date.now(), raise);
     this.stop_ = null;
     this.stopRequest = null;
     this.to('RUNNING');
@@ -300,7 +322,29 @@ export class RunState {
     agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
     // Non-cancellable: a cancelled run still lets an in-flight resume answer.
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-    return this.result(final, summary);
+    const result = this.result(final, summary);
+    if (!result.checkpoint || !patched(PATCH_AUTHORITY)) return result;
+    // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
+    return {
+      ...result,
+      checkpoint: await CancellationScope.nonCancellable(() => this.seal(result.checkpoint!)),
+    };
+  }
+
+  /** The checkpoint, sealed by the worker (for continue-as-new input and closed results). */
+  async sealedCheckpoint(): Promise<Checkpoint> {
+    const cp = this.checkpoint();
+    return patched(PATCH_AUTHORITY) ? this.seal(cp) : cp;
+  }
+
+  private async seal(cp: Checkpoint): Promise<Checkpoint> {
+    try {
+      return await this.activities.sealCheckpoint(cp);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      // Unsealed, the checkpoint can still continue this run's own chain; `resume --from` refuses it.
+      return cp;
+    }
   }
 
   private to(next: RunPhase): void {
@@ -316,10 +360,12 @@ export class RunState {
 
   // ---- the loop's bookkeeping ----
 
-  /** Applies an operator's stop that arrived while the run was running. */
-  applyStopRequest(): boolean {
-    const kill = this.stopRequest;
-    if (!kill) return false;
+  /** Applies an operator's stop that arrived while the run was running (once verified). */
+  async applyStopRequest(): Promise<boolean> {
+    if (!this.stopRequest) return false;
+    if (this.stopRequest.pending) await condition(() => !this.stopRequest?.pending);
+    const kill = this.stopRequest?.req;
+    if (!kill) return false; // refused: the operator was not authorised
     this.guard.forceStop(GuardReason.OPERATOR_STOP);
     this.note('stop', GuardReason.OPERATOR_STOP, { args: { actor: kill.actor, reason: kill.reason } });
     this.stop(
@@ -660,7 +706,7 @@ export class RunState {
       stopped_at: stoppedAt(state, stop?.reason ?? null, this.decisions[this.decisions.length - 1]?.index),
       decisions: this.decisions,
       report: completed ? null : (stop?.report ?? null),
-      summary: summary ?? (completed ? null : (stop?.detail ?? null)),
+      summary: nullableRedacted(summary ?? (completed ? null : (stop?.detail ?? null))),
       checkpoint: completed ? null : this.checkpoint(),
     };
   }
@@ -703,11 +749,18 @@ export class RunState {
       answer = { accepted: false, reason: 'run is not stopped', progressVersion: version };
     } else {
       this.verifying = true;
+      this.vetoed = false;
       try {
         answer = await this.verify(stop, req);
       } finally {
         this.verifying = false;
       }
+      if (answer.accepted && this.vetoed)
+        answer = {
+          ...answer,
+          accepted: false,
+          reason: 'an operator stopped the run while this resume was being verified',
+        };
     }
     this.resumeAnswers.set(req.requestId, answer);
     this.note(answer.accepted ? 'resume_accepted' : 'resume_refused', answer.reason, {
@@ -723,12 +776,31 @@ export class RunState {
   /** Whether what stopped the run has changed, by the stop reason's lift rule. */
   private async verify(stop: Stop, req: ReturnType<typeof resumeRequestSchema.parse>): Promise<ResumeAnswer> {
     const progressVersion = this.guard.progressVersion;
+    const authority = patched(PATCH_AUTHORITY);
+    if (authority) {
+      const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
+      // A raise is for the budget that stopped the run, and only for a budget stop.
+      const stopping = isBudgetReason(stop.reason) ? BUDGET_RAISE_KEY[stop.reason] : null;
+      const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
+      if (others.length > 0)
+        return refused(
+          stopping
+            ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
+            : `raise refused: the run stopped for ${stop.reason}, not a budget`,
+        );
+      const who = await this.authorise('resume', req, stop.reason);
+      if (!who.ok) return refused(`not authorised: ${who.detail}`);
+    }
     switch (liftRuleOf(stop.reason)) {
       case 'operator':
         return { accepted: true, reason: 'operator stop lifted', progressVersion };
-      case 'planner':
-        // The planner's next answer is the verification: if it still fails, the run stops again.
-        return { accepted: true, reason: 'the planner will be asked again', progressVersion };
+      case 'planner': {
+        if (!authority)
+          // The planner's next answer is the verification: if it still fails, the run stops again.
+          return { accepted: true, reason: 'the planner will be asked again', progressVersion };
+        const health = await this.checkPlannerOrRefuse();
+        return { accepted: health.ok, reason: health.detail, progressVersion };
+      }
       case 'raise': {
         const used = {
           ...this.guard.usage,
@@ -763,6 +835,55 @@ export class RunState {
     }
   }
 
+  /** Asks the worker whether the request is signed by an operator allowed to make it. */
+  private async authorise(
+    action: 'resume' | 'stop',
+    req: {
+      requestId: string;
+      actor: string;
+      reason: string;
+      precondition?: string;
+      raise?: Record<string, number | undefined>;
+      auth?: OperatorAuth;
+    },
+    stopReason: string | null,
+  ): Promise<{ ok: boolean; detail: string }> {
+    try {
+      return await this.activities.verifyOperator({
+        action,
+        workflowId: this.runId,
+        fields: {
+          requestId: req.requestId,
+          actor: req.actor,
+          reason: req.reason,
+          ...(req.precondition !== undefined ? { precondition: req.precondition } : {}),
+          ...(req.raise ? { raise: req.raise } : {}),
+        },
+        auth: req.auth ?? null,
+        stopReason,
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      return {
+        ok: false,
+        detail: `could not verify the operator (${failureType(err)}): ${failureMessage(err)}`,
+      };
+    }
+  }
+
+  /** The planner's health check; its failure refuses the resume instead of failing the run. */
+  private async checkPlannerOrRefuse(): Promise<{ ok: boolean; detail: string }> {
+    try {
+      return await this.activities.checkPlanner();
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      return {
+        ok: false,
+        detail: `could not check the planner (${failureType(err)}): ${failureMessage(err)}`,
+      };
+    }
+  }
+
   /** The verification activity; a failure of it refuses the resume instead of failing the run. */
   private async verifyOrRefuse(input: VerifyInput): Promise<VerifyOutput> {
     try {
@@ -778,20 +899,36 @@ export class RunState {
   }
 
   /** The `stop` signal: the kill switch, effective before the next tool call. */
-  onStopSignal(raw: unknown): void {
+  async onStopSignal(raw: unknown): Promise<void> {
     const parsed = stopRequestSchema.safeParse(raw);
     if (!parsed.success) {
       this.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
       return;
     }
-    if (this.seenRequestIds.has(parsed.data.requestId)) return;
-    this.seenRequestIds.add(parsed.data.requestId);
-    if (this.phase !== 'RUNNING') {
-      this.note('stop_ignored', `run is ${this.phase}`, {
-        args: { actor: parsed.data.actor, reason: parsed.data.reason },
-      });
+    const req = parsed.data;
+    if (this.seenRequestIds.has(req.requestId)) return;
+    this.seenRequestIds.add(req.requestId);
+    const args = { actor: req.actor, reason: req.reason };
+    if (!patched(PATCH_AUTHORITY)) {
+      if (this.phase !== 'RUNNING') return void this.note('stop_ignored', `run is ${this.phase}`, { args });
+      this.stopRequest = { req, pending: false };
       return;
     }
-    this.stopRequest = parsed.data;
+    const vetoing = this.phase === 'WAITING' && this.verifying;
+    if (this.phase !== 'RUNNING' && !vetoing)
+      return void this.note('stop_ignored', `run is ${this.phase}`, { args });
+    // Until the worker has verified it, the stop already holds the run at its next check.
+    if (!vetoing) this.stopRequest = { req, pending: true };
+    const who = await this.authorise('stop', req, null);
+    if (!who.ok) {
+      if (this.stopRequest?.req === req) this.stopRequest = null;
+      return void this.note('stop_refused', `not authorised: ${who.detail}`, { args });
+    }
+    if (vetoing) {
+      // A stop while a resume is being verified cancels that resume: the run stays stopped.
+      this.vetoed = true;
+      return void this.note('resume_vetoed', `stop by ${who.detail}`, { args });
+    }
+    if (this.stopRequest?.req === req) this.stopRequest = { req, pending: false };
   }
 }

@@ -181,13 +181,14 @@ describe('a durable run with the Anthropic planner', () => {
       await expect(
         startAgentRun(h.env.client, { input: input as never, taskQueue: h.taskQueue }),
       ).rejects.toThrow(/planner\.baseURL is not accepted: a run cannot choose where the worker sends/);
-      // … and a raw Temporal start gets no further: the workflow refuses the input before planning.
+      // … and a raw Temporal start gets no further: the workflow fails at once, naming the
+      // field, before it plans anything.
       const run = await h.start(input as never);
-      await waitFor(
-        async () => (await run.handle.fetchHistory()).events ?? [],
-        (events) => events.some((e) => e.workflowTaskFailedEventAttributes),
-      );
-      await run.handle.terminate('test done');
+      await expect(run.result()).rejects.toMatchObject({
+        cause: {
+          message: expect.stringMatching(/invalid run input: planner: planner\.baseURL is not accepted/),
+        },
+      });
       expect(attacker.requests).toHaveLength(0);
     } finally {
       await attacker.close();

@@ -327,6 +327,11 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
+  /** A tool's side of a call: in a world transaction, unless the tool never touches the world. */
+  function inWorld<T>(tool: AnyTool, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return tool.usesWorldTransaction === false ? fn(world.tx) : world.transaction(fn);
+  }
+
   /** Runs one tool call. Reads run directly; writes run through the ledger. */
   async function runTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
@@ -362,7 +367,7 @@ export function createActivities(deps: ActivityDeps) {
     if (tool.effect === 'read') {
       let result: ToolResult;
       try {
-        result = await world.transaction((tx) => execute(tool, args, tx));
+        result = await inWorld(tool, (tx) => execute(tool, args, tx));
       } catch (err) {
         result = tool.classify?.(err) ?? classifyError(err);
       }
@@ -416,7 +421,7 @@ export function createActivities(deps: ActivityDeps) {
     const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb;
     const outcome = atomic
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
-      : await executeOnce(ledger, options, () => world.transaction((tx) => run(tx)));
+      : await executeOnce(ledger, options, () => inWorld(tool, (tx) => run(tx)));
     const mapped = mapOutcome(outcome, executed, lastFailure);
     return { ...mapped, progressVersion: await progressAfter(tool, input.runId) };
   }

@@ -61,6 +61,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   /** The tool's store is the ledger's database: its write commits with the ledger record. */
   readonly atomicWithLedger?: boolean;
   /**
+   * False for a tool that never touches the worker's world database (an MCP server, a
+   * remote API): it runs outside a world transaction, so a slow network call holds no
+   * database lock and tools run concurrently. Default true (`ctx.tx` is a transaction).
+   */
+  readonly usesWorldTransaction?: boolean;
+  /**
    * Asks the outside world (the vendor) what became of an operation whose executor died
    * after dispatch; the ledger settles the record from the answer instead of going UNKNOWN.
    */

@@ -120,6 +120,8 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
     ...(effect === 'write' ? { operationKey: operationKey ?? (() => null) } : {}),
     nonSemantic,
     vendorIdempotent: o.vendorIdempotent ?? ann.idempotentHint === true,
+    // A network call to the server: no world transaction (no lock held, calls run concurrently).
+    usesWorldTransaction: false,
     requiresApproval,
     destructive,
     classify: (err) => classifyMcpError(err, { retryAfterMs }),

@@ -179,7 +179,7 @@ export function createActivities(deps: ActivityDeps) {
         },
       };
     }
-    const n = withoutNoFlowRefusal(registry.normalize(turn.tool, turn.args, turn.operationKey));
+    const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
     return {
       turn,
       memory: out.memory,
@@ -190,17 +190,6 @@ export function createActivities(deps: ActivityDeps) {
         approval: n.rejection ? null : await approvalView(n, input.runId),
       },
     };
-  }
-
-  /**
-   * The registry refuses a `requiresApproval` tool with FATAL needs_human, written before
-   * this approval flow existed; the flow replaces that refusal (the run stops
-   * approval_required instead and the call runs once approved), so it is dropped here.
-   */
-  function withoutNoFlowRefusal(n: NormalizedProposal): NormalizedProposal {
-    const r = n.rejection;
-    const gated = registry.get(n.tool)?.requiresApproval !== undefined;
-    return gated && r?.kind === 'FATAL' && r.code === ResultCode.NEEDS_HUMAN ? { ...n, rejection: null } : n;
   }
 
   /**

@@ -144,7 +144,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
-  if (reason === GuardReason.APPROVAL_REQUIRED) return 'approval';
+  if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
   return 'precondition';
 }
 

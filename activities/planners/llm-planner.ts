@@ -46,6 +46,8 @@ export interface LlmPlannerOptions {
 export const DEFAULT_TIMEOUT_MS = 120_000;
 /** Default SDK retries per turn. */
 export const DEFAULT_MAX_RETRIES = 2;
+/** How long the health probe waits for the endpoint. */
+const HEALTH_TIMEOUT_MS = 5_000;
 
 /** Reads an API key from `env`; throws {@link MissingApiKeyError} naming the variable. */
 export function readApiKey(env: NodeJS.ProcessEnv, envVar: string, provider: string): string {
@@ -115,6 +117,30 @@ export function createLlmPlanner<K extends LlmProvider, M>(
   };
 
   return {
+    /**
+     * The lift rule of a `planner_failed` stop: everything a turn needs resolves (spec,
+     * endpoint, key, price table) and the endpoint answers HTTP at all. The probe carries no
+     * credentials, so it can never leak the key; a key the provider rejects shows at the
+     * next turn, which stops the run again.
+     */
+    async health(raw: PlannerSpec): Promise<string | null> {
+      try {
+        const spec = plannerSpecSchema.parse(raw);
+        if (spec.kind !== provider.kind)
+          return `the ${provider.kind} planner got a "${spec.kind}" planner spec`;
+        const endpoint = resolveEndpoint(
+          provider.kind,
+          spec.endpoint,
+          loadModelEndpoints(env, opts.endpoints),
+        );
+        if (endpoint.apiKeyEnv) readApiKey(env, endpoint.apiKeyEnv, provider.kind);
+        loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+        await fetch(endpoint.baseURL, { method: 'GET', signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
+        return null;
+      } catch (err) {
+        return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      }
+    },
     async next(input: PlannerInput): Promise<PlannerOutput> {
       const parsed = plannerSpecSchema.safeParse(input.planner);
       if (!parsed.success) {

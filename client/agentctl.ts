@@ -8,6 +8,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
+import { codecServerCommand } from './commands/codec-server';
 import { makeCtx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
@@ -53,6 +54,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(ledgerCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(worldCommand(ctx));
+  program.addCommand(codecServerCommand(ctx));
   program.addCommand(
     new Command('replay')
       .description('Offline replay of docs/spec.md §6 files: one JSON object per file (no server needed)')

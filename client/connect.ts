@@ -2,9 +2,11 @@
  * agentctl's Temporal connection, configured the Temporal way: `loadConnectionOptions()`
  * (worker/env.ts → @temporalio/envconfig: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
  * TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE / TOML profile). An unreachable
- * server is exit code 4 with the address tried and how to start one.
+ * server is exit code 4 with the address tried and how to start one. Payloads go through the
+ * workers' codec (AGENT_CODEC*, codec/load-codec.ts), so agentctl reads what they encrypt.
  */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { CodecError, dataConverterOf, isLocalDevServer, loadPayloadCodec, type LoadedCodec } from '../codec';
 import { loadConnectionOptions, readWorkerEnv } from '../worker/env';
 import { CliError, Exit } from './format';
 
@@ -16,6 +18,8 @@ export interface Connected {
   readonly namespace: string;
   /** TEMPORAL_TASK_QUEUE or the default `agent-loop-guard`. */
   readonly taskQueue: string;
+  /** The payload codec the client encrypts and decrypts with (null: AGENT_CODEC=off). */
+  readonly codec: LoadedCodec;
   close(): Promise<void>;
 }
 
@@ -38,6 +42,22 @@ export function connectionSettings(env: NodeJS.ProcessEnv = process.env): {
   }
 }
 
+/**
+ * The payload codec agentctl uses (codec/load-codec.ts: the workers' policy, so the client
+ * reads what they write). Bad or missing key configuration → exit 2.
+ */
+export function codecSettings(
+  env: NodeJS.ProcessEnv,
+  options: ConnectionOptions & { address: string },
+): LoadedCodec {
+  try {
+    return loadPayloadCodec(env, { createKeyFile: isLocalDevServer(options) });
+  } catch (err) {
+    if (err instanceof CodecError) throw new CliError(Exit.USAGE, err.message);
+    throw err;
+  }
+}
+
 /** The message of an unreachable server. */
 export function unreachableMessage(address: string, detail: string): string {
   return (
@@ -49,6 +69,7 @@ export function unreachableMessage(address: string, detail: string): string {
 /** Connects (eagerly, with a short timeout) or throws CliError(4). */
 export async function connect(env: NodeJS.ProcessEnv = process.env, timeoutMs = 3_000): Promise<Connected> {
   const { options, namespace, taskQueue } = connectionSettings(env);
+  const codec = codecSettings(env, options);
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...options, connectTimeout: timeoutMs });
@@ -56,13 +77,14 @@ export async function connect(env: NodeJS.ProcessEnv = process.env, timeoutMs = 
     const detail = (err as Error).message?.split('\n')[0] ?? String(err);
     throw new CliError(Exit.UNREACHABLE, unreachableMessage(options.address, detail));
   }
-  const client = new Client({ connection, namespace });
+  const client = new Client({ connection, namespace, dataConverter: dataConverterOf(codec) });
   return {
     client,
     connection,
     address: options.address,
     namespace,
     taskQueue,
+    codec,
     close: () => connection.close(),
   };
 }

@@ -11,12 +11,19 @@
  *
  * Environment: TEMPORAL_ADDRESS (host:port), TEMPORAL_UI_PORT, TEMPORAL_DB_FILE
  * (`:memory:` or empty for a throwaway server), TEMPORAL_CLI (see scripts/temporal-cli.ts).
+ *
+ * Payload encryption (docs/security.md): `npm run dev:server` creates the key file
+ * data/codec-keys.json (0600) on first start unless keys are configured (AGENT_CODEC_KEYS /
+ * AGENT_CODEC_KEY_FILE) or AGENT_CODEC=off, so workers and agentctl on this machine encrypt
+ * by default. `npm run dev:server -- --codec` also serves the codec server (port 8888,
+ * `--codec-port N`) and points the Web UI at it, so the UI shows decoded payloads.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { DEFAULT_CODEC_PORT, loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../codec';
 import { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from '../common/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
 
@@ -43,6 +50,8 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** Path to the CLI (default: ensureTemporalCli()). */
   cliPath?: string;
+  /** Codec server the Web UI decodes payloads through (`--ui-codec-endpoint`); none by default. */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServerHandle {
@@ -159,6 +168,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     '--log-level',
     options.logLevel ?? 'warn',
     ...(headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
+    ...(options.uiCodecEndpoint && !headless ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
     ...(dbFile ? ['--db-filename', dbFile] : []),
     ...searchAttributeCliArgs(),
   ];
@@ -226,8 +236,29 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   };
 }
 
+/** `--codec [--codec-port N]`: the codec server for this dev server's UI, on loopback. */
+async function startLocalCodecServer(
+  argv: readonly string[],
+): Promise<{ source: string; encrypted: boolean; server?: CodecServerHandle }> {
+  const loaded = loadPayloadCodec(process.env, { createKeyFile: true });
+  if (loaded.createdKeyFile)
+    process.stdout.write(`payload encryption key created: ${loaded.createdKeyFile}\n`);
+  const info = { source: loaded.source, encrypted: loaded.codec !== null };
+  if (!argv.includes('--codec')) return info;
+  if (!loaded.codec) throw new Error('--codec needs payload encryption on (AGENT_CODEC=off is set)');
+  const i = argv.indexOf('--codec-port');
+  const port = i >= 0 ? Number(argv[i + 1]) : DEFAULT_CODEC_PORT;
+  if (!Number.isInteger(port) || port < 0) throw new Error('--codec-port needs a port number');
+  const { host, port: grpcPort } = parseAddress(process.env.TEMPORAL_ADDRESS || DEFAULT_TEMPORAL_ADDRESS);
+  const uiPort = process.env.TEMPORAL_UI_PORT ? Number(process.env.TEMPORAL_UI_PORT) : grpcPort + 1000;
+  const origins = [...new Set([host, 'localhost', '127.0.0.1'])].map((h) => `http://${h}:${uiPort}`);
+  return { ...info, server: await startCodecServer({ codec: loaded.codec, port, origins }) };
+}
+
 async function main(): Promise<void> {
-  const server = await startDevServer();
+  const payloads = await startLocalCodecServer(process.argv.slice(2));
+  const codec = payloads.server;
+  const server = await startDevServer(codec ? { uiCodecEndpoint: codec.url } : {});
   const attrs = Object.entries(SEARCH_ATTRIBUTES)
     .map(([n, t]) => `${n}=${t}`)
     .join(', ');
@@ -239,6 +270,8 @@ async function main(): Promise<void> {
       `  web UI:    ${server.uiUrl ?? '(headless)'}`,
       `  search attributes: ${attrs}`,
       `  state:     ${process.env.TEMPORAL_DB_FILE ?? DEFAULT_DB_FILE}`,
+      `  payloads:  ${payloads.encrypted ? 'encrypted' : 'NOT encrypted'} (${payloads.source})`,
+      `  codec:     ${codec ? `${codec.url} (the web UI decodes payloads through it)` : 'none (--codec serves one for the web UI)'}`,
       'Ctrl-C to stop.',
       '',
     ].join('\n'),
@@ -248,6 +281,7 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     process.stdout.write(`\n${signal}: stopping the Temporal dev server…\n`);
+    void codec?.close();
     server.stop().then(
       () => process.exit(0),
       () => process.exit(1),

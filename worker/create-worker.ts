@@ -4,6 +4,7 @@
  * Shared by `npm run worker`, the demo and the tests, so they all run the same thing.
  */
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import type { Sinks } from '@temporalio/workflow';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
@@ -112,6 +113,11 @@ export interface AgentWorkerOptions {
   readonly interceptors?: WorkerInterceptors;
   /** Sinks beside `agentTelemetry` (worker/telemetry.ts: the workflow span exporter). */
   readonly sinks?: InjectedSinks<Sinks>;
+  /**
+   * The data converter, i.e. the payload codec (codec/load-codec.ts `dataConverterOf`):
+   * every client of these runs must use the same one. Unset: payloads are plain text.
+   */
+  readonly dataConverter?: DataConverter;
 }
 
 /** The worker side of the `agentTelemetry` sink. */
@@ -146,6 +152,7 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     activities: createActivities(o.deps),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     ...(o.interceptors ? { interceptors: o.interceptors } : {}),
+    ...(o.dataConverter ? { dataConverter: o.dataConverter } : {}),
     ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }

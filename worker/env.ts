@@ -16,6 +16,7 @@ import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/e
 import type { WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { DEFAULT_LEDGER_URL } from '../activities/ledger/open-ledger';
+import { CODEC_ENV_DOCS } from '../codec/load-codec';
 import { DEFAULT_TASK_QUEUE } from '../common/contracts';
 import type { SearchAttributesMode } from './search-attributes';
 import { OTEL_ENV_DOCS } from './telemetry/config';
@@ -77,6 +78,8 @@ export const WORKER_ENV_DOCS = {
   AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',
   // ── OpenTelemetry (standard OTEL_* names; worker/telemetry/config.ts; off when none is set) ──
   ...OTEL_ENV_DOCS,
+  // ── Payload encryption (codec/load-codec.ts; docs/security.md) ──
+  ...CODEC_ENV_DOCS,
 } as const;
 
 export type WorkerEnvVar = keyof typeof WORKER_ENV_DOCS;

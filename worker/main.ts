@@ -3,7 +3,9 @@
  * Settings come from the environment (worker/env.ts; TLS and API keys via envconfig).
  */
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Runtime } from '@temporalio/worker';
+import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from './create-worker';
 import { loadConnectionOptions, readSearchAttributesMode, readWorkerEnv, readWorkerTuning } from './env';
 import { ensureReaperSchedule, readReaperEnv } from './reaper-schedule';
@@ -21,6 +23,10 @@ async function run(): Promise<void> {
   const telemetry = createTelemetry(process.env);
   if (telemetry.runtimeOptions) Runtime.install(telemetry.runtimeOptions);
   const { connectionOptions, namespace } = loadConnectionOptions();
+  // Encrypted by default (codec/load-codec.ts): against a local dev server a missing key file
+  // is created; anywhere else a worker without keys refuses to start (AGENT_CODEC=off opts out).
+  const codec = loadPayloadCodec(process.env, { createKeyFile: isLocalDevServer(connectionOptions) });
+  const dataConverter = dataConverterOf(codec);
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect(connectionOptions);
@@ -52,9 +58,12 @@ async function run(): Promise<void> {
       deps,
       searchAttributes: 'skip', // checked above
       tuning,
+      dataConverter,
       ...telemetry.workerOptions(deps.registry),
     });
-    if (reaper.enabled) await startReaperSchedule(connectionOptions, namespace, env.taskQueue, reaper);
+    if (reaper.enabled)
+      await startReaperSchedule(connectionOptions, namespace, env.taskQueue, reaper, dataConverter);
+    console.log(`worker: payloads ${codec.codec ? 'encrypted' : 'NOT encrypted'}: ${codec.source}`);
     console.log(
       `worker: task queue ${env.taskQueue} on ${connectionOptions.address} (namespace ${namespace})`,
     );
@@ -79,11 +88,12 @@ async function startReaperSchedule(
   namespace: string,
   taskQueue: string,
   reaper: ReturnType<typeof readReaperEnv>,
+  dataConverter: DataConverter,
 ): Promise<void> {
   let clientConnection: Connection | undefined;
   try {
     clientConnection = await Connection.connect(connectionOptions);
-    const client = new Client({ connection: clientConnection, namespace });
+    const client = new Client({ connection: clientConnection, namespace, dataConverter });
     const { scheduleId, did } = await ensureReaperSchedule(client, { taskQueue, ...reaper });
     console.log(
       `worker: ledger reaper schedule ${scheduleId} ${did} (every ${reaper.intervalMs} ms, retention ${reaper.retentionMs} ms)`,

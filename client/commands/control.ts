@@ -1,8 +1,8 @@
 /** `agentctl resume|stop`: operator actions on a run. */
 import { randomUUID } from 'node:crypto';
 import { Command } from 'commander';
-import type { WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
 import {
   statusQuery,
   stopSignal,
@@ -70,13 +70,18 @@ function raiseOf(o: ResumeOpts): BudgetRaise | undefined {
 const RESUMABLE: ReadonlySet<string> = new Set([TerminalState.STOPPED_LOOP_GUARD, TerminalState.NEEDS_HUMAN]);
 
 /** The input the run was started with (first event of its latest execution). */
-async function startInputOf(handle: WorkflowHandle): Promise<RunInput> {
+async function startInputOf(handle: WorkflowHandle, client: Client): Promise<RunInput> {
   const history = await handle.fetchHistory();
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const payload = started?.input?.payloads?.[0];
   if (!payload)
     throw new CliError(Exit.ERROR, `run ${handle.workflowId}: cannot read its start input from history`);
-  return defaultPayloadConverter.fromPayload(payload as Payload) as RunInput;
+  // History holds the payload as stored: encrypted by default (codec/), so decode it the
+  // client's way (codecs in reverse order, then the payload converter).
+  const dc = client.options.loadedDataConverter;
+  let decoded = payload as Payload;
+  for (const codec of [...dc.payloadCodecs].reverse()) decoded = (await codec.decode([decoded]))[0]!;
+  return dc.payloadConverter.fromPayload(decoded) as RunInput;
 }
 
 /** `resume --from ID`: continue a closed run's checkpoint as a new run, then resume it (verified). */
@@ -101,7 +106,7 @@ async function resumeFrom(
       `run ${source} ended ${result.terminal_state}: not resumable (only ${[...RESUMABLE].join(' and ')} runs are)`,
     );
   }
-  const input = await startInputOf(src);
+  const input = await startInputOf(src, c.client);
   // Same workflow id by default (a new execution, as continue-as-new keeps the id): the
   // run's progress facts and counters are keyed by it, so the re-verification compares like with like.
   const newId = o.id ?? source;

@@ -11,8 +11,9 @@ import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { startDevServer, type DevServerHandle } from '../../scripts/dev-server';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { dataConverterOf } from '../../codec';
 import { loadConnectionOptions } from '../../worker/env';
-import { connect, connectionSettings, type Connected } from '../connect';
+import { codecSettings, connect, connectionSettings, type Connected } from '../connect';
 import { uiBaseFor } from '../format';
 
 /** The running demo stack. */
@@ -79,6 +80,14 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
   }
   const { options } = connectionSettings(env);
   const address = options.address;
+  // Encrypted by default: on first start against a local server this creates
+  // data/codec-keys.json (0600); agentctl and `npm run worker` find the same file.
+  const codec = codecSettings(env, options);
+  say(
+    codec.codec
+      ? `▸ payloads encrypted (${codec.source}); the Web UI shows them through a codec server: npm run dev:server -- --codec`
+      : `▸ payloads NOT encrypted (${codec.source})`,
+  );
 
   let server: DevServerHandle | null = null;
   let uiBase = uiBaseFor(address, env);
@@ -105,7 +114,13 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
   say(`▸ worker: task queue ${taskQueue}, ledger + demo world ${relative(process.cwd(), dbFile)}`);
   // The worker connects the worker's way (envconfig options as worker/main.ts uses them).
   const nativeConnection = await NativeConnection.connect(loadConnectionOptions(env).connectionOptions);
-  const worker = await createAgentWorker({ connection: nativeConnection, namespace, taskQueue, deps });
+  const worker = await createAgentWorker({
+    connection: nativeConnection,
+    namespace,
+    taskQueue,
+    deps,
+    dataConverter: dataConverterOf(codec),
+  });
   const workerDone = worker.run().catch(() => undefined);
   const client = connected;
 

@@ -1,33 +1,44 @@
 /**
- * The Temporal Web UI shows why the guard stopped a run (issue 5 item 4), proven in a real
- * browser: Debian's chromium driven by playwright-core.
+ * The Temporal Web UI shows why the guard stopped a run (issue 5 item 4), and shows payloads
+ * only through the codec server (issue 10 item 2), proven in a real browser: Debian's chromium
+ * driven by playwright-core.
  *
- * The test starts its OWN dev server with the UI on a free port (the shared test server is
- * headless), a worker with the real workflow + activities on a fresh SQLite file, and a
- * fixture-mode scripted run that repeats `search` three times → STOPPED_LOOP_GUARD
- * `same_call_repeat`; the run then waits for `resume` (WAITING). It opens the workflow's
- * page, waits for it to render and checks that the page text carries the guard reason and
- * the blocked tool, and saves a screenshot to docs/temporal-ui.png.
+ * The test starts its OWN two dev servers with the UI on free ports (the shared test server
+ * is headless): A with its UI pointed at a codec server (`--ui-codec-endpoint`), B without
+ * one. On each, a worker with the real workflow + activities on a fresh SQLite file, encrypted
+ * as by default (test/helpers/temporal-env.ts key ring), runs a fixture-mode scripted run whose
+ * `search` args carry a marker string, three times → STOPPED_LOOP_GUARD `same_call_repeat`;
+ * the run then waits for `resume` (WAITING).
+ *  - A (decoded): the page carries the guard reason, the blocked tool and the marker;
+ *    screenshots docs/temporal-ui.png (User Metadata) and docs/ui-decoded.png (Input);
+ *  - B (no codec server): the raw history (a client without the keys) and the page carry no
+ *    trace of the marker; screenshot docs/ui-encrypted.png;
+ *  - the `temporal` CLI shows the marker only with `--codec-endpoint` and the bearer token.
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import type { RunInput, RunStatus } from '../../common/contracts';
 import { statusQuery } from '../../common/contracts';
+import { loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../../codec';
 import { freePort, startDevServer, type DevServerHandle } from '../../scripts/dev-server';
+import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
 import type { agentRun } from '../../workflows';
 import { workflowBundle } from '../helpers/run-harness';
-import { uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SCREENSHOT = resolve(__dirname, '../../docs/temporal-ui.png');
+const DOCS = resolve(__dirname, '../../docs');
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -38,6 +49,9 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+/** In the tool args of every run here; must never reach the server in plain text. */
+const MARKER = 'marker-ui-5ecret-7d2a';
+const CLI_TOKEN = 'ui-test-cli-token';
 
 if (!HAVE_CHROMIUM) {
   console.warn(
@@ -53,151 +67,262 @@ try {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-(HAVE_CHROMIUM ? describe : describe.skip)('Temporal Web UI shows a guard stop (real browser)', () => {
-  let server: DevServerHandle | undefined;
-  let native: NativeConnection | undefined;
-  let connection: Connection | undefined;
-  let deps: WorkerDeps | undefined;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
+/** A dev server with its UI, an encrypted worker and client on it. */
+interface Side {
+  server: DevServerHandle;
+  native: NativeConnection;
+  connection: Connection;
+  client: Client;
+  deps: WorkerDeps;
+  worker: Worker;
+  running: Promise<void>;
+  taskQueue: string;
+}
+
+async function startSide(
+  dataConverter: DataConverter,
+  o: { uiPort?: number; uiCodecEndpoint?: string } = {},
+): Promise<Side> {
+  const uiPort = o.uiPort ?? (await freePort());
+  const uiCodecEndpoint = o.uiCodecEndpoint;
+  const server = await startDevServer({
+    ip: '127.0.0.1',
+    port: 0,
+    uiPort,
+    headless: false,
+    dbFile: null,
+    quiet: true,
+    logLevel: 'error',
+    ...(uiCodecEndpoint ? { uiCodecEndpoint } : {}),
+  });
+  const native = await NativeConnection.connect({ address: server.address });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection, namespace: server.namespace, dataConverter });
+  const dbUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-ui-')), 'agent.db')}`;
+  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+  const taskQueue = uniqueTaskQueue('ui');
+  const worker = await createAgentWorker({
+    connection: native,
+    namespace: server.namespace,
+    taskQueue,
+    deps,
+    dataConverter,
+    workflowBundle: await workflowBundle(),
+  });
+  return { server, native, connection, client, deps, worker, running: worker.run(), taskQueue };
+}
+
+async function stopSide(s: Side | undefined): Promise<void> {
+  if (!s) return;
+  s.worker.shutdown();
+  await s.running.catch(() => undefined);
+  await s.deps.close();
+  await s.connection.close();
+  await s.native.close();
+  await s.server.stop();
+}
+
+/** Starts the search loop on `side` and waits until the guard stopped it (WAITING for resume). */
+async function startStoppedRun(
+  side: Side,
+  goal: string,
+): Promise<{ workflowId: string; handle: WorkflowHandle }> {
+  const call = { tool: 'search', args: { query: `temporal ${MARKER}` } };
+  const input: RunInput = {
+    goal,
+    planner: { kind: 'scripted', script: { calls: [call, call, call] } },
+    // Stays open, waiting for resume, while the browser looks at it.
+    resumeWindowMs: 10 * 60_000,
+  };
+  const workflowId = uniqueId('ui-run');
+  const handle = await side.client.workflow.start<typeof agentRun>('agentRun', {
+    taskQueue: side.taskQueue,
+    workflowId,
+    args: [input],
+    staticSummary: input.goal,
+  });
+  let status: RunStatus | undefined;
+  for (let i = 0; i < 100; i++) {
+    // Until the first activity returns, the workflow has not registered its queries yet.
+    status = await handle.query(statusQuery).catch(() => undefined);
+    if (status?.phase === 'WAITING') break;
+    await sleep(200);
+  }
+  expect(status?.phase).toBe('WAITING');
+  expect(status?.guardReason).toBe('same_call_repeat');
+  return { workflowId, handle };
+}
+
+/** Opens the run's page once the UI answers. */
+async function openRunPage(browser: Browser, side: Side, workflowId: string): Promise<Page> {
+  // startDevServer waits for the frontend; the UI server may answer a moment later.
+  for (let i = 0; i < 60; i++) {
+    const ok = await fetch(side.server.uiUrl!).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    await sleep(250);
+  }
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const url = `${side.server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+  return page;
+}
+
+/**
+ * Text of the page AND of its iframes: UI 2.54 renders the user metadata (static summary,
+ * current details) as markdown inside sandboxed iframes, which body.innerText skips.
+ */
+async function allText(page: Page): Promise<string> {
+  const parts = await Promise.all(
+    page
+      .frames()
+      .map((f) => f.evaluate<string>('document.body ? document.body.innerText : ""').catch(() => '')),
+  );
+  return parts.join('\n');
+}
+
+async function waitForText(page: Page, needles: string[], timeoutMs = 20_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let text = '';
+  while (Date.now() < deadline) {
+    text = await allText(page);
+    if (needles.every((n) => text.includes(n))) break;
+    await sleep(250);
+  }
+  return text;
+}
+
+async function openTab(page: Page, name: string): Promise<void> {
+  const tab = page.getByRole('tab', { name });
+  await ((await tab.count()) ? tab.first() : page.getByText(name, { exact: true }).first()).click();
+}
+
+/** The run's start input as `temporal workflow show --output json` prints it, base64-decoded. */
+function cliInput(json: string): string {
+  const shown = JSON.parse(json) as {
+    events: Array<{
+      workflowExecutionStartedEventAttributes?: { input?: { payloads?: Array<{ data?: string }> } };
+    }>;
+  };
+  const data = shown.events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data ?? '';
+  return Buffer.from(data, 'base64').toString('latin1');
+}
+
+/** `temporal workflow show` on `side`, with extra flags; resolves to stdout. */
+async function cliShow(side: Side, workflowId: string, extra: string[]): Promise<string> {
+  const cli = await ensureTemporalCli({ quiet: true });
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(
+      cli,
+      ['workflow', 'show', '-w', workflowId, '--address', side.server.address, '--output', 'json', ...extra],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.once('error', reject);
+    child.once('close', (code) =>
+      code === 0 ? resolvePromise(out) : reject(new Error(`exit ${code}: ${err}`)),
+    );
+  });
+}
+
+(HAVE_CHROMIUM ? describe : describe.skip)('Temporal Web UI (real browser)', () => {
+  let decoded: Side | undefined; // A: UI → codec server
+  let opaque: Side | undefined; // B: no codec server
+  let uiCodec: CodecServerHandle | undefined;
+  let cliCodec: CodecServerHandle | undefined;
   let browser: Browser | undefined;
-  let client: Client;
-  let taskQueue: string;
 
   beforeAll(async () => {
-    const uiPort = await freePort();
-    server = await startDevServer({
-      ip: '127.0.0.1',
-      port: 0,
-      uiPort,
-      headless: false,
-      dbFile: null,
-      quiet: true,
-      logLevel: 'error',
-    });
-    native = await NativeConnection.connect({ address: server.address });
-    connection = await Connection.connect({ address: server.address });
-    client = new Client({ connection, namespace: server.namespace });
-    const dbUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-ui-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
-    taskQueue = uniqueTaskQueue('ui');
-    worker = await createAgentWorker({
-      connection: native,
-      namespace: server.namespace,
-      taskQueue,
-      deps,
-      workflowBundle: await workflowBundle(),
-    });
-    running = worker.run();
-  }, 90_000);
+    const dataConverter = testDataConverter();
+    const codec = loadPayloadCodec(process.env).codec!;
+    // A's UI port must be known before the codec server, whose CORS origin it is.
+    const uiPortA = await freePort();
+    uiCodec = await startCodecServer({ codec, port: 0, origins: [`http://127.0.0.1:${uiPortA}`] });
+    cliCodec = await startCodecServer({ codec, port: 0, token: CLI_TOKEN });
+    [decoded, opaque] = await Promise.all([
+      startSide(dataConverter, { uiPort: uiPortA, uiCodecEndpoint: uiCodec.url }),
+      startSide(dataConverter),
+    ]);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
-    worker?.shutdown();
-    await running?.catch(() => undefined);
-    await deps?.close();
-    await connection?.close();
-    await native?.close();
-    await server?.stop();
+    await Promise.all([stopSide(decoded), stopSide(opaque)]);
+    await uiCodec?.close();
+    await cliCodec?.close();
   }, 30_000);
 
-  it('renders the workflow page with the guard reason and the blocked tool', async () => {
-    const input: RunInput = {
-      goal: 'research temporal (UI e2e)',
-      planner: {
-        kind: 'scripted',
-        script: {
-          calls: [
-            { tool: 'search', args: { query: 'temporal' } },
-            { tool: 'search', args: { query: 'temporal' } },
-            { tool: 'search', args: { query: 'temporal' } },
-          ],
-        },
-      },
-      // Stays open, waiting for resume, while the browser looks at it.
-      resumeWindowMs: 10 * 60_000,
-    };
-    const workflowId = uniqueId('ui-run');
-    const handle = await client.workflow.start<typeof agentRun>('agentRun', {
-      taskQueue,
-      workflowId,
-      args: [input],
-      staticSummary: input.goal,
-    });
+  it('through the codec server: shows the guard reason, the blocked tool and the decoded tool args', async () => {
+    const { workflowId } = await startStoppedRun(decoded!, 'research temporal (UI e2e)');
+    const page = await openRunPage(browser!, decoded!, workflowId);
 
-    // Wait until the guard has stopped it and it waits for resume.
-    let status: RunStatus | undefined;
-    for (let i = 0; i < 100; i++) {
-      // Until the first activity returns, the workflow has not registered its queries yet.
-      status = await handle.query(statusQuery).catch(() => undefined);
-      if (status?.phase === 'WAITING') break;
-      await sleep(200);
-    }
-    expect(status?.phase).toBe('WAITING');
-    expect(status?.guardReason).toBe('same_call_repeat');
-
-    // startDevServer waits for the frontend; the UI server may answer a moment later.
-    for (let i = 0; i < 60; i++) {
-      const ok = await fetch(server!.uiUrl!).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ok) break;
-      await sleep(250);
-    }
-
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const url = `${server!.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
-    await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30_000 });
-
-    // Text of the page AND of its iframes: UI 2.54 renders the user metadata (static summary,
-    // current details) as markdown inside sandboxed iframes, which body.innerText skips.
-    const allText = async (): Promise<string> => {
-      const parts = await Promise.all(
-        page
-          .frames()
-          .map((f) => f.evaluate<string>('document.body ? document.body.innerText : ""').catch(() => '')),
-      );
-      return parts.join('\n');
-    };
-    const waitForText = async (needles: string[], timeoutMs = 20_000): Promise<string> => {
-      const deadline = Date.now() + timeoutMs;
-      let text = '';
-      while (Date.now() < deadline) {
-        text = await allText();
-        if (needles.every((n) => text.includes(n))) break;
-        await sleep(250);
-      }
-      return text;
-    };
-    const openTab = async (name: string): Promise<void> => {
-      const tab = page.getByRole('tab', { name });
-      await ((await tab.count()) ? tab.first() : page.getByText(name, { exact: true }).first()).click();
-    };
-
-    // 1. The default (Timeline) view: each tool activity carries its summary `tool · fp`.
-    const timeline = await waitForText(['agentRun', 'runTool', 'search ·']);
+    // 1. The default (Timeline) view: each tool activity carries its summary `tool · fp`,
+    //    and the run's input, decoded by the codec server, shows the tool args.
+    const timeline = await waitForText(page, ['agentRun', 'runTool', 'search ·', MARKER]);
     expect(timeline).toContain('search ·');
+    expect(timeline).toContain(MARKER);
+    await page.screenshot({ path: join(DOCS, 'ui-decoded.png'), fullPage: true });
 
     // 2. Search Attributes tab: the guard reason and state, as indexed for filtering.
-    await openTab('Search Attributes');
-    const attributes = await waitForText(['"AgentGuardReason": "same_call_repeat"']);
+    await openTab(page, 'Search Attributes');
+    const attributes = await waitForText(page, ['"AgentGuardReason": "same_call_repeat"']);
     expect(attributes).toContain('"AgentGuardReason": "same_call_repeat"');
     expect(attributes).toContain('"AgentState": "STOPPED_LOOP_GUARD"');
 
     // 3. User Metadata tab: static summary (the goal) and current details, with the guard
     //    reason and the blocked call `search:<hash>` (the tool that was refused).
-    await openTab('User Metadata');
-    const metadata = await waitForText([
+    await openTab(page, 'User Metadata');
+    const metadata = await waitForText(page, [
       'research temporal (UI e2e)',
       'reason same_call_repeat',
       'blocked call search:',
     ]);
-    mkdirSync(resolve(SCREENSHOT, '..'), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    mkdirSync(DOCS, { recursive: true });
+    await page.screenshot({ path: join(DOCS, 'temporal-ui.png'), fullPage: true });
     expect(metadata).toContain('research temporal (UI e2e)');
     expect(metadata).toContain('reason same_call_repeat');
     expect(metadata).toContain('blocked call search:');
+
+    // The CLI decodes through a codec server too, with its bearer token.
+    const shown = await cliShow(decoded!, workflowId, [
+      '--codec-endpoint',
+      cliCodec!.url,
+      '--codec-auth',
+      `Bearer ${CLI_TOKEN}`,
+    ]);
+    expect(cliInput(shown)).toContain(MARKER);
+  }, 90_000);
+
+  it('without a codec server: neither the raw history nor the run page shows the tool args', async () => {
+    const { workflowId } = await startStoppedRun(opaque!, 'research temporal (UI e2e, no codec)');
+
+    // (a) The raw history, as a client without the keys fetches it: no marker anywhere.
+    const plain = new Client({ connection: opaque!.connection, namespace: 'default' });
+    const history = await plain.workflow.getHandle(workflowId).fetchHistory();
+    const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
+    expect(bytes.includes(MARKER)).toBe(false);
+    const raw = cliInput(await cliShow(opaque!, workflowId, []));
+    expect(raw.length).toBeGreaterThan(100);
+    expect(raw).not.toContain(MARKER);
+
+    // (b) The page: the same run page as above, payloads shown as the server holds them.
+    const page = await openRunPage(browser!, opaque!, workflowId);
+    const text = await waitForText(page, ['agentRun', 'Input', 'runTool']);
+    expect(text).toContain('agentRun');
+    expect(text).toContain('runTool');
+    expect(text).not.toContain(MARKER);
+    expect(text).not.toContain('no codec)'); // the static summary is a payload too
+    await page.screenshot({ path: join(DOCS, 'ui-encrypted.png'), fullPage: true });
+    // The guard's search attributes are plain: an operator still sees why it stopped.
+    await openTab(page, 'Search Attributes');
+    const attributes = await waitForText(page, ['"AgentGuardReason": "same_call_repeat"']);
+    expect(attributes).toContain('"AgentGuardReason": "same_call_repeat"');
+    expect(await allText(page)).not.toContain(MARKER);
   }, 90_000);
 });

@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { RunInput, RunResult } from '../../common/contracts';
@@ -17,7 +18,7 @@ import {
   type AgentWorkerOptions,
   type WorkerDeps,
 } from '../../worker/create-worker';
-import { createTestEnv, uniqueId, uniqueTaskQueue } from './temporal-env';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './temporal-env';
 
 try {
   // Worker state chatter drowns test output; warnings and errors still show.
@@ -42,6 +43,8 @@ export interface Harness {
   taskQueue: string;
   dbUrl: string;
   worker: Worker;
+  /** The payload codec of the worker and of `env.client` (replay a fetched history with it). */
+  dataConverter: DataConverter;
   start(
     input: RunInput,
     workflowId?: string,
@@ -80,11 +83,14 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   });
   const taskQueue = uniqueTaskQueue('run');
   const extra = o.worker?.(deps) ?? {};
+  // Encrypted like env.client (temporal-env.ts), or neither could read the other's payloads.
+  const dataConverter = testDataConverter();
   const worker = await createAgentWorker({
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
     deps,
+    dataConverter,
     ...extra,
     workflowBundle: extra.workflowBundle ?? (await workflowBundle()),
   });
@@ -95,6 +101,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     taskQueue,
     dbUrl,
     worker,
+    dataConverter,
     async start(input, workflowId = uniqueId('run')) {
       const handle = await env.client.workflow.start(agentRun, {
         taskQueue,

@@ -24,14 +24,38 @@
  *
  * Either way the three search attributes (AgentState, AgentGuardReason, AgentSteps) exist in the
  * `default` namespace when createTestEnv() resolves.
+ *
+ * Payloads are encrypted, as by default in production (docs/security.md): the env's client
+ * uses {@link testDataConverter}, and so must every worker of the runs it reads
+ * (run-harness.ts does). The key ring comes from the codec's own policy (codec/load-codec.ts)
+ * over process.env; see {@link TEST_CODEC_KEY_ENV}.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { DataConverter } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { dataConverterOf, loadPayloadCodec } from '../../codec';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../common/search-attributes';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 
 export const TEST_ADDRESS_ENV = 'TEMPORAL_TEST_ADDRESS';
 export const TEST_NAMESPACE = 'default';
+
+/**
+ * The variable that carries the test key ring. Unless keys are configured already (or
+ * AGENT_CODEC=off), loading this module sets AGENT_CODEC_KEYS to a fresh random key, so this
+ * process and every process a test spawns with process.env (`npm run worker`, agentctl, the
+ * demo) share one ring, as a deployment's workers and clients do.
+ */
+export const TEST_CODEC_KEY_ENV = 'AGENT_CODEC_KEYS';
+if (!process.env.AGENT_CODEC_KEYS && !process.env.AGENT_CODEC_KEY_FILE) {
+  process.env[TEST_CODEC_KEY_ENV] =
+    `test-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
+}
+
+/** The data converter of every test client and worker (the codec of process.env, see above). */
+export function testDataConverter(): DataConverter {
+  return dataConverterOf(loadPayloadCodec(process.env));
+}
 
 export interface CreateTestEnvOptions {
   /** Force a private server even when a shared one is available (e.g. a test that kills the server). */
@@ -44,9 +68,14 @@ export interface CreateTestEnvOptions {
 export async function createTestEnv(options: CreateTestEnvOptions = {}): Promise<TestWorkflowEnvironment> {
   const shared = process.env[TEST_ADDRESS_ENV];
   if (shared && !options.ownServer) {
-    return TestWorkflowEnvironment.createFromExistingServer({ address: shared, namespace: TEST_NAMESPACE });
+    return TestWorkflowEnvironment.createFromExistingServer({
+      address: shared,
+      namespace: TEST_NAMESPACE,
+      client: { dataConverter: testDataConverter() },
+    });
   }
   return TestWorkflowEnvironment.createLocal({
+    client: { dataConverter: testDataConverter() },
     server: {
       executable: { type: 'existing-path', path: await ensureTemporalCli({ quiet: true }) },
       ip: '127.0.0.1',

@@ -1,0 +1,107 @@
+/**
+ * A Temporal `PayloadCodec` that encrypts every payload with AES-256-GCM under the key
+ * ring's active key, so tool args, tool results, conversations, checkpoints, queries,
+ * updates and the run's summary reach the Temporal server (and its history, visibility
+ * store and Web UI) only as ciphertext.
+ *
+ * It runs outside the workflow sandbox, in the data converter of workers and clients: the
+ * workflow sees plain payloads, the server sees encrypted ones.
+ *
+ * Wire format of an encrypted payload (the layout of Temporal's encryption sample, so its
+ * tooling recognises it):
+ *  - metadata `encoding` = `binary/encrypted`, `encryption-key-id` = the key id,
+ *    `encryption-cipher` = `AES-256-GCM`;
+ *  - data = nonce (12 random bytes) ‖ ciphertext ‖ GCM tag (16 bytes), the plaintext being
+ *    the whole original payload (metadata and data) as protobuf bytes, and the key id bound
+ *    in as additional authenticated data, so moving a payload to another key id fails too.
+ *
+ * Decoding passes every payload that is not `binary/encrypted` through unchanged: histories
+ * recorded before encryption was on, and payloads written with AGENT_CODEC=off, stay readable.
+ * (Search attributes never pass through a codec: the SDK leaves them plain so the server can
+ * index them; `AgentState` filtering therefore keeps working.)
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { PayloadDecryptionError, UnknownKeyError, CodecError } from './errors';
+import type { KeyRing } from './key-ring';
+
+/** `encoding` of an encrypted payload. */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+/** Metadata key naming the key a payload was encrypted with. */
+export const KEY_ID_METADATA = 'encryption-key-id';
+/** Metadata key naming the cipher. */
+export const CIPHER_METADATA = 'encryption-cipher';
+export const CIPHER = 'AES-256-GCM';
+
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** Whether `p` is a payload this codec encrypted. */
+export function isEncrypted(p: Payload): boolean {
+  const enc = p.metadata?.encoding;
+  return enc !== undefined && enc !== null && fromUtf8.decode(enc) === ENCRYPTED_ENCODING;
+}
+
+/** The key id an encrypted payload names (undefined for a plain one). */
+export function keyIdOf(p: Payload): string | undefined {
+  if (!isEncrypted(p)) return undefined;
+  const id = p.metadata?.[KEY_ID_METADATA];
+  return id ? fromUtf8.decode(id) : undefined;
+}
+
+/** AES-256-GCM payload encryption over a {@link KeyRing}; see the module comment. */
+export class AesGcmCodec implements PayloadCodec {
+  /** @param ring the keys; new payloads use `ring.activeKeyId` */
+  constructor(readonly ring: KeyRing) {}
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((p) => this.encryptOne(p));
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((p) => (isEncrypted(p) ? this.decryptOne(p) : p));
+  }
+
+  private encryptOne(p: Payload): Payload {
+    const keyId = this.ring.activeKeyId;
+    const nonce = randomBytes(NONCE_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.ring.activeKey, nonce, { authTagLength: TAG_BYTES });
+    cipher.setAAD(utf8.encode(keyId));
+    const plain = temporal.api.common.v1.Payload.encode(p).finish();
+    const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    return {
+      metadata: {
+        encoding: utf8.encode(ENCRYPTED_ENCODING),
+        [KEY_ID_METADATA]: utf8.encode(keyId),
+        [CIPHER_METADATA]: utf8.encode(CIPHER),
+      },
+      data: new Uint8Array(data),
+    };
+  }
+
+  private decryptOne(p: Payload): Payload {
+    const keyId = keyIdOf(p);
+    if (!keyId) throw new CodecError(`an encrypted payload has no ${KEY_ID_METADATA} metadata`);
+    const key = this.ring.key(keyId);
+    if (!key) throw new UnknownKeyError(keyId, this.ring.keyIds);
+    const data = p.data ?? new Uint8Array();
+    if (data.length < NONCE_BYTES + TAG_BYTES) throw new PayloadDecryptionError(keyId);
+    const nonce = data.subarray(0, NONCE_BYTES);
+    const tag = data.subarray(data.length - TAG_BYTES);
+    const body = data.subarray(NONCE_BYTES, data.length - TAG_BYTES);
+    let plain: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
+      decipher.setAAD(utf8.encode(keyId));
+      decipher.setAuthTag(tag);
+      plain = Buffer.concat([decipher.update(body), decipher.final()]);
+    } catch (err) {
+      throw new PayloadDecryptionError(keyId, { cause: err });
+    }
+    const inner = temporal.api.common.v1.Payload.decode(plain);
+    return { metadata: inner.metadata, data: inner.data };
+  }
+}

@@ -28,7 +28,17 @@
  *     continue-as-new and history-size limits are raised (`--dynamic-config-value`, through a
  *     wrapper around the CLI passed as `cliPath`) to time the replay of ONE 1,000-step history.
  *
- * Flags: --steps N  --concurrency 1,10,100  --max-row-steps N  --replay-steps N (0 skips)
+ *  4. the single-run step latency (p50/p95) and where a step goes (bench/fleet-profile.ts: the
+ *     history's timestamps split into activity dispatch/run and workflow-task dispatch/run), on
+ *     a stock dev server and on one with fast dispatch (`history.transferProcessorMaxPollRPS`
+ *     raised, scripts/chaos/temporal.ts): the stock one-shard dev server reads its transfer
+ *     queue at most 20 times a second, so every workflow task waits ~25 ms before dispatch.
+ *     The concurrency rows run on the fast-dispatch server unless `--dispatch stock`.
+ *  5. 1 vs 3 worker PROCESSES sharing one PostgreSQL ledger (bench/fleet.ts): live write runs,
+ *     every step a real ledger write; needs the PostgreSQL server binaries (else skipped).
+ *
+ * Flags: --steps N  --concurrency 1,100,1000  --max-row-steps N  --replay-steps N (0 skips)
+ *        --dispatch fast|stock  --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
  *        --single-history  --json (one JSON object on stdout instead of the table)
  */
 import { randomUUID } from 'node:crypto';
@@ -44,10 +54,14 @@ import {
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { RunInput, RunResult } from '../common/contracts';
+import { findPostgresBin } from '../scripts/chaos/postgres';
+import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
 import { startDevServer, type DevServerHandle } from '../scripts/dev-server';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
+import { fleetRows, type FleetRow } from './fleet';
+import { stepBreakdown, type StepBreakdown } from './fleet-profile';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -60,16 +74,24 @@ interface Options {
   replaySteps: number;
   singleHistory: boolean;
   json: boolean;
+  dispatch: 'fast' | 'stock';
+  fleet: number[];
+  fleetRuns: number;
+  fleetWrites: number;
 }
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     steps: 50,
-    concurrency: [1, 10, 100],
-    maxRowSteps: 1000,
+    concurrency: [1, 100, 1000],
+    maxRowSteps: 2000,
     replaySteps: 1000,
     singleHistory: false,
     json: false,
+    dispatch: 'fast',
+    fleet: [1, 3],
+    fleetRuns: 100,
+    fleetWrites: 5,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -101,10 +123,28 @@ function parseArgs(argv: string[]): Options {
       case '--json':
         o.json = true;
         break;
+      case '--dispatch': {
+        const v = value();
+        if (v !== 'fast' && v !== 'stock') throw new Error(`--dispatch: expected fast or stock, got ${v}`);
+        o.dispatch = v;
+        break;
+      }
+      case '--fleet':
+        o.fleet = (value() ?? '')
+          .split(',')
+          .map((x) => int(flag, x.trim(), 0))
+          .filter((n) => n > 0);
+        break;
+      case '--fleet-runs':
+        o.fleetRuns = int(flag, value(), 1);
+        break;
+      case '--fleet-writes':
+        o.fleetWrites = int(flag, value(), 1);
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,10,100] [--max-row-steps 1000] [--replay-steps 1000] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;
@@ -228,6 +268,8 @@ interface ConcurrencyRow {
   offStepsPerSec: number;
   /** off / on: how many times slower the guarded run is (1.0 = no cost). */
   ratio: number;
+  /** on / off throughput (the issue's target: >= 0.95). */
+  onOverOff: number;
   onMs: number;
   offMs: number;
 }
@@ -393,6 +435,39 @@ async function raisedLimitsCli(dir: string): Promise<string> {
   return file;
 }
 
+// ---------------------------------------------------------------- single-run latency
+/** The single-run step latency of one mode: the best (lowest p50) of `tries` runs, and its breakdown. */
+async function singleRunProfile(
+  s: Stack,
+  steps: number,
+  guardEnabled: boolean,
+  tries: number,
+): Promise<StepBreakdown> {
+  let best: StepBreakdown | null = null;
+  for (let i = 0; i < tries; i++) {
+    const { handles } = await measure(s, 1, steps, guardEnabled);
+    const b = stepBreakdown(await handles[0]!.fetchHistory());
+    if (!best || b.p50Ms < best.p50Ms) best = b;
+  }
+  return best!;
+}
+
+/** Single-run latency, guard on and off, on a fresh dev server started with `cliPath`. */
+async function latencyOn(
+  bundle: { code: string },
+  cliPath: string | undefined,
+  steps: number,
+): Promise<{ on: StepBreakdown; off: StepBreakdown }> {
+  const s = await startStack(bundle, cliPath);
+  try {
+    await measure(s, 2, 10, true); // warm-up
+    await measure(s, 2, 10, false);
+    return { on: await singleRunProfile(s, steps, true, 3), off: await singleRunProfile(s, steps, false, 3) };
+  } finally {
+    await s.close();
+  }
+}
+
 // ---------------------------------------------------------------- main
 const fmt = (n: number, d = 0): string =>
   n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
@@ -411,8 +486,16 @@ async function main(): Promise<void> {
     logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
   });
 
-  log('starting an in-memory dev server + worker…');
-  const s = await startStack(bundle);
+  const cliDir = mkdtempSync(join(tmpdir(), 'alg-bench-cli-'));
+  const fastCli = await cliWithDynamicConfig(cliDir, FAST_DISPATCH_DYNAMIC_CONFIG);
+  log('single-run step latency: stock dev server, then fast dispatch (best of 3 runs each)…');
+  const latency = {
+    stock: await latencyOn(bundle, undefined, o.steps),
+    fast: await latencyOn(bundle, fastCli, o.steps),
+  };
+
+  log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
+  const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
   const rows: ConcurrencyRow[] = [];
   const perStep: Record<'on' | 'off', { events: number; bytes: number }> = {
     on: { events: 0, bytes: 0 },
@@ -443,10 +526,12 @@ async function main(): Promise<void> {
         onStepsPerSec: total / (on.ms / 1000),
         offStepsPerSec: total / (off.ms / 1000),
         ratio: 0,
+        onOverOff: 0,
         onMs: on.ms,
         offMs: off.ms,
       };
       row.ratio = row.offStepsPerSec / row.onStepsPerSec;
+      row.onOverOff = row.onStepsPerSec / row.offStepsPerSec;
       rows.push(row);
       log(`  concurrency ${c}: on ${fmt(row.onStepsPerSec)} steps/s, off ${fmt(row.offStepsPerSec)} steps/s`);
       if (c === o.concurrency[0]) {
@@ -487,11 +572,22 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
   }
+  let fleet: FleetRow[] | null = null;
+  let fleetSkipped: string | null = null;
+  if (o.fleet.length > 0 && findPostgresBin() === null) {
+    fleetSkipped = 'no PostgreSQL server binaries (initdb) on this machine';
+  } else if (o.fleet.length > 0) {
+    log(
+      `fleet: ${o.fleetRuns} live write runs x ${o.fleetWrites} writes on ${o.fleet.join(' vs ')} worker processes, one PostgreSQL ledger…`,
+    );
+    fleet = await fleetRows(bundle.code, o.fleet, o.fleetRuns, o.fleetWrites, log);
+  }
+  rmSync(cliDir, { recursive: true, force: true });
   const totalMs = performance.now() - wall0;
 
   if (o.json) {
     process.stdout.write(
-      `${JSON.stringify({ concurrency: rows, historyPerStep: perStep, longRun: long, singleHistory: single, totalMs })}\n`,
+      `${JSON.stringify({ dispatch: o.dispatch, latency, concurrency: rows, historyPerStep: perStep, fleet, fleetSkipped, longRun: long, singleHistory: single, totalMs })}\n`,
     );
     return;
   }
@@ -499,22 +595,52 @@ async function main(): Promise<void> {
   const out: string[] = [];
   out.push(
     '',
-    'Durable run throughput (fixture-mode scripted runs; step = one tool call = plan + runTool activity + guard)',
+    `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps)`,
+    '',
+    '| dev server | guard | p50 | p95 | mean | plan dispatch | plan run | tool dispatch | tool run | 2 workflow tasks: dispatch | 2 workflow tasks: run |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const [server, byMode] of Object.entries(latency)) {
+    for (const [mode, b] of Object.entries(byMode)) {
+      out.push(
+        `| ${server} | ${mode} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
+      );
+    }
+  }
+  out.push(
+    '',
+    `Durable run throughput (fixture-mode scripted runs, one worker, ${o.dispatch} dispatch; step = one tool call = plan + runTool activity + guard)`,
     '',
   );
   out.push(
-    '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | off/on | on wall | off wall |',
+    '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | on/off | on wall | off wall |',
   );
   out.push('|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     out.push(
-      `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.ratio, 2)}x | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
+      `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.onOverOff, 2)} | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
     );
   }
   out.push('');
   out.push(
-    `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 1)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 1)} events (${fmt(perStep.off.bytes)} B)`,
+    `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 2)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 2)} events (${fmt(perStep.off.bytes)} B); the guard adds ${fmt(perStep.on.events - perStep.off.events, 2)} events per step`,
   );
+  if (fleet) {
+    out.push(
+      '',
+      `Fleet: worker processes sharing one PostgreSQL ledger (live write runs; every step a ledger claim/dispatch/commit + one side-effect row; fast dispatch)`,
+      '',
+      '| worker processes | runs | steps/run | steps/s | wall | side effects | ledger SUCCEEDED |',
+      '|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const f of fleet) {
+      out.push(
+        `| ${f.workers} | ${f.runs} | ${f.stepsPerRun} | ${fmt(f.stepsPerSec, 1)} | ${fmt(f.ms)} ms | ${f.effects} | ${f.succeeded} |`,
+      );
+    }
+  } else if (fleetSkipped) {
+    out.push('', `Fleet rows skipped: ${fleetSkipped}`);
+  }
   const describe = (label: string, l: LongRun): void => {
     out.push('');
     out.push(

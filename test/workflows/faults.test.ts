@@ -17,7 +17,7 @@ import { agentRun } from '../../workflows';
 import { agentSinks, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
 import { live, waitFor } from '../helpers/run-inputs';
 import { workflowBundle } from '../helpers/run-harness';
-import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 describe('infrastructure faults stop the run with its checkpoint', () => {
   let env: TestWorkflowEnvironment;
@@ -56,6 +56,7 @@ describe('infrastructure faults stop the run with its checkpoint', () => {
       workflowBundle: await workflowBundle(),
       activities: wrapped,
       sinks: agentSinks(),
+      dataConverter: testDataConverter(),
     });
     running = worker.run();
   });

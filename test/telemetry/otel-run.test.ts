@@ -192,13 +192,14 @@ describe('OpenTelemetry on a run the guard stops', () => {
     const history = await h.env.client.workflow.getHandle(workflowId).fetchHistory();
     // The interceptors were on: every scheduled activity carries the trace header...
     const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
-    expect(scheduled.length).toBe(6); // currentProgress, 3 × plan, 2 × runTool
+    // currentProgress, 3 × plan, 2 × runTool, and sealCheckpoint as the stopped run closes
+    expect(scheduled.length).toBe(7);
     for (const e of scheduled)
       expect(e.activityTaskScheduledEventAttributes?.header?.fields).toHaveProperty('_tracer-data');
     // ...and yet the commands are the ones the plain workflow code makes (an extra or a
     // changed command would be a DeterminismViolationError here).
     await Worker.runReplayHistory(
-      { workflowBundle: await workflowBundle(), sinks: agentSinks() },
+      { workflowBundle: await workflowBundle(), sinks: agentSinks(), dataConverter: h.dataConverter },
       history,
       workflowId,
     );

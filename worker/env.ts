@@ -54,7 +54,6 @@ export const WORKER_ENV_DOCS = {
   WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,
   ANTHROPIC_API_KEY: 'Anthropic API key for the LLM planner (optional; passthrough).',
   OPENAI_API_KEY: 'OpenAI API key for the LLM planner (optional; passthrough).',
-  AGENT_CONFIG: `MCP servers config file (docs/mcp.md; default ./agent.config.json when it exists, else no MCP tools). A malformed file or a server down at start stops the worker.`,
   // ── Worker tuning (readWorkerTuning; unset = the SDK default; docs/performance.md) ──
   AGENT_MAX_CACHED_WORKFLOWS:
     'Runs kept in the workflow cache (sticky execution; integer >= 0, 0 replays every task from history; SDK default: from the heap size).',
@@ -67,12 +66,23 @@ export const WORKER_ENV_DOCS = {
     'Activity task pollers: N or auto / auto:MIN:MAX:INITIAL, as AGENT_WORKFLOW_TASK_POLLERS; SDK default at most 10.',
   AGENT_STICKY_SCHEDULE_TO_START_MS:
     'How long a task waits on this worker’s sticky queue before any worker may take it (ms, integer >= 1; SDK default 10000).',
+  AGENT_CONFIG: `MCP servers config file (docs/mcp.md; default ./agent.config.json when it exists, else no MCP tools). A malformed file or a server down at start stops the worker.`,
   AGENT_REGISTER_SEARCH_ATTRIBUTES:
     'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
   AGENT_REAPER:
     'on (default): at start, create or update the ledger reaper Temporal Schedule (agent-loop-guard-ledger-reaper); off: leave it alone (worker/reaper-schedule.ts).',
   AGENT_LEDGER_RETENTION_MS:
     'Settled ledger records older than this are reaped once their run is closed (default 2592000000 = 30 days; a value below the 7-day resume window is raised to it with a warning).',
+  AGENT_MODEL_ENDPOINTS:
+    'Named model endpoints a run may pick by name (JSON {"name": {"provider": "openai"|"anthropic", "baseURL", "apiKeyEnv"?}}); a run can never give a URL (docs/planners.md).',
+  AGENT_MODEL_ENDPOINTS_FILE: 'The same as AGENT_MODEL_ENDPOINTS, from a JSON file.',
+  ANTHROPIC_BASE_URL: 'Base URL of the built-in `anthropic` endpoint (default the official API).',
+  OPENAI_BASE_URL: 'Base URL of the built-in `openai` endpoint (default the official API).',
+  AGENT_OPERATORS_FILE:
+    'Operators file (JSON: operators with Ed25519 public keys and roles; roles say which stops they may lift, which budgets they may raise how far, stop, approve). Unset: open mode, every resume/stop accepted unverified (docs/security.md).',
+  AGENT_CHECKPOINT_KEY:
+    'Checkpoint seal key (base64, >= 32 bytes), the same on every worker of a fleet; unset: a local data/checkpoint.key made on first use.',
+  AGENT_CHECKPOINT_KEY_FILE: 'Where the local checkpoint seal key lives (default data/checkpoint.key).',
   AGENT_APPROVAL_POLICY:
     'Which calls need a person\'s approval besides tools marked requiresApproval: tool names "a,b", or JSON {"minRisk":"write"|"destructive","tools":[…]} (docs/security.md "Approvals"). Unset: only the tools\' own.',
   AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',

@@ -14,6 +14,7 @@ import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
 import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
+import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
 import { worldCommand } from './commands/world';
 import { connectionSettings, unreachableMessage } from './connect';
@@ -55,6 +56,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(worldCommand(ctx));
   program.addCommand(codecServerCommand(ctx));
+  program.addCommand(operatorCommand(ctx));
   program.addCommand(
     new Command('replay')
       .description('Offline replay of docs/spec.md §6 files: one JSON object per file (no server needed)')

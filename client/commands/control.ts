@@ -11,6 +11,7 @@ import {
   type RunInput,
 } from '../../common/contracts';
 import { TerminalState, type BudgetKey } from '../../guard';
+import { signRequest } from '../../activities/operators/sign';
 import type { Connected } from '../connect';
 import { CliError, Exit, json, keyValues } from '../format';
 import {
@@ -25,6 +26,7 @@ import {
   type ResumeOutcome,
 } from '../runs';
 import { readCounters } from '../world';
+import { operatorKeyOf } from './operator';
 import { formatOutcome } from './start';
 import {
   BUDGET_FLAGS,
@@ -47,6 +49,7 @@ interface ResumeOpts extends RaiseOpts {
   reason?: string;
   precondition?: string;
   requestId?: string;
+  key?: string;
   wait?: boolean;
   timeout: number;
   json?: boolean;
@@ -121,7 +124,33 @@ async function resumeFrom(
   );
   // The new run restores the stop and waits for a verified resume: wait until it does.
   await followRun(handle, { untilWaiting: true, timeoutMs: o.timeout * 1000 });
-  return { handle, answer: await sendResume(handle, req) };
+  return { handle, answer: await sendResume(handle, signedResume(ctx, o.key, newId, req)) };
+}
+
+/**
+ * The request with the operator's signature when agentctl has a key (`--key` or
+ * AGENT_OPERATOR_KEY_FILE): a worker with an operators file accepts only signed requests.
+ * The actor must be the key's operator.
+ */
+function signedResume(
+  ctx: Ctx,
+  keyPath: string | undefined,
+  workflowId: string,
+  req: ResumeRequest,
+): ResumeRequest {
+  const key = operatorKeyOf(ctx, keyPath);
+  if (!key) return req;
+  const fields = { ...req, actor: req.actor, precondition: req.precondition ?? '' };
+  checkActor(key.operator, req.actor);
+  return { ...fields, auth: signRequest(key, 'resume', workflowId, fields) };
+}
+
+function checkActor(operator: string, actor: string): void {
+  if (operator !== actor)
+    throw new CliError(
+      Exit.USAGE,
+      `--actor ${actor} does not match the signing key's operator "${operator}"`,
+    );
 }
 
 /** The `run / resume / why` lines of a resume answer (plus any `extra`). */
@@ -146,7 +175,8 @@ export function resumeCommand(ctx: Ctx): Command {
     .option('--actor <name>', 'who resumes (default $USER)')
     .option('--reason <text>', 'why (recorded in the trace)', 'operator resume')
     .option('--precondition <text>', 'what changed (recorded; the workflow re-verifies it)', '')
-    .option('--request-id <id>', 'idempotency id of this request (default random)');
+    .option('--request-id <id>', 'idempotency id of this request (default random)')
+    .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)');
   for (const key of RAISABLE) cmd.addOption(budgetOption(key, 'raise'));
   return cmd
     .option('--wait', 'when accepted, wait until the run closes or stops again and print the outcome')
@@ -159,7 +189,7 @@ export function resumeCommand(ctx: Ctx): Command {
       if (o.id && !o.from) throw new CliError(Exit.USAGE, 'resume: --id only goes with --from');
       const raise = raiseOf(o);
       const req: ResumeRequest = {
-        actor: o.actor ?? defaultActor(ctx.env),
+        actor: o.actor ?? operatorKeyOf(ctx, o.key)?.operator ?? defaultActor(ctx.env),
         reason: o.reason ?? 'operator resume',
         precondition: o.precondition ?? '',
         requestId: o.requestId ?? randomUUID(),
@@ -177,7 +207,7 @@ export function resumeCommand(ctx: Ctx): Command {
           ? rejected(
               `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
             )
-          : await sendResume(handle, req);
+          : await sendResume(handle, signedResume(ctx, o.key, handle.workflowId, req));
       }
       const runId = handle.workflowId;
       if (o.json && !(answer.accepted && o.wait)) ctx.io.out(json({ workflow_id: runId, ...answer }));
@@ -209,28 +239,37 @@ export function stopCommand(ctx: Ctx): Command {
     .option('--actor <name>', 'who stops it (default $USER)')
     .option('--reason <text>', 'why (recorded)', 'operator stop')
     .option('--request-id <id>', 'idempotency id of this request (default random)')
+    .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)')
     .option('--json', 'machine-readable output')
-    .action(async (id: string, o: { actor?: string; reason: string; requestId?: string; json?: boolean }) => {
-      const { handle, desc } = await openRun(ctx, id);
-      if (isClosed(desc))
-        throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
-      const status = await handle.query(statusQuery).catch(() => null);
-      if (status && status.phase !== 'RUNNING') {
-        throw new CliError(
-          Exit.REFUSED,
-          `run ${id} is already stopped (${status.phase}: ${status.terminalState ?? '-'} ${status.guardReason ?? ''}); nothing to stop`,
-        );
-      }
-      const req = {
-        actor: o.actor ?? defaultActor(ctx.env),
-        reason: o.reason,
-        requestId: o.requestId ?? randomUUID(),
-      };
-      await handle.signal(stopSignal, req);
-      if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: true, ...req }));
-      else
-        ctx.io.out(
-          `stop requested for ${id} by ${req.actor}: the run stops before its next tool call (agentctl status ${id})\n`,
-        );
-    });
+    .action(
+      async (
+        id: string,
+        o: { actor?: string; reason: string; requestId?: string; key?: string; json?: boolean },
+      ) => {
+        const { handle, desc } = await openRun(ctx, id);
+        if (isClosed(desc))
+          throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
+        const status = await handle.query(statusQuery).catch(() => null);
+        if (status && status.phase !== 'RUNNING') {
+          throw new CliError(
+            Exit.REFUSED,
+            `run ${id} is already stopped (${status.phase}: ${status.terminalState ?? '-'} ${status.guardReason ?? ''}); nothing to stop`,
+          );
+        }
+        const key = operatorKeyOf(ctx, o.key);
+        const fields = {
+          actor: o.actor ?? key?.operator ?? defaultActor(ctx.env),
+          reason: o.reason,
+          requestId: o.requestId ?? randomUUID(),
+        };
+        if (key) checkActor(key.operator, fields.actor);
+        const req = key ? { ...fields, auth: signRequest(key, 'stop', id, fields) } : fields;
+        await handle.signal(stopSignal, req);
+        if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: true, ...req }));
+        else
+          ctx.io.out(
+            `stop requested for ${id} by ${req.actor}: the run stops before its next tool call (agentctl status ${id})\n`,
+          );
+      },
+    );
 }

@@ -9,6 +9,7 @@ import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import type { OperatorRegistry } from '../../activities/operators/registry';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
 import {
@@ -60,6 +61,8 @@ export interface Harness {
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
   dbUrl?: string;
+  /** The operators the worker trusts (default: open mode, every request accepted). */
+  operators?: OperatorRegistry;
   pollAfterMs?: number;
   leaseMs?: number;
   /**
@@ -89,7 +92,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
-    deps,
+    deps: o.operators ? { ...deps, operators: o.operators } : deps,
     dataConverter,
     ...extra,
     workflowBundle: extra.workflowBundle ?? (await workflowBundle()),

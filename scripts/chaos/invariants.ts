@@ -123,14 +123,20 @@ export function checkInvariants(f: ChaosFacts): ChaosReport {
     `${f.effects.length} side effects over ${effectsByKey.size} keys`,
   );
 
-  // 4: effects vs ledger records.
+  // 4: effects vs ledger records. A record still DISPATCHED is in doubt, like UNKNOWN (the next
+  // claim of its key turns it UNKNOWN): allowed when its executor died or PostgreSQL crashed.
+  const pgRestarts = f.events.filter((e) => e.kind === 'postgres_restart').length;
+  const ownerDied = (owner: string): boolean => f.killedPids.has(Number(OWNER_PID.exec(owner)?.[1] ?? NaN));
   const ledgerByKey = new Map(f.ledger.map((r) => [r.key, r]));
   const unaccounted: string[] = [];
+  let dangling = 0;
   for (const [k] of effectsByKey) {
     const rec = ledgerByKey.get(k);
     if (!rec) unaccounted.push(`${k}: executed, no ledger record`);
-    else if (rec.state !== 'SUCCEEDED' && rec.state !== 'UNKNOWN')
-      unaccounted.push(`${k}: executed, ledger ${rec.state}`);
+    else if (rec.state === 'DISPATCHED' && (ownerDied(rec.owner) || pgRestarts > 0)) dangling += 1;
+    else if (rec.state !== 'SUCCEEDED' && rec.state !== 'UNKNOWN') {
+      unaccounted.push(`${k}: executed, ledger ${rec.state} (owner ${rec.owner})`);
+    }
   }
   for (const rec of f.ledger) {
     if (rec.state === 'SUCCEEDED' && !effectsByKey.has(rec.key))
@@ -139,7 +145,7 @@ export function checkInvariants(f: ChaosFacts): ChaosReport {
   const ledgerStates: Record<string, number> = {};
   for (const r of f.ledger) ledgerStates[r.state] = (ledgerStates[r.state] ?? 0) + 1;
   check(
-    'side effects match ledger records (executed ⇒ SUCCEEDED or UNKNOWN; SUCCEEDED ⇒ executed)',
+    'side effects match ledger records (executed ⇒ SUCCEEDED, UNKNOWN or a dead executor’s DISPATCHED; SUCCEEDED ⇒ executed)',
     unaccounted,
     Object.entries(ledgerStates)
       .map(([k, n]) => `${k}: ${n}`)
@@ -147,7 +153,6 @@ export function checkInvariants(f: ChaosFacts): ChaosReport {
   );
 
   // 5: UNKNOWN records.
-  const pgRestarts = f.events.filter((e) => e.kind === 'postgres_restart').length;
   const unknownBad: string[] = [];
   let byKill = 0;
   let byPg = 0;
@@ -204,6 +209,7 @@ export function checkInvariants(f: ChaosFacts): ChaosReport {
     'side effects': f.effects.length,
     duplicates: dupes.length,
     'UNKNOWN records': byKill + byPg,
+    'DISPATCHED left by a dead executor (its run moved on)': dangling,
     'settled after (s)': (f.settledMs / 1000).toFixed(1),
     'total (s)': (f.totalMs / 1000).toFixed(1),
   };

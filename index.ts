@@ -58,6 +58,37 @@ export type { SearchAttributesMode } from './worker/search-attributes';
 export { createAnthropicPlanner } from './activities/planners/anthropic';
 export { createOpenAIPlanner } from './activities/planners/openai';
 
+// ── MCP tools (docs/mcp.md) ──
+export {
+  DEFAULT_CONFIG_FILE,
+  McpConfigError,
+  McpToolsError,
+  McpUnavailableError,
+  mcpToolName,
+  openMcpTools,
+  parseAgentConfig,
+  readAgentConfig,
+} from './activities/tools/mcp';
+export type {
+  AgentConfig,
+  AgentConfigInput,
+  McpServerConfig,
+  McpTools,
+  McpToolsOptions,
+  ToolOverride,
+} from './activities/tools/mcp';
+
+// ── Security (docs/security.md): payload encryption, operator identity, model endpoints ──
+export { AesGcmCodec, CodecConfigError, dataConverterOf, loadPayloadCodec, startCodecServer } from './codec';
+export type { CodecServerHandle, CodecServerOptions, LoadedCodec } from './codec';
+export { OperatorRegistry, operatorsFileSchema } from './activities/operators/registry';
+export type { OperatorsFile, OperatorVerdict } from './activities/operators/registry';
+export { generateOperatorKey, readOperatorKey, signRequest } from './activities/operators/sign';
+export type { OperatorKeyFile } from './activities/operators/sign';
+export { signedPayload } from './common/operator-auth';
+export type { OperatorAction, OperatorAuth } from './common/operator-auth';
+export { loadModelEndpoints } from './activities/planners/endpoints';
+
 // ── Ledger ──
 export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './activities/ledger';
 export type { Ledger, LedgerRecord, OpenLedgerOptions, ReconcileAnswer } from './activities/ledger';

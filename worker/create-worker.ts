@@ -6,6 +6,7 @@
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Sinks } from '@temporalio/workflow';
+import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { openLedger, type Ledger } from '../activities/ledger';
@@ -115,7 +116,10 @@ export interface AgentWorkerOptions {
   readonly sinks?: InjectedSinks<Sinks>;
   /**
    * The data converter, i.e. the payload codec (codec/load-codec.ts `dataConverterOf`):
-   * every client of these runs must use the same one. Unset: payloads are plain text.
+   * every client of these runs must use the same one. Unset: the codec policy of
+   * codec/load-codec.ts from the environment (`AGENT_CODEC_KEYS`, `AGENT_CODEC_KEY_FILE`,
+   * the local `data/codec-keys.json`, or `AGENT_CODEC=off`) — the same one agentctl and the
+   * client API apply, so a worker and a client configured alike read each other's payloads.
    */
   readonly dataConverter?: DataConverter;
 }
@@ -152,7 +156,7 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     activities: createActivities(o.deps),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     ...(o.interceptors ? { interceptors: o.interceptors } : {}),
-    ...(o.dataConverter ? { dataConverter: o.dataConverter } : {}),
+    dataConverter: o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env)),
     ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }

@@ -16,6 +16,26 @@ const NETWORK_CODES = new Set([
   'UND_ERR_SOCKET',
 ]);
 
+/**
+ * A database that is busy, restarting or unreachable: SQLite's busy/locked codes and
+ * PostgreSQL's connection (08…), shutdown/starting (57P01–57P03), too-many-connections
+ * (53300), serialization (40001) and deadlock (40P01) SQLSTATEs. Nothing was done — the
+ * statement did not commit — so the call may be tried again; it is never a final failure.
+ */
+const TRANSIENT_DB_CODES = new Set([
+  'SQLITE_BUSY',
+  'SQLITE_BUSY_SNAPSHOT',
+  'SQLITE_BUSY_RECOVERY',
+  'SQLITE_LOCKED',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '40001',
+  '40P01',
+]);
+const isTransientDb = (code: string): boolean => TRANSIENT_DB_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+
 /** Default wait for a RETRYABLE without a server-given time. */
 export const DEFAULT_RETRY_AFTER_MS = 1000;
 
@@ -78,6 +98,16 @@ export function classifyError(err: unknown): ToolResult {
     return {
       kind: 'RETRYABLE',
       code: 'network',
+      retryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      message: messageOf(err),
+    };
+  }
+  // node-postgres reports a connection lost mid-query without a code.
+  const lost = err instanceof Error && /^Connection terminated|is not queryable/.test(err.message);
+  if ((typeof code === 'string' && isTransientDb(code)) || lost) {
+    return {
+      kind: 'RETRYABLE',
+      code: 'database_unavailable',
       retryAfterMs: DEFAULT_RETRY_AFTER_MS,
       message: messageOf(err),
     };

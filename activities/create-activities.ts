@@ -16,7 +16,13 @@ import {
   type ToolResult,
 } from '../guard';
 import { activityExecution, cancellationSignalOrNever, heartbeat } from './activity-context';
-import { approvalRequired, ApprovalStore, parseApprovalPolicy, type ApprovalPolicy } from './approvals';
+import {
+  approvalRequired,
+  ApprovalStore,
+  approvalVerifier,
+  parseApprovalPolicy,
+  type ApprovalPolicy,
+} from './approvals';
 import {
   executeOnce,
   executeOnceAtomic,
@@ -76,6 +82,16 @@ export interface ActivityDeps {
   readonly checkpointKey?: Buffer;
 }
 
+/** The key under which the ledger keeps a terminal write's result (see {@link unwrapTerminal}). */
+const TERMINAL_MARK = '$agentLoopGuardTerminal';
+
+/** A stored result and whether the write that produced it was terminal. */
+function unwrapTerminal(stored: unknown): { data: unknown; terminal: boolean } {
+  if (stored && typeof stored === 'object' && (stored as Record<string, unknown>)[TERMINAL_MARK] === true)
+    return { data: (stored as { data?: unknown }).data ?? null, terminal: true };
+  return { data: stored, terminal: false };
+}
+
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
 class ResultNotSuccess extends Error {
   /** A FATAL answer's code, stored by the ledger so the first run and every duplicate stop with it. */
@@ -112,7 +128,12 @@ export function createActivities(deps: ActivityDeps) {
   const leaseMs = deps.leaseMs ?? 30_000;
   const identity = deps.identity ?? `worker-${process.pid}`;
   const scripted = createScriptedPlanner();
-  const approvals = deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger);
+  const operators = deps.operators ?? OperatorRegistry.fromEnv();
+  // Every use of an approval (plan, runTool, verifyPrecondition) trusts only rows whose
+  // signature verifies against this worker's operators (open mode: every row, as stored).
+  const approvals = (deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger))?.verifiedBy(
+    approvalVerifier(operators),
+  );
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
 
@@ -139,7 +160,11 @@ export function createActivities(deps: ActivityDeps) {
     const rec = await ledger.get(n.operationKey);
     if (!rec || rec.state !== LedgerState.SUCCEEDED) return null;
     const same = rec.tool === n.tool && sameArgsHash(rec.argsHash, n.argsHash, n.fingerprint);
-    return { state: rec.state, fingerprint: same ? n.fingerprint : rec.argsHash, result: rec.result };
+    return {
+      state: rec.state,
+      fingerprint: same ? n.fingerprint : rec.argsHash,
+      result: unwrapTerminal(rec.result).data,
+    };
   }
 
   /** Asks the planner for its next turn and validates + fingerprints the proposal. */
@@ -281,8 +306,13 @@ export function createActivities(deps: ActivityDeps) {
     switch (outcome.kind) {
       case 'executed':
         return { result: executed ?? { kind: 'SUCCESS', data: outcome.result }, via: 'executed' };
-      case 'cached':
-        return { result: { kind: 'SUCCESS', data: outcome.result }, via: 'ledger' };
+      case 'cached': {
+        const stored = unwrapTerminal(outcome.result);
+        const result: ToolResult = stored.terminal
+          ? { kind: 'SUCCESS', data: stored.data, terminal: true }
+          : { kind: 'SUCCESS', data: stored.data };
+        return { result, via: 'ledger' };
+      }
       case 'in_progress':
         return {
           result: { kind: 'RETRYABLE', code: ResultCode.IN_PROGRESS, retryAfterMs: outcome.retryAfterMs },
@@ -405,7 +435,9 @@ export function createActivities(deps: ActivityDeps) {
       const r = await execute(tool, args, tx);
       if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
       executed = r;
-      return r.data ?? null;
+      // A terminal result keeps its flag in the ledger, so a retried attempt answered from
+      // the ledger still completes the run (the flag is not part of the business result).
+      return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
     };
     const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb;
     const outcome = atomic
@@ -471,7 +503,7 @@ export function createActivities(deps: ActivityDeps) {
     const a = check.approval;
     return {
       changed: true,
-      detail: `approval ${a.id} by ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`,
+      detail: `approval ${a.id} ${a.auth && !operators.isOpen ? 'signed by' : 'by'} ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`,
     };
   }
 
@@ -506,7 +538,7 @@ export function createActivities(deps: ActivityDeps) {
     currentProgress,
     reapLedger,
     checkPlanner,
-    ...createOperatorActivities(deps.operators ?? OperatorRegistry.fromEnv()),
+    ...createOperatorActivities(operators),
     ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
   };
 }

@@ -304,3 +304,49 @@ describe('runTool: a write tool that answers FATAL (it does not throw)', () => {
     expect(charges).toBe(1); // the final failure is answered from the ledger: the card is not charged again
   });
 });
+
+describe('runTool: a terminal write answered from the ledger stays terminal', () => {
+  let publishes = 0;
+  const publish = defineTool({
+    name: 'publish_release',
+    description: 'The last step of a job: a write that completes the run.',
+    effect: 'write',
+    schema: z.object({ version: z.string() }).strict(),
+    operationKey: (a) => `release:${a.version}`,
+    async execute(args) {
+      publishes += 1;
+      return { data: { summary: `released ${args.version}` }, terminal: true };
+    },
+  });
+  let deps: WorkerDeps;
+  let acts: ReturnType<typeof createActivities>;
+  beforeAll(async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-term-')), 'agent.db')}`;
+    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [publish] });
+    acts = createActivities(deps);
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  it('a retried attempt after the commit gets the same terminal SUCCESS, and the write ran once', async () => {
+    const n = deps.registry.normalize('publish_release', { version: '1.2' });
+    const input: RunToolInput = {
+      runId: 'run-term',
+      tool: 'publish_release',
+      args: n.args,
+      operationKey: n.operationKey,
+      fingerprint: n.fingerprint,
+      fixture: null,
+    };
+    const first = await acts.runTool(input);
+    expect(first.result).toEqual({ kind: 'SUCCESS', data: { summary: 'released 1.2' }, terminal: true });
+    const retried = await acts.runTool(input); // the attempt whose completion was lost
+    expect(retried.via).toBe('ledger');
+    expect(retried.result).toEqual({ kind: 'SUCCESS', data: { summary: 'released 1.2' }, terminal: true });
+    expect(publishes).toBe(1);
+    // The guard's view of the record is the business result, without the flag.
+    const rec = await deps.ledger.get(n.operationKey as string);
+    expect(rec?.state).toBe('SUCCEEDED');
+  });
+});

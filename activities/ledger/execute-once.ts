@@ -4,8 +4,10 @@
  * tool activity maps to a result kind (docs/spec.md §2). No path executes a side effect twice for
  * one key unless the tool declared re-execution safe (`vendorIdempotent`).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerConflictError, StaleTokenError } from './errors';
 import { toStoredError } from './stored-error';
+import { isTransientDatabaseError } from './transient-error';
 import {
   ExpiredDispatchPolicy,
   LedgerState,
@@ -52,7 +54,33 @@ export interface ExecuteOnceOptions extends Omit<ClaimInput, 'expiredDispatch'> 
   classifyError?: (error: unknown) => SideEffectErrorClass;
   /** Called when the lease could not be renewed (another executor owns the key now). */
   onLeaseLost?: (error: unknown) => void;
+  /**
+   * Called before each retry of a commit that failed for a transient reason after the side
+   * effect succeeded (see {@link CommitRetry}); e.g. to heartbeat the activity or count retries.
+   */
+  onCommitRetry?: (retry: CommitRetry) => void;
 }
+
+/** One retry of a lost commit: the side effect ran, the ledger did not answer the commit. */
+export interface CommitRetry {
+  /** The commit attempt that failed (1 = the first commit). */
+  attempt: number;
+  /** Why it failed (a transient database error, see `isTransientDatabaseError`). */
+  error: unknown;
+  /** How long until the next attempt. */
+  delayMs: number;
+  /** How much longer the lease is provably ours (no other executor can have taken over before). */
+  leaseLeftMs: number;
+}
+
+/** First pause between commit retries; doubled each time up to {@link COMMIT_RETRY_MAX_DELAY_MS}. */
+const COMMIT_RETRY_BASE_DELAY_MS = 100;
+const COMMIT_RETRY_MAX_DELAY_MS = 2_000;
+/**
+ * However often the lease is renewed meanwhile, a commit is retried for at most this many
+ * lease lengths: a database that renews leases but keeps refusing one commit is not an outage.
+ */
+const COMMIT_RETRY_MAX_LEASES = 3;
 
 /** Passed to the side effect. */
 export interface SideEffectContext {
@@ -94,6 +122,8 @@ export async function executeOnce<T>(
   sideEffect: (ctx: SideEffectContext) => Promise<T>,
 ): Promise<ExecuteOutcome<T>> {
   const { key } = options;
+  // Sent before the claim: the lease the database grants ends no earlier than this + leaseMs.
+  const claimSentAt = performance.now();
   const claimed = await claimOrSettle(ledger, options);
   if ('kind' in claimed) return claimed;
   const { token, takenOverFrom } = claimed;
@@ -112,7 +142,7 @@ export async function executeOnce<T>(
     throw err;
   }
 
-  const heartbeat = startHeartbeat(ledger, options, token);
+  const heartbeat = startHeartbeat(ledger, options, token, claimSentAt);
   let value: T;
   try {
     value = await sideEffect({ key, token, signal: heartbeat.signal, reExecution });
@@ -120,15 +150,72 @@ export async function executeOnce<T>(
     heartbeat.stop();
     return recordFailure(ledger, options, token, err);
   }
-  heartbeat.stop();
 
+  // The side effect happened: the heartbeat keeps renewing the lease while the commit retries.
   try {
-    await ledger.commit(key, token, value);
+    await commitWithRetry(ledger, options, token, value, heartbeat);
   } catch (err) {
     if (err instanceof StaleTokenError) return afterStale(ledger, key);
     throw err;
+  } finally {
+    heartbeat.stop();
   }
   return { kind: 'executed', key, result: value };
+}
+
+/**
+ * Stores the result of a side effect that succeeded. A commit that fails for a transient
+ * reason (the database is unreachable, restarting, terminated our connection) is retried with
+ * the SAME fencing token, with backoff, for as long as the lease is provably ours: until the
+ * last successful renewal (or the claim) was sent plus `leaseMs`, less a tenth for safety, and
+ * never longer than {@link COMMIT_RETRY_MAX_LEASES} leases. Before that deadline no other
+ * executor can have claimed the key, so the retry commits what really happened; after it,
+ * the error is thrown and the record stays DISPATCHED (the next claim follows the
+ * expired-dispatch rule: UNKNOWN unless reconcile or vendor idempotency settles it).
+ * The token guard keeps every retry safe: a retry after someone took over is rejected
+ * ({@link StaleTokenError}), never applied.
+ */
+async function commitWithRetry(
+  ledger: Ledger,
+  o: ExecuteOnceOptions,
+  token: number,
+  value: unknown,
+  lease: Heartbeat,
+): Promise<void> {
+  let firstFailureAt: number | null = null;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // Renewals pause while a commit is in flight: one landing after it would read as a lost lease.
+      lease.committing(true);
+      await ledger.commit(o.key, token, value);
+      return;
+    } catch (err) {
+      if (err instanceof StaleTokenError) {
+        // An earlier attempt landed and only its answer was lost: the record is ours, committed.
+        if (attempt > 1 && (await committedByUs(ledger, o.key, token))) return;
+        throw err;
+      }
+      if (!isTransientDatabaseError(err)) throw err;
+      const now = performance.now();
+      firstFailureAt ??= now;
+      const deadline = Math.min(
+        lease.provenUntil() - o.leaseMs / 10,
+        firstFailureAt + COMMIT_RETRY_MAX_LEASES * o.leaseMs,
+      );
+      const delayMs = Math.min(COMMIT_RETRY_MAX_DELAY_MS, COMMIT_RETRY_BASE_DELAY_MS * 2 ** (attempt - 1));
+      // The next attempt must start while the lease is still provably ours.
+      if (now + delayMs >= deadline) throw err;
+      o.onCommitRetry?.({ attempt, error: err, delayMs, leaseLeftMs: Math.round(deadline - now) });
+      lease.committing(false);
+      await sleep(delayMs);
+    }
+  }
+}
+
+/** True when `key` is SUCCEEDED under `token` by a commit (not an operator's resolution). */
+async function committedByUs(ledger: Ledger, key: string, token: number): Promise<boolean> {
+  const r = await ledger.get(key);
+  return r !== null && r.state === LedgerState.SUCCEEDED && r.token === token && r.resolution === null;
 }
 
 /**
@@ -292,18 +379,44 @@ async function afterStale(ledger: Ledger, key: string): Promise<Settled> {
   return { kind: 'unknown', key, record: r };
 }
 
-function startHeartbeat(ledger: Ledger, o: ExecuteOnceOptions, token: number) {
+/** The lease renewal loop of one execution. */
+interface Heartbeat {
+  /** Aborted when the lease is lost (a renewal was rejected for a stale token). */
+  signal: AbortSignal;
+  /**
+   * Local monotonic time (`performance.now()`) until which the lease is certainly ours: the
+   * send time of the last successful renewal (or of the claim) plus `leaseMs`. The database
+   * set the expiry after we sent the statement, so its expiry is never earlier than this.
+   */
+  provenUntil(): number;
+  /** While true, no renewal starts and a renewal's stale answer is not taken for a lost lease. */
+  committing(on: boolean): void;
+  stop(): void;
+}
+
+function startHeartbeat(
+  ledger: Ledger,
+  o: ExecuteOnceOptions,
+  token: number,
+  claimSentAt: number,
+): Heartbeat {
   const controller = new AbortController();
   let inFlight = false;
+  let renewedFrom = claimSentAt;
+  let committing = false;
   const timer = setInterval(
     () => {
-      if (inFlight || controller.signal.aborted) return;
+      if (inFlight || committing || controller.signal.aborted) return;
       inFlight = true;
+      const sentAt = performance.now();
       ledger
         .renew(o.key, token, o.leaseMs)
+        .then(() => {
+          renewedFrom = Math.max(renewedFrom, sentAt);
+        })
         .catch((err: unknown) => {
           // A renewal that fails for another reason (network blip) is retried on the next tick.
-          if (err instanceof StaleTokenError) {
+          if (err instanceof StaleTokenError && !committing) {
             controller.abort(err);
             o.onLeaseLost?.(err);
           }
@@ -315,5 +428,15 @@ function startHeartbeat(ledger: Ledger, o: ExecuteOnceOptions, token: number) {
     Math.max(10, Math.floor(o.leaseMs / 3)),
   );
   timer.unref();
-  return { signal: controller.signal, stop: () => clearInterval(timer) };
+  return {
+    signal: controller.signal,
+    provenUntil: () => renewedFrom + o.leaseMs,
+    committing: (on) => {
+      committing = on;
+    },
+    stop: () => {
+      committing = true;
+      clearInterval(timer);
+    },
+  };
 }

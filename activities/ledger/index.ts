@@ -29,7 +29,14 @@ export type {
   StoredError,
 } from './types';
 export { executeOnce, executeOnceAtomic, SideEffectErrorClass } from './execute-once';
-export type { ExecuteOnceOptions, ExecuteOutcome, ReconcileAnswer, SideEffectContext } from './execute-once';
+export type {
+  CommitRetry,
+  ExecuteOnceOptions,
+  ExecuteOutcome,
+  ReconcileAnswer,
+  SideEffectContext,
+} from './execute-once';
+export { isTransientDatabaseError } from './transient-error';
 export { openLedger, ledgerUrlFromEnv, redactUrl, DEFAULT_LEDGER_URL } from './open-ledger';
 export type { OpenLedgerOptions } from './open-ledger';
 export { SqlLedger } from './sql-ledger';

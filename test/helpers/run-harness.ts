@@ -60,7 +60,10 @@ export interface Harness {
 
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
+  /** The ledger's URL (default: a fresh SQLite file); also the world's unless `worldUrl` is set. */
   dbUrl?: string;
+  /** The demo world's SQLite URL, when it must live apart from the ledger (a PostgreSQL ledger). */
+  worldUrl?: string;
   /** The operators the worker trusts (default: open mode, every request accepted). */
   operators?: OperatorRegistry;
   pollAfterMs?: number;
@@ -80,7 +83,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const dbUrl = o.dbUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-')), 'agent.db')}`;
   const deps = await openWorkerDeps({
     ledgerUrl: dbUrl,
-    worldUrl: dbUrl,
+    worldUrl: o.worldUrl ?? dbUrl,
     pollAfterMs: o.pollAfterMs ?? 100,
     leaseMs: o.leaseMs,
   });

@@ -34,6 +34,11 @@ export interface SignedFields {
   /** For approvals: the fingerprint of the call approved, and the stop it is bound to. */
   readonly fingerprint?: string;
   readonly stopRef?: string;
+  /**
+   * For approvals: until when the approval may be used (ms since the epoch). Signed so that
+   * nobody with database access can widen it; present only in approval signatures.
+   */
+  readonly expiresAtMs?: number;
 }
 
 /**
@@ -60,5 +65,7 @@ export function signedPayload(
     raise: fields.raise ?? {},
     fingerprint: fields.fingerprint ?? null,
     stopRef: fields.stopRef ?? null,
+    // Only when present: resume and stop signatures made before it existed keep verifying.
+    ...(fields.expiresAtMs !== undefined ? { expiresAtMs: fields.expiresAtMs } : {}),
   });
 }

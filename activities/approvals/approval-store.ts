@@ -7,12 +7,19 @@
  *
  * The store never updates or deletes an audit row (the database refuses it too, by trigger);
  * the only changes to an approval are setting `used_at` once and `denied_at` once.
+ *
+ * A row may carry its approver's signature (migration 3). The store keeps it as given; a
+ * store made {@link ApprovalStore.verifiedBy} a verifier (the worker's, over its operators)
+ * trusts a row to authorise a call only when the verifier accepts it as stored.
  */
 import { randomUUID } from 'node:crypto';
+import { operatorAuthSchema, type OperatorAuth } from '../../common/operator-auth';
 import { SqlLedger, type Ledger, type LedgerDatabase, type LedgerTx } from '../ledger';
 import { ApprovalInputError, ApprovalStoreUnavailableError } from './errors';
+import { APPROVAL_ID_PREFIX, DENIAL_ID_PREFIX } from './verify';
 import type {
   ApprovalRecord,
+  ApprovalVerifier,
   ApprovalState,
   ApprovalTarget,
   AuditAction,
@@ -20,8 +27,10 @@ import type {
   ConsumeInput,
   ConsumeOutcome,
   Decider,
+  DenyInput,
   GrantInput,
   RefusalWhy,
+  SignedDecision,
   StopCheck,
 } from './types';
 
@@ -45,6 +54,9 @@ interface ApprovalRow {
   used_at: unknown;
   used_by_activity: string | null;
   denied_at: unknown;
+  signed_by: string | null;
+  signed_at_ms: number | string | null;
+  signature: string | null;
   /** Computed in the same statement from database time. */
   expired: number | string | boolean;
 }
@@ -79,9 +91,29 @@ const text = (value: unknown, what: string, max = 2_000): string => {
   return value;
 };
 
+/** Thrown inside a consume to roll its use back: the used row does not verify. */
+class Unverified extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+    this.name = 'Unverified';
+  }
+}
+
 /** The approval store over a ledger's database. */
 export class ApprovalStore {
-  constructor(private readonly db: LedgerDatabase) {}
+  /**
+   * @param verify when given, only rows it accepts may authorise a call (findUsable,
+   *   consume, checkStop); without one every stored row is trusted as stored
+   */
+  constructor(
+    private readonly db: LedgerDatabase,
+    private readonly verify?: ApprovalVerifier,
+  ) {}
+
+  /** The same store, trusting a row only when `verify` accepts it (the worker's operators). */
+  verifiedBy(verify: ApprovalVerifier): ApprovalStore {
+    return new ApprovalStore(this.db, verify);
+  }
 
   /** The store beside `ledger`, on its connection; throws when the ledger is not a SQL ledger. */
   static over(ledger: Ledger): ApprovalStore {
@@ -93,21 +125,43 @@ export class ApprovalStore {
     return new ApprovalStore(ledger.database());
   }
 
-  /** Stores an approval of `input`'s call at its stop, usable once within `ttlMs`, and audits it. */
+  /**
+   * Stores an approval of `input`'s call at its stop, usable once within `ttlMs` (database
+   * time) or, when signed, until the signed expiry, and audits it.
+   */
   async grant(input: GrantInput): Promise<ApprovalRecord> {
     const t = target(input);
     const d = decider(input);
-    const ttl = input.ttlMs;
+    const signed = input.signed ? signedDecision(input.signed, APPROVAL_ID_PREFIX, d) : null;
+    if (input.signed && !Number.isInteger(input.signed.expiresAtMs))
+      throw new ApprovalInputError('signed approval: expiresAtMs must be an integer (ms since the epoch)');
+    // Signed: the TTL is the span the operator signed, from the signing time to the expiry.
+    const ttl = signed && input.signed ? input.signed.expiresAtMs - signed.auth.issuedAtMs : input.ttlMs;
     if (!Number.isFinite(ttl) || ttl <= 0 || ttl > MAX_APPROVAL_TTL_MS) {
       throw new ApprovalInputError(`approval TTL must be > 0 and at most 7 days, got ${ttl} ms`);
     }
-    const id = `apr_${randomUUID()}`;
+    const id = signed?.id ?? `${APPROVAL_ID_PREFIX}${randomUUID()}`;
     const now = this.db.now;
+    // A signed expiry is stored exactly as signed, so the verifier can rebuild what was signed.
+    const expires = signed ? this.at('?') : `${now} + ${this.db.ms('?')}`;
+    const until = input.signed ? input.signed.expiresAtMs : Math.ceil(ttl);
     return this.db.unit('transaction', async (tx) => {
       await tx.run(
-        `INSERT INTO approvals (id, run_id, stop_ref, tool, fingerprint, args_hash, approver, reason, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${now}, ${now} + ${this.db.ms('?')})`,
-        [id, t.runId, t.stopRef, t.tool, t.fingerprint, t.argsHash, d.actor, d.reason, Math.ceil(ttl)],
+        `INSERT INTO approvals (id, run_id, stop_ref, tool, fingerprint, args_hash, approver, reason, created_at, expires_at,
+         signed_by, signed_at_ms, signature)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${now}, ${expires}, ?, ?, ?)`,
+        [
+          id,
+          t.runId,
+          t.stopRef,
+          t.tool,
+          t.fingerprint,
+          t.argsHash,
+          d.actor,
+          d.reason,
+          until,
+          ...signatureColumns(signed?.auth),
+        ],
       );
       const record = (await this.byId(tx, id)) as ApprovalRecord;
       await this.append(
@@ -126,10 +180,11 @@ export class ApprovalStore {
    * Denies the call at its stop: withdraws every unused approval of that call in the run,
    * stores a denial row, and audits it. The run stays stopped.
    */
-  async deny(input: ApprovalTarget & Decider): Promise<{ denial: ApprovalRecord; withdrawn: string[] }> {
+  async deny(input: DenyInput): Promise<{ denial: ApprovalRecord; withdrawn: string[] }> {
     const t = target(input);
     const d = decider(input);
-    const id = `den_${randomUUID()}`;
+    const signed = input.signed ? signedDecision(input.signed, DENIAL_ID_PREFIX, d) : null;
+    const id = signed?.id ?? `${DENIAL_ID_PREFIX}${randomUUID()}`;
     const now = this.db.now;
     return this.db.unit('transaction', async (tx) => {
       const withdrawn = await tx.all<{ id: string }>(
@@ -138,9 +193,20 @@ export class ApprovalStore {
         [t.runId, t.fingerprint],
       );
       await tx.run(
-        `INSERT INTO approvals (id, run_id, stop_ref, tool, fingerprint, args_hash, approver, reason, created_at, expires_at, denied_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${now}, ${now}, ${now})`,
-        [id, t.runId, t.stopRef, t.tool, t.fingerprint, t.argsHash, d.actor, d.reason],
+        `INSERT INTO approvals (id, run_id, stop_ref, tool, fingerprint, args_hash, approver, reason, created_at, expires_at, denied_at,
+         signed_by, signed_at_ms, signature)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${now}, ${now}, ${now}, ?, ?, ?)`,
+        [
+          id,
+          t.runId,
+          t.stopRef,
+          t.tool,
+          t.fingerprint,
+          t.argsHash,
+          d.actor,
+          d.reason,
+          ...signatureColumns(signed?.auth),
+        ],
       );
       const ids = withdrawn.map((r) => r.id);
       const extra = ids.length > 0 ? ` (withdrew ${ids.join(', ')})` : '';
@@ -168,7 +234,8 @@ export class ApprovalStore {
 
   /**
    * The newest approval that may authorise this call in this run now (unused, unexpired,
-   * not denied; its args hash, when stored, equal to `argsHash`), or null.
+   * not denied; its args hash, when stored, equal to `argsHash`; accepted by the verifier),
+   * or null.
    */
   async findUsable(
     runId: string,
@@ -179,18 +246,34 @@ export class ApprovalStore {
       const rows = await tx.all<ApprovalRow>(
         `${this.select()} WHERE run_id = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
          AND used_at IS NULL AND denied_at IS NULL AND expires_at > ${this.db.now}
-         ORDER BY created_at DESC, id LIMIT 1`,
+         ORDER BY created_at DESC, id${this.verify ? '' : ' LIMIT 1'}`,
         [runId, fingerprint, argsHash ?? ''],
       );
-      return rows[0] ? this.decode(rows[0]) : null;
+      // An unverifiable row (unsigned, forged, edited) is passed over, never offered.
+      return rows.map((r) => this.decode(r)).find((a) => this.problemOf(a) === null) ?? null;
     });
   }
 
   /**
    * Uses the approval for this call, at most once, in one statement that checks everything
-   * it is bound to; audits `consumed` or, with the reason, `refused`.
+   * it is bound to, then verifies the row it used (as locked by that statement); a row the
+   * verifier refuses is not used (the transaction rolls back). Audits `consumed` or, with the
+   * reason, `refused`.
    */
   async consume(input: ConsumeInput): Promise<ConsumeOutcome> {
+    try {
+      return await this.consumeUnit(input);
+    } catch (err) {
+      if (!(err instanceof Unverified)) throw err;
+      const message = `approval ${input.approvalId} does not verify: ${err.detail}`;
+      await this.db.unit('write', (tx) =>
+        this.append(tx, 'refused', input.runId, input.approvalId, input.by, `unverified: ${message}`),
+      );
+      return { ok: false, why: 'unverified', message };
+    }
+  }
+
+  private async consumeUnit(input: ConsumeInput): Promise<ConsumeOutcome> {
     const id = text(input.approvalId, 'approval id', 200);
     const by = text(input.by, 'consumer', 500);
     const argsHash = input.argsHash ?? '';
@@ -206,6 +289,8 @@ export class ApprovalStore {
       );
       if (used.length > 0) {
         const approval = (await this.byId(tx, id)) as ApprovalRecord;
+        const problem = this.problemOf(approval);
+        if (problem !== null) throw new Unverified(problem);
         await this.append(
           tx,
           'consumed',
@@ -235,8 +320,17 @@ export class ApprovalStore {
         )
       ).map((r) => this.decode(r));
       const atStop = rows.filter((r) => r.stopRef === stopRef);
-      const valid = atStop.find((r) => r.state === 'valid');
+      const candidates = atStop.filter((r) => r.state === 'valid');
+      const valid = candidates.find((r) => this.problemOf(r) === null);
       if (valid) return { ok: true, approval: valid };
+      const first = candidates[0];
+      if (first) {
+        return {
+          ok: false,
+          why: 'unverified',
+          message: `approval ${first.id} does not verify: ${this.problemOf(first)}${candidates.length > 1 ? ` (nor do ${candidates.length - 1} more)` : ''}`,
+        };
+      }
       const latest = atStop[0];
       if (latest) {
         return {
@@ -319,6 +413,16 @@ export class ApprovalStore {
     );
   }
 
+  /** Null when the row may authorise a call (no verifier, or the verifier accepts it), else why not. */
+  private problemOf(a: ApprovalRecord): string | null {
+    return this.verify ? this.verify(a) : null;
+  }
+
+  /** SQL for the absolute time `param` (ms since the epoch), stored exactly. */
+  private at(param: string): string {
+    return this.db.backend === 'postgres' ? `to_timestamp(${param}::double precision / 1000)` : param;
+  }
+
   private select(): string {
     return `SELECT *, CASE WHEN expires_at <= ${this.db.now} THEN 1 ELSE 0 END AS expired FROM approvals`;
   }
@@ -348,8 +452,29 @@ export class ApprovalStore {
       usedByActivity: r.used_by_activity,
       deniedAt,
       state,
+      auth:
+        r.signature !== null && r.signed_by !== null && r.signed_at_ms !== null
+          ? { operator: r.signed_by, issuedAtMs: Number(r.signed_at_ms), signature: r.signature }
+          : null,
     };
   }
+}
+
+/** The signed decision, checked: its id has the row kind's prefix, its signer is the actor. */
+function signedDecision(s: SignedDecision, prefix: string, d: Decider): SignedDecision {
+  const id = text(s.id, 'signed id', 200);
+  if (!id.startsWith(prefix)) throw new ApprovalInputError(`signed id must start with ${prefix}, got ${id}`);
+  const parsed = operatorAuthSchema.safeParse(s.auth);
+  if (!parsed.success)
+    throw new ApprovalInputError(`signature: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  if (parsed.data.operator !== d.actor)
+    throw new ApprovalInputError(`actor ${d.actor} is not the signing operator ${parsed.data.operator}`);
+  return { id, auth: parsed.data };
+}
+
+/** `signed_by, signed_at_ms, signature` of a row (all null when unsigned). */
+function signatureColumns(auth: OperatorAuth | undefined): [string | null, number | null, string | null] {
+  return auth ? [auth.operator, auth.issuedAtMs, auth.signature] : [null, null, null];
 }
 
 function target(t: ApprovalTarget): Required<ApprovalTarget> & { argsHash: string | null } {

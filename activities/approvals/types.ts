@@ -1,4 +1,5 @@
 /** The records of the approval store: approvals, their states, and the audit trail. */
+import type { OperatorAuth } from '../../common/operator-auth';
 
 /** What the append-only audit records. */
 export const AUDIT_ACTIONS = ['requested', 'approved', 'denied', 'consumed', 'refused'] as const;
@@ -32,6 +33,11 @@ export interface ApprovalRecord {
   readonly usedByActivity: string | null;
   readonly deniedAt: string | null;
   readonly state: ApprovalState;
+  /**
+   * The approver's signature over the decision (docs/security.md "Signed approvals"), or null
+   * when it was stored unsigned. Verified by the worker wherever the approval is used.
+   */
+  readonly auth: OperatorAuth | null;
 }
 
 /** One row of the append-only audit. */
@@ -54,16 +60,39 @@ export interface ApprovalTarget {
   readonly argsHash?: string | null;
 }
 
-/** Who decides and why. `actor` is a name today; a verified operator identity replaces it later. */
+/** Who decides and why: with a signature, `actor` is the signing operator. */
 export interface Decider {
   readonly actor: string;
   readonly reason: string;
 }
 
+/**
+ * A decision the operator signed before it was stored: the row id the signature names (so it
+ * authorises exactly one row) and the signature. See {@link approvalSignedFields}.
+ */
+export interface SignedDecision {
+  /** The row's id (`apr_…` for an approval, `den_…` for a denial), chosen by the signer. */
+  readonly id: string;
+  readonly auth: OperatorAuth;
+}
+
+/** A signed approval: its signature covers the expiry too, which is stored as signed. */
+export interface SignedGrant extends SignedDecision {
+  /** Until when the approval may be used (ms since the epoch); becomes `expires_at`. */
+  readonly expiresAtMs: number;
+}
+
 /** Input of {@link ApprovalStore.grant}. */
 export interface GrantInput extends ApprovalTarget, Decider {
-  /** How long the approval stays usable (database time), milliseconds. */
+  /** How long the approval stays usable (database time), milliseconds; unsigned grants only. */
   readonly ttlMs: number;
+  /** The operator's signature; then the signed expiry replaces `ttlMs`. */
+  readonly signed?: SignedGrant;
+}
+
+/** Input of {@link ApprovalStore.deny}. */
+export interface DenyInput extends ApprovalTarget, Decider {
+  readonly signed?: SignedDecision;
 }
 
 /** Input of {@link ApprovalStore.consume}. */
@@ -83,7 +112,22 @@ export interface ConsumeInput {
 }
 
 /** Why an approval could not be used (or does not lift a stop). */
-export type RefusalWhy = 'none' | 'other_run' | 'other_call' | 'other_stop' | 'used' | 'expired' | 'denied';
+export type RefusalWhy =
+  | 'none'
+  | 'other_run'
+  | 'other_call'
+  | 'other_stop'
+  | 'used'
+  | 'expired'
+  | 'denied'
+  /** Its signature does not verify against the worker's operators (unsigned, forged, edited, no role). */
+  | 'unverified';
+
+/**
+ * Whether the worker trusts an approval row as stored (its signature, signer and role): null
+ * when it does, else why not. Built from the worker's operators by {@link approvalVerifier}.
+ */
+export type ApprovalVerifier = (approval: ApprovalRecord) => string | null;
 
 /** What {@link ApprovalStore.consume} answers. */
 export type ConsumeOutcome =

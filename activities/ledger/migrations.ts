@@ -117,6 +117,26 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
        BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
     ],
   },
+  {
+    version: 3,
+    name: "approvals carry the operator's signature (signed_by, signed_at_ms, signature)",
+    statements: [
+      `ALTER TABLE approvals ADD COLUMN signed_by TEXT`,
+      `ALTER TABLE approvals ADD COLUMN signed_at_ms INTEGER`,
+      `ALTER TABLE approvals ADD COLUMN signature TEXT`,
+      // The signature and the reason it covers join the immutable binding.
+      `DROP TRIGGER approvals_binding_immutable`,
+      `CREATE TRIGGER approvals_binding_immutable BEFORE UPDATE ON approvals
+       WHEN NEW.id IS NOT OLD.id OR NEW.run_id IS NOT OLD.run_id OR NEW.stop_ref IS NOT OLD.stop_ref
+         OR NEW.tool IS NOT OLD.tool OR NEW.fingerprint IS NOT OLD.fingerprint OR NEW.args_hash IS NOT OLD.args_hash
+         OR NEW.approver IS NOT OLD.approver OR NEW.created_at IS NOT OLD.created_at OR NEW.expires_at IS NOT OLD.expires_at
+         OR NEW.reason IS NOT OLD.reason OR NEW.signed_by IS NOT OLD.signed_by
+         OR NEW.signed_at_ms IS NOT OLD.signed_at_ms OR NEW.signature IS NOT OLD.signature
+         OR (OLD.used_at IS NOT NULL AND NEW.used_at IS NOT OLD.used_at)
+         OR (OLD.denied_at IS NOT NULL AND NEW.denied_at IS NOT OLD.denied_at)
+       BEGIN SELECT RAISE(ABORT, 'approvals: the binding, a use and a denial are immutable'); END`,
+    ],
+  },
 ];
 
 /**
@@ -218,6 +238,29 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
        FOR EACH ROW EXECUTE FUNCTION approval_audit_append_only()`,
       `CREATE TRIGGER approval_audit_no_truncate BEFORE TRUNCATE ON approval_audit
        FOR EACH STATEMENT EXECUTE FUNCTION approval_audit_append_only()`,
+    ],
+  },
+  {
+    version: 3,
+    name: "approvals carry the operator's signature (signed_by, signed_at_ms, signature)",
+    statements: [
+      `ALTER TABLE approvals ADD COLUMN signed_by text, ADD COLUMN signed_at_ms bigint, ADD COLUMN signature text`,
+      // The signature and the reason it covers join the immutable binding.
+      `CREATE OR REPLACE FUNCTION approvals_binding_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.id IS DISTINCT FROM OLD.id OR NEW.run_id IS DISTINCT FROM OLD.run_id
+            OR NEW.stop_ref IS DISTINCT FROM OLD.stop_ref OR NEW.tool IS DISTINCT FROM OLD.tool
+            OR NEW.fingerprint IS DISTINCT FROM OLD.fingerprint OR NEW.args_hash IS DISTINCT FROM OLD.args_hash
+            OR NEW.approver IS DISTINCT FROM OLD.approver OR NEW.created_at IS DISTINCT FROM OLD.created_at
+            OR NEW.expires_at IS DISTINCT FROM OLD.expires_at OR NEW.reason IS DISTINCT FROM OLD.reason
+            OR NEW.signed_by IS DISTINCT FROM OLD.signed_by OR NEW.signed_at_ms IS DISTINCT FROM OLD.signed_at_ms
+            OR NEW.signature IS DISTINCT FROM OLD.signature
+            OR (OLD.used_at IS NOT NULL AND NEW.used_at IS DISTINCT FROM OLD.used_at)
+            OR (OLD.denied_at IS NOT NULL AND NEW.denied_at IS DISTINCT FROM OLD.denied_at) THEN
+           RAISE EXCEPTION 'approvals: the binding, a use and a denial are immutable';
+         END IF;
+         RETURN NEW;
+       END $$`,
     ],
   },
 ];

@@ -69,6 +69,13 @@ export interface OperatorCheck {
   readonly auth?: OperatorAuth | null;
   /** For a resume: the reason of the stop it would lift. */
   readonly stopReason?: string | null;
+  /**
+   * How the signature's age is judged. `skew` (default, resume and stop): the signing time
+   * must be within {@link MAX_SIGNATURE_SKEW_MS} of the worker's clock. `signed-expiry`
+   * (approvals, which may wait for hours): any past signing time, but the signed
+   * `fields.expiresAtMs` must be present and still ahead of the worker's clock.
+   */
+  readonly freshness?: 'skew' | 'signed-expiry';
 }
 
 /** The verdict. */
@@ -171,9 +178,8 @@ export class OperatorRegistry {
         auth.operator,
         `actor "${c.fields.actor}" does not match the signing operator "${auth.operator}"`,
       );
-    const skew = Math.abs(this.now() - auth.issuedAtMs);
-    if (skew > MAX_SIGNATURE_SKEW_MS)
-      return refuse(auth.operator, `signature expired or from the future (${Math.round(skew / 1000)} s off)`);
+    const stale = c.freshness === 'signed-expiry' ? this.pastExpiry(c.fields, auth) : this.skewed(auth);
+    if (stale) return refuse(auth.operator, stale);
     const payload = signedPayload(c.action, c.workflowId, c.fields, auth.issuedAtMs);
     let valid = false;
     try {
@@ -195,6 +201,25 @@ export class OperatorRegistry {
       operator: auth.operator,
       detail: `verified operator ${auth.operator}`,
     };
+  }
+
+  /** Null when the signing time is within the skew window, else why not. */
+  private skewed(auth: OperatorAuth): string | null {
+    const skew = Math.abs(this.now() - auth.issuedAtMs);
+    return skew > MAX_SIGNATURE_SKEW_MS
+      ? `signature expired or from the future (${Math.round(skew / 1000)} s off)`
+      : null;
+  }
+
+  /** Null when the signed expiry is still ahead (and the signature not from the future), else why not. */
+  private pastExpiry(fields: SignedFields, auth: OperatorAuth): string | null {
+    const now = this.now();
+    if (fields.expiresAtMs === undefined) return 'the signature covers no expiry';
+    if (auth.issuedAtMs - now > MAX_SIGNATURE_SKEW_MS)
+      return `signature from the future (${Math.round((auth.issuedAtMs - now) / 1000)} s ahead)`;
+    return now >= fields.expiresAtMs
+      ? `expired at ${new Date(fields.expiresAtMs).toISOString()} (signed expiry)`
+      : null;
   }
 
   private rolesOf(operator: string): Role[] {

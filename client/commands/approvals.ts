@@ -5,25 +5,36 @@
  * fingerprint (read from the run's checkpoint, never typed by the operator), usable once
  * before its TTL; `deny` records a denial and the run stays stopped. Every decision lands in
  * the append-only audit in the ledger's database (LEDGER_URL).
+ *
+ * With an operator key (`--key` / AGENT_OPERATOR_KEY_FILE) the decision is signed: the
+ * signature covers the row id, the run, the actor (the key's operator), the reason, the call's
+ * fingerprint, the stop and the expiry, and a worker with an operators file uses only
+ * approvals whose signature verifies (activities/approvals/verify.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { Command } from 'commander';
 import type { WorkflowHandle } from '@temporalio/client';
 import {
+  APPROVAL_ID_PREFIX,
   ApprovalError,
+  approvalSignedFields,
   ApprovalStore,
   DEFAULT_APPROVAL_TTL_MS,
+  DENIAL_ID_PREFIX,
   parseTtl,
   type ApprovalRecord,
+  type SignedGrant,
 } from '../../activities/approvals';
+import { signRequest, type OperatorKeyFile } from '../../activities/operators/sign';
 import { LedgerError, ledgerUrlFromEnv, openLedger, type Ledger } from '../../activities/ledger';
 import { redact } from '../../common/redact';
-import { checkpointQuery, type Checkpoint } from '../../common/contracts';
+import { checkpointQuery, type Checkpoint, type ResumeRequest } from '../../common/contracts';
 import { GuardReason, ResultCode } from '../../guard';
 import { CliError, Exit, json, keyValues, table } from '../format';
 import { isClosed, sendResume } from '../runs';
 import { defaultActor, openRun, type Ctx } from './common';
 import { listQuery } from './inspect';
+import { operatorKeyOf } from './operator';
 
 /** Stop reasons an approval lifts. */
 const APPROVAL_REASONS: ReadonlySet<string> = new Set([
@@ -45,11 +56,30 @@ export interface PendingApproval {
 }
 
 /**
- * Who decides. Today the `--actor` name (or $AGENTCTL_ACTOR / $USER); this is the one place
- * a verified operator identity (a signed request, issue #10) replaces it.
+ * Who decides, and the key that signs for them: with a key (`--key` / AGENT_OPERATOR_KEY_FILE)
+ * the key's operator (an `--actor` naming someone else is a usage error); without one the
+ * `--actor` name (or $AGENTCTL_ACTOR / $USER), unsigned — a worker with an operators file
+ * will not use such an approval.
  */
-function operatorOf(ctx: Ctx, o: { actor?: string }): string {
-  return o.actor ?? defaultActor(ctx.env);
+function operatorOf(
+  ctx: Ctx,
+  o: { actor?: string; key?: string },
+): { actor: string; key: OperatorKeyFile | null } {
+  const key = operatorKeyOf(ctx, o.key);
+  const actor = o.actor ?? key?.operator ?? defaultActor(ctx.env);
+  if (key && key.operator !== actor)
+    throw new CliError(
+      Exit.USAGE,
+      `--actor ${actor} does not match the signing key's operator "${key.operator}"`,
+    );
+  return { actor, key };
+}
+
+/** The resume `approve --resume` sends, signed with the operator's key when there is one. */
+function resumeOf(key: OperatorKeyFile | null, runId: string, req: ResumeRequest): ResumeRequest {
+  if (!key) return req;
+  const fields = { ...req, precondition: req.precondition ?? '' };
+  return { ...fields, auth: signRequest(key, 'resume', runId, fields) };
 }
 
 /** The call a stopped run waits on, from its checkpoint; null when it does not wait for an approval. */
@@ -174,34 +204,44 @@ export function approvalsCommand(ctx: Ctx): Command {
     .option('--actor <name>', 'who approves (default $AGENTCTL_ACTOR / $USER; stored and audited)')
     .requiredOption('--reason <text>', 'why: what was checked (stored and audited)')
     .option('--ttl <duration>', 'how long the approval stays usable: 90s, 15m, 1h (default 15m, at most 7d)')
+    .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)')
     .option('--resume', 'also resume the run (it re-verifies the approval, then runs the call once)')
     .option('--json', 'machine-readable output')
     .action(
       async (
         runId: string,
-        o: { actor?: string; reason: string; ttl?: string; resume?: boolean; json?: boolean },
+        o: { actor?: string; key?: string; reason: string; ttl?: string; resume?: boolean; json?: boolean },
       ) => {
         const ttlMs = ttlOf(o.ttl);
-        const actor = operatorOf(ctx, o);
+        const { actor, key } = operatorOf(ctx, o);
         const { handle, pending } = await currentStop(ctx, runId);
+        const call = {
+          runId,
+          stopRef: pending.stopRef,
+          tool: pending.tool,
+          fingerprint: pending.fingerprint,
+        };
+        let signed: SignedGrant | undefined;
+        if (key) {
+          const id = `${APPROVAL_ID_PREFIX}${randomUUID()}`;
+          const issuedAtMs = Date.now();
+          const expiresAtMs = issuedAtMs + ttlMs;
+          const fields = approvalSignedFields({ ...call, id, actor, reason: o.reason, expiresAtMs });
+          signed = { id, expiresAtMs, auth: signRequest(key, 'approve', runId, fields, issuedAtMs) };
+        }
         const approval = await withStore(ctx, (s) =>
-          s.grant({
-            runId,
-            stopRef: pending.stopRef,
-            tool: pending.tool,
-            fingerprint: pending.fingerprint,
-            actor,
-            reason: o.reason,
-            ttlMs,
-          }),
+          s.grant({ ...call, actor, reason: o.reason, ttlMs, ...(signed ? { signed } : {}) }),
         );
         const resume = o.resume
-          ? await sendResume(handle, {
-              actor,
-              reason: o.reason,
-              precondition: `approval ${approval.id}`,
-              requestId: randomUUID(),
-            })
+          ? await sendResume(
+              handle,
+              resumeOf(key, runId, {
+                actor,
+                reason: o.reason,
+                precondition: `approval ${approval.id}`,
+                requestId: randomUUID(),
+              }),
+            )
           : null;
         if (o.json) ctx.io.out(json({ approval, call: pending, resume }));
         else {
@@ -211,7 +251,7 @@ export function approvalsCommand(ctx: Ctx): Command {
               ['run', runId],
               ['stop', pending.stopRef],
               ['call', `${pending.fingerprint} ${JSON.stringify(pending.args)}`],
-              ['by', actor],
+              ['by', `${actor}${approval.auth ? ' (signed)' : ' (unsigned)'}`],
               ['valid until', approval.expiresAt],
               ...(resume
                 ? ([['resume', `${resume.accepted ? 'ACCEPTED' : 'REFUSED'}: ${resume.reason}`]] as const)
@@ -231,19 +271,26 @@ export function approvalsCommand(ctx: Ctx): Command {
     .argument('<runId>', 'workflow id of the stopped run')
     .option('--actor <name>', 'who denies (default $AGENTCTL_ACTOR / $USER; stored and audited)')
     .requiredOption('--reason <text>', 'why (stored and audited)')
+    .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)')
     .option('--json', 'machine-readable output')
-    .action(async (runId: string, o: { actor?: string; reason: string; json?: boolean }) => {
-      const actor = operatorOf(ctx, o);
+    .action(async (runId: string, o: { actor?: string; key?: string; reason: string; json?: boolean }) => {
+      const { actor, key } = operatorOf(ctx, o);
       const { pending } = await currentStop(ctx, runId);
+      const call = { runId, stopRef: pending.stopRef, tool: pending.tool, fingerprint: pending.fingerprint };
+      const id = `${DENIAL_ID_PREFIX}${randomUUID()}`;
+      const signed = key
+        ? {
+            id,
+            auth: signRequest(
+              key,
+              'deny',
+              runId,
+              approvalSignedFields({ ...call, id, actor, reason: o.reason }),
+            ),
+          }
+        : undefined;
       const { denial, withdrawn } = await withStore(ctx, (s) =>
-        s.deny({
-          runId,
-          stopRef: pending.stopRef,
-          tool: pending.tool,
-          fingerprint: pending.fingerprint,
-          actor,
-          reason: o.reason,
-        }),
+        s.deny({ ...call, actor, reason: o.reason, ...(signed ? { signed } : {}) }),
       );
       if (o.json) ctx.io.out(json({ denial, withdrawn, call: pending }));
       else

@@ -3,21 +3,33 @@
  * used at most once, only by its run and its call, never after it expired or was denied,
  * and every action lands in an audit the database itself refuses to change.
  */
-import { ApprovalInputError, ApprovalStore, type GrantInput } from '../../activities/approvals';
+import {
+  ApprovalInputError,
+  ApprovalStore,
+  approvalVerifier,
+  type GrantInput,
+} from '../../activities/approvals';
+import type { Ledger } from '../../activities/ledger';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
+import { alice, bob, eve, mallory, signedGrant, tamper, testOperators } from './signing';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(backendNames)('approval store on %s', (backend) => {
   let db: TestDb;
+  let ledger: Ledger;
   let store: ApprovalStore;
+  /** The store as a worker with an operators file uses it. */
+  let verified: ApprovalStore;
   let n = 0;
   /** A fresh run id per test, so tests never see each other's rows. */
   let run: string;
 
   beforeAll(async () => {
     db = await createTestDb(backend);
-    store = ApprovalStore.over(await db.open());
+    ledger = await db.open();
+    store = ApprovalStore.over(ledger);
+    verified = store.verifiedBy(approvalVerifier(testOperators()));
   });
   afterAll(async () => {
     await db?.cleanup();
@@ -186,6 +198,110 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       /immutable/,
     );
     expect((await store.audit({ runId: run })).map((e) => e.actor)).toEqual(['alice', `${run}/5`]);
+  });
+
+  describe('signed approvals, on a worker with an operators file', () => {
+    const FP = 'transfer_funds:00000000000000aa';
+    const call = (over: { fingerprint?: string; ttlMs?: number } = {}) => ({
+      runId: run,
+      stopRef: 'checkpoint-3',
+      tool: 'transfer_funds',
+      fingerprint: over.fingerprint ?? FP,
+      reason: 'ticket 42',
+      ttlMs: over.ttlMs ?? 60_000,
+    });
+    const useVerified = (approvalId: string, by = `${run}/5`) =>
+      verified.consume({ approvalId, runId: run, fingerprint: FP, by });
+
+    it('stores the signature and the signed expiry exactly; the signed one is used once, a replay refused', async () => {
+      const g = signedGrant(alice.keyFile, call());
+      const a = await store.grant(g);
+      expect(a.id).toBe(g.signed?.id);
+      expect(a.auth).toEqual(g.signed?.auth);
+      expect(Date.parse(a.expiresAt)).toBe(g.signed?.expiresAtMs);
+      expect(await verified.findUsable(run, FP, null)).toMatchObject({ id: a.id });
+      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: true });
+      expect(await useVerified(a.id)).toMatchObject({ ok: true });
+      expect(await useVerified(a.id, `${run}/6`)).toMatchObject({ ok: false, why: 'used' });
+    });
+
+    it('accepts a signature made hours ago while its signed expiry is ahead (no 5-minute window)', async () => {
+      const signedAt = Date.now() - 3 * 3_600_000;
+      const a = await store.grant(signedGrant(alice.keyFile, call({ ttlMs: 4 * 3_600_000 }), signedAt));
+      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: true });
+      expect(await useVerified(a.id)).toMatchObject({ ok: true });
+    });
+
+    it('refuses unsigned, unknown-key, forged-key and no-approve-role approvals; none is used up', async () => {
+      const rows = [
+        await store.grant({ ...call(), actor: 'alice' }),
+        await store.grant(signedGrant(eve.keyFile, call())),
+        await store.grant(signedGrant(mallory.keyFile, call())),
+        await store.grant(signedGrant(bob.keyFile, call())),
+      ];
+      const details = [
+        /unsigned approve refused/,
+        /unknown operator "eve"/,
+        /bad signature/,
+        /may not approve/,
+      ];
+      // The plain store would use any of them: the verifier is what refuses.
+      expect(await store.findUsable(run, FP, null)).not.toBeNull();
+      expect(await verified.findUsable(run, FP, null)).toBeNull();
+      const stop = await verified.checkStop(run, FP, 'checkpoint-3');
+      expect(stop).toMatchObject({ ok: false, why: 'unverified' });
+      for (const [i, a] of rows.entries()) {
+        const out = await useVerified(a.id);
+        expect(out).toMatchObject({
+          ok: false,
+          why: 'unverified',
+          message: expect.stringMatching(details[i]!),
+        });
+        expect((await store.get(a.id))?.usedAt).toBeNull();
+      }
+      expect((await store.audit({ runId: run })).filter((e) => e.action === 'refused')).toHaveLength(4);
+      expect((await store.audit({ runId: run })).map((e) => e.action)).not.toContain('consumed');
+    });
+
+    it('refuses a row edited after signing (fingerprint, or a widened expiry) and an expired one', async () => {
+      const other = await store.grant(
+        signedGrant(alice.keyFile, call({ fingerprint: 'transfer_funds:00000000000000bb' })),
+      );
+      await tamper(ledger, other.id, { fingerprint: FP });
+      const short = await store.grant(signedGrant(alice.keyFile, call({ ttlMs: 50 })));
+      await sleep(80);
+      expect(await useVerified(short.id)).toMatchObject({ ok: false, why: 'expired' });
+      await tamper(ledger, short.id, { extendMs: 3_600_000 });
+      expect((await store.get(short.id))?.state).toBe('valid');
+      expect(await store.findUsable(run, FP, null)).not.toBeNull();
+      expect(await verified.findUsable(run, FP, null)).toBeNull();
+      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({
+        ok: false,
+        why: 'unverified',
+      });
+      for (const id of [other.id, short.id]) {
+        expect(await useVerified(id)).toMatchObject({
+          ok: false,
+          why: 'unverified',
+          message: /bad signature/,
+        });
+        expect((await store.get(id))?.usedAt).toBeNull();
+      }
+    });
+
+    it('the database refuses to change the signature or the signed reason; bad signed input stores nothing', async () => {
+      const a = await store.grant(signedGrant(alice.keyFile, call()));
+      await expect(db.exec("UPDATE approvals SET signature = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
+        /immutable/,
+      );
+      await expect(db.exec("UPDATE approvals SET reason = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
+        /immutable/,
+      );
+      const g = signedGrant(alice.keyFile, call());
+      await expect(store.grant({ ...g, actor: 'bob' })).rejects.toThrow(/not the signing operator/);
+      await expect(store.grant({ ...g, signed: { ...g.signed!, id: 'x_1' } })).rejects.toThrow(/apr_/);
+      expect((await store.list({ runId: run })).map((r) => r.id)).toEqual([a.id]);
+    });
   });
 
   it('rejects bad input with a clear error and stores nothing', async () => {

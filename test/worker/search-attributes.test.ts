@@ -25,7 +25,7 @@ import {
 } from '../../worker/search-attributes';
 import { workflowBundle } from '../helpers/run-harness';
 import { fixture, waitFor } from '../helpers/run-inputs';
-import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const ROOT = resolve(__dirname, '../..');
 const NAMES = Object.keys(SEARCH_ATTRIBUTES);
@@ -237,7 +237,11 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
       workflowBundle: await workflowBundle(),
     });
     expect(Object.keys(await customAttributes(ns)).sort()).toEqual([...NAMES].sort());
-    const client = new Client({ connection: env.connection, namespace: ns });
+    const client = new Client({
+      connection: env.connection,
+      namespace: ns,
+      dataConverter: testDataConverter(),
+    });
     const workflowId = uniqueId('sa-run');
     try {
       await worker.runUntil(async () => {
@@ -278,7 +282,11 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
       workflowBundle: await workflowBundle(),
       searchAttributes: 'skip',
     });
-    const client = new Client({ connection: env.connection, namespace: ns });
+    const client = new Client({
+      connection: env.connection,
+      namespace: ns,
+      dataConverter: testDataConverter(),
+    });
     try {
       const handle = await worker.runUntil(async () => {
         const h = await client.workflow.start(agentRun, {

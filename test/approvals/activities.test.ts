@@ -14,6 +14,7 @@ import { createActivities } from '../../activities/create-activities';
 import { defineTool } from '../../activities/tools/define-tool';
 import type { ProposalInfo, RunToolInput } from '../../activities/types';
 import { openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { alice, signedGrant, tamper, testOperators } from './signing';
 
 let wired = 0;
 /** A gated write of our own (args-dependent), beside the demo's `transfer_funds`. */
@@ -221,5 +222,52 @@ describe('approvals in the activities', () => {
       changed: false,
       detail: expect.stringContaining('denied'),
     });
+  });
+
+  it('with an operators file, runTool uses only a signed approval: unsigned and edited ones run nothing, a replay neither', async () => {
+    const guarded = createActivities({ ...deps, operators: testOperators() });
+    const planIn = (ref: string) =>
+      guarded.plan({
+        runId: 'r-signed',
+        goal: 'approvals',
+        planner: {
+          kind: 'scripted',
+          live: true,
+          script: { calls: [{ tool: 'transfer_funds', args: transfer(ref) }] },
+        } as never,
+        memory: null,
+        observation: null,
+      });
+    const p = (await planIn('t-signed')).proposal as ProposalInfo;
+    const call = {
+      runId: 'r-signed',
+      stopRef: 'checkpoint-0',
+      tool: p.tool,
+      fingerprint: p.fingerprint,
+      reason: 'ok',
+      ttlMs: 60_000,
+    };
+    // Unsigned: the plan does not offer it, and runTool refuses it when named anyway.
+    const unsigned = await store.grant({ ...call, actor: 'alice' });
+    expect((await planIn('t-signed')).proposal?.approval).toEqual({ required: true, approvalId: null });
+    const refused = await guarded.runTool(input('r-signed', p, unsigned.id));
+    expect(refused).toMatchObject({ result: { kind: 'FATAL', code: 'approval_invalid' }, via: 'not_run' });
+    expect(refused.result.kind === 'FATAL' && refused.result.message).toMatch(/unverified.*unsigned/);
+    // Signed, offered by the plan, then edited (a widened expiry) before the tool runs.
+    const edited = await store.grant(signedGrant(alice.keyFile, call));
+    expect((await planIn('t-signed')).proposal?.approval?.approvalId).toBe(edited.id);
+    await tamper(deps.ledger, edited.id, { extendMs: 7_200_000 });
+    const out = await guarded.runTool(input('r-signed', p, edited.id));
+    expect(out.result.kind === 'FATAL' && out.result.message).toMatch(/unverified.*bad signature/);
+    expect(await transfers('r-signed')).toBe(0);
+    expect((await store.get(edited.id))?.usedAt).toBeNull();
+    // The right one runs the transfer once; used again (a replay), it runs nothing.
+    const good = await store.grant(signedGrant(alice.keyFile, call));
+    expect((await guarded.runTool(input('r-signed', p, good.id))).via).toBe('executed');
+    expect(await transfers('r-signed')).toBe(1);
+    const q = (await planIn('t-signed-2')).proposal as ProposalInfo;
+    const replay = await guarded.runTool(input('r-signed', q, good.id));
+    expect(replay).toMatchObject({ result: { kind: 'FATAL', code: 'approval_invalid' }, via: 'not_run' });
+    expect(await transfers('r-signed')).toBe(1);
   });
 });

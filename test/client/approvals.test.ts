@@ -3,7 +3,11 @@
  * and an in-process worker. The approval is bound to the call read from the run itself;
  * a denial keeps the run stopped (the call never ran); approve --resume runs it once.
  */
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { statusQuery } from '../../common/contracts';
+import { alice, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { agentctl } from './cli-helpers';
@@ -116,5 +120,74 @@ describe('agentctl approvals against a real server', () => {
       ['denied', 'bob'],
       ['used', 'alice'],
     ]);
+  });
+});
+
+describe('agentctl approvals sign with --key on a worker with an operators file', () => {
+  let h: Harness;
+  let env: Record<string, string>;
+  const keyFile = join(mkdtempSync(join(tmpdir(), 'alg-aprkey-')), 'alice.key.json');
+  beforeAll(async () => {
+    writeFileSync(keyFile, JSON.stringify(alice.keyFile), { mode: 0o600 });
+    h = await startHarness({ operators: testOperators() });
+    env = {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      LEDGER_URL: h.dbUrl,
+      WORLD_URL: h.dbUrl,
+    };
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('an unsigned approval does not lift the stop (nothing runs); approve --key --resume runs the call once', async () => {
+    const transfer = { from: 'acc-5', to: 'acc-6', amountCents: 700, reference: 'cli-signed' };
+    const run = await h.start(
+      live(
+        [
+          { tool: 'transfer_funds', args: transfer },
+          { tool: 'complete_task', args: { summary: 'ok' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    const unsigned = await agentctl(
+      ['approvals', 'approve', run.workflowId, '--actor', 'alice', '--reason', 'x'],
+      env,
+    );
+    expect(unsigned.code).toBe(0);
+    expect(unsigned.stdout).toContain('(unsigned)');
+    const resume = await agentctl(['resume', run.workflowId, '--key', keyFile], env);
+    expect(resume.code).toBe(3);
+    expect(resume.stderr).toMatch(/unverified.*unsigned approve refused/);
+    expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+
+    const wrongActor = await agentctl(
+      ['approvals', 'approve', run.workflowId, '--actor', 'bob', '--key', keyFile, '--reason', 'x'],
+      env,
+    );
+    expect(wrongActor.code).toBe(2);
+    expect(wrongActor.stderr).toContain('does not match');
+
+    const approved = await agentctl(
+      ['approvals', 'approve', run.workflowId, '--reason', 'checked', '--resume', '--json'],
+      { ...env, AGENT_OPERATOR_KEY_FILE: keyFile },
+    );
+    expect(approved.stderr).toBe('');
+    expect(approved.code).toBe(0);
+    const out = JSON.parse(approved.stdout) as {
+      approval: { approver: string; auth: { operator: string } | null };
+      resume: { accepted: boolean };
+    };
+    expect(out.approval).toMatchObject({ approver: 'alice', auth: { operator: 'alice' } });
+    expect(out.resume.accepted).toBe(true);
+    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
   });
 });

@@ -5,6 +5,9 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.tsx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   testTimeout: 120000,
+  // Most tests wait on the Temporal server, not the CPU: two files at a time on 2 cores.
+  // Every file uses its own task queues, ids, databases and namespaces, so they never collide.
+  maxWorkers: 2,
   // One Temporal dev server (and one workflow bundle) for the whole run.
   globalSetup: '<rootDir>/test/helpers/temporal-global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/temporal-global-teardown.ts',

@@ -5,13 +5,14 @@
  * PostgreSQL row) and no pause, spawned by the chaos harness's Fleet; nothing is killed here.
  * Every step is a real ledger write (claim → dispatch → effect → commit).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
 import { openLedger } from '../activities/ledger';
+import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { createEffectsTable } from '../scripts/chaos/effects';
 import { Fleet } from '../scripts/chaos/fleet';
@@ -65,7 +66,10 @@ export async function fleetRows(
     throw err;
   });
   const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection, namespace: 'default' });
+  // The workers encrypt payloads (the default): this client reads them with the same fresh key.
+  const codecKeys = `k1:${randomBytes(32).toString('base64')}`;
+  const dataConverter = dataConverterOf(loadPayloadCodec({ AGENT_CODEC_KEYS: codecKeys }));
+  const client = new Client({ connection, namespace: 'default', dataConverter });
   const bundlePath = join(dir, 'bundle.js');
   writeFileSync(bundlePath, bundleCode);
   const admin = new Pool({ connectionString: pg.url, max: 2 });
@@ -87,6 +91,7 @@ export async function fleetRows(
           dir,
           leaseMs: 30_000,
           maxPauseMs: 1,
+          codecKeys,
         },
         size,
         log,

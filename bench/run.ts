@@ -41,7 +41,7 @@
  *        --dispatch fast|stock  --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
  *        --single-history  --json (one JSON object on stdout instead of the table)
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +53,7 @@ import {
 } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { findPostgresBin } from '../scripts/chaos/postgres';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
@@ -208,9 +209,14 @@ async function startStack(bundle: { code: string }, cliPath?: string): Promise<S
   const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection, namespace: server.namespace });
+  // Payloads are encrypted (the default policy): worker and client share one fresh key.
+  const dataConverter = dataConverterOf(
+    loadPayloadCodec({ AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}` }),
+  );
+  const client = new Client({ connection, namespace: server.namespace, dataConverter });
   const taskQueue = `bench-${randomUUID()}`;
   const worker = await createAgentWorker({
+    dataConverter,
     connection: native,
     namespace: server.namespace,
     taskQueue,

@@ -4,7 +4,7 @@
  * SIGKILLs workers, restarts the dev server and PostgreSQL, then checks the invariants and
  * prints them as a table. Exits 1 on any violation. Bounded (≤ 5 minutes), loopback only.
  *
- * Flags: --runs N (300)  --workers N (3)  --kills N (12)  --writes N (3)  --json
+ * Flags: --runs N (200)  --workers N (3)  --kills N (12)  --writes N (3)  --json
  */
 import { DEFAULT_CHAOS_OPTIONS, runChaos, type ChaosOptions } from './chaos/run-chaos';
 import { formatReport } from './chaos/invariants';

@@ -35,6 +35,8 @@ export interface FleetEnv {
   readonly dir: string;
   readonly leaseMs: number;
   readonly maxPauseMs: number;
+  /** `AGENT_CODEC_KEYS` of every worker (the harness's client uses the same keys). */
+  readonly codecKeys: string;
 }
 
 /** The worker processes of one chaos run. */
@@ -107,6 +109,10 @@ export class Fleet {
           CHAOS_LEASE_MS: String(this.env.leaseMs),
           CHAOS_MAX_PAUSE_MS: String(this.env.maxPauseMs),
           AGENT_REAPER: 'off',
+          AGENT_CODEC: 'on',
+          AGENT_CODEC_KEYS: this.env.codecKeys,
+          AGENT_CODEC_ACTIVE_KEY: '',
+          AGENT_CODEC_KEY_FILE: '',
           // A killed worker's sticky queue hands its runs to the others after 2 s, not the SDK's 10 s.
           AGENT_STICKY_SCHEDULE_TO_START_MS: '2000',
           NODE_OPTIONS: '',

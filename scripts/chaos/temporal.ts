@@ -4,16 +4,11 @@
  */
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, startDevServer, type DevServerHandle } from '../dev-server';
+import { FAST_DISPATCH_DYNAMIC_CONFIG, freePort, startDevServer, type DevServerHandle } from '../dev-server';
 import { ensureTemporalCli } from '../temporal-cli';
 
-/**
- * The dev server runs one history shard whose transfer queue is read at most 20 times a second
- * by default (history.transferProcessorMaxPollRPS): every workflow task then waits ~25 ms on
- * average before it is dispatched. The chaos run raises it so more steps fit in its time
- * (docs/performance.md); it changes no semantics.
- */
-export const FAST_DISPATCH_DYNAMIC_CONFIG = ['history.transferProcessorMaxPollRPS=1000'] as const;
+/** Fast workflow-task dispatch (scripts/dev-server.ts): more steps fit in the chaos run's time. */
+export { FAST_DISPATCH_DYNAMIC_CONFIG };
 
 /** Writes a wrapper around the CLI that adds `--dynamic-config-value`s. */
 export async function cliWithDynamicConfig(dir: string, values: readonly string[]): Promise<string> {

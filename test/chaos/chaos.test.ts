@@ -1,5 +1,5 @@
 /**
- * A small `npm run chaos` (docs/chaos.md): 30 live write runs on 2 worker processes sharing
+ * A small `npm run chaos` (docs/chaos.md): 30 live runs of 4 writes on 2 worker processes sharing
  * a PostgreSQL ledger, two worker SIGKILLs, one dev-server SIGKILL + restart and one
  * PostgreSQL crash-restart while the runs are in flight. Everything is private to this test
  * (its own dev server with a db file, its own PostgreSQL instance on a free port), so the
@@ -20,13 +20,14 @@ describe('chaos (small)', () => {
     async () => {
       const report = await runChaos({
         runs: 30,
-        writesPerRun: 3,
+        writesPerRun: 4,
         workers: 2,
         kills: 2,
-        killEveryMs: [1500, 2500],
-        // Early enough that runs are still in flight (the report fails a restart that hit none).
-        serverRestartAtMs: 2_500,
-        pgRestartAtMs: 5_000,
+        killEveryMs: [800, 1500],
+        // Early, so runs are still in flight even on an idle machine (30 runs × 5 calls last
+        // well beyond 3 s): the report fails a restart or kill that hit no open run.
+        serverRestartAtMs: 1_500,
+        pgRestartAtMs: 3_000,
         deadlineMs: 150_000,
       });
       if (!report.ok) throw new Error(formatReport(report));

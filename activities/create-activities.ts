@@ -6,7 +6,8 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Planner, PlannerInput } from '../common/planner';
-import { redact } from '../common/redact';
+import { LEDGER_UNAVAILABLE } from '../common/planner';
+import { redact, redactText } from '../common/redact';
 import {
   fixtureArgsSpecs,
   GuardReason,
@@ -115,7 +116,11 @@ function ledgerClass(result: ToolResult): SideEffectErrorClass {
 }
 
 /** How the ledger settles a write whose side effect *threw*, classified as `result`. */
-function thrownLedgerClass(result: ToolResult): SideEffectErrorClass {
+function thrownLedgerClass(result: ToolResult, inWorldTransaction: boolean): SideEffectErrorClass {
+  // The world database was busy or down: a tool whose whole effect is in the world
+  // transaction rolled back with it, so nothing happened and the claim is released.
+  if (inWorldTransaction && result.kind === 'RETRYABLE' && result.code === 'database_unavailable')
+    return SideEffectErrorClass.NOT_PERFORMED;
   // A transient failure thrown mid-write (a timeout, a reset connection) may have happened
   // on the other side: the ledger must not assume either way.
   if (result.kind === 'RETRYABLE') return SideEffectErrorClass.UNKNOWN_OUTCOME;
@@ -205,16 +210,26 @@ export function createActivities(deps: ActivityDeps) {
       };
     }
     const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
-    return {
-      turn,
-      memory: out.memory,
-      proposal: {
-        ...n,
-        ledger: n.rejection ? null : await ledgerView(n),
-        fixture: null,
-        approval: n.rejection ? null : await approvalView(n, input.runId),
-      },
-    };
+    try {
+      return {
+        turn,
+        memory: out.memory,
+        proposal: {
+          ...n,
+          ledger: n.rejection ? null : await ledgerView(n),
+          fixture: null,
+          approval: n.rejection ? null : await approvalView(n, input.runId),
+        },
+      };
+    } catch (err) {
+      // The planner answered; the ledger could not be read. Typed, so that once the retries
+      // are spent the run stops `infrastructure_fault`, not `planner_failed`.
+      throw ApplicationFailure.create({
+        type: LEDGER_UNAVAILABLE,
+        message: `ledger unavailable: ${redactText((err as Error)?.message ?? String(err))}`,
+        cause: err instanceof Error ? err : undefined,
+      });
+    }
   }
 
   /**
@@ -420,13 +435,15 @@ export function createActivities(deps: ActivityDeps) {
       leaseMs,
       vendorIdempotent: tool.vendorIdempotent ?? false,
       ...(tool.reconcile ? { reconcile: tool.reconcile } : {}),
+      // A commit retried through a database blip keeps the activity alive meanwhile.
+      onCommitRetry: () => heartbeat(),
       classifyError: (err: unknown) => {
         if (err instanceof ResultNotSuccess) {
           lastFailure = err.result;
           return ledgerClass(err.result);
         }
         lastFailure = tool.classify?.(err) ?? classifyError(err);
-        return thrownLedgerClass(lastFailure);
+        return thrownLedgerClass(lastFailure, tool.usesWorldTransaction !== false);
       },
     };
     // The ledger stores the business result (`data`), the same thing a duplicate is answered with.

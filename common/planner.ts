@@ -157,6 +157,12 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'ReplayFormatError',
 ]);
 
+/**
+ * Error type of a `plan` activity whose planner answered but whose ledger read failed (the
+ * database down): after its retries the run stops `infrastructure_fault`, not `planner_failed`.
+ */
+export const LEDGER_UNAVAILABLE = 'LedgerUnavailable';
+
 /** Zero usage. */
 export const NO_USAGE: Usage = Object.freeze({ tokens: 0, costUsd: 0 });
 export { usageSchema };

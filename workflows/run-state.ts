@@ -41,7 +41,7 @@ import {
   type StopRequest,
 } from '../common/contracts';
 import type { OperatorAuth } from '../common/operator-auth';
-import type { Observation, PlannerTurn } from '../common/planner';
+import { LEDGER_UNAVAILABLE, type Observation, type PlannerTurn } from '../common/planner';
 import { redact, redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import type { AgentSinks } from '../common/telemetry';
@@ -410,6 +410,12 @@ export class RunState {
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+      if (cause?.type === LEDGER_UNAVAILABLE) {
+        // The planner answered but the ledger could not be read: a fault of the store.
+        const reason = GuardReason.INFRASTRUCTURE_FAULT;
+        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
+        return null;
+      }
       const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${failureMessage(err)}`;
       this.runtimeStop(
         GuardReason.PLANNER_FAILED,

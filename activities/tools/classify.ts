@@ -3,6 +3,7 @@
  */
 import { ZodError } from 'zod';
 import { ResultCode, type ToolResult } from '../../guard';
+import { isTransientDatabaseError } from '../ledger/transient-error';
 import { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './errors';
 
 const NETWORK_CODES = new Set([
@@ -15,26 +16,6 @@ const NETWORK_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_SOCKET',
 ]);
-
-/**
- * A database that is busy, restarting or unreachable: SQLite's busy/locked codes and
- * PostgreSQL's connection (08…), shutdown/starting (57P01–57P03), too-many-connections
- * (53300), serialization (40001) and deadlock (40P01) SQLSTATEs. Nothing was done — the
- * statement did not commit — so the call may be tried again; it is never a final failure.
- */
-const TRANSIENT_DB_CODES = new Set([
-  'SQLITE_BUSY',
-  'SQLITE_BUSY_SNAPSHOT',
-  'SQLITE_BUSY_RECOVERY',
-  'SQLITE_LOCKED',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '40001',
-  '40P01',
-]);
-const isTransientDb = (code: string): boolean => TRANSIENT_DB_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
 
 /** Default wait for a RETRYABLE without a server-given time. */
 export const DEFAULT_RETRY_AFTER_MS = 1000;
@@ -102,9 +83,9 @@ export function classifyError(err: unknown): ToolResult {
       message: messageOf(err),
     };
   }
-  // node-postgres reports a connection lost mid-query without a code.
-  const lost = err instanceof Error && /^Connection terminated|is not queryable/.test(err.message);
-  if ((typeof code === 'string' && isTransientDb(code)) || lost) {
+  // A busy, locked, restarting or unreachable database: nothing committed, try again (the
+  // ledger's own list, so a tool and the ledger agree on what is transient).
+  if (isTransientDatabaseError(err)) {
     return {
       kind: 'RETRYABLE',
       code: 'database_unavailable',

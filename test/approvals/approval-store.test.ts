@@ -9,7 +9,7 @@ import {
   approvalVerifier,
   type GrantInput,
 } from '../../activities/approvals';
-import type { Ledger } from '../../activities/ledger';
+import type { Ledger, SqlLedger } from '../../activities/ledger';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 import { alice, bob, eve, mallory, signedGrant, tamper, testOperators } from './signing';
 
@@ -291,12 +291,14 @@ describe.each(backendNames)('approval store on %s', (backend) => {
 
     it('the database refuses to change the signature or the signed reason; bad signed input stores nothing', async () => {
       const a = await store.grant(signedGrant(alice.keyFile, call()));
-      await expect(db.exec("UPDATE approvals SET signature = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
-        /immutable/,
-      );
-      await expect(db.exec("UPDATE approvals SET reason = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
-        /immutable/,
-      );
+      // On the ledger's own connection (the row is certainly visible there).
+      const update = (sql: string) =>
+        (ledger as SqlLedger<unknown>).database().unit('write', (tx) => tx.run(sql, [a.id]));
+      for (const column of ['signature', 'signed_by', 'reason'])
+        await expect(update(`UPDATE approvals SET ${column} = 'x' WHERE id = ?`)).rejects.toThrow(
+          /immutable/,
+        );
+      await expect(update('UPDATE approvals SET signed_at_ms = 1 WHERE id = ?')).rejects.toThrow(/immutable/);
       const g = signedGrant(alice.keyFile, call());
       await expect(store.grant({ ...g, actor: 'bob' })).rejects.toThrow(/not the signing operator/);
       await expect(store.grant({ ...g, signed: { ...g.signed!, id: 'x_1' } })).rejects.toThrow(/apr_/);

@@ -51,6 +51,7 @@ import {
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
@@ -183,6 +184,8 @@ function runInput(steps: number, guardEnabled: boolean): RunInput {
 
 interface Stack {
   server: DevServerHandle;
+  /** The payload codec shared by this stack's worker and client (replays read with it too). */
+  dataConverter: DataConverter;
   client: Client;
   connection: Connection;
   native: NativeConnection;
@@ -226,6 +229,7 @@ async function startStack(bundle: { code: string }, cliPath?: string): Promise<S
   const running = worker.run();
   return {
     server,
+    dataConverter,
     client,
     connection,
     native,
@@ -399,7 +403,7 @@ async function longRun(s: Stack, bundle: { code: string }, steps: number): Promi
   const r0 = performance.now();
   let replayed = 0;
   for await (const res of Worker.runReplayHistories(
-    { workflowBundle: bundle, replayName: 'bench' },
+    { workflowBundle: bundle, replayName: 'bench', dataConverter: s.dataConverter },
     feed(),
   )) {
     if (res.error) throw new Error(`replay of ${res.workflowId} failed: ${String(res.error)}`);

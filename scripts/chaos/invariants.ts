@@ -28,7 +28,7 @@ export interface RunOutcome {
 
 /** One chaos event. */
 export type ChaosEvent =
-  | { kind: 'worker_kill'; atMs: number; openRuns: number; pid: number }
+  | { kind: 'worker_kill'; atMs: number; openRuns: number; pid: number; aimed?: boolean }
   | { kind: 'temporal_restart'; atMs: number; openRuns: number; downMs: number }
   | { kind: 'postgres_restart'; atMs: number; openRuns: number; downMs: number };
 
@@ -260,6 +260,7 @@ export function checkInvariants(f: ChaosFacts): ChaosReport {
     'writes per run': f.options.writesPerRun,
     workers: f.options.workers,
     'worker SIGKILLs': kills.length,
+    'of which aimed at a worker holding a DISPATCHED record': kills.filter((k) => k.aimed).length,
     'workers that died by themselves': f.unexpectedExits.length,
     'dev server restarts': f.events.filter((e) => e.kind === 'temporal_restart').length,
     'PostgreSQL restarts': pgRestarts,
@@ -288,7 +289,10 @@ export function formatReport(r: ChaosReport): string {
   for (const [k, v] of Object.entries(r.terminalStates)) out.push(`| ${k} | ${v} |`);
   out.push('', '| event | at (s) | runs open | detail |', '|---|---:|---:|---|');
   for (const e of r.events) {
-    const detail = e.kind === 'worker_kill' ? `pid ${e.pid}` : `down ${(e.downMs / 1000).toFixed(1)} s`;
+    const detail =
+      e.kind === 'worker_kill'
+        ? `pid ${e.pid}${e.aimed ? ' (aimed: it held a DISPATCHED record)' : ''}`
+        : `down ${(e.downMs / 1000).toFixed(1)} s`;
     out.push(`| ${e.kind} | ${(e.atMs / 1000).toFixed(1)} | ${e.openRuns} | ${detail} |`);
   }
   out.push('', '| invariant | | detail |', '|---|---|---|');

@@ -20,7 +20,7 @@ import { dataConverterOf, loadPayloadCodec } from '../../codec';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';
 import { createEffectsTable } from './effects';
-import { Fleet } from './fleet';
+import { Fleet, type WorkerSlot } from './fleet';
 import {
   checkInvariants,
   type ChaosEvent,
@@ -105,6 +105,25 @@ async function pool<T, R>(items: readonly T[], limit: number, fn: (x: T) => Prom
     }),
   );
   return out;
+}
+
+/** A live slot whose process owns a DISPATCHED ledger record now (none while PostgreSQL is down). */
+async function dispatchingSlot(admin: Pool, live: readonly WorkerSlot[]): Promise<WorkerSlot | undefined> {
+  try {
+    const rows = (
+      await admin.query<{ owner: string }>(
+        "SELECT owner FROM ledger_records WHERE state = 'DISPATCHED' ORDER BY dispatched_at DESC",
+      )
+    ).rows;
+    for (const r of rows) {
+      const pid = Number(/^worker-(\d+)\//.exec(r.owner)?.[1] ?? NaN);
+      const slot = live.find((s) => s.proc?.pid === pid);
+      if (slot) return slot;
+    }
+  } catch {
+    // PostgreSQL restarting: a random kill instead.
+  }
+  return undefined;
 }
 
 function runInput(tag: string, writes: number): RunInput {
@@ -260,14 +279,17 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       }
       if (killsDone < o.kills && now >= nextKill) {
         const live = fleet.slots.filter((s) => s.proc !== null);
-        const slot = live[Math.floor(Math.random() * live.length)];
+        // Every other kill is aimed at a worker holding a DISPATCHED record (between dispatch and
+        // commit), so the UNKNOWN path is exercised, not left to luck; the others are random.
+        const aimed = killsDone % 2 === 1 ? await dispatchingSlot(admin, live) : undefined;
+        const slot = aimed ?? live[Math.floor(Math.random() * live.length)];
         if (slot) {
           const k = await fleet.kill(slot, t0);
           if (k) {
             killsDone += 1;
             const open = await running().catch(() => -1);
-            events.push({ kind: 'worker_kill', atMs: k.atMs, openRuns: open, pid: k.pid });
-            o.log(`  SIGKILL worker ${k.pid} (slot ${k.slot}; ${open} runs open)`);
+            events.push({ kind: 'worker_kill', atMs: k.atMs, openRuns: open, pid: k.pid, aimed: !!aimed });
+            o.log(`  SIGKILL worker ${k.pid} (slot ${k.slot}${aimed ? ', aimed' : ''}; ${open} runs open)`);
             fleet.restartLater(slot, between([300, 1500]));
           }
         }

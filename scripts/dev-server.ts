@@ -31,6 +31,14 @@ export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
 export const DEFAULT_DB_FILE = path.join(PROJECT_ROOT, 'data', 'temporal.db');
 export const DEV_NAMESPACE = 'default';
 
+/**
+ * The dev server runs one history shard whose transfer queue is read at most 20 times a second
+ * by default (`history.transferProcessorMaxPollRPS`), so every workflow task waits ~25 ms before
+ * it is dispatched — most of a step's time (docs/performance.md). Raising it changes no
+ * semantics; `npm run dev:server`, the chaos run and the bench use it.
+ */
+export const FAST_DISPATCH_DYNAMIC_CONFIG: readonly string[] = ['history.transferProcessorMaxPollRPS=1000'];
+
 export interface DevServerOptions {
   /** Bind address (default: host of TEMPORAL_ADDRESS, i.e. `localhost`). */
   ip?: string;
@@ -52,6 +60,8 @@ export interface DevServerOptions {
   cliPath?: string;
   /** Codec server the Web UI decodes payloads through (`--ui-codec-endpoint`); none by default. */
   uiCodecEndpoint?: string;
+  /** `KEY=VALUE`s passed as `--dynamic-config-value` (e.g. {@link FAST_DISPATCH_DYNAMIC_CONFIG}); none by default. */
+  dynamicConfig?: readonly string[];
 }
 
 export interface DevServerHandle {
@@ -170,6 +180,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     ...(headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
     ...(options.uiCodecEndpoint && !headless ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
     ...(dbFile ? ['--db-filename', dbFile] : []),
+    ...(options.dynamicConfig ?? []).flatMap((v) => ['--dynamic-config-value', v]),
     ...searchAttributeCliArgs(),
   ];
 
@@ -258,7 +269,10 @@ async function startLocalCodecServer(
 async function main(): Promise<void> {
   const payloads = await startLocalCodecServer(process.argv.slice(2));
   const codec = payloads.server;
-  const server = await startDevServer(codec ? { uiCodecEndpoint: codec.url } : {});
+  const server = await startDevServer({
+    dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG,
+    ...(codec ? { uiCodecEndpoint: codec.url } : {}),
+  });
   const attrs = Object.entries(SEARCH_ATTRIBUTES)
     .map(([n, t]) => `${n}=${t}`)
     .join(', ');

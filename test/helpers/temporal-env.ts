@@ -36,6 +36,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { dataConverterOf, loadPayloadCodec } from '../../codec';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../common/search-attributes';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
+import { FAST_DISPATCH_DYNAMIC_CONFIG } from '../../scripts/dev-server';
 
 export const TEST_ADDRESS_ENV = 'TEMPORAL_TEST_ADDRESS';
 export const TEST_NAMESPACE = 'default';
@@ -60,7 +61,7 @@ export function testDataConverter(): DataConverter {
 export interface CreateTestEnvOptions {
   /** Force a private server even when a shared one is available (e.g. a test that kills the server). */
   ownServer?: boolean;
-  /** Extra `temporal server start-dev` args for a private server (e.g. `--dynamic-config-value`). */
+  /** Extra `temporal server start-dev` args for a private server (default: the fast-dispatch `--dynamic-config-value`). */
   extraArgs?: string[];
 }
 
@@ -83,7 +84,9 @@ export async function createTestEnv(options: CreateTestEnvOptions = {}): Promise
       searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
       // The SDK's default log format "pretty" is accepted by the CLI; keep the noise down.
       log: { format: 'pretty', level: 'error' },
-      ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}),
+      // Fast workflow-task dispatch (scripts/dev-server.ts FAST_DISPATCH_DYNAMIC_CONFIG) unless told otherwise.
+      extraArgs:
+        options.extraArgs ?? FAST_DISPATCH_DYNAMIC_CONFIG.flatMap((v) => ['--dynamic-config-value', v]),
     },
   });
 }

@@ -26,7 +26,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
+import type { PlanOutput, ProposalInfo, RunToolOutput } from '../activities/types';
 import {
   resumeRequestSchema,
   stopRequestSchema,
@@ -40,7 +40,6 @@ import {
   type RunStatus,
   type StopRequest,
 } from '../common/contracts';
-import type { OperatorAuth } from '../common/operator-auth';
 import { LEDGER_UNAVAILABLE, type Observation, type PlannerTurn } from '../common/planner';
 import { redact, redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
@@ -50,9 +49,7 @@ import {
   GuardReason,
   isBudgetReason,
   LEDGER_NEEDS_HUMAN_CODES,
-  liftRuleOf,
   LoopGuard,
-  raiseLifts,
   BUDGET_RAISE_KEY,
   ruleOf,
   stoppedAt,
@@ -66,6 +63,7 @@ import {
   type TracePageArgs,
 } from '../guard';
 import { toObservation } from './observation';
+import { failureMessage, failureType, ResumeCheck, type Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { RunTrace, type TraceFields, type TraceStamp } from './run-trace';
 import { resolveRunSettings } from './run-settings';
@@ -88,19 +86,6 @@ const MAX_DECISIONS_KEPT = 5000;
 const CHECKPOINT_TRACE = 200;
 const CHECKPOINT_DECISIONS = 1000;
 const CHECKPOINT_REQUEST_IDS = 1000;
-
-/** The stop in force. */
-interface Stop {
-  readonly terminalState: TerminalState;
-  readonly reason: string;
-  readonly report: StopReport;
-  readonly blockedTool: string | null;
-  /** The args of the call that ended the run, so resume can re-check that call's precondition. */
-  readonly blockedArgs: unknown;
-  readonly operationKey: string | null;
-  /** The FATAL message behind the stop, if any (RunResult.summary; not in the StopReport). */
-  detail: string | null;
-}
 
 /** The call a stop names. */
 export interface BlockedCall {
@@ -145,16 +130,6 @@ const isTerminal = (phase: RunPhase): phase is TerminalState =>
 
 const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
 
-/** The error type behind an activity failure (its ApplicationFailure type, if any). */
-function failureType(err: ActivityFailure): string {
-  return err.cause instanceof ApplicationFailure && err.cause.type ? err.cause.type : 'activity_failure';
-}
-
-/** The innermost message of an activity failure. */
-function failureMessage(err: ActivityFailure): string {
-  return err.cause?.message ?? err.message;
-}
-
 /** Why a message payload was rejected, naming each field. */
 function zodReason(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
   return issues.map((i) => `${i.path.map(String).join('.') || '(payload)'}: ${i.message}`).join('; ');
@@ -185,12 +160,15 @@ export class RunState {
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
   private readonly newGuard: (initial: number) => LoopGuard;
+  /** Verifies resumes and operator requests (workflows/resume-check.ts). */
+  private readonly check: ResumeCheck;
 
   constructor(
     private readonly input: ResolvedRunInput,
     private readonly runId: string,
     private readonly activities: RunActivities,
   ) {
+    this.check = new ResumeCheck(activities, runId);
     const settings = resolveRunSettings(input);
     const cp = input.checkpoint as Checkpoint | undefined;
     const initial = settings.initialProgressVersion;
@@ -757,7 +735,7 @@ export class RunState {
       this.verifying = true;
       this.vetoed = false;
       try {
-        answer = await this.verify(stop, req);
+        answer = await this.check.verify(stop, req, this.guard, patched(PATCH_AUTHORITY));
       } finally {
         this.verifying = false;
       }
@@ -777,131 +755,6 @@ export class RunState {
     if (answer.accepted) this.liftRequest = req;
     this.publish();
     return answer;
-  }
-
-  /** Whether what stopped the run has changed, by the stop reason's lift rule. */
-  private async verify(stop: Stop, req: ReturnType<typeof resumeRequestSchema.parse>): Promise<ResumeAnswer> {
-    const progressVersion = this.guard.progressVersion;
-    const authority = patched(PATCH_AUTHORITY);
-    if (authority) {
-      const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
-      // A raise is for the budget that stopped the run, and only for a budget stop.
-      const stopping = isBudgetReason(stop.reason) ? BUDGET_RAISE_KEY[stop.reason] : null;
-      const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
-      if (others.length > 0)
-        return refused(
-          stopping
-            ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
-            : `raise refused: the run stopped for ${stop.reason}, not a budget`,
-        );
-      const who = await this.authorise('resume', req, stop.reason);
-      if (!who.ok) return refused(`not authorised: ${who.detail}`);
-    }
-    switch (liftRuleOf(stop.reason)) {
-      case 'operator':
-        return { accepted: true, reason: 'operator stop lifted', progressVersion };
-      case 'planner': {
-        if (!authority)
-          // The planner's next answer is the verification: if it still fails, the run stops again.
-          return { accepted: true, reason: 'the planner will be asked again', progressVersion };
-        const health = await this.checkPlannerOrRefuse();
-        return { accepted: health.ok, reason: health.detail, progressVersion };
-      }
-      case 'raise': {
-        const used = {
-          ...this.guard.usage,
-          steps: this.guard.stepCount,
-          maxWaitPolls: this.guard.config.maxWaitPolls,
-        };
-        const raised = isBudgetReason(stop.reason) && raiseLifts(stop.reason, req.raise ?? {}, used);
-        return {
-          accepted: raised,
-          reason: raised
-            ? `budget raised (${JSON.stringify(req.raise)})`
-            : `the ${stop.reason} was not raised (use --raise)`,
-          progressVersion,
-        };
-      }
-      case 'retry':
-        return { accepted: true, reason: 'the failed call will be tried again', progressVersion };
-      default: {
-        const v = await this.verifyOrRefuse({
-          runId: this.runId,
-          reason: stop.reason,
-          checkpointProgressVersion: progressVersion,
-          blockedTool: stop.blockedTool,
-          blockedArgs: stop.blockedArgs,
-          operationKey: stop.operationKey,
-          precondition: req.precondition,
-          blockedFingerprint: stop.report.blocked_call?.fingerprint ?? null,
-          stopRef: stop.report.last_safe_checkpoint,
-        });
-        return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
-      }
-    }
-  }
-
-  /** Asks the worker whether the request is signed by an operator allowed to make it. */
-  private async authorise(
-    action: 'resume' | 'stop',
-    req: {
-      requestId: string;
-      actor: string;
-      reason: string;
-      precondition?: string;
-      raise?: Record<string, number | undefined>;
-      auth?: OperatorAuth;
-    },
-    stopReason: string | null,
-  ): Promise<{ ok: boolean; detail: string }> {
-    try {
-      return await this.activities.verifyOperator({
-        action,
-        workflowId: this.runId,
-        fields: {
-          requestId: req.requestId,
-          actor: req.actor,
-          reason: req.reason,
-          ...(req.precondition !== undefined ? { precondition: req.precondition } : {}),
-          ...(req.raise ? { raise: req.raise } : {}),
-        },
-        auth: req.auth ?? null,
-        stopReason,
-      });
-    } catch (err) {
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      return {
-        ok: false,
-        detail: `could not verify the operator (${failureType(err)}): ${failureMessage(err)}`,
-      };
-    }
-  }
-
-  /** The planner's health check; its failure refuses the resume instead of failing the run. */
-  private async checkPlannerOrRefuse(): Promise<{ ok: boolean; detail: string }> {
-    try {
-      return await this.activities.checkPlanner();
-    } catch (err) {
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      return {
-        ok: false,
-        detail: `could not check the planner (${failureType(err)}): ${failureMessage(err)}`,
-      };
-    }
-  }
-
-  /** The verification activity; a failure of it refuses the resume instead of failing the run. */
-  private async verifyOrRefuse(input: VerifyInput): Promise<VerifyOutput> {
-    try {
-      return await this.activities.verifyPrecondition(input);
-    } catch (err) {
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      return {
-        changed: false,
-        progressVersion: input.checkpointProgressVersion,
-        detail: `could not verify (${failureType(err)}): ${failureMessage(err)}; try again`,
-      };
-    }
   }
 
   /** The `stop` signal: the kill switch, effective before the next tool call. */
@@ -925,7 +778,7 @@ export class RunState {
       return void this.note('stop_ignored', `run is ${this.phase}`, { args });
     // Until the worker has verified it, the stop already holds the run at its next check.
     if (!vetoing) this.stopRequest = { req, pending: true };
-    const who = await this.authorise('stop', req, null);
+    const who = await this.check.authorise('stop', req, null);
     if (!who.ok) {
       if (this.stopRequest?.req === req) this.stopRequest = null;
       return void this.note('stop_refused', `not authorised: ${who.detail}`, { args });

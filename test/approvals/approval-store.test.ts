@@ -186,16 +186,26 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(await store.list({ runId: run })).toEqual([expect.objectContaining({ id: a.id })]);
   });
 
+  // Database errors are matched by message: better-sqlite3's SqliteError is bound once per
+  // process, so after another test file loaded it in this jest worker it is not an `Error` of
+  // this file's realm and `rejects.toThrow` would report "did not throw".
   it('the database refuses to change or delete audit rows and an approval binding', async () => {
     const a = await store.grant(grantOf());
-    await expect(db.exec("UPDATE approval_audit SET actor = 'mallory'")).rejects.toThrow(/append-only/);
-    await expect(db.exec('DELETE FROM approval_audit')).rejects.toThrow(/append-only/);
-    await expect(db.exec("UPDATE approvals SET fingerprint = 'x' WHERE id = ?", [a.id])).rejects.toThrow(
-      /immutable/,
+    await expect(db.exec("UPDATE approval_audit SET actor = 'mallory'")).rejects.toHaveProperty(
+      'message',
+      expect.stringMatching(/append-only/),
     );
+    await expect(db.exec('DELETE FROM approval_audit')).rejects.toHaveProperty(
+      'message',
+      expect.stringMatching(/append-only/),
+    );
+    await expect(
+      db.exec("UPDATE approvals SET fingerprint = 'x' WHERE id = ?", [a.id]),
+    ).rejects.toHaveProperty('message', expect.stringMatching(/immutable/));
     expect(await use(a.id)).toMatchObject({ ok: true });
-    await expect(db.exec('UPDATE approvals SET used_at = NULL WHERE id = ?', [a.id])).rejects.toThrow(
-      /immutable/,
+    await expect(db.exec('UPDATE approvals SET used_at = NULL WHERE id = ?', [a.id])).rejects.toHaveProperty(
+      'message',
+      expect.stringMatching(/immutable/),
     );
     expect((await store.audit({ runId: run })).map((e) => e.actor)).toEqual(['alice', `${run}/5`]);
   });
@@ -295,10 +305,14 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       const update = (sql: string) =>
         (ledger as SqlLedger<unknown>).database().unit('write', (tx) => tx.run(sql, [a.id]));
       for (const column of ['signature', 'signed_by', 'reason'])
-        await expect(update(`UPDATE approvals SET ${column} = 'x' WHERE id = ?`)).rejects.toThrow(
-          /immutable/,
+        await expect(update(`UPDATE approvals SET ${column} = 'x' WHERE id = ?`)).rejects.toHaveProperty(
+          'message',
+          expect.stringMatching(/immutable/),
         );
-      await expect(update('UPDATE approvals SET signed_at_ms = 1 WHERE id = ?')).rejects.toThrow(/immutable/);
+      await expect(update('UPDATE approvals SET signed_at_ms = 1 WHERE id = ?')).rejects.toHaveProperty(
+        'message',
+        expect.stringMatching(/immutable/),
+      );
       const g = signedGrant(alice.keyFile, call());
       await expect(store.grant({ ...g, actor: 'bob' })).rejects.toThrow(/not the signing operator/);
       await expect(store.grant({ ...g, signed: { ...g.signed!, id: 'x_1' } })).rejects.toThrow(/apr_/);

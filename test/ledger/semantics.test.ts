@@ -831,6 +831,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
       expect(await db.exec('SELECT version, name FROM ledger_migrations')).toEqual([
         { version: 1, name: expect.stringContaining('create ledger records') },
         { version: 2, name: expect.stringContaining('approvals') },
+        { version: 3, name: expect.stringContaining('signature') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -851,7 +852,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 2\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 3\)/,
         );
       } finally {
         await newer.cleanup();

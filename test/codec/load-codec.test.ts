@@ -26,7 +26,14 @@ describe('parseKeyList (AGENT_CODEC_KEYS)', () => {
   it('refuses bad entries with a message that names the key and never shows key material', () => {
     const short = randomBytes(16).toString('base64');
     expect(() => parseKeyList(`k1:${short}`)).toThrow(/key "k1" is 16 bytes; AES-256 needs 32/);
-    expect(() => parseKeyList(`k1:${short}`)).not.toThrow(new RegExp(short.slice(0, 8)));
+    // The key material never reaches the message (a plain substring check: base64 has regex metacharacters).
+    let message = '';
+    try {
+      parseKeyList(`k1:${short}`);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).not.toContain(short.slice(0, 8));
     expect(() => parseKeyList('no-colon')).toThrow(CodecConfigError);
     expect(() => parseKeyList(`k1:${b64()},k1:${b64()}`)).toThrow(/listed twice/);
     expect(() => parseKeyList(`k1:not*base64`)).toThrow(/not base64/);

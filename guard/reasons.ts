@@ -113,6 +113,11 @@ export function isBudgetReason(reason: string): reason is BudgetReason {
   return BUDGET_REASONS.has(reason);
 }
 
+/** The one budget a resume may raise for a stop reason (null: not a budget stop). */
+export function raiseKeyOf(reason: string): BudgetKey | null {
+  return isBudgetReason(reason) ? BUDGET_RAISE_KEY[reason] : null;
+}
+
 /** Loop reasons: lifted when external state moved past the checkpoint. */
 export const LOOP_REASONS: ReadonlySet<string> = new Set([
   GuardReason.SAME_CALL_REPEAT,

@@ -9,9 +9,9 @@ import type { VerifyInput, VerifyOutput } from '../activities/types';
 import type { ResumeAnswer, resumeRequestSchema } from '../common/contracts';
 import type { OperatorAuth } from '../common/operator-auth';
 import {
-  BUDGET_RAISE_KEY,
   isBudgetReason,
   liftRuleOf,
+  raiseKeyOf,
   raiseLifts,
   type LoopGuard,
   type StopReport,
@@ -70,7 +70,7 @@ export class ResumeCheck {
     if (authority) {
       const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
       // A raise is for the budget that stopped the run, and only for a budget stop.
-      const stopping = isBudgetReason(stop.reason) ? BUDGET_RAISE_KEY[stop.reason] : null;
+      const stopping = raiseKeyOf(stop.reason);
       const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
       if (others.length > 0)
         return refused(

@@ -47,10 +47,9 @@ import type { AgentSinks } from '../common/telemetry';
 import {
   buildStopReport,
   GuardReason,
-  isBudgetReason,
+  raiseKeyOf,
   LEDGER_NEEDS_HUMAN_CODES,
   LoopGuard,
-  BUDGET_RAISE_KEY,
   ruleOf,
   stoppedAt,
   TerminalState,
@@ -274,8 +273,7 @@ export class RunState {
   private lift(req: ReturnType<typeof resumeRequestSchema.parse>): void {
     this.liftRequest = null;
     // Only the budget that stopped the run is raised (a raise for another budget was refused).
-    const stopping =
-      this.stop_ && isBudgetReason(this.stop_.reason) ? BUDGET_RAISE_KEY[this.stop_.reason] : null;
+    const stopping = this.stop_ ? raiseKeyOf(this.stop_.reason) : null;
     const raise = patched(PATCH_AUTHORITY)
       ? stopping && req.raise?.[stopping] !== undefined
         ? { [stopping]: req.raise[stopping] }

@@ -9,7 +9,7 @@ import { freePort } from '../../scripts/dev-server';
 import { runReplay } from '../../client/replay';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
-import { agentctl, ROOT } from './cli-helpers';
+import { agentctl, ROOT, cliEnv } from './cli-helpers';
 
 const fixture = (name: string) => join(ROOT, 'test', 'fixtures', 'traces', `${name}.json`);
 
@@ -32,13 +32,7 @@ describe('agentctl against a real server', () => {
 
   beforeAll(async () => {
     h = await startHarness();
-    env = {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
-      TEMPORAL_NAMESPACE: 'default',
-      TEMPORAL_TASK_QUEUE: h.taskQueue,
-      LEDGER_URL: h.dbUrl,
-      WORLD_URL: h.dbUrl,
-    };
+    env = cliEnv(h);
   });
   afterAll(async () => {
     await h?.close();

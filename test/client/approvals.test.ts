@@ -10,20 +10,14 @@ import { statusQuery } from '../../common/contracts';
 import { alice, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
-import { agentctl } from './cli-helpers';
+import { agentctl, cliEnv } from './cli-helpers';
 
 describe('agentctl approvals against a real server', () => {
   let h: Harness;
   let env: Record<string, string>;
   beforeAll(async () => {
     h = await startHarness();
-    env = {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
-      TEMPORAL_NAMESPACE: 'default',
-      TEMPORAL_TASK_QUEUE: h.taskQueue,
-      LEDGER_URL: h.dbUrl,
-      WORLD_URL: h.dbUrl,
-    };
+    env = cliEnv(h);
   });
   afterAll(async () => {
     await h?.close();
@@ -130,13 +124,7 @@ describe('agentctl approvals sign with --key on a worker with an operators file'
   beforeAll(async () => {
     writeFileSync(keyFile, JSON.stringify(alice.keyFile), { mode: 0o600 });
     h = await startHarness({ operators: testOperators() });
-    env = {
-      TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
-      TEMPORAL_NAMESPACE: 'default',
-      TEMPORAL_TASK_QUEUE: h.taskQueue,
-      LEDGER_URL: h.dbUrl,
-      WORLD_URL: h.dbUrl,
-    };
+    env = cliEnv(h);
   });
   afterAll(async () => {
     await h?.close();

@@ -50,3 +50,14 @@ export const agentctl = (
   env: Record<string, string>,
   timeoutMs?: number,
 ): Promise<CliRun> => runTsx('client/agentctl.ts', args, env, timeoutMs);
+
+/** The environment agentctl needs to reach a harness's server, task queue, ledger and world. */
+export function cliEnv(h: { taskQueue: string; dbUrl: string }): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_TASK_QUEUE: h.taskQueue,
+    LEDGER_URL: h.dbUrl,
+    WORLD_URL: h.dbUrl,
+  };
+}

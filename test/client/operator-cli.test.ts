@@ -11,7 +11,7 @@ import { statusQuery } from '../../common/contracts';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
-import { agentctl } from './cli-helpers';
+import { agentctl, cliEnv } from './cli-helpers';
 
 describe('agentctl signs resume and stop', () => {
   let h: Harness;
@@ -37,7 +37,7 @@ describe('agentctl signs resume and stop', () => {
         roles: { admin: { lift: ['*'], raise: { maxSteps: 100 }, stop: true } },
       }),
     });
-    env = { ...base, TEMPORAL_TASK_QUEUE: h.taskQueue, LEDGER_URL: h.dbUrl, WORLD_URL: h.dbUrl };
+    env = cliEnv(h);
   });
   afterAll(async () => {
     await h?.close();

@@ -3,13 +3,7 @@
  * operators file: every attack on resume and stop fails, and the tool counters show that
  * nothing ran because of one. Also: a forged or edited checkpoint is refused (§7.10).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities/create-activities';
 import { OperatorRegistry } from '../../activities/operators/registry';
 import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../activities/operators/sign';
 import {
@@ -20,57 +14,39 @@ import {
   type ResumeRequest,
   type RunInput,
 } from '../../common/contracts';
-import { agentRun } from '../../workflows';
-import { agentSinks, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import type { WorkerDeps } from '../../worker/create-worker';
+import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
-import { workflowBundle } from '../helpers/run-harness';
-import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { uniqueId } from '../helpers/temporal-env';
 
 const alice = generateOperatorKey('alice'); // admin: lifts anything, raises steps to 50
 const bob = generateOperatorKey('bob'); // on call: may stop, may lift operator_stop only
 const mallory = generateOperatorKey('alice'); // claims to be alice with her own key
 
 describe('operator authority on a worker with an operators file', () => {
-  let env: TestWorkflowEnvironment;
+  let h: Harness;
   let deps: WorkerDeps;
-  let worker: Worker;
-  let running: Promise<void>;
-  const taskQueue = uniqueTaskQueue('operators');
 
   beforeAll(async () => {
-    env = await createTestEnv();
-    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-ops-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, pollAfterMs: 100 });
-    const operators = OperatorRegistry.fromFile({
-      operators: {
-        alice: { publicKey: alice.publicKey, roles: ['admin'] },
-        bob: { publicKey: bob.publicKey, roles: ['oncall'] },
-      },
-      roles: {
-        admin: { lift: ['*'], raise: { maxSteps: 50 }, stop: true, approve: true },
-        oncall: { lift: ['operator_stop'], stop: true },
-      },
+    h = await startHarness({
+      operators: OperatorRegistry.fromFile({
+        operators: {
+          alice: { publicKey: alice.publicKey, roles: ['admin'] },
+          bob: { publicKey: bob.publicKey, roles: ['oncall'] },
+        },
+        roles: {
+          admin: { lift: ['*'], raise: { maxSteps: 50 }, stop: true, approve: true },
+          oncall: { lift: ['operator_stop'], stop: true },
+        },
+      }),
     });
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: 'default',
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: createActivities({ ...deps, operators }),
-      sinks: agentSinks(),
-      dataConverter: testDataConverter(),
-    });
-    running = worker.run();
+    deps = h.deps;
   });
   afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await deps?.close();
-    await env?.teardown();
+    await h?.close();
   });
 
-  const start = (input: RunInput, id = uniqueId('ops')) =>
-    env.client.workflow.start(agentRun, { taskQueue, workflowId: id, args: [input] });
+  const start = async (input: RunInput, id = uniqueId('ops')) => (await h.start(input, id)).handle;
 
   function signed(
     key: OperatorKeyFile,

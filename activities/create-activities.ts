@@ -545,7 +545,7 @@ export function createActivities(deps: ActivityDeps) {
     const problem = await planner.health(input.planner);
     return problem === null
       ? { ok: true, detail: `planner ${input.planner.kind} answered its health check` }
-      : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redact(problem) as string}` };
+      : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redactText(problem)}` };
   }
 
   return {

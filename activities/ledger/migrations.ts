@@ -137,6 +137,45 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
        BEGIN SELECT RAISE(ABORT, 'approvals: the binding, a use and a denial are immutable'); END`,
     ],
   },
+  {
+    version: 4,
+    name: 'conversation store, idempotent planner turns and the payload store (issue 9)',
+    statements: [
+      // The planner's conversation, out of workflow history: content-addressed, append-only.
+      // `hash` is the chain hash of the conversation up to and including this message, so a
+      // reference (conversation, length, hash) names one exact prefix and a retried append
+      // writes the same row again (INSERT OR IGNORE), never a second copy.
+      `CREATE TABLE agent_conversation (
+        conversation_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        parent_hash TEXT,
+        position INTEGER NOT NULL,
+        chars INTEGER NOT NULL,
+        cum_chars INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (conversation_id, hash)
+      )`,
+      // One row per scheduled plan activity (workflow run id + activity id): a retried attempt
+      // returns the stored turn instead of asking the model again.
+      `CREATE TABLE agent_planner_turns (
+        turn_key TEXT PRIMARY KEY,
+        conversation_id TEXT NOT NULL,
+        output TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      )`,
+      `CREATE INDEX agent_planner_turns_conversation ON agent_planner_turns (conversation_id)`,
+      // Tool results and model replies too large for workflow history, stored by reference.
+      `CREATE TABLE agent_payloads (
+        run_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, id)
+      )`,
+    ],
+  },
 ];
 
 /**
@@ -261,6 +300,38 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
          END IF;
          RETURN NEW;
        END $$`,
+    ],
+  },
+  {
+    version: 4,
+    name: 'conversation store, idempotent planner turns and the payload store (issue 9)',
+    statements: [
+      `CREATE TABLE agent_conversation (
+        conversation_id text NOT NULL,
+        hash text NOT NULL,
+        parent_hash text,
+        position integer NOT NULL,
+        chars integer NOT NULL,
+        cum_chars bigint NOT NULL,
+        message text NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (conversation_id, hash)
+      )`,
+      `CREATE TABLE agent_planner_turns (
+        turn_key text PRIMARY KEY,
+        conversation_id text NOT NULL,
+        output text NOT NULL,
+        created_at timestamptz NOT NULL
+      )`,
+      `CREATE INDEX agent_planner_turns_conversation ON agent_planner_turns (conversation_id)`,
+      `CREATE TABLE agent_payloads (
+        run_id text NOT NULL,
+        id text NOT NULL,
+        bytes integer NOT NULL,
+        body text NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (run_id, id)
+      )`,
     ],
   },
 ];

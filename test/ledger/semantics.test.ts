@@ -832,6 +832,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 1, name: expect.stringContaining('create ledger records') },
         { version: 2, name: expect.stringContaining('approvals') },
         { version: 3, name: expect.stringContaining('signature') },
+        { version: 4, name: expect.stringContaining('conversation store') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { usageSchema, type Usage } from '../guard/schemas';
+import type { ConversationAccess } from './conversation';
 
 /** What the planner (and an LLM) knows about a tool. */
 export interface ToolDescriptor {
@@ -47,6 +48,30 @@ export type PlannerTurn =
   | { readonly type: 'finish'; readonly summary: string; readonly usage: Usage }
   | { readonly type: 'exhausted'; readonly usage: Usage };
 
+/**
+ * What the run already knows about itself, handed to the planner every turn (small and
+ * bounded). When older turns are compacted out of a model request, the planner writes these
+ * facts into a run-state note so the model keeps what matters; the guard's own state is
+ * separate and never compacted.
+ */
+export interface RunFacts {
+  readonly steps: number;
+  readonly progressVersion: number;
+  /** Operation keys completed so far (count), and the newest few. */
+  readonly completedOperations: number;
+  readonly recentCompleted: readonly string[];
+  /** The newest guard stops and refused resumes, as `reason` (at step N). */
+  readonly stops: readonly string[];
+  readonly refusedResumes: readonly string[];
+  /** What is left of each finite budget. */
+  readonly budgetsLeft: {
+    readonly steps?: number;
+    readonly tokens?: number;
+    readonly costUsd?: number;
+    readonly ms?: number;
+  };
+}
+
 /** Input of one planner turn. `memory` is the planner's own opaque, JSON-safe state. */
 export interface PlannerInput {
   readonly runId: string;
@@ -55,6 +80,14 @@ export interface PlannerInput {
   readonly tools: readonly ToolDescriptor[];
   readonly memory: unknown;
   readonly observation: Observation | null;
+  /** The run's facts for a compacted request's run-state note (absent: none). */
+  readonly facts?: RunFacts | null;
+  /**
+   * Where the conversation lives (activities/planners/conversation-store.ts): set by the
+   * `plan` activity from the worker's database; absent, the memory carries the conversation.
+   * Not JSON: never part of any workflow payload.
+   */
+  readonly conversations?: ConversationAccess;
 }
 
 /** Output of one planner turn: the turn and the planner's new memory. */
@@ -112,6 +145,11 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
       maxTokens: z.number().int().positive().default(1024),
       endpoint: endpointNameSchema.optional(),
       system: z.string().optional(),
+      /**
+       * The model's context window in tokens; every request is compacted to fit it. Default:
+       * the model's known window (activities/planners/context-window.ts), else a conservative one.
+       */
+      contextTokens: z.number().int().min(1024).optional(),
     },
     { error: unknownPlannerField },
   ),
@@ -122,6 +160,11 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
       maxTokens: z.number().int().positive().default(1024),
       endpoint: endpointNameSchema.optional(),
       system: z.string().optional(),
+      /**
+       * The model's context window in tokens; every request is compacted to fit it. Default:
+       * the model's known window (activities/planners/context-window.ts), else a conservative one.
+       */
+      contextTokens: z.number().int().min(1024).optional(),
     },
     { error: unknownPlannerField },
   ),
@@ -155,7 +198,15 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'EndpointConfigError',
   'InvalidPlannerSpecError',
   'ReplayFormatError',
+  'ContextLengthExceededError',
+  'ContextExhaustedError',
 ]);
+
+/**
+ * Error type of a `plan` activity whose next request cannot fit the model's context window
+ * even compacted: the run stops NEEDS_HUMAN `context_exhausted` with its checkpoint.
+ */
+export const CONTEXT_EXHAUSTED_ERROR = 'ContextExhaustedError';
 
 /**
  * Error type of a `plan` activity whose planner answered but whose ledger read failed (the

@@ -33,6 +33,17 @@ export const GuardReason = {
    * worker's approval policy): the run stops NEEDS_HUMAN showing the exact call.
    */
   APPROVAL_REQUIRED: 'approval_required',
+  /**
+   * The model's context window cannot hold the next request even after compaction (and one
+   * tighter retry after the provider refused it): the run stops NEEDS_HUMAN with its checkpoint.
+   */
+  CONTEXT_EXHAUSTED: 'context_exhausted',
+  /**
+   * Something the run had to pass through Temporal history (a tool's or the planner's
+   * output, a checkpoint, a continue-as-new input) was above the payload limit
+   * (common/payload-limits.ts): the run stops NEEDS_HUMAN with its checkpoint instead of failing.
+   */
+  PAYLOAD_TOO_LARGE: 'payload_too_large',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -145,10 +156,11 @@ export type LiftRule =
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
   if (isBudgetReason(reason)) return 'raise';
-  if (reason === GuardReason.OPERATOR_STOP) return 'operator';
+  if (reason === GuardReason.OPERATOR_STOP || reason === GuardReason.CONTEXT_EXHAUSTED) return 'operator';
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
+  if (reason === GuardReason.PAYLOAD_TOO_LARGE) return 'operator';
   if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
   return 'precondition';
 }
@@ -177,8 +189,12 @@ export function resumeConditionOf(
       return 'planner reachable and configured (API key, base URL, model)';
     case GuardReason.PLANNER_EXHAUSTED:
       return 'planner has more work (new goal or script)';
+    case GuardReason.CONTEXT_EXHAUSTED:
+      return 'operator resume after the cause is fixed (a larger contextTokens, a smaller tool result)';
     case GuardReason.INFRASTRUCTURE_FAULT:
       return 'the failing service (database, tool backend) is reachable again';
+    case GuardReason.PAYLOAD_TOO_LARGE:
+      return 'operator resume after the cause is fixed (payload store reachable, a smaller tool result or planner output)';
     case GuardReason.APPROVAL_REQUIRED:
       return 'a person approved this exact call (agentctl approvals approve)';
     default:

@@ -150,3 +150,30 @@ export class InvalidPlannerSpecError extends PlannerError {
     this.name = 'InvalidPlannerSpecError';
   }
 }
+
+/**
+ * The provider refused a request as longer than the model's context window (OpenAI
+ * `context_length_exceeded`, Anthropic `prompt is too long`). The turn engine catches it and
+ * retries once with a tighter compaction; it never leaves the planner.
+ */
+export class ContextLengthExceededError extends PlannerError {
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ContextLengthExceededError';
+  }
+}
+
+/**
+ * The next request cannot fit the model's context window even compacted (or the provider
+ * refused the tighter retry too): the run stops NEEDS_HUMAN `context_exhausted`.
+ */
+export class ContextExhaustedError extends PlannerError {
+  readonly retryable = false;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ContextExhaustedError';
+  }
+}

@@ -14,6 +14,7 @@ import type { Usage } from '../../guard/schemas';
 import { cancellationSignal, warn as activityWarn } from '../activity-context';
 import { resolveEndpoint, loadModelEndpoints, type ModelEndpoints, type ResolvedEndpoint } from './endpoints';
 import { InvalidPlannerSpecError, MissingApiKeyError, PlannerProtocolError } from './errors';
+import { messageBudgetChars } from './context-window';
 import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
 import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
 import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
@@ -182,7 +183,14 @@ export function createLlmPlanner<K extends LlmProvider, M>(
         },
         usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
       };
-      return runTurn(input, provider.adapter(turn), maxObservationChars);
+      // Tools go with every request: their size comes off the conversation's budget.
+      const toolsChars = JSON.stringify(
+        input.tools.map((t) => [t.name, t.description, t.inputSchema]),
+      ).length;
+      return runTurn(input, provider.adapter(turn), {
+        maxObservationChars,
+        budgetChars: messageBudgetChars(spec, toolsChars),
+      });
     },
   };
 }

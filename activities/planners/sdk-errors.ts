@@ -11,7 +11,13 @@
  * | other 4xx                                     | `PlannerRequestError`     | no        |
  * | not an API error (invalid options, a bug)     | `PlannerRequestError`     | no        |
  */
-import { PlannerAuthError, PlannerRequestError, PlannerUnavailableError, type PlannerError } from './errors';
+import {
+  ContextLengthExceededError,
+  PlannerAuthError,
+  PlannerRequestError,
+  PlannerUnavailableError,
+  type PlannerError,
+} from './errors';
 import { redactSecrets } from './scrub';
 
 /** The two error classes an official SDK throws for a request (both SDKs share the shape). */
@@ -38,7 +44,27 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
-function byStatus(message: string, status: number | null, retryAfter: string | null): PlannerError {
+/**
+ * How the providers say a request is longer than the model's window: OpenAI (and vLLM,
+ * Ollama's OpenAI API) `context_length_exceeded` / "maximum context length", Anthropic
+ * "prompt is too long", others "too many tokens" / "context window".
+ */
+const CONTEXT_EXCEEDED =
+  /context_length_exceeded|maximum context length|prompt is too long|context window|too many tokens|reduce the length of the messages/i;
+
+/** True when an API error (a 400 or 413) refuses the request for the model's context window. */
+export function isContextLengthError(status: number | null, code: unknown, message: string): boolean {
+  if (status !== 400 && status !== 413) return false;
+  return code === 'context_length_exceeded' || CONTEXT_EXCEEDED.test(message);
+}
+
+function byStatus(
+  message: string,
+  status: number | null,
+  retryAfter: string | null,
+  code?: unknown,
+): PlannerError {
+  if (isContextLengthError(status, code, message)) return new ContextLengthExceededError(message);
   if (status === 401 || status === 403) return new PlannerAuthError(message, status);
   // 408/409 are the statuses the SDKs themselves retry; null is a network error or timeout.
   if (status === null || status === 408 || status === 409 || status === 429 || status >= 500) {
@@ -74,6 +100,7 @@ export function wrapSdkError(
       redacted(`${provider} API ${status ?? 'request'} failed${request}: ${err.message}`),
       status,
       err.headers?.get('retry-after') ?? null,
+      (err as { code?: unknown }).code,
     );
   }
   const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);

@@ -64,15 +64,21 @@ describe('toolParameters', () => {
   });
 });
 
+const OPTS = { maxObservationChars: 100, budgetChars: 100_000 };
+
 describe('runTurn', () => {
   it('hands out the calls of one reply one per turn, asking the model only once all have results', async () => {
     const { adapter, requests } = fakeProvider([
       { calls: [call('a', '1'), call('b', '2')], text: '' },
       { calls: [], text: 'done' },
     ]);
-    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, OPTS);
     expect(t1.turn).toMatchObject({ type: 'call', callId: 'a', usage: { tokens: 7 } });
-    const t2 = await runTurn(turnInput(FAKE_SPEC, t1.memory, observe(t1, { kind: 'SUCCESS' })), adapter, 100);
+    const t2 = await runTurn(
+      turnInput(FAKE_SPEC, t1.memory, observe(t1, { kind: 'SUCCESS' })),
+      adapter,
+      OPTS,
+    );
     expect(t2.turn).toEqual({
       type: 'call',
       tool: 'search',
@@ -81,7 +87,7 @@ describe('runTurn', () => {
       usage: { tokens: 0, costUsd: 0 },
     });
     expect(requests).toHaveLength(1);
-    const t3 = await runTurn(turnInput(FAKE_SPEC, t2.memory, observe(t2, { kind: 'FATAL' })), adapter, 100);
+    const t3 = await runTurn(turnInput(FAKE_SPEC, t2.memory, observe(t2, { kind: 'FATAL' })), adapter, OPTS);
     expect(t3.turn).toEqual({ type: 'finish', summary: 'done', usage: { tokens: 7, costUsd: 0.1 } });
     expect(requests[1]?.slice(2)).toEqual([
       { role: 'tool', text: 'a {"kind":"SUCCESS"}' },
@@ -95,23 +101,25 @@ describe('runTurn', () => {
       { calls: [], text: 'first answer' },
       { calls: [], text: 'second answer' },
     ]);
-    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
-    const t2 = await runTurn(turnInput(FAKE_SPEC, t1.memory, null), adapter, 100);
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, OPTS);
+    const t2 = await runTurn(turnInput(FAKE_SPEC, t1.memory, null), adapter, OPTS);
     expect(requests[1]?.[2]).toEqual({ role: 'tool', text: `a! ${NOT_EXECUTED_CONTENT}` });
-    await runTurn(turnInput(FAKE_SPEC, t2.memory, null), adapter, 100);
+    await runTurn(turnInput(FAKE_SPEC, t2.memory, null), adapter, OPTS);
     expect(requests[2]?.at(-1)).toEqual({ role: 'user', text: CONTINUE_PROMPT });
   });
 
   it('refuses an observation nothing awaits, one for another call, and memory that is not its own', async () => {
     const { adapter } = fakeProvider([{ calls: [call('a', '1')], text: '' }]);
     const stray = { tool: 'search', kind: 'SUCCESS' } as const;
-    await expect(runTurn(turnInput(FAKE_SPEC, null, stray), adapter, 100)).rejects.toThrow(
+    await expect(runTurn(turnInput(FAKE_SPEC, null, stray), adapter, OPTS)).rejects.toThrow(
       PlannerProtocolError,
     );
-    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, 100);
+    const t1 = await runTurn(turnInput(FAKE_SPEC, null), adapter, OPTS);
     await expect(
-      runTurn(turnInput(FAKE_SPEC, t1.memory, { ...stray, callId: 'other' }), adapter, 100),
+      runTurn(turnInput(FAKE_SPEC, t1.memory, { ...stray, callId: 'other' }), adapter, OPTS),
     ).rejects.toThrow(/does not answer the awaited call search \(a\)/);
-    await expect(runTurn(turnInput(FAKE_SPEC, { v: 2 }), adapter, 100)).rejects.toThrow(PlannerProtocolError);
+    await expect(runTurn(turnInput(FAKE_SPEC, { v: 3 }), adapter, OPTS)).rejects.toThrow(
+      PlannerProtocolError,
+    );
   });
 });

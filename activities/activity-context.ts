@@ -34,6 +34,16 @@ export function activityExecution(): ActivityExecution {
 }
 
 /**
+ * A key for this scheduled activity that every retry of it shares and no other activity has:
+ * the workflow run id and the activity id. Null outside an activity.
+ */
+export function activityTurnKey(): string | null {
+  const info = currentContext()?.info;
+  const runId = info?.workflowExecution?.runId;
+  return info && runId ? `${runId}/${info.activityId}` : null;
+}
+
+/**
  * Heartbeats the current activity (Temporal only delivers a cancellation to an activity
  * that heartbeats); a no-op outside an activity.
  */

@@ -10,12 +10,12 @@ import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
 import type { VerifyOperatorInput } from '../activities/operators/activities';
 import type { OperatorVerdict } from '../activities/operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
-import { NON_RETRYABLE_PLANNER_ERRORS, type Observation } from '../common/planner';
+import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
-  /** The next planner turn, given the planner's memory and the last observation. */
-  planTurn(memory: unknown, observation: Observation | null): Promise<PlanOutput>;
+  /** The next planner turn, given the planner's memory, the last observation and the run's facts. */
+  planTurn(memory: unknown, observation: Observation | null, facts?: RunFacts): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   runTool(p: ProposalInfo): Promise<RunToolOutput>;
   /** Re-checks, from external state, that what stopped the run has changed. */
@@ -71,9 +71,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation) {
+    async planTurn(memory, observation, facts) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
-      if (planner.kind !== 'scripted' || typeof raw !== 'object' || raw === null) {
+      if (planner.kind !== 'scripted') {
+        return plan({ runId, goal: input.goal, planner, memory, observation, ...(facts ? { facts } : {}) });
+      }
+      if (typeof raw !== 'object' || raw === null) {
         return plan({ runId, goal: input.goal, planner, memory, observation });
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;

@@ -76,6 +76,16 @@ export class RunTrace {
     return pageTrace(this.records, this.written, args);
   }
 
+  /** The newest `n` records whose decision is one of `decisions`, oldest first. */
+  recent(decisions: readonly string[], n: number): TraceRecord[] {
+    const out: TraceRecord[] = [];
+    for (let i = this.records.length - 1; i >= 0 && out.length < n; i--) {
+      const r = this.records[i]!;
+      if (decisions.includes(r.decision)) out.push(r);
+    }
+    return out.reverse();
+  }
+
   /** The newest `n` records (for a checkpoint). */
   newest(n: number): TraceRecord[] {
     return this.records.slice(-n);

@@ -224,3 +224,35 @@ export class MemoryConversations implements ConversationAccess {
     return this.rows.size;
   }
 }
+
+/** A failure of the conversation store's database (not of the planner). */
+export class ConversationStoreFault extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConversationStoreFault';
+  }
+}
+
+/**
+ * The same store, its database failures thrown as {@link ConversationStoreFault} so the plan
+ * activity can tell a database outage (infrastructure_fault) from a planner failure. A
+ * {@link PlannerProtocolError} (a missing conversation) passes unchanged.
+ */
+export function storeFaultsTyped(store: ConversationAccess): ConversationAccess {
+  const typed =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        if (err instanceof PlannerProtocolError) throw err;
+        throw new ConversationStoreFault(err instanceof Error ? err.message : String(err), { cause: err });
+      }
+    };
+  return {
+    tail: typed(store.tail.bind(store)),
+    append: typed(store.append.bind(store)),
+    storedTurn: typed(store.storedTurn.bind(store)),
+    saveTurn: typed(store.saveTurn.bind(store)),
+  };
+}

@@ -37,6 +37,11 @@ export interface ChainMeasure {
   readonly turnAtMs: readonly number[];
   /** Event time of the chain's last event. */
   readonly endAtMs: number;
+  /**
+   * Bytes by event kind over the chain: the event type without `EVENT_TYPE_`, and for
+   * activity events the activity type (`ACTIVITY_TASK_COMPLETED plan`).
+   */
+  readonly bytesByKind: Readonly<Record<string, number>>;
 }
 
 const isRunTool = (e: HistoryEvent): boolean =>
@@ -91,7 +96,9 @@ export function measureHistories(histories: readonly { runId: string; history: H
   let turn = 0;
   let pendingBytes = 0;
   let endAtMs = 0;
+  const bytesByKind: Record<string, number> = {};
   for (const { history } of histories) {
+    const activityOf = new Map<string, string>();
     bytes += temporal.api.history.v1.History.encode(history as temporal.api.history.v1.History).finish()
       .length;
     for (const e of history.events ?? []) {
@@ -99,9 +106,12 @@ export function measureHistories(histories: readonly { runId: string; history: H
       const at = tsToMs(e.eventTime);
       if (turnAtMs.length === 0) turnAtMs.push(at);
       endAtMs = at;
-      pendingBytes += temporal.api.history.v1.HistoryEvent.encode(
+      const size = temporal.api.history.v1.HistoryEvent.encode(
         e as temporal.api.history.v1.HistoryEvent,
       ).finish().length;
+      pendingBytes += size;
+      const kind = kindOf(e, activityOf);
+      bytesByKind[kind] = (bytesByKind[kind] ?? 0) + size;
       if (isRunTool(e)) {
         turn += 1;
         bytesPerTurn[turn] = pendingBytes;
@@ -121,7 +131,28 @@ export function measureHistories(histories: readonly { runId: string; history: H
     bytesPerTurn,
     turnAtMs,
     endAtMs,
+    bytesByKind,
   };
+}
+
+function kindOf(e: HistoryEvent, activityOf: Map<string, string>): string {
+  const type = (temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace(
+    /^EVENT_TYPE_/,
+    '',
+  );
+  const scheduled = e.activityTaskScheduledEventAttributes;
+  if (scheduled) {
+    const name = scheduled.activityType?.name ?? '?';
+    activityOf.set(String(e.eventId), name);
+    return `${type} ${name}`;
+  }
+  const ref =
+    e.activityTaskStartedEventAttributes?.scheduledEventId ??
+    e.activityTaskCompletedEventAttributes?.scheduledEventId ??
+    e.activityTaskFailedEventAttributes?.scheduledEventId ??
+    e.activityTaskTimedOutEventAttributes?.scheduledEventId ??
+    e.activityTaskCanceledEventAttributes?.scheduledEventId;
+  return ref !== undefined && ref !== null ? `${type} ${activityOf.get(String(ref)) ?? '?'}` : type;
 }
 
 /** Bytes of turns `from + 1 … to` (e.g. 100, 200: the hundred turns 101–200). */

@@ -155,6 +155,8 @@ export interface LongBenchResult {
     early: { from: number; to: number; bytes: number };
     late: { from: number; to: number; bytes: number };
     lateOverEarly: number | null;
+    /** Bytes per completed turn by event kind (largest first). */
+    perTurnByKind: Record<string, number>;
   };
   secondsPerTurn: {
     early: { at: number; s: number | null };
@@ -205,6 +207,11 @@ function summarise(
       early: { ...early, bytes: earlyBytes },
       late: { ...late, bytes: lateComplete ? lateBytes : 0 },
       lateOverEarly: lateComplete && earlyBytes > 0 ? lateBytes / earlyBytes : null,
+      perTurnByKind: Object.fromEntries(
+        Object.entries(m.bytesByKind)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => [k, Math.round(v / Math.max(1, writes))]),
+      ),
     },
     secondsPerTurn: {
       early: { at: early.from, s: sEarly },
@@ -280,6 +287,14 @@ export function longTable(b: LongBenchResult): string {
     '| measure | value | target |',
     '|---|---:|---|',
     ...rows.map(([k, v, t]) => `| ${k} | ${v} | ${t} |`),
+    '',
+    'History bytes per completed turn, by event kind (largest first)',
+    '',
+    '| event | bytes/turn |',
+    '|---|---:|',
+    ...Object.entries(b.history.perTurnByKind)
+      .slice(0, 10)
+      .map(([k, v]) => `| ${k} | ${fmt(v)} |`),
     '',
   ].join('\n');
 }

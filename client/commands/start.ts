@@ -18,6 +18,7 @@ interface StartOpts {
   model?: string;
   endpoint?: string;
   system?: string;
+  contextTokens?: number;
   maxSteps?: number;
   maxMs?: number;
   maxTokens?: number;
@@ -42,6 +43,11 @@ export function buildRunInput(o: StartOpts): RunInput {
       throw new CliError(
         Exit.USAGE,
         'start: --planner scripted needs --script FILE (a replay-format JSON file)',
+      );
+    if (o.contextTokens !== undefined)
+      throw new CliError(
+        Exit.USAGE,
+        'start: --context-tokens is for the LLM planners, not --planner scripted',
       );
     let file;
     let raw: unknown;
@@ -73,6 +79,7 @@ export function buildRunInput(o: StartOpts): RunInput {
         ...(o.model ? { model: o.model } : {}),
         ...(o.endpoint ? { endpoint: o.endpoint } : {}),
         ...(o.system ? { system: o.system } : {}),
+        ...(o.contextTokens !== undefined ? { contextTokens: o.contextTokens } : {}),
       },
     };
   }
@@ -153,6 +160,11 @@ export function startCommand(ctx: Ctx): Command {
       "name of a model endpoint configured on the worker (AGENT_MODEL_ENDPOINTS, e.g. a local vLLM); default the provider's own",
     )
     .option('--system <text>', 'LLM system prompt')
+    .option(
+      '--context-tokens <n>',
+      "LLM planner: the model's context window in tokens (planner.contextTokens; ~3 characters a token); default the model's known window, else a conservative one",
+      positiveInt,
+    )
     .addOption(budgetOption('maxSteps', 'max'))
     .addOption(budgetOption('maxMs', 'max'))
     .addOption(budgetOption('maxTokens', 'max'))

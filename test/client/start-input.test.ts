@@ -37,6 +37,14 @@ describe('agentctl start builds a valid run input', () => {
     ).toThrow(/planner\.endpoint: .*name of an endpoint configured on the worker/);
   });
 
+  it('--context-tokens becomes planner.contextTokens (LLM planners only)', () => {
+    const input = buildRunInput({ planner: 'openai', goal: 'g', contextTokens: 100_000, timeout: 300 });
+    expect(runInputSchema.parse(input).planner).toMatchObject({ kind: 'openai', contextTokens: 100_000 });
+    expect(() =>
+      buildRunInput({ planner: 'scripted', script: 'x.json', contextTokens: 100_000, timeout: 300 }),
+    ).toThrow(/--context-tokens is for the LLM planners/);
+  });
+
   it('refuses an LLM planner without a goal (exit 2)', () => {
     expect(() => buildRunInput({ planner: 'anthropic', timeout: 300 })).toThrow(/needs --goal/);
   });

@@ -1,6 +1,8 @@
 /**
  * The `reapLedger` activity: deletes settled ledger records older than the retention — and
- * never one whose run could still resume (docs/ledger.md "Reaping"). Two guards:
+ * never one whose run could still resume (docs/ledger.md "Reaping"). A reaped run's rows in
+ * the conversation store, the planner turns and the payload store go with it, once the
+ * newest of them is older than the retention. Two guards:
  *
  * 1. the retention is never shorter than the resume window ({@link MIN_RETENTION_MS}, the
  *    default `resumeWindowMs` of a run): a record of a stopped run that waits the full
@@ -33,6 +35,8 @@ export interface ReapLedgerOutput {
   readonly retentionMs: number;
   /** Records deleted. */
   readonly removed: number;
+  /** Rows of the runs' conversations, planner turns and payloads deleted (issue 9). */
+  readonly runDataRemoved: number;
   /** Runs whose old records were deleted (their workflows are closed or gone). */
   readonly runsReaped: number;
   /** Runs kept because their workflow is still open (it may still resume). */
@@ -113,6 +117,7 @@ export function createReaperActivities(deps: ReaperDeps) {
     }
     const pageSize = Math.max(1, Math.floor(input.pageSize ?? 100));
     let removed = 0;
+    let runDataRemoved = 0;
     let runsReaped = 0;
     let runsOpen = 0;
     let runsUnchecked = 0;
@@ -137,11 +142,14 @@ export function createReaperActivities(deps: ReaperDeps) {
       }
       // Same retention in the DELETE: a record that settled since the page was read is not older.
       if (closed.length > 0) removed += await ledger.reap(retentionMs, { runIds: closed });
+      // Their conversations, planner turns and payloads, by the same retention (newest row).
+      if (closed.length > 0 && ledger.reapRunData)
+        runDataRemoved += await ledger.reapRunData(retentionMs, closed);
       runsReaped += closed.length;
       after = runs[runs.length - 1];
       if (runs.length < pageSize) break;
     }
-    return { retentionMs, removed, runsReaped, runsOpen, runsUnchecked };
+    return { retentionMs, removed, runDataRemoved, runsReaped, runsOpen, runsUnchecked };
   }
 
   return { reapLedger };

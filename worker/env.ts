@@ -86,6 +86,8 @@ export const WORKER_ENV_DOCS = {
   AGENT_APPROVAL_POLICY:
     'Which calls need a person\'s approval besides tools marked requiresApproval: tool names "a,b", or JSON {"minRisk":"write"|"destructive","tools":[…]} (docs/security.md "Approvals"). Unset: only the tools\' own.',
   AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',
+  AGENT_PAYLOAD_REF_BYTES:
+    "A tool result whose data JSON is above this many bytes is kept in the payload store (the ledger's database) and the workflow gets a reference (default 65536; 1024 to 1500000). Reaped with the run.",
   // ── OpenTelemetry (standard OTEL_* names; worker/telemetry/config.ts; off when none is set) ──
   ...OTEL_ENV_DOCS,
   // ── Payload encryption (codec/load-codec.ts; docs/security.md) ──

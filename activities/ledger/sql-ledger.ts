@@ -326,15 +326,45 @@ export abstract class SqlLedger<C> implements Ledger {
   /** @inheritDoc */
   async reapableRuns(ttlMs: number, options: ReapableRunsOptions = {}): Promise<string[]> {
     const older = this.finishedBefore(ttlMs);
+    const idle = this.runDataIdleBefore(ttlMs);
     const limit = Math.max(1, Math.floor(options.limit ?? 100));
-    const after = options.after === undefined ? '' : ' AND run_id > ?';
+    const after = options.after === undefined ? '' : ' WHERE run_id > ?';
+    // Runs with old settled records, and runs whose conversation, planner turns and payloads
+    // are all old (a read-only run has no ledger records, only those).
     const rows = await this.run('read', () =>
       query<{ run_id: string }>(
-        `SELECT DISTINCT run_id FROM ledger_records WHERE ${older.sql}${after} ORDER BY run_id LIMIT ?`,
-        [...older.params, ...(options.after === undefined ? [] : [options.after]), limit],
+        `SELECT run_id FROM (SELECT DISTINCT run_id FROM ledger_records WHERE ${older.sql} UNION ${idle.sql}) AS r${after}
+         ORDER BY run_id LIMIT ?`,
+        [...older.params, ...idle.params, ...(options.after === undefined ? [] : [options.after]), limit],
       ),
     );
     return rows.map((r) => r.run_id);
+  }
+
+  /** @inheritDoc */
+  async reapRunData(ttlMs: number, runIds: readonly string[]): Promise<number> {
+    if (runIds.length === 0) return 0;
+    const idle = this.runDataIdleBefore(ttlMs, runIds);
+    return this.run('transaction', () => this.reapRunDataUnit(idle));
+  }
+
+  /**
+   * `SELECT run_id` of the runs whose rows in the issue-9 tables (the conversation store, the
+   * planner turns, the payload store) are all older than `ttlMs` by `created_at` (its newest
+   * row), in database time; only among `runIds` when given. The conversation of a run is
+   * keyed by its workflow id, like its ledger records and payloads.
+   */
+  private runDataIdleBefore(ttlMs: number, runIds?: readonly string[]): SqlFragment {
+    if (!Number.isFinite(ttlMs) || ttlMs < 0) throw new TypeError(`reap TTL must be >= 0 ms, got ${ttlMs}`);
+    const among = runIds === undefined ? '' : ` WHERE run_id IN (${runIds.map(() => '?').join(', ')})`;
+    return {
+      sql: `SELECT run_id FROM (
+          SELECT conversation_id AS run_id, created_at FROM agent_conversation
+          UNION ALL SELECT conversation_id AS run_id, created_at FROM agent_planner_turns
+          UNION ALL SELECT run_id, created_at FROM agent_payloads
+        ) AS d${among} GROUP BY run_id HAVING MAX(created_at) <= ${this.now} - ${this.ms('?')}`,
+      params: [...(runIds ?? []), Math.floor(ttlMs)],
+    };
   }
 
   /** The records {@link reap} may delete: settled (never live or UNKNOWN) and finished `ttlMs` ago in database time. */
@@ -347,6 +377,18 @@ export abstract class SqlLedger<C> implements Ledger {
   }
 
   // ---- Units of work ----------------------------------------------------------------
+
+  /** Deletes the conversation, planner turns and payloads of the runs `idle` selects; answers the rows deleted. */
+  private *reapRunDataUnit(idle: SqlFragment): Unit<number> {
+    const runs = (yield* query<{ run_id: string }>(idle.sql, idle.params)).map((r) => r.run_id);
+    if (runs.length === 0) return 0;
+    const marks = runs.map(() => '?').join(', ');
+    let removed = 0;
+    removed += yield* exec(`DELETE FROM agent_conversation WHERE conversation_id IN (${marks})`, runs);
+    removed += yield* exec(`DELETE FROM agent_planner_turns WHERE conversation_id IN (${marks})`, runs);
+    removed += yield* exec(`DELETE FROM agent_payloads WHERE run_id IN (${marks})`, runs);
+    return removed;
+  }
 
   private *migrateUnit(): Unit<void> {
     for (const s of this.migrationPrelude()) yield* exec(s.sql, s.params);

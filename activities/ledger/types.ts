@@ -242,10 +242,19 @@ export interface Ledger {
    */
   reap(ttlMs: number, options?: ReapOptions): Promise<number>;
   /**
-   * The runs that own records {@link reap} would delete, ordered by run id, at most
-   * `limit` (default 100) after `after`: the reaper checks each is closed before reaping it.
+   * The runs that own records {@link reap} would delete, or rows {@link reapRunData} would
+   * (a run with no ledger records at all, a read-only one, is found by those), ordered by
+   * run id, at most `limit` (default 100) after `after`: the reaper checks each is closed
+   * before reaping it.
    */
   reapableRuns(ttlMs: number, options?: ReapableRunsOptions): Promise<string[]>;
+  /**
+   * Deletes what else the ledger's database keeps of these runs — the planner's
+   * conversation, its idempotent turns and the payload store's rows — for each run whose
+   * newest such row was written more than `ttlMs` ago (database time). The reaper passes
+   * only runs it found closed. Answers the rows deleted. (A SQL ledger has it.)
+   */
+  reapRunData?(ttlMs: number, runIds: readonly string[]): Promise<number>;
   /** Releases the connection(s). */
   close(): Promise<void>;
 }

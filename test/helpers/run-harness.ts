@@ -10,6 +10,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { OperatorRegistry } from '../../activities/operators/registry';
+import type { AnyTool } from '../../activities/tools/define-tool';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
 import {
@@ -68,6 +69,10 @@ export interface HarnessOptions {
   operators?: OperatorRegistry;
   pollAfterMs?: number;
   leaseMs?: number;
+  /** Extra tools beyond the demo set. */
+  tools?: readonly AnyTool[];
+  /** Changes to the opened activity deps (e.g. `payloads: null`). */
+  deps?: (deps: WorkerDeps) => Partial<WorkerDeps>;
   /**
    * Extra worker options, from the opened deps (e.g. worker/telemetry.ts interceptors and
    * sinks). A `workflowBundle` here replaces the shared one (one bundled with interceptor modules).
@@ -86,6 +91,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     worldUrl: o.worldUrl ?? dbUrl,
     pollAfterMs: o.pollAfterMs ?? 100,
     leaseMs: o.leaseMs,
+    ...(o.tools ? { tools: o.tools } : {}),
   });
   const taskQueue = uniqueTaskQueue('run');
   const extra = o.worker?.(deps) ?? {};
@@ -95,7 +101,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
-    deps: o.operators ? { ...deps, operators: o.operators } : deps,
+    deps: { ...deps, ...(o.operators ? { operators: o.operators } : {}), ...o.deps?.(deps) },
     dataConverter,
     ...extra,
     workflowBundle: extra.workflowBundle ?? (await workflowBundle()),

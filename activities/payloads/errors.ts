@@ -1,0 +1,46 @@
+/** Errors of the payload store (activities/payloads). */
+
+/** Base class of every payload store error. */
+export class PayloadStoreError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PayloadStoreError';
+  }
+}
+
+/** A reference names a payload the store does not hold (never stored, reaped, another run's). */
+export class PayloadNotFoundError extends PayloadStoreError {
+  constructor(
+    readonly runId: string,
+    readonly id: string,
+  ) {
+    super(
+      `payload ${id} of run ${runId} is not in the payload store (reaped after the run's retention, or stored by another database)`,
+    );
+    this.name = 'PayloadNotFoundError';
+  }
+}
+
+/** A stored payload's body no longer hashes to its id. */
+export class PayloadCorruptError extends PayloadStoreError {
+  constructor(runId: string, id: string) {
+    super(`payload ${id} of run ${runId} does not match its content hash: the stored row was changed`);
+    this.name = 'PayloadCorruptError';
+  }
+}
+
+/** The ledger the store was asked to live beside has no SQL database, or a bad argument. */
+export class PayloadStoreUnavailableError extends PayloadStoreError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PayloadStoreUnavailableError';
+  }
+}
+
+/** Bad input (a run id that is no string, a reference that is no reference, a bad threshold). */
+export class PayloadInputError extends PayloadStoreError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PayloadInputError';
+  }
+}

@@ -5,7 +5,8 @@
  * `reapLedger` (the ledger reaper's pass, activities/reaper.ts).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { Planner, PlannerInput } from '../common/planner';
+import type { ConversationAccess } from '../common/conversation';
+import type { Planner, PlannerInput, PlannerOutput } from '../common/planner';
 import { LEDGER_UNAVAILABLE } from '../common/planner';
 import { redact, redactText } from '../common/redact';
 import {
@@ -16,7 +17,7 @@ import {
   ResultCode,
   type ToolResult,
 } from '../guard';
-import { activityExecution, cancellationSignalOrNever, heartbeat } from './activity-context';
+import { activityExecution, activityTurnKey, cancellationSignalOrNever, heartbeat } from './activity-context';
 import {
   approvalRequired,
   ApprovalStore,
@@ -35,11 +36,14 @@ import {
   type Ledger,
 } from './ledger';
 import type { LlmProvider } from './planners/llm-common';
+import { ConversationStore, ConversationStoreFault, storeFaultsTyped } from './planners/conversation-store';
 import { createScriptedPlanner, scriptOf } from './planners/scripted';
 import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
 import { createOperatorActivities } from './operators/activities';
 import { OperatorRegistry } from './operators/registry';
 import { createReaperActivities, type ReaperDeps } from './reaper';
+import { offloadLarge, payloadRefBytesFromEnv, PayloadStore } from './payloads';
+import { guardOutputSize, MAX_PAYLOAD_BYTES, payloadTooLarge } from '../common/payload-limits';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
 import type { World } from './tools/demo/world';
@@ -81,6 +85,19 @@ export interface ActivityDeps {
   readonly operators?: OperatorRegistry;
   /** The checkpoint seal key (activities/checkpoint-seal.ts); default: `AGENT_CHECKPOINT_KEY` or a local key file. */
   readonly checkpointKey?: Buffer;
+  /**
+   * Where LLM planners keep their conversations (activities/planners/conversation-store.ts).
+   * By default beside the ledger, in its database; null: none (the conversation then travels
+   * in the planner's memory, through workflow history, as before issue 9).
+   */
+  readonly conversations?: ConversationAccess | null;
+  /**
+   * Where large tool results live (activities/payloads). By default beside the ledger, in
+   * its database; null: none (a result above the payload limit then stops the run).
+   */
+  readonly payloads?: PayloadStore | null;
+  /** Results whose data JSON is above this many bytes go by reference; default `AGENT_PAYLOAD_REF_BYTES` (64 KB). */
+  readonly payloadRefBytes?: number;
 }
 
 /** The key under which the ledger keeps a terminal write's result (see {@link unwrapTerminal}). */
@@ -139,8 +156,14 @@ export function createActivities(deps: ActivityDeps) {
   const approvals = (deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger))?.verifiedBy(
     approvalVerifier(operators),
   );
+  // LLM planners keep their conversation here, not in workflow history (issue 9).
+  const conversations =
+    deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger);
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
+  // Large results go to the payload store; the workflow gets a reference (issue 9).
+  const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger);
+  const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
 
   function plannerFor(kind: string): Planner {
     if (kind === 'scripted') return scripted;
@@ -160,7 +183,7 @@ export function createActivities(deps: ActivityDeps) {
    * same call is handed over with the proposal's own fingerprint (→ return_cached_success),
    * any other with its stored hash, which no fingerprint equals (→ idempotency_conflict).
    */
-  async function ledgerView(n: NormalizedProposal): Promise<ProposalInfo['ledger']> {
+  async function ledgerView(n: NormalizedProposal, runId: string): Promise<ProposalInfo['ledger']> {
     if (n.operationKey === null) return null;
     const rec = await ledger.get(n.operationKey);
     if (!rec || rec.state !== LedgerState.SUCCEEDED) return null;
@@ -168,13 +191,43 @@ export function createActivities(deps: ActivityDeps) {
     return {
       state: rec.state,
       fingerprint: same ? n.fingerprint : rec.argsHash,
-      result: unwrapTerminal(rec.result).data,
+      // A large stored result reaches the workflow by reference, like a fresh one.
+      result: (await offloadLarge(payloads, runId, unwrapTerminal(rec.result).data, payloadRefBytes)).data,
     };
+  }
+
+  /**
+   * The planner's turn. With a conversation store, each scheduled `plan` activity's answer is
+   * kept under its turn key (workflow run id + activity id): a retried attempt returns it,
+   * so the model is not asked (nor paid) twice and the conversation is not appended twice.
+   */
+  async function plannerTurn(
+    planner: Planner,
+    plannerInput: PlannerInput,
+    store: ConversationAccess | null,
+  ): Promise<PlannerOutput> {
+    const key = store ? activityTurnKey() : null;
+    try {
+      if (!store || !key) return await planner.next(plannerInput);
+      const stored = (await store.storedTurn(key)) as PlannerOutput | null;
+      if (stored) return stored;
+      const out = await planner.next(plannerInput);
+      return (await store.saveTurn(key, plannerInput.runId, out)) as PlannerOutput;
+    } catch (err) {
+      if (!(err instanceof ConversationStoreFault)) throw err;
+      // The database is down, not the planner: after its retries the run stops infrastructure_fault.
+      throw ApplicationFailure.create({
+        type: LEDGER_UNAVAILABLE,
+        message: `conversation store unavailable: ${redactText(err.message)}`,
+      });
+    }
   }
 
   /** Asks the planner for its next turn and validates + fingerprints the proposal. */
   async function plan(input: PlanInput): Promise<PlanOutput> {
     const planner = plannerFor(input.planner.kind);
+    const llm = input.planner.kind !== 'scripted';
+    const store = llm && conversations ? storeFaultsTyped(conversations) : null;
     const plannerInput: PlannerInput = {
       runId: input.runId,
       goal: input.goal,
@@ -182,8 +235,10 @@ export function createActivities(deps: ActivityDeps) {
       tools: registry.descriptors(),
       memory: input.memory,
       observation: (input.observation as PlannerInput['observation']) ?? null,
+      facts: input.facts ?? null,
+      ...(store ? { conversations: store } : {}),
     };
-    const out = await planner.next(plannerInput);
+    const out = await plannerTurn(planner, plannerInput, store);
     const turn = out.turn;
     if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
 
@@ -216,7 +271,7 @@ export function createActivities(deps: ActivityDeps) {
         memory: out.memory,
         proposal: {
           ...n,
-          ledger: n.rejection ? null : await ledgerView(n),
+          ledger: n.rejection ? null : await ledgerView(n, input.runId),
           fixture: null,
           approval: n.rejection ? null : await approvalView(n, input.runId),
         },
@@ -366,8 +421,32 @@ export function createActivities(deps: ActivityDeps) {
     return tool.usesWorldTransaction === false ? fn(world.tx) : world.transaction(fn);
   }
 
-  /** Runs one tool call. Reads run directly; writes run through the ledger. */
+  /**
+   * Runs one tool call (see {@link callTool}). A SUCCESS whose data JSON is above the
+   * reference threshold reaches the workflow as a reference to the payload store; an output
+   * that would still be above the payload limit fails the activity `PayloadTooLarge`
+   * (non-retryable: the run stops payload_too_large with its checkpoint, it never fails).
+   */
   async function runTool(input: RunToolInput): Promise<RunToolOutput> {
+    const out = await callTool(input);
+    // A fixture's result came from the workflow's own input: it is in history already.
+    if (out.via === 'fixture' || out.result.kind !== 'SUCCESS') return guardToolOutput(out, input.tool);
+    const r = out.result;
+    const off = await offloadLarge(payloads, input.runId, r.data, payloadRefBytes, { terminal: r.terminal });
+    if (!off.stored && off.bytes > MAX_PAYLOAD_BYTES) {
+      const why = off.error ? ` (not stored by reference: ${redactText(off.error)})` : '';
+      throw payloadTooLarge(`the result of tool ${input.tool}${why}`, off.bytes);
+    }
+    return guardToolOutput(off.stored ? { ...out, result: { ...r, data: off.data } } : out, input.tool);
+  }
+
+  /** The tool activity's output, when it fits in one payload. */
+  function guardToolOutput(out: RunToolOutput, tool: string): RunToolOutput {
+    return guardOutputSize(out, `the output of tool ${tool}`);
+  }
+
+  /** Runs one tool call. Reads run directly; writes run through the ledger. */
+  async function callTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
       await world.countCall(input.runId, input.tool);
       return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
@@ -558,6 +637,15 @@ export function createActivities(deps: ActivityDeps) {
     ...createOperatorActivities(operators),
     ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
   };
+}
+
+/** The payload store in the ledger's database, or null when the ledger has none to share. */
+function payloadStoreBeside(ledger: Ledger): PayloadStore | null {
+  try {
+    return PayloadStore.over(ledger);
+  } catch {
+    return null;
+  }
 }
 
 /** The approval store in the ledger's database, or null when the ledger has none to share. */

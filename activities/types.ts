@@ -2,7 +2,7 @@
  * Inputs and outputs of the activities the workflow calls. The workflow imports this
  * file as types only.
  */
-import type { PlannerSpec, PlannerTurn } from '../common/planner';
+import type { PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
 import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from './tools/registry';
 
@@ -13,6 +13,8 @@ export interface PlanInput {
   readonly planner: PlannerSpec;
   readonly memory: unknown;
   readonly observation: unknown;
+  /** What the run knows about itself, for a compacted request's run-state note (issue 9). */
+  readonly facts?: RunFacts | null;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

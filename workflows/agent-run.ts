@@ -63,7 +63,10 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     if (run.stopped && !(await run.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint: await run.sealedCheckpoint() });
+      // A checkpoint too large for the new run's input stops the run payload_too_large instead.
+      const checkpoint = await run.sealedCheckpoint({ ...rawInput, checkpoint: undefined });
+      if (checkpoint) await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint });
+      continue;
     }
     if (await run.applyStopRequest()) continue;
 

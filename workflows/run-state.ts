@@ -40,7 +40,13 @@ import {
   type RunStatus,
   type StopRequest,
 } from '../common/contracts';
-import { LEDGER_UNAVAILABLE, type Observation, type PlannerTurn } from '../common/planner';
+import {
+  CONTEXT_EXHAUSTED_ERROR,
+  LEDGER_UNAVAILABLE,
+  type Observation,
+  type PlannerTurn,
+  type RunFacts,
+} from '../common/planner';
 import { redact, redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import type { AgentSinks } from '../common/telemetry';
@@ -62,6 +68,8 @@ import {
   type TracePageArgs,
 } from '../guard';
 import { toObservation } from './observation';
+import { isPayloadTooLarge, PAYLOAD_TOO_LARGE } from '../common/payload-limits';
+import { boundObservation, boundTrace, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import { failureMessage, failureType, ResumeCheck, type Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { RunTrace, type TraceFields, type TraceStamp } from './run-trace';
@@ -81,6 +89,9 @@ const PATCH_NO_STEP_UPSERT = 'no-search-attribute-upsert-per-step';
 const PATCH_AUTHORITY = 'operator-authority-v1';
 
 const MAX_DECISIONS_KEPT = 5000;
+/** How many completed keys, stops and refused resumes the planner's run facts name. */
+const FACT_KEYS = 20;
+const FACT_ITEMS = 5;
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
 const CHECKPOINT_TRACE = 200;
 const CHECKPOINT_DECISIONS = 1000;
@@ -298,7 +309,8 @@ export class RunState {
     agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
     // Non-cancellable: a cancelled run still lets an in-flight resume answer.
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-    const result = this.result(final, summary);
+    // Bounded to one payload: a result above Temporal's limit would fail the workflow task forever.
+    const { result } = fitResult(this.result(final, summary));
     if (!result.checkpoint || !patched(PATCH_AUTHORITY)) return result;
     // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
     return {
@@ -307,9 +319,23 @@ export class RunState {
     };
   }
 
-  /** The checkpoint, sealed by the worker (for continue-as-new input and closed results). */
-  async sealedCheckpoint(): Promise<Checkpoint> {
+  /**
+   * The checkpoint, sealed by the worker (for continue-as-new input). Null when it would not
+   * fit in one payload with `around` (the rest of that input): the run then stops NEEDS_HUMAN
+   * payload_too_large instead of continuing as new (it never fails).
+   */
+  async sealedCheckpoint(around: unknown = {}): Promise<Checkpoint | null> {
     const cp = this.checkpoint();
+    const tooLarge = checkpointTooLarge(cp, around);
+    if (tooLarge !== null) {
+      this.runtimeStop(
+        GuardReason.PAYLOAD_TOO_LARGE,
+        TerminalState.NEEDS_HUMAN,
+        PAYLOAD_TOO_LARGE,
+        `continue-as-new refused: ${tooLarge}`,
+      );
+      return null;
+    }
     return patched(PATCH_AUTHORITY) ? this.seal(cp) : cp;
   }
 
@@ -380,12 +406,18 @@ export class RunState {
     this.memoryBeforeTurn = this.memory;
     let planned: PlanOutput;
     try {
-      planned = await this.activities.planTurn(this.memory, this.observation);
+      planned = await this.activities.planTurn(this.memory, this.observation, this.facts());
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+      if (cause?.type === CONTEXT_EXHAUSTED_ERROR) {
+        // Even compacted, the next request does not fit the model's window.
+        const reason = GuardReason.CONTEXT_EXHAUSTED;
+        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
+        return null;
+      }
       if (cause?.type === LEDGER_UNAVAILABLE) {
         // The planner answered but the ledger could not be read: a fault of the store.
         const reason = GuardReason.INFRASTRUCTURE_FAULT;
@@ -403,6 +435,30 @@ export class RunState {
     }
     this.memory = planned.memory;
     return planned;
+  }
+
+  /**
+   * What the run knows about itself, for the run-state note of a compacted model request
+   * (bounded: counts and the newest few of each list).
+   */
+  private facts(): RunFacts {
+    const g = this.guard;
+    const keys = g.completedKeys();
+    const c = g.config;
+    const budgetsLeft: { -readonly [K in keyof RunFacts['budgetsLeft']]: number } = {};
+    if (Number.isFinite(c.maxSteps)) budgetsLeft.steps = Math.max(0, c.maxSteps - g.stepCount);
+    if (Number.isFinite(c.maxTokens)) budgetsLeft.tokens = Math.max(0, c.maxTokens - g.usage.tokens);
+    if (Number.isFinite(c.maxCostUsd)) budgetsLeft.costUsd = Math.max(0, c.maxCostUsd - g.usage.costUsd);
+    const at = (r: { reason: string | null; step: number }) => `${r.reason ?? 'unknown'} (at step ${r.step})`;
+    return {
+      steps: g.stepCount,
+      progressVersion: g.progressVersion,
+      completedOperations: keys.length,
+      recentCompleted: keys.slice(-FACT_KEYS),
+      stops: this.trace.recent(['stop'], FACT_ITEMS).map(at),
+      refusedResumes: this.trace.recent(['resume_refused'], FACT_ITEMS).map(at),
+      budgetsLeft,
+    };
   }
 
   /** Forgets the planner's last turn: the proposal never ran, so it will be asked again. */
@@ -484,6 +540,20 @@ export class RunState {
       out = await this.activities.runTool(p);
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      if (isPayloadTooLarge(err)) {
+        // The tool's output could not pass through history (no payload store took it): stop
+        // with the checkpoint; after an operator's resume the planner is asked again.
+        this.undoTurn();
+        this.runtimeStop(
+          GuardReason.PAYLOAD_TOO_LARGE,
+          TerminalState.NEEDS_HUMAN,
+          PAYLOAD_TOO_LARGE,
+          `tool ${p.tool}: ${failureMessage(err)}`,
+          blockedOf(p),
+          p.operationKey,
+        );
+        return null;
+      }
       // Faults stop, they do not fail: the tool activity failed after all its retries (a
       // database or backend down). Stop with the checkpoint; the planner is asked again after
       // a resume, and a write it re-proposes is still behind the ledger.
@@ -655,12 +725,13 @@ export class RunState {
       v: 1,
       guard: this.guard.toJSON(),
       plannerMemory: this.memory,
-      observation: this.observation,
+      // The copy that travels is bounded (workflows/checkpoint-bounds.ts); the live state is not.
+      observation: boundObservation(this.observation),
       proposals: this.proposals,
       executed: this.executed,
       cached: this.cached,
       decisions: this.decisions.slice(-CHECKPOINT_DECISIONS),
-      trace: this.trace.newest(CHECKPOINT_TRACE),
+      trace: boundTrace(this.trace.newest(CHECKPOINT_TRACE)),
       traceTotal: this.trace.total,
       seenRequestIds: [...this.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
       stop: stop

@@ -420,7 +420,15 @@ export async function runTurn<M>(
   const remember = async (awaiting: PendingCall | null, queue: PendingCall[]): Promise<unknown> => {
     const ref = await saveConversation(input, loaded, messages);
     if (ref === null) return { v: 1, provider: adapter.provider, messages, awaiting, queue };
-    return { v: 2, provider: adapter.provider, ref, awaiting, queue } satisfies ConversationRefMemory;
+    // The awaited call is answered by id and tool: its args (already in the turn) stay out of history.
+    const answered = awaiting ? { id: awaiting.id, tool: awaiting.tool, args: null } : null;
+    return {
+      v: 2,
+      provider: adapter.provider,
+      ref,
+      awaiting: answered,
+      queue,
+    } satisfies ConversationRefMemory;
   };
   const handOut = async (
     [next, ...rest]: [PendingCall, ...PendingCall[]],

@@ -1,0 +1,154 @@
+/**
+ * Long LLM runs on a real dev server with the real SDKs against local protocol servers
+ * (issue 9): the conversation lives in the store, not in history; a small context window gets
+ * compacted requests; a model that cannot fit stops NEEDS_HUMAN `context_exhausted` with its
+ * checkpoint, its tools untouched; a retried `plan` activity neither asks the model again nor
+ * appends to the conversation.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
+import { createActivities } from '../../activities/create-activities';
+import type { SqlLedger } from '../../activities/ledger';
+import { messageBudgetChars } from '../../activities/planners/context-window';
+import type { PlanOutput } from '../../activities/types';
+import type { RunResult } from '../../common/contracts';
+import { startAnthropicServer } from '../planners/servers/anthropic-server';
+import { startOpenAIServer } from '../planners/servers/openai-server';
+import { startHarness, type Harness } from '../helpers/run-harness';
+
+const NOTE = 3000;
+const body = (n: number) => `${n}:`.padEnd(NOTE, 'n');
+const GUARD = { maxSteps: 200, maxMs: 600_000 };
+
+describe('long LLM runs (conversation store, compaction)', () => {
+  let h: Harness;
+  let openai: Awaited<ReturnType<typeof startOpenAIServer>>;
+  let anthropic: Awaited<ReturnType<typeof startAnthropicServer>>;
+  const TURNS = 20;
+
+  beforeAll(async () => {
+    // OpenAI: always refuses for the window (context_exhausted).
+    openai = await startOpenAIServer(() => ({
+      error: {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'context_length_exceeded',
+        message:
+          "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens.",
+      },
+    }));
+    // Anthropic: one ~3 KB note per turn, then an answer.
+    anthropic = await startAnthropicServer((n) =>
+      n < TURNS
+        ? {
+            content: [
+              { type: 'text', text: `Writing note ${n + 1}.` },
+              { type: 'tool_use', name: 'write_record', input: { id: `note-${n + 1}`, body: body(n + 1) } },
+            ],
+            usage: { input_tokens: 100, output_tokens: 800 },
+          }
+        : {
+            content: [{ type: 'text', text: `All ${TURNS} notes written.` }],
+            usage: { input_tokens: 100, output_tokens: 5 },
+          },
+    );
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      'refusing-gpt': { provider: 'openai', baseURL: openai.baseURL },
+      'small-claude': { provider: 'anthropic', baseURL: anthropic.origin },
+    });
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+    await openai?.close();
+    await anthropic?.close();
+    delete process.env.AGENT_MODEL_ENDPOINTS;
+  });
+
+  it('compacts a small window, completes, and keeps the conversation out of history', async () => {
+    const planner = {
+      kind: 'anthropic',
+      model: 'small',
+      maxTokens: 256,
+      endpoint: 'small-claude',
+      contextTokens: 8192,
+    } as const;
+    const run = await h.start({ goal: `Write notes note-1 … note-${TURNS}.`, planner, guard: GUARD });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: TURNS });
+    expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS });
+
+    const requests = anthropic.messageRequests();
+    expect(requests).toHaveLength(TURNS + 1);
+    const tools = (requests[0]!.tools as unknown[]).length;
+    expect(tools).toBeGreaterThan(0);
+    const budget = messageBudgetChars(
+      { ...planner },
+      JSON.stringify(h.deps.registry.descriptors().map((t) => [t.name, t.description, t.inputSchema])).length,
+    );
+    const sizes = requests.map((r) => JSON.stringify(r.messages).length);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(budget + 2 * sizes.length); // message JSON plus array commas
+    // The late requests are compacted: the goal and the run-state note, then a model message.
+    const late = requests[TURNS]!.messages as Array<{ role: string; content: unknown }>;
+    expect(String(late[0]!.content)).toContain('[Run state.');
+    expect(String(late[0]!.content)).toMatch(/Operations completed: \d+ \(newest: record:note-/);
+    expect(late[1]!.role).toBe('assistant');
+
+    // No history event carries the conversation: the largest is about one note, not twenty.
+    const history = await run.handle.fetchHistory();
+    const sizesInHistory = (history.events ?? []).map(
+      (e) => temporal.api.history.v1.HistoryEvent.encode(e).finish().length,
+    );
+    expect(Math.max(...sizesInHistory)).toBeLessThan(4 * NOTE);
+    const bytes = sizesInHistory.reduce((a, b) => a + b, 0);
+    expect(bytes / TURNS).toBeLessThan(25_000);
+  });
+
+  it('stops NEEDS_HUMAN context_exhausted after one tighter retry, with its checkpoint and no tool call', async () => {
+    const before = openai.completionRequests().length;
+    const run = await h.start({
+      goal: 'Say something.',
+      planner: { kind: 'openai', model: 'gpt-x', endpoint: 'refusing-gpt' },
+      resumeWindowMs: 1000,
+    });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'context_exhausted', executed: 0 });
+    expect(result.checkpoint).not.toBeNull();
+    expect(result.report?.resume_condition).toMatch(/contextTokens/);
+    // The first request and the one tighter retry; the activity is not retried on top.
+    expect(openai.completionRequests().length - before).toBe(2);
+    expect(await h.counters(run.workflowId)).toEqual({});
+  });
+
+  it('a retried plan activity returns the stored turn: no second model request, no second append', async () => {
+    const acts = createActivities(h.deps);
+    const planner = { kind: 'anthropic', model: 'small', maxTokens: 256, endpoint: 'small-claude' } as const;
+    const input = { runId: 'wf-retry', goal: 'Write a note.', planner, memory: null, observation: null };
+    const env = new MockActivityEnvironment({
+      activityId: '7',
+      workflowExecution: { workflowId: 'wf-retry', runId: 'exec-1' },
+    });
+    const db = (h.deps.ledger as SqlLedger<unknown>).database();
+    const rows = () =>
+      db.unit('read', (tx) =>
+        tx.get<{ n: number }>('SELECT count(*) AS n FROM agent_conversation WHERE conversation_id = ?', [
+          'wf-retry',
+        ]),
+      );
+    const before = anthropic.messageRequests().length;
+    const first = (await env.run(acts.plan, input)) as PlanOutput;
+    const afterFirst = await rows();
+    const second = (await env.run(acts.plan, input)) as PlanOutput;
+    expect(second).toEqual(first);
+    expect(anthropic.messageRequests().length - before).toBe(1);
+    expect(await rows()).toEqual(afterFirst);
+    expect(Number(afterFirst?.n)).toBe(2); // the goal and the model's reply
+    // Another scheduled activity (a new activity id) is a new turn.
+    const other = new MockActivityEnvironment({
+      activityId: '8',
+      workflowExecution: { workflowId: 'wf-retry', runId: 'exec-1' },
+    });
+    await other.run(acts.plan, input);
+    expect(anthropic.messageRequests().length - before).toBe(2);
+  });
+});

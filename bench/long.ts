@@ -40,7 +40,7 @@ import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
 import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../scripts/dev-server';
-import { startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
+import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
 import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import {
@@ -112,11 +112,6 @@ function parseArgs(argv: string[]): Options {
     }
   }
   return o;
-}
-
-/** The goal of a long note-writing run (no literal note-<digits>: the model would start after it). */
-export function longGoal(turns: number): string {
-  return `Write ${turns} notes with write_record, one per turn: ids note-<n> for n = 1 … ${turns}, any body. Then finish with a short summary.`;
 }
 
 /** Whether the planner spec schema accepts `contextTokens` (issue 9); older code refuses unknown fields. */
@@ -320,6 +315,8 @@ async function main(): Promise<void> {
   // The planner reads its endpoint and key from process.env on every turn.
   process.env.OPENAI_BASE_URL = model.baseURL;
   process.env.OPENAI_API_KEY = 'dummy';
+  // A throwaway checkpoint seal key, so the bench writes nothing under ./data.
+  process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
   const server = await startDevServer({
     ip: '127.0.0.1',
     port: 0,
@@ -361,7 +358,7 @@ async function main(): Promise<void> {
           ? null
           : 'the planner spec does not accept contextTokens yet';
     const input: RunInput = {
-      goal: longGoal(o.turns),
+      goal: longRunGoal(o.turns),
       planner: {
         kind: 'openai',
         model: 'long-model',

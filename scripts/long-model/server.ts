@@ -356,6 +356,14 @@ function anthropicReply(
 
 type Opts = Omit<LongModelServerOptions, 'port' | 'host'>;
 
+/**
+ * The goal of a long note-writing run against this server: it names the ids as a pattern,
+ * never a literal `note-<digits>` (the model would take that as already written).
+ */
+export function longRunGoal(turns: number): string {
+  return `Write ${turns} notes with write_record, one per turn: ids note-<n> for n = 1 … ${turns}, any body. Then finish with a short summary.`;
+}
+
 // ---------------------------------------------------------------- server
 /** Starts the server; resolves once it listens. */
 export async function startLongModelServer(options: LongModelServerOptions): Promise<LongModelServer> {

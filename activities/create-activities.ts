@@ -42,7 +42,7 @@ import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-s
 import { createOperatorActivities } from './operators/activities';
 import { OperatorRegistry } from './operators/registry';
 import { createReaperActivities, type ReaperDeps } from './reaper';
-import { offloadLarge, payloadRefBytesFromEnv, PayloadStore } from './payloads';
+import { offloadLarge, payloadRefBytesFromEnv, PayloadStore, resolvePayloadRefs } from './payloads';
 import { guardOutputSize, MAX_PAYLOAD_BYTES, payloadTooLarge } from '../common/payload-limits';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
@@ -225,6 +225,11 @@ export function createActivities(deps: ActivityDeps) {
 
   /** Asks the planner for its next turn and validates + fingerprints the proposal. */
   async function plan(input: PlanInput): Promise<PlanOutput> {
+    // Nothing above the payload limit goes back to the workflow (it would fail the task, not stop the run).
+    return guardOutputSize(await planTurn(input), 'the plan activity output');
+  }
+
+  async function planTurn(input: PlanInput): Promise<PlanOutput> {
     const planner = plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
     const store = llm && conversations ? storeFaultsTyped(conversations) : null;
@@ -234,7 +239,17 @@ export function createActivities(deps: ActivityDeps) {
       planner: input.planner,
       tools: registry.descriptors(),
       memory: input.memory,
-      observation: (input.observation as PlannerInput['observation']) ?? null,
+      // A large tool result reached the workflow as a reference; the model sees its usual preview.
+      observation: llm
+        ? await resolvePayloadRefs(
+            payloads,
+            input.runId,
+            (input.observation as PlannerInput['observation']) ?? null,
+            {
+              missing: 'preview',
+            },
+          )
+        : ((input.observation as PlannerInput['observation']) ?? null),
       facts: input.facts ?? null,
       ...(store ? { conversations: store } : {}),
     };

@@ -412,6 +412,12 @@ export class RunState {
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+      if (isPayloadTooLarge(err)) {
+        // The planner's answer is too big for history (e.g. a huge reply): stop, never fail.
+        const reason = GuardReason.PAYLOAD_TOO_LARGE;
+        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, PAYLOAD_TOO_LARGE, failureMessage(err));
+        return null;
+      }
       if (cause?.type === CONTEXT_EXHAUSTED_ERROR) {
         // Even compacted, the next request does not fit the model's window.
         const reason = GuardReason.CONTEXT_EXHAUSTED;

@@ -12,6 +12,7 @@
  *   byte bound while the live trace keeps the full args;
  * - a checkpoint that cannot fit the continue-as-new input stops payload_too_large instead.
  */
+import { join } from 'node:path';
 import { defaultPayloadConverter, type DataConverter, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
@@ -25,6 +26,7 @@ import { isPayloadRef, jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../
 import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../workflows/checkpoint-bounds';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live } from '../helpers/run-inputs';
+import { createTestDb, type TestDb } from '../ledger/helpers/backends';
 
 jest.setTimeout(120_000);
 
@@ -305,5 +307,37 @@ describe('large payloads without a payload store', () => {
     const desc = await run.handle.describe();
     expect(desc.runId).toBe(run.handle.firstExecutionRunId);
     expect(desc.status.name).toBe('COMPLETED');
+  });
+});
+
+describe('large payloads on a PostgreSQL ledger', () => {
+  let h: Harness;
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await createTestDb('postgres');
+    h = await startHarness({
+      tools: bigTools,
+      dbUrl: db.url,
+      worldUrl: `sqlite:${join(db.dir, 'world.db')}`,
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await db?.cleanup();
+  });
+
+  it('a 300 KB result: the run COMPLETES by reference, the row is in PostgreSQL', async () => {
+    const run = await h.start(
+      live([
+        { tool: 'big_read', args: { bytes: 300_000, tag: 'pg' } },
+        { tool: 'complete_task', args: { summary: 'pg done' } },
+      ]),
+    );
+    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'pg done' });
+    expect(await h.counters(run.workflowId)).toEqual({ big_read: 1, complete_task: 1 });
+    const rows = await db.exec('SELECT bytes FROM agent_payloads WHERE run_id = ?', [run.workflowId]);
+    expect(rows.map((r) => Number(r.bytes))).toEqual([jsonBytes({ text: text(300_000, 'pg') })]);
+    const { maxEventBytes } = await historyOf(h, run.workflowId);
+    expect(maxEventBytes).toBeLessThan(64 * 1024);
   });
 });

@@ -11,7 +11,8 @@ import { createActivities } from '../../activities/create-activities';
 import type { SqlLedger } from '../../activities/ledger';
 import { messageBudgetChars } from '../../activities/planners/context-window';
 import type { PlanOutput } from '../../activities/types';
-import type { RunResult } from '../../common/contracts';
+import { resumeUpdate, statusQuery, type RunResult } from '../../common/contracts';
+import { waitFor } from '../helpers/run-inputs';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startOpenAIServer } from '../planners/servers/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
@@ -150,5 +151,80 @@ describe('long LLM runs (conversation store, compaction)', () => {
     });
     await other.run(acts.plan, input);
     expect(anthropic.messageRequests().length - before).toBe(2);
+  });
+
+  it('resume --from continues the conversation under the new run, which asks from where the old one stopped', async () => {
+    // One search; then the model's window refuses (twice: context_exhausted); after the resume, it finishes.
+    const tooLong = {
+      error: {
+        status: 400,
+        type: 'invalid_request_error',
+        message: 'prompt is too long: 9000 tokens > 8192 maximum',
+      },
+    };
+    const model = await startAnthropicServer((n) =>
+      n === 0
+        ? {
+            content: [{ type: 'tool_use', name: 'search', input: { query: 'once' } }],
+            usage: { input_tokens: 10, output_tokens: 5 },
+          }
+        : n < 3
+          ? tooLong
+          : {
+              content: [{ type: 'text', text: 'Enough searching.' }],
+              usage: { input_tokens: 10, output_tokens: 5 },
+            },
+    );
+    const endpoints = process.env.AGENT_MODEL_ENDPOINTS!;
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      ...JSON.parse(endpoints),
+      refusing: { provider: 'anthropic', baseURL: model.origin },
+    });
+    try {
+      const planner = { kind: 'anthropic', model: 'm', maxTokens: 64, endpoint: 'refusing' } as const;
+      const first = await h.start({ goal: 'Search once.', planner, resumeWindowMs: 300 });
+      const stopped: RunResult = await first.result();
+      expect(stopped).toMatchObject({
+        terminal_state: 'NEEDS_HUMAN',
+        reason: 'context_exhausted',
+        executed: 1,
+      });
+      // The checkpoint carries a reference into the store, not the conversation.
+      const memory = stopped.checkpoint!.plannerMemory as {
+        v: number;
+        ref: { conversation: string; length: number };
+      };
+      expect(memory).toMatchObject({ v: 2, ref: { conversation: first.workflowId, length: 2 } });
+
+      const second = await h.start({ goal: 'Search once.', planner, checkpoint: stopped.checkpoint! });
+      // The new run checks the checkpoint's seal first; it takes updates once it waits.
+      await waitFor(
+        () => second.handle.query(statusQuery),
+        (st) => st.waitingForResume,
+      );
+      const answer = await second.handle.executeUpdate(resumeUpdate, {
+        args: [{ actor: 'ops', reason: 'window raised on the server', requestId: 'resume-from-1' }],
+      });
+      expect(answer.accepted).toBe(true);
+      const done: RunResult = await second.result();
+      expect(done).toMatchObject({ terminal_state: 'COMPLETED', summary: 'Enough searching.' });
+      // The new run asked from where the old one stopped: the goal, the search call and its result.
+      const request = model.messageRequests()[3]!.messages as Array<{ role: string }>;
+      expect(request.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+      expect(JSON.stringify(request[2])).toContain('tool_result');
+      expect(await h.counters(first.workflowId)).toEqual({ search: 1 });
+      expect(await h.counters(second.workflowId)).toEqual({});
+      // ... and its conversation is its own (retention follows the run that uses it).
+      const db = (h.deps.ledger as SqlLedger<unknown>).database();
+      const own = await db.unit('read', (tx) =>
+        tx.get<{ n: number }>('SELECT count(*) AS n FROM agent_conversation WHERE conversation_id = ?', [
+          second.workflowId,
+        ]),
+      );
+      expect(Number(own?.n)).toBe(4); // goal, call, result, final answer
+    } finally {
+      process.env.AGENT_MODEL_ENDPOINTS = endpoints;
+      await model.close();
+    }
   });
 });

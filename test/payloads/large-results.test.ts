@@ -20,12 +20,18 @@ import { PayloadStore, resolvePayloadRefs } from '../../activities/payloads';
 import { observationContent } from '../../activities/planners/llm-common';
 import { defineTool, type AnyTool } from '../../activities/tools/define-tool';
 import type { Tx } from '../../activities/tools/tx';
-import { traceQuery, type Checkpoint, type RunResult } from '../../common/contracts';
+import {
+  resumeUpdate,
+  statusQuery,
+  traceQuery,
+  type Checkpoint,
+  type RunResult,
+} from '../../common/contracts';
 import type { Observation } from '../../common/planner';
 import { isPayloadRef, jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../../common/payload-limits';
 import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../workflows/checkpoint-bounds';
 import { startHarness, type Harness } from '../helpers/run-harness';
-import { fixture, live } from '../helpers/run-inputs';
+import { fixture, live, waitFor } from '../helpers/run-inputs';
 import { createTestDb, type TestDb } from '../ledger/helpers/backends';
 
 jest.setTimeout(120_000);
@@ -39,8 +45,21 @@ const count = (tx: Tx, runId: string, tool: string) =>
 const GUARD = { noProgressLimit: 100, maxSteps: 200 };
 const text = (bytes: number, tag: string) => `${tag}:`.padEnd(bytes, 'x');
 
+/** How large `sized_read`'s result is: a backend setting an operator can change. */
+let sizedBytes = 3_000_000;
+
 /** Tools whose results are as large as asked. */
 const bigTools: AnyTool[] = [
+  defineTool({
+    name: 'sized_read',
+    description: 'Read a page as large as the backend is configured to answer.',
+    effect: 'read',
+    schema: z.object({ page: z.number().int() }).strict(),
+    async execute(_args, ctx) {
+      await count(ctx.tx, ctx.runId, 'sized_read');
+      return { data: { text: text(sizedBytes, 'page') } };
+    },
+  }),
   defineTool({
     name: 'big_read',
     description: 'Read a large document.',
@@ -281,6 +300,37 @@ describe('large payloads without a payload store', () => {
     expect(desc.status.name).toBe('COMPLETED');
     const { maxEventBytes } = await historyOf(h, run.workflowId);
     expect(maxEventBytes).toBeLessThan(64 * 1024);
+  });
+
+  it('payload_too_large lifts on an operator resume: once the cause is fixed the call runs again and the run COMPLETES', async () => {
+    sizedBytes = 3_000_000;
+    const run = await h.start(
+      live(
+        [
+          { tool: 'sized_read', args: { page: 1 } },
+          { tool: 'complete_task', args: { summary: 'page read' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+      30_000,
+    );
+    expect(await run.handle.query(statusQuery)).toMatchObject({
+      terminalState: 'NEEDS_HUMAN',
+      guardReason: 'payload_too_large',
+    });
+    // The operator has the backend answer smaller pages, then resumes.
+    sizedBytes = 2_000;
+    const answer = await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'ops', reason: 'page size lowered', requestId: 'ptl-r1' }],
+    });
+    expect(answer.accepted).toBe(true);
+    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'page read' });
+    // Asked again from before the refused call: it ran once per attempt.
+    expect(await h.counters(run.workflowId)).toEqual({ sized_read: 2, complete_task: 1 });
   });
 
   it('a checkpoint that cannot fit the continue-as-new input stops payload_too_large instead of continuing', async () => {

@@ -26,6 +26,8 @@ export interface ChainMeasure {
   /** Runs in the continue-as-new chain (1 = never continued). */
   readonly runs: number;
   readonly runIds: readonly string[];
+  /** For each run after the first: the turns completed (runTool scheduled) before it started. */
+  readonly continuedAtTurn: readonly number[];
   readonly events: number;
   /** Sum of the runs' encoded history sizes. */
   readonly bytes: number;
@@ -42,6 +44,8 @@ export interface ChainMeasure {
    * activity events the activity type (`ACTIVITY_TASK_COMPLETED plan`).
    */
   readonly bytesByKind: Readonly<Record<string, number>>;
+  /** {@link bytesByKind} of each turn (index as {@link bytesPerTurn}). */
+  readonly kindBytesPerTurn: readonly Readonly<Record<string, number>>[];
 }
 
 const isRunTool = (e: HistoryEvent): boolean =>
@@ -97,8 +101,12 @@ export function measureHistories(histories: readonly { runId: string; history: H
   let pendingBytes = 0;
   let endAtMs = 0;
   const bytesByKind: Record<string, number> = {};
+  const kindBytesPerTurn: Record<string, number>[] = [{}];
+  const continuedAtTurn: number[] = [];
+  let pendingKinds: Record<string, number> = {};
   for (const { history } of histories) {
     const activityOf = new Map<string, string>();
+    if (events > 0) continuedAtTurn.push(turn);
     bytes += temporal.api.history.v1.History.encode(history as temporal.api.history.v1.History).finish()
       .length;
     for (const e of history.events ?? []) {
@@ -112,19 +120,23 @@ export function measureHistories(histories: readonly { runId: string; history: H
       pendingBytes += size;
       const kind = kindOf(e, activityOf);
       bytesByKind[kind] = (bytesByKind[kind] ?? 0) + size;
+      pendingKinds[kind] = (pendingKinds[kind] ?? 0) + size;
       if (isRunTool(e)) {
         turn += 1;
         bytesPerTurn[turn] = pendingBytes;
+        kindBytesPerTurn[turn] = pendingKinds;
         turnAtMs[turn] = at;
         pendingBytes = 0;
+        pendingKinds = {};
       }
     }
   }
-  if (turn === 0) bytesPerTurn[0] = pendingBytes;
-  else bytesPerTurn[turn + 1] = pendingBytes;
+  bytesPerTurn[turn === 0 ? 0 : turn + 1] = pendingBytes;
+  kindBytesPerTurn[turn === 0 ? 0 : turn + 1] = pendingKinds;
   return {
     runs: histories.length,
     runIds: histories.map((h) => h.runId),
+    continuedAtTurn,
     events,
     bytes,
     turns: turn,
@@ -132,6 +144,7 @@ export function measureHistories(histories: readonly { runId: string; history: H
     turnAtMs,
     endAtMs,
     bytesByKind,
+    kindBytesPerTurn,
   };
 }
 
@@ -161,6 +174,27 @@ export function bytesOfTurns(m: ChainMeasure, from: number, to: number): number 
   for (let t = Math.max(1, from + 1); t <= Math.min(to, m.turns); t++) sum += m.bytesPerTurn[t] ?? 0;
   return sum;
 }
+
+/** Bytes of turns `from + 1 … to` by event kind. */
+export function kindBytesOfTurns(m: ChainMeasure, from: number, to: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let t = Math.max(1, from + 1); t <= Math.min(to, m.turns); t++)
+    for (const [k, v] of Object.entries(m.kindBytesPerTurn[t] ?? {})) out[k] = (out[k] ?? 0) + v;
+  return out;
+}
+
+/**
+ * The event kinds a continue-as-new adds once per run, not per turn: the new run's
+ * WorkflowExecutionStarted (its input: the checkpoint), the old run's ContinuedAsNew event and
+ * the `sealCheckpoint` activity. A window of turns holding a run boundary carries them.
+ */
+export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
+  'WORKFLOW_EXECUTION_STARTED',
+  'WORKFLOW_EXECUTION_CONTINUED_AS_NEW',
+  'ACTIVITY_TASK_SCHEDULED sealCheckpoint',
+  'ACTIVITY_TASK_STARTED sealCheckpoint',
+  'ACTIVITY_TASK_COMPLETED sealCheckpoint',
+];
 
 /**
  * Seconds per turn around turn `k`: the time between the runTool schedulings of turns

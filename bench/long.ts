@@ -45,6 +45,8 @@ import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from '../worker/cre
 import type { agentRun } from '../workflows';
 import {
   bytesOfTurns,
+  CONTINUE_AS_NEW_KINDS,
+  kindBytesOfTurns,
   LONG_HISTORY_CHANNEL_ARGS,
   measureChain,
   secondsPerTurnAround,
@@ -144,12 +146,20 @@ export interface LongBenchResult {
   model: Omit<LongModelStats, 'perRequest'>;
   history: {
     runs: number;
+    /** Turns completed before each continue-as-new. */
+    continuedAtTurn: readonly number[];
     events: number;
     bytes: number;
     bytesPerTurn: number;
     early: { from: number; to: number; bytes: number };
     late: { from: number; to: number; bytes: number };
     lateOverEarly: number | null;
+    /** The same two windows without the continue-as-new boundary events (CONTINUE_AS_NEW_KINDS). */
+    earlyNoBoundary: number;
+    lateNoBoundary: number;
+    lateOverEarlyNoBoundary: number | null;
+    /** Event kinds whose bytes differ most between the late and the early window (late − early). */
+    lateMinusEarlyByKind: Record<string, number>;
     /** Bytes per completed turn by event kind (largest first). */
     perTurnByKind: Record<string, number>;
   };
@@ -180,6 +190,12 @@ function summarise(
   const earlyBytes = bytesOfTurns(m, early.from, early.to);
   const lateBytes = bytesOfTurns(m, late.from, late.to);
   const lateComplete = m.turns >= late.to;
+  const earlyKinds = kindBytesOfTurns(m, early.from, early.to);
+  const lateKinds = kindBytesOfTurns(m, late.from, late.to);
+  const withoutBoundary = (kinds: Record<string, number>): number =>
+    Object.entries(kinds).reduce((sum, [k, v]) => (CONTINUE_AS_NEW_KINDS.includes(k) ? sum : sum + v), 0);
+  const earlyNoBoundary = withoutBoundary(earlyKinds);
+  const lateNoBoundary = withoutBoundary(lateKinds);
   const sEarly = secondsPerTurnAround(m, early.from);
   const sLate = m.turns >= n ? secondsPerTurnAround(m, n) : null;
   const { perRequest: _perRequest, ...model } = stats;
@@ -196,12 +212,23 @@ function summarise(
     model,
     history: {
       runs: m.runs,
+      continuedAtTurn: m.continuedAtTurn,
       events: m.events,
       bytes: m.bytes,
       bytesPerTurn: writes > 0 ? m.bytes / writes : m.bytes,
       early: { ...early, bytes: earlyBytes },
       late: { ...late, bytes: lateComplete ? lateBytes : 0 },
       lateOverEarly: lateComplete && earlyBytes > 0 ? lateBytes / earlyBytes : null,
+      earlyNoBoundary,
+      lateNoBoundary,
+      lateOverEarlyNoBoundary: lateComplete && earlyNoBoundary > 0 ? lateNoBoundary / earlyNoBoundary : null,
+      lateMinusEarlyByKind: Object.fromEntries(
+        [...new Set([...Object.keys(earlyKinds), ...Object.keys(lateKinds)])]
+          .map((k) => [k, (lateKinds[k] ?? 0) - (earlyKinds[k] ?? 0)] as const)
+          .filter(([, d]) => d !== 0)
+          .sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]))
+          .slice(0, 8),
+      ),
       perTurnByKind: Object.fromEntries(
         Object.entries(m.bytesByKind)
           .sort((a, b) => b[1] - a[1])
@@ -241,7 +268,11 @@ export function longTable(b: LongBenchResult): string {
     ['model requests (accepted)', `${fmt(b.model.requests)} (${fmt(b.model.accepted)})`, ''],
     ['refused for context', fmt(b.model.refusedForContext), verdict(b.model.refusedForContext === 0)],
     ['protocol errors', fmt(b.model.protocolErrors), verdict(b.model.protocolErrors === 0)],
-    ['continue-as-new runs', fmt(b.history.runs), ''],
+    [
+      'runs in the continue-as-new chain',
+      `${fmt(b.history.runs)}${b.history.continuedAtTurn.length > 0 ? ` (continued after turns ${b.history.continuedAtTurn.join(', ')})` : ''}`,
+      '',
+    ],
     ['history total (events)', `${fmt(b.history.bytes / 1e6, 2)} MB (${fmt(b.history.events)})`, ''],
     [
       'history per completed turn (target ≤ 25 KB)',
@@ -258,6 +289,13 @@ export function longTable(b: LongBenchResult): string {
       'late / early history (target ≤ 1.0; ok ≤ 1.05)',
       opt(b.history.lateOverEarly, (x) => `${fmt(x, 2)}×`),
       b.history.lateOverEarly === null ? 'MISSED' : verdict(b.history.lateOverEarly <= 1.05),
+    ],
+    [
+      'late / early, continue-as-new boundary events left out',
+      b.history.lateOverEarlyNoBoundary === null
+        ? 'n/a'
+        : `${fmt(b.history.lateOverEarlyNoBoundary, 2)}× (${kb(b.history.earlyNoBoundary)} → ${kb(b.history.lateNoBoundary)})`,
+      '',
     ],
     [
       'largest request to the model (accepted)',
@@ -282,6 +320,12 @@ export function longTable(b: LongBenchResult): string {
     '| measure | value | target |',
     '|---|---:|---|',
     ...rows.map(([k, v, t]) => `| ${k} | ${v} | ${t} |`),
+    '',
+    `Late minus early window (turns ${b.history.late.from}–${b.history.late.to} vs ${b.history.early.from}–${b.history.early.to}), bytes by event kind`,
+    '',
+    '| event | late − early |',
+    '|---|---:|',
+    ...Object.entries(b.history.lateMinusEarlyByKind).map(([k, v]) => `| ${k} | ${fmt(v)} |`),
     '',
     'History bytes per completed turn, by event kind (largest first)',
     '',

@@ -43,7 +43,13 @@ import { createOperatorActivities } from './operators/activities';
 import { OperatorRegistry } from './operators/registry';
 import { createReaperActivities, type ReaperDeps } from './reaper';
 import { offloadLarge, payloadRefBytesFromEnv, PayloadStore, resolvePayloadRefs } from './payloads';
-import { guardOutputSize, MAX_PAYLOAD_BYTES, payloadTooLarge } from '../common/payload-limits';
+import {
+  guardOutputSize,
+  isPayloadRef,
+  jsonBytes,
+  MAX_PAYLOAD_BYTES,
+  payloadTooLarge,
+} from '../common/payload-limits';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
 import type { World } from './tools/demo/world';
@@ -281,16 +287,13 @@ export function createActivities(deps: ActivityDeps) {
     }
     const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
     try {
-      return {
-        turn,
-        memory: out.memory,
-        proposal: {
-          ...n,
-          ledger: n.rejection ? null : await ledgerView(n, input.runId),
-          fixture: null,
-          approval: n.rejection ? null : await approvalView(n, input.runId),
-        },
+      const proposal: ProposalInfo = {
+        ...n,
+        ledger: n.rejection ? null : await ledgerView(n, input.runId),
+        fixture: null,
+        approval: n.rejection ? null : await approvalView(n, input.runId),
       };
+      return await largeArgsByReference({ turn, memory: out.memory, proposal }, input.runId);
     } catch (err) {
       // The planner answered; the ledger could not be read. Typed, so that once the retries
       // are spent the run stops `infrastructure_fault`, not `planner_failed`.
@@ -300,6 +303,25 @@ export function createActivities(deps: ActivityDeps) {
         cause: err instanceof Error ? err : undefined,
       });
     }
+  }
+
+  /**
+   * A model reply whose call args are above the reference threshold: the args reach the
+   * workflow (turn, proposal, trace) as payload references, and `runTool` resolves them. The
+   * fingerprint and the args hash were computed from the real args first.
+   */
+  async function largeArgsByReference(out: PlanOutput, runId: string): Promise<PlanOutput> {
+    const p = out.proposal;
+    if (!p || !payloads || jsonBytes(p.args) <= payloadRefBytes) return out;
+    const args = await payloads.put(runId, p.args);
+    const canonicalArgs = await payloads.put(runId, p.canonicalArgs);
+    const turn = out.turn.type === 'call' ? { ...out.turn, args } : out.turn;
+    return { ...out, turn, proposal: { ...p, args, canonicalArgs } };
+  }
+
+  /** Args as a tool needs them: a payload reference (large args, see above) resolved. */
+  async function resolvedArgs(runId: string, args: unknown): Promise<unknown> {
+    return isPayloadRef(args) ? resolvePayloadRefs(payloads, runId, args) : args;
   }
 
   /**
@@ -442,7 +464,8 @@ export function createActivities(deps: ActivityDeps) {
    * that would still be above the payload limit fails the activity `PayloadTooLarge`
    * (non-retryable: the run stops payload_too_large with its checkpoint, it never fails).
    */
-  async function runTool(input: RunToolInput): Promise<RunToolOutput> {
+  async function runTool(raw: RunToolInput): Promise<RunToolOutput> {
+    const input = isPayloadRef(raw.args) ? { ...raw, args: await resolvedArgs(raw.runId, raw.args) } : raw;
     const out = await callTool(input);
     // A fixture's result came from the workflow's own input: it is in history already.
     if (out.via === 'fixture' || out.result.kind !== 'SUCCESS') return guardToolOutput(out, input.tool);
@@ -559,7 +582,10 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /** Re-verifies, from external state, that what stopped a run has changed. */
-  async function verifyPrecondition(input: VerifyInput): Promise<VerifyOutput> {
+  async function verifyPrecondition(raw: VerifyInput): Promise<VerifyOutput> {
+    const input = isPayloadRef(raw.blockedArgs)
+      ? { ...raw, blockedArgs: await resolvedArgs(raw.runId, raw.blockedArgs) }
+      : raw;
     const version = await world.progressVersion(input.runId);
     if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
       return { ...(await approvalLifts(input)), progressVersion: version };

@@ -227,4 +227,50 @@ describe('long LLM runs (conversation store, compaction)', () => {
       await model.close();
     }
   });
+
+  it('a model reply with args above 64 KB reaches the workflow by reference, and the tool gets the real args', async () => {
+    const big = 'b'.repeat(100_000);
+    const model = await startOpenAIServer((n) =>
+      n === 0
+        ? {
+            tool_calls: [
+              {
+                id: 'call_big',
+                name: 'write_record',
+                arguments: JSON.stringify({ id: 'big-note', body: big }),
+              },
+            ],
+          }
+        : { content: 'Written.' },
+    );
+    const endpoints = process.env.AGENT_MODEL_ENDPOINTS!;
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      ...JSON.parse(endpoints),
+      big: { provider: 'openai', baseURL: model.baseURL },
+    });
+    try {
+      const run = await h.start({
+        goal: 'Write one big note.',
+        planner: { kind: 'openai', model: 'm', endpoint: 'big', contextTokens: 200_000 },
+      });
+      const result: RunResult = await run.result();
+      expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: 1 });
+      expect(await h.counters(run.workflowId)).toEqual({ write_record: 1 });
+      const row = await h.deps.world.tx.get<{ n: number }>(
+        'SELECT length(body) AS n FROM world_records WHERE id = ?',
+        ['big-note'],
+      );
+      expect(Number(row?.n)).toBe(big.length);
+      const history = await run.handle.fetchHistory();
+      const largest = Math.max(
+        ...(history.events ?? []).map((e) => temporal.api.history.v1.HistoryEvent.encode(e).finish().length),
+      );
+      expect(largest).toBeLessThan(20_000);
+      // The model's next request carried its own call verbatim (the conversation is in the store, whole).
+      expect(JSON.stringify(model.completionRequests()[1]!.messages)).toContain(big);
+    } finally {
+      process.env.AGENT_MODEL_ENDPOINTS = endpoints;
+      await model.close();
+    }
+  });
 });

@@ -27,7 +27,8 @@
  *    (`agent_payloads`) of the ledger file (n/a when the table does not exist).
  *
  * Flags: --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
- *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)  --json
+ *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)
+ *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -59,6 +60,7 @@ interface Options {
   windowChars: number;
   contextTokens: number;
   timeoutS: number;
+  provider: 'openai' | 'anthropic';
   json: boolean;
 }
 
@@ -69,6 +71,7 @@ function parseArgs(argv: string[]): Options {
     windowChars: 300_000,
     contextTokens: 100_000,
     timeoutS: 3600,
+    provider: 'openai',
     json: false,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
@@ -99,13 +102,20 @@ function parseArgs(argv: string[]): Options {
       case '--timeout-s':
         o.timeoutS = int(flag, value(), 1);
         break;
+      case '--provider': {
+        const v = value();
+        if (v !== 'openai' && v !== 'anthropic')
+          throw new Error(`--provider: expected openai or anthropic, got ${v}`);
+        o.provider = v;
+        break;
+      }
       case '--json':
         o.json = true;
         break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/long.ts [--turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--json]\n',
+          'usage: tsx bench/long.ts [--turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--provider openai|anthropic] [--json]\n',
         );
         process.exit(0);
         break;
@@ -137,6 +147,7 @@ export interface LongBenchResult {
   turnsTarget: number;
   noteChars: number;
   windowChars: number;
+  provider: 'openai' | 'anthropic';
   contextTokens: number | null;
   contextTokensNote: string | null;
   terminalState: string;
@@ -201,6 +212,7 @@ function summarise(
   const { perRequest: _perRequest, ...model } = stats;
   return {
     turnsTarget: n,
+    provider: o.provider,
     noteChars: o.noteChars,
     windowChars: o.windowChars,
     contextTokens,
@@ -315,7 +327,7 @@ export function longTable(b: LongBenchResult): string {
   ];
   return [
     '',
-    `Long run: ${fmt(b.turnsTarget)} turns of ${fmt(b.noteChars)}-char notes, ${fmt(b.windowChars)}-char window, planner openai/long-model, contextTokens ${b.contextTokens ?? `not set (${b.contextTokensNote})`}`,
+    `Long run: ${fmt(b.turnsTarget)} turns of ${fmt(b.noteChars)}-char notes, ${fmt(b.windowChars)}-char window, planner ${b.provider}/long-model, contextTokens ${b.contextTokens ?? `not set (${b.contextTokensNote})`}`,
     '',
     '| measure | value | target |',
     '|---|---:|---|',
@@ -359,6 +371,8 @@ async function main(): Promise<void> {
   // The planner reads its endpoint and key from process.env on every turn.
   process.env.OPENAI_BASE_URL = model.baseURL;
   process.env.OPENAI_API_KEY = 'dummy';
+  process.env.ANTHROPIC_BASE_URL = model.origin;
+  process.env.ANTHROPIC_API_KEY = 'dummy';
   // A throwaway checkpoint seal key, so the bench writes nothing under ./data.
   process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
   const server = await startDevServer({
@@ -404,7 +418,7 @@ async function main(): Promise<void> {
     const input: RunInput = {
       goal: longRunGoal(o.turns),
       planner: {
-        kind: 'openai',
+        kind: o.provider,
         model: 'long-model',
         ...(supported ? { contextTokens: o.contextTokens } : {}),
       } as RunInput['planner'],
@@ -413,7 +427,7 @@ async function main(): Promise<void> {
     };
     const workflowId = `bench-long-${randomUUID()}`;
     log(
-      `bench:long: ${o.turns} turns against ${model.baseURL} (contextTokens ${supported ? o.contextTokens : `not set: ${contextTokensNote}`}); workflow ${workflowId}`,
+      `bench:long: ${o.turns} ${o.provider} turns against ${o.provider === 'openai' ? model.baseURL : model.origin} (contextTokens ${supported ? o.contextTokens : `not set: ${contextTokensNote}`}); workflow ${workflowId}`,
     );
     const handle = await client.workflow.start<typeof agentRun>('agentRun', {
       taskQueue,

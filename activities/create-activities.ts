@@ -293,7 +293,9 @@ export function createActivities(deps: ActivityDeps) {
         fixture: null,
         approval: n.rejection ? null : await approvalView(n, input.runId),
       };
-      return await largeArgsByReference({ turn, memory: out.memory, proposal }, input.runId);
+      // The proposal carries the args the tool gets; the turn's copy would only double them in history.
+      const lean = llm ? { ...turn, args: null } : turn;
+      return await largeArgsByReference({ turn: lean, memory: out.memory, proposal }, input.runId);
     } catch (err) {
       // The planner answered; the ledger could not be read. Typed, so that once the retries
       // are spent the run stops `infrastructure_fault`, not `planner_failed`.
@@ -315,7 +317,7 @@ export function createActivities(deps: ActivityDeps) {
     if (!p || !payloads || jsonBytes(p.args) <= payloadRefBytes) return out;
     const args = await payloads.put(runId, p.args);
     const canonicalArgs = await payloads.put(runId, p.canonicalArgs);
-    const turn = out.turn.type === 'call' ? { ...out.turn, args } : out.turn;
+    const turn = out.turn.type === 'call' && out.turn.args !== null ? { ...out.turn, args } : out.turn;
     return { ...out, turn, proposal: { ...p, args, canonicalArgs } };
   }
 

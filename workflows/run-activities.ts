@@ -28,6 +28,8 @@ export interface RunActivities {
   checkPlanner(): Promise<{ ok: boolean; detail: string }>;
   /** Seals a checkpoint with the workers' key. */
   sealCheckpoint(cp: Checkpoint): Promise<Checkpoint>;
+  /** The seal of a checkpoint with the workers' key (the checkpoint is not sent back). */
+  checkpointSeal(cp: Checkpoint): Promise<string>;
   /** Validates a checkpoint given back to a run (shape and seal). */
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
 }
@@ -52,7 +54,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
-  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, openCheckpoint } =
+  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 5 },
@@ -118,6 +120,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     verifyOperator,
     checkPlanner: () => checkPlanner({ runId, planner }),
     sealCheckpoint,
+    checkpointSeal,
     openCheckpoint,
   };
 }

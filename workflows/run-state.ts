@@ -88,9 +88,12 @@ const PATCH_NO_STEP_UPSERT = 'no-search-attribute-upsert-per-step';
  */
 const PATCH_AUTHORITY = 'operator-authority-v1';
 
+/** Patch id: the seal activity answers the seal only, not the sealed checkpoint (issue 9). */
+const PATCH_LEAN_SEAL = 'lean-checkpoint-seal-v1';
+
 const MAX_DECISIONS_KEPT = 5000;
 /** How many completed keys, stops and refused resumes the planner's run facts name. */
-const FACT_KEYS = 20;
+const FACT_KEYS = 10;
 const FACT_ITEMS = 5;
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
 const CHECKPOINT_TRACE = 200;
@@ -341,6 +344,11 @@ export class RunState {
 
   private async seal(cp: Checkpoint): Promise<Checkpoint> {
     try {
+      if (patched(PATCH_LEAN_SEAL)) {
+        // Only the seal comes back: the checkpoint crosses history once less (issue 9).
+        const { seal: _old, ...rest } = cp;
+        return { ...rest, seal: await this.activities.checkpointSeal(rest) };
+      }
       return await this.activities.sealCheckpoint(cp);
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;

@@ -186,7 +186,7 @@ export function kindBytesOfTurns(m: ChainMeasure, from: number, to: number): Rec
 /**
  * The event kinds a continue-as-new adds once per run, not per turn: the new run's
  * WorkflowExecutionStarted (its input: the checkpoint), the old run's ContinuedAsNew event and
- * the `sealCheckpoint` activity. A window of turns holding a run boundary carries them.
+ * the `sealCheckpoint` / `checkpointSeal` activity. A window of turns holding a run boundary carries them.
  */
 export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
   'WORKFLOW_EXECUTION_STARTED',
@@ -194,6 +194,10 @@ export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
   'ACTIVITY_TASK_SCHEDULED sealCheckpoint',
   'ACTIVITY_TASK_STARTED sealCheckpoint',
   'ACTIVITY_TASK_COMPLETED sealCheckpoint',
+  // the same activity after the lean-checkpoint-seal-v1 patch
+  'ACTIVITY_TASK_SCHEDULED checkpointSeal',
+  'ACTIVITY_TASK_STARTED checkpointSeal',
+  'ACTIVITY_TASK_COMPLETED checkpointSeal',
 ];
 
 /**

@@ -14,6 +14,7 @@ import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
 import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
+import { conversationCommand } from './commands/conversation';
 import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
 import { worldCommand } from './commands/world';
@@ -53,6 +54,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(resumeCommand(ctx));
   program.addCommand(stopCommand(ctx));
   program.addCommand(ledgerCommand(ctx));
+  program.addCommand(conversationCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(worldCommand(ctx));
   program.addCommand(codecServerCommand(ctx));

@@ -147,6 +147,24 @@ export class ConversationStore implements ConversationAccess {
     return row ? (JSON.parse(row.output) as unknown) : output;
   }
 
+  /**
+   * The reference of a conversation's newest message (the furthest position; among branches
+   * of the same length the last written), or null when it has none. For operators
+   * (`agentctl conversation`): a run's own memory names its exact reference.
+   */
+  async latest(conversation: string): Promise<ConversationRef | null> {
+    const row = await this.db.unit('read', (tx) =>
+      tx.get<{ hash: string; position: number | string; cum_chars: number | string }>(
+        `SELECT hash, position, cum_chars FROM agent_conversation WHERE conversation_id = ?
+          ORDER BY position DESC, created_at DESC LIMIT 1`,
+        [conversation],
+      ),
+    );
+    return row
+      ? { conversation, length: Number(row.position) + 1, hash: row.hash, chars: Number(row.cum_chars) }
+      : null;
+  }
+
   /** Rows of a conversation (for `bench:long`, tests and operators). */
   async count(conversation?: string): Promise<number> {
     const row = await this.db.unit('read', (tx) =>

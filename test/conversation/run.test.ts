@@ -13,6 +13,7 @@ import { messageBudgetChars } from '../../activities/planners/context-window';
 import type { PlanOutput } from '../../activities/types';
 import { resumeUpdate, statusQuery, type RunResult } from '../../common/contracts';
 import { waitFor } from '../helpers/run-inputs';
+import { agentctl, cliEnv } from '../client/cli-helpers';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startOpenAIServer } from '../planners/servers/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
@@ -103,6 +104,24 @@ describe('long LLM runs (conversation store, compaction)', () => {
     expect(Math.max(...sizesInHistory)).toBeLessThan(4 * NOTE);
     const bytes = sizesInHistory.reduce((a, b) => a + b, 0);
     expect(bytes / TURNS).toBeLessThan(25_000);
+
+    // agentctl shows what the history no longer holds: the conversation, from the worker's database.
+    const cli = await agentctl(['conversation', run.workflowId, '--last', '3', '--width', '60'], cliEnv(h));
+    expect(cli.stderr).toBe('');
+    expect(cli.code).toBe(0);
+    const lines = cli.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(
+      new RegExp(`^${run.workflowId}: ${1 + 2 * TURNS + 1} messages, \\d+ characters; the newest 3:$`),
+    );
+    expect(lines.slice(1).map((l) => l.split(':')[0])).toEqual([
+      `#${2 * TURNS - 1} assistant`,
+      `#${2 * TURNS} user`,
+      `#${2 * TURNS + 1} assistant`,
+    ]);
+    expect(lines[3]).toContain(`All ${TURNS} notes written.`);
+    const missing = await agentctl(['conversation', 'no-such-run'], cliEnv(h));
+    expect(missing).toMatchObject({ code: 3 });
+    expect(missing.stderr).toContain('no conversation stored for no-such-run');
   });
 
   it('stops NEEDS_HUMAN context_exhausted after one tighter retry, with its checkpoint and no tool call', async () => {

@@ -50,6 +50,7 @@ import {
   MAX_PAYLOAD_BYTES,
   payloadTooLarge,
 } from '../common/payload-limits';
+import { PLAIN_ROWS, type RowCodec } from './row-codec';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
 import type { World } from './tools/demo/world';
@@ -97,6 +98,12 @@ export interface ActivityDeps {
    * in the planner's memory, through workflow history, as before issue 9).
    */
   readonly conversations?: ConversationAccess | null;
+  /**
+   * Seals what the default conversation and payload stores write (activities/row-codec.ts):
+   * `createAgentWorker` passes the worker's payload codec, so data moved out of history stays
+   * encrypted; default plain text.
+   */
+  readonly rows?: RowCodec;
   /**
    * Where large tool results live (activities/payloads). By default beside the ledger, in
    * its database; null: none (a result above the payload limit then stops the run).
@@ -163,12 +170,13 @@ export function createActivities(deps: ActivityDeps) {
     approvalVerifier(operators),
   );
   // LLM planners keep their conversation here, not in workflow history (issue 9).
+  const rows = deps.rows ?? PLAIN_ROWS;
   const conversations =
-    deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger);
+    deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
   // Large results go to the payload store; the workflow gets a reference (issue 9).
-  const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger);
+  const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger, rows);
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
 
   function plannerFor(kind: string): Planner {
@@ -683,9 +691,9 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 /** The payload store in the ledger's database, or null when the ledger has none to share. */
-function payloadStoreBeside(ledger: Ledger): PayloadStore | null {
+function payloadStoreBeside(ledger: Ledger, rows: RowCodec): PayloadStore | null {
   try {
-    return PayloadStore.over(ledger);
+    return PayloadStore.over(ledger, rows);
   } catch {
     return null;
   }

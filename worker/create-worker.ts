@@ -9,6 +9,7 @@ import type { Sinks } from '@temporalio/workflow';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
+import { RowCodec } from '../activities/row-codec';
 import { openLedger, type Ledger } from '../activities/ledger';
 import { createAnthropicPlanner } from '../activities/planners/anthropic';
 import { createOpenAIPlanner } from '../activities/planners/openai';
@@ -148,15 +149,19 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
   if (mode !== 'skip') {
     await ensureSearchAttributes(o.connection, o.namespace, { register: mode === 'register' });
   }
+  const dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+  // What moves out of history into the database (conversations, large payloads) is sealed
+  // with the same codec as history (activities/row-codec.ts).
+  const rows = new RowCodec(dataConverter.payloadCodecs ?? []);
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
     ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(o.deps),
+    activities: createActivities({ rows, ...o.deps }),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     ...(o.interceptors ? { interceptors: o.interceptors } : {}),
-    dataConverter: o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env)),
+    dataConverter,
     ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions
       ? { maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions }

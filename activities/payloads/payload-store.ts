@@ -23,6 +23,7 @@ import {
   type PayloadRef,
 } from '../../common/payload-limits';
 import { SqlLedger, type Ledger, type LedgerDatabase } from '../ledger';
+import { PLAIN_ROWS, type RowCodec } from '../row-codec';
 import {
   PayloadCorruptError,
   PayloadInputError,
@@ -49,16 +50,23 @@ function runIdOf(runId: unknown): string {
 
 /** The payload store over a ledger's database. */
 export class PayloadStore {
-  constructor(private readonly db: LedgerDatabase) {}
+  /**
+   * @param rows seals the body column (activities/row-codec.ts): the worker's payload codec,
+   *   so a payload out of history is as encrypted as it was in history
+   */
+  constructor(
+    private readonly db: LedgerDatabase,
+    private readonly rows: RowCodec = PLAIN_ROWS,
+  ) {}
 
   /** The store beside `ledger`, on its connection; throws when the ledger is not a SQL ledger. */
-  static over(ledger: Ledger): PayloadStore {
+  static over(ledger: Ledger, rows: RowCodec = PLAIN_ROWS): PayloadStore {
     if (!(ledger instanceof SqlLedger)) {
       throw new PayloadStoreUnavailableError(
         `the payload store needs the SQL ledger's database (sqlite: or postgres:), not a ${ledger.backend} ledger`,
       );
     }
-    return new PayloadStore(ledger.database());
+    return new PayloadStore(ledger.database(), rows);
   }
 
   /**
@@ -71,11 +79,12 @@ export class PayloadStore {
     if (body === undefined) throw new PayloadInputError('a payload must be a JSON value (got undefined)');
     const id = sha256(body);
     const bytes = utf8Bytes(body);
+    const sealed = await this.rows.seal(body);
     await this.db.unit('write', (tx) =>
       tx.run(
         `INSERT INTO agent_payloads (run_id, id, bytes, body, created_at) VALUES (?, ?, ?, ?, ${this.db.now})
          ON CONFLICT (run_id, id) DO NOTHING`,
-        [run, id, bytes, body],
+        [run, id, bytes, sealed],
       ),
     );
     return {
@@ -95,8 +104,9 @@ export class PayloadStore {
       tx.get<{ body: string }>('SELECT body FROM agent_payloads WHERE run_id = ? AND id = ?', [run, ref.id]),
     );
     if (!row) throw new PayloadNotFoundError(run, ref.id);
-    if (sha256(row.body) !== ref.id) throw new PayloadCorruptError(run, ref.id);
-    return JSON.parse(row.body) as unknown;
+    const body = await this.rows.open(row.body);
+    if (sha256(body) !== ref.id) throw new PayloadCorruptError(run, ref.id);
+    return JSON.parse(body) as unknown;
   }
 
   /** How many payloads `runId` has stored and their total bytes. */

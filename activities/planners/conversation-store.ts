@@ -20,6 +20,7 @@
 import { createHash } from 'node:crypto';
 import { SqlLedger, type Ledger, type LedgerDatabase } from '../ledger';
 import type { ConversationAccess, ConversationRef, StoredMessage } from '../../common/conversation';
+import { PLAIN_ROWS, type RowCodec } from '../row-codec';
 import { PlannerProtocolError } from './errors';
 
 export type { ConversationAccess, ConversationRef, StoredMessage };
@@ -51,11 +52,18 @@ interface ChainRow {
 
 /** The conversation store over the ledger's database (migration 4). */
 export class ConversationStore implements ConversationAccess {
-  constructor(private readonly db: LedgerDatabase) {}
+  /**
+   * @param rows seals the message column (activities/row-codec.ts): the worker's payload
+   *   codec, so a conversation out of history is as encrypted as it was in history
+   */
+  constructor(
+    private readonly db: LedgerDatabase,
+    private readonly rows: RowCodec = PLAIN_ROWS,
+  ) {}
 
   /** The store beside `ledger`, on its connection; null when the ledger is not a SQL ledger. */
-  static over(ledger: Ledger): ConversationStore | null {
-    return ledger instanceof SqlLedger ? new ConversationStore(ledger.database()) : null;
+  static over(ledger: Ledger, rows: RowCodec = PLAIN_ROWS): ConversationStore | null {
+    return ledger instanceof SqlLedger ? new ConversationStore(ledger.database(), rows) : null;
   }
 
   async tail(ref: ConversationRef, maxChars: number): Promise<StoredMessage[]> {
@@ -84,14 +92,19 @@ export class ConversationStore implements ConversationAccess {
           '(reaped, or a database other than the one this run wrote to)',
       );
     }
-    return rows.map((r) => ({
-      position: Number(r.position),
-      hash: r.hash,
-      json: r.message,
-      message: JSON.parse(r.message) as unknown,
-      parentHash: r.parent_hash,
-      charsBefore: Number(r.cum_chars) - Number(r.chars),
-    }));
+    const out: StoredMessage[] = [];
+    for (const r of rows) {
+      const json = await this.rows.open(r.message);
+      out.push({
+        position: Number(r.position),
+        hash: r.hash,
+        json,
+        message: JSON.parse(json) as unknown,
+        parentHash: r.parent_hash,
+        charsBefore: Number(r.cum_chars) - Number(r.chars),
+      });
+    }
+    return out;
   }
 
   async append(
@@ -107,7 +120,7 @@ export class ConversationStore implements ConversationAccess {
       const json = JSON.stringify(m);
       const hash = chainHash(parent, json);
       cum += json.length;
-      rows.push([conversation, hash, parent, position, json.length, cum, json]);
+      rows.push([conversation, hash, parent, position, json.length, cum, await this.rows.seal(json)]);
       parent = hash;
       position += 1;
     }
@@ -129,22 +142,22 @@ export class ConversationStore implements ConversationAccess {
     const row = await this.db.unit('read', (tx) =>
       tx.get<{ output: string }>('SELECT output FROM agent_planner_turns WHERE turn_key = ?', [turnKey]),
     );
-    return row ? (JSON.parse(row.output) as unknown) : null;
+    return row ? (JSON.parse(await this.rows.open(row.output)) as unknown) : null;
   }
 
   async saveTurn(turnKey: string, conversation: string, output: unknown): Promise<unknown> {
-    const json = JSON.stringify(output);
+    const sealed = await this.rows.seal(JSON.stringify(output));
     const row = await this.db.unit('write', async (tx) => {
       await tx.run(
         `INSERT INTO agent_planner_turns (turn_key, conversation_id, output, created_at)
          VALUES (?, ?, ?, ${this.db.now}) ON CONFLICT DO NOTHING`,
-        [turnKey, conversation, json],
+        [turnKey, conversation, sealed],
       );
       return tx.get<{ output: string }>('SELECT output FROM agent_planner_turns WHERE turn_key = ?', [
         turnKey,
       ]);
     });
-    return row ? (JSON.parse(row.output) as unknown) : output;
+    return row ? (JSON.parse(await this.rows.open(row.output)) as unknown) : output;
   }
 
   /**

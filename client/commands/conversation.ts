@@ -7,6 +7,8 @@
 import { Command } from 'commander';
 import { DEFAULT_LEDGER_URL, ledgerUrlFromEnv, openLedger, type Ledger } from '../../activities/ledger';
 import { ConversationStore } from '../../activities/planners/conversation-store';
+import { RowCodec } from '../../activities/row-codec';
+import { loadPayloadCodec } from '../../codec';
 import { CliError, Exit } from '../format';
 import type { Ctx } from './common';
 
@@ -42,7 +44,9 @@ export function conversationCommand(ctx: Ctx): Command {
       let ledger: Ledger | undefined;
       try {
         ledger = await openLedger(ledgerUrlFromEnv(ctx.env));
-        const store = ConversationStore.over(ledger);
+        // The workers seal rows with their payload codec: the same keys open them here.
+        const { codec } = loadPayloadCodec(ctx.env);
+        const store = ConversationStore.over(ledger, new RowCodec(codec ? [codec] : []));
         if (!store) throw new CliError(Exit.ERROR, 'the ledger is not a SQL ledger: no conversation store');
         const ref = await store.latest(workflowId);
         if (!ref) throw new CliError(Exit.REFUSED, `no conversation stored for ${workflowId}`);

@@ -105,6 +105,18 @@ describe('long LLM runs (conversation store, compaction)', () => {
     const bytes = sizesInHistory.reduce((a, b) => a + b, 0);
     expect(bytes / TURNS).toBeLessThan(25_000);
 
+    // Out of history, still encrypted: the rows are sealed with the worker's payload codec.
+    const raw = await (h.deps.ledger as SqlLedger<unknown>)
+      .database()
+      .unit('read', (tx) =>
+        tx.all<{ message: string }>('SELECT message FROM agent_conversation WHERE conversation_id = ?', [
+          run.workflowId,
+        ]),
+      );
+    expect(raw).toHaveLength(1 + 2 * TURNS + 1);
+    expect(raw.every((r) => r.message.startsWith('codec1:'))).toBe(true);
+    expect(raw.some((r) => r.message.includes('note-') || r.message.includes('Write notes'))).toBe(false);
+
     // agentctl shows what the history no longer holds: the conversation, from the worker's database.
     const cli = await agentctl(['conversation', run.workflowId, '--last', '3', '--width', '60'], cliEnv(h));
     expect(cli.stderr).toBe('');

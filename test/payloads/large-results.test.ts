@@ -13,6 +13,7 @@
  * - a checkpoint that cannot fit the continue-as-new input stops payload_too_large instead.
  */
 import { join } from 'node:path';
+import { RowCodec } from '../../activities/row-codec';
 import { defaultPayloadConverter, type DataConverter, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
@@ -129,7 +130,8 @@ describe('large payloads (issue 9)', () => {
   let store: PayloadStore;
   beforeAll(async () => {
     h = await startHarness({ tools: bigTools });
-    store = PayloadStore.over(h.deps.ledger);
+    // The worker seals payload rows with its codec (activities/row-codec.ts): open them with the same.
+    store = PayloadStore.over(h.deps.ledger, new RowCodec(h.dataConverter.payloadCodecs ?? []));
   });
   afterAll(async () => {
     await h?.close();

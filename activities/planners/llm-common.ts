@@ -17,6 +17,7 @@ import type {
 } from '../../common/planner';
 import { NO_USAGE } from '../../common/planner';
 import type { Usage } from '../../guard/schemas';
+import { activityLog } from '../activity-context';
 import { TIGHTER } from './context-window';
 import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError } from './errors';
 
@@ -392,7 +393,16 @@ async function askWithin<M>(
             `${budget} characters of messages: ${err.message}`,
         );
       }
-      budget = Math.floor(budget * TIGHTER);
+      const tighter = Math.floor(budget * TIGHTER);
+      activityLog(
+        'warn',
+        `the ${adapter.provider} model refused a request as too long; retrying once compacted tighter`,
+        {
+          budgetChars: budget,
+          retryBudgetChars: tighter,
+        },
+      );
+      budget = tighter;
     }
   }
 }

@@ -53,6 +53,7 @@ import {
   secondsPerTurnAround,
   type ChainMeasure,
 } from './long-history';
+import { cliFlags, intFlag } from '../scripts/cli-args';
 
 interface Options {
   turns: number;
@@ -74,18 +75,8 @@ function parseArgs(argv: string[]): Options {
     provider: 'openai',
     json: false,
   };
-  const int = (name: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min)
-      throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
-    return n;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=')
-      ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-      : [a, undefined];
-    const value = (): string | undefined => inline ?? argv[++i];
+  const int = intFlag;
+  for (const { flag, value } of cliFlags(argv)) {
     switch (flag) {
       case '--turns':
         o.turns = int(flag, value(), 20);
@@ -120,7 +111,7 @@ function parseArgs(argv: string[]): Options {
         process.exit(0);
         break;
       default:
-        throw new Error(`unknown flag ${a} (try --help)`);
+        throw new Error(`unknown flag ${flag} (try --help)`);
     }
   }
   return o;

@@ -40,6 +40,7 @@ import { LONG_HISTORY_CHANNEL_ARGS, measureChain } from '../bench/long-history';
 import { freePort } from './dev-server';
 import { longRunGoal, type LongModelStats } from './long-model/server';
 import { PROJECT_ROOT } from './temporal-cli';
+import { cliFlags, intFlag } from './cli-args';
 
 interface Options {
   turns: number;
@@ -63,18 +64,8 @@ function parseArgs(argv: readonly string[]): Options {
     keep: false,
     json: false,
   };
-  const int = (flag: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min)
-      throw new Error(`${flag}: expected an integer >= ${min}, got ${v}`);
-    return n;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=')
-      ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-      : [a, undefined];
-    const value = (): string | undefined => inline ?? argv[++i];
+  const int = intFlag;
+  for (const { flag, value } of cliFlags(argv)) {
     switch (flag) {
       case '--turns':
         o.turns = int(flag, value(), 1);
@@ -108,7 +99,7 @@ function parseArgs(argv: readonly string[]): Options {
         process.exit(0);
         break;
       default:
-        throw new Error(`unknown flag ${a} (try --help)`);
+        throw new Error(`unknown flag ${flag} (try --help)`);
     }
   }
   return o;

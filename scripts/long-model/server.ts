@@ -45,6 +45,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { cliFlags, intFlag } from '../cli-args';
 
 /** Options of {@link startLongModelServer}. */
 export interface LongModelServerOptions {
@@ -537,18 +538,8 @@ function parseCli(argv: readonly string[]): LongModelServerOptions & { protocol:
     port: 0,
     host: '127.0.0.1',
   };
-  const int = (flag: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isInteger(n) || n < min)
-      throw new Error(`${flag}: expected an integer >= ${min}, got ${v}`);
-    return n;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=')
-      ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-      : [a, undefined];
-    const value = (): string | undefined => inline ?? argv[++i];
+  const int = intFlag;
+  for (const { flag, value } of cliFlags(argv)) {
     switch (flag) {
       case '--protocol': {
         const v = value();
@@ -581,7 +572,7 @@ function parseCli(argv: readonly string[]): LongModelServerOptions & { protocol:
         process.exit(0);
         break;
       default:
-        throw new Error(`unknown flag ${a} (try --help)`);
+        throw new Error(`unknown flag ${flag} (try --help)`);
     }
   }
   return out;

@@ -41,6 +41,30 @@ export function chainHash(parent: string | null, json: string): string {
     .digest('hex');
 }
 
+/** The rows `messages` become after `after` (hash, parent, position, cumulative chars), and the new end. */
+function chained(
+  conversation: string,
+  after: { hash: string | null; position: number; chars: number },
+  messages: readonly unknown[],
+): {
+  rows: Array<{ hash: string; parent: string | null; position: number; cum: number; json: string }>;
+  ref: ConversationRef;
+} {
+  let parent = after.hash;
+  let position = after.position;
+  let cum = after.chars;
+  const rows = [];
+  for (const m of messages) {
+    const json = JSON.stringify(m);
+    const hash = chainHash(parent, json);
+    cum += json.length;
+    rows.push({ hash, parent, position, cum, json });
+    parent = hash;
+    position += 1;
+  }
+  return { rows, ref: { conversation, length: position, hash: parent, chars: cum } };
+}
+
 interface ChainRow {
   hash: string;
   parent_hash: string | null;
@@ -112,17 +136,18 @@ export class ConversationStore implements ConversationAccess {
     after: { hash: string | null; position: number; chars: number },
     messages: readonly unknown[],
   ): Promise<ConversationRef> {
-    let parent = after.hash;
-    let position = after.position;
-    let cum = after.chars;
+    const chain = chained(conversation, after, messages);
     const rows: unknown[][] = [];
-    for (const m of messages) {
-      const json = JSON.stringify(m);
-      const hash = chainHash(parent, json);
-      cum += json.length;
-      rows.push([conversation, hash, parent, position, json.length, cum, await this.rows.seal(json)]);
-      parent = hash;
-      position += 1;
+    for (const r of chain.rows) {
+      rows.push([
+        conversation,
+        r.hash,
+        r.parent,
+        r.position,
+        r.json.length,
+        r.cum,
+        await this.rows.seal(r.json),
+      ]);
     }
     if (rows.length > 0) {
       await this.db.unit('write', async (tx) => {
@@ -135,7 +160,7 @@ export class ConversationStore implements ConversationAccess {
         }
       });
     }
-    return { conversation, length: position, hash: parent, chars: cum };
+    return chain.ref;
   }
 
   async storedTurn(turnKey: string): Promise<unknown> {
@@ -226,19 +251,12 @@ export class MemoryConversations implements ConversationAccess {
     after: { hash: string | null; position: number; chars: number },
     messages: readonly unknown[],
   ): Promise<ConversationRef> {
-    let parent = after.hash;
-    let position = after.position;
-    let cum = after.chars;
-    for (const m of messages) {
-      const json = JSON.stringify(m);
-      const hash = chainHash(parent, json);
-      cum += json.length;
-      const key = `${conversation}/${hash}`;
-      if (!this.rows.has(key)) this.rows.set(key, { parent, position, chars: json.length, cum, json });
-      parent = hash;
-      position += 1;
+    const chain = chained(conversation, after, messages);
+    for (const r of chain.rows) {
+      const key = `${conversation}/${r.hash}`;
+      if (!this.rows.has(key)) this.rows.set(key, { ...r, chars: r.json.length });
     }
-    return { conversation, length: position, hash: parent, chars: cum };
+    return chain.ref;
   }
 
   async storedTurn(turnKey: string): Promise<unknown> {

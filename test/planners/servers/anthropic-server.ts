@@ -13,6 +13,7 @@ import {
   type RunningServer,
   type Script,
 } from './http-script';
+import { anthropicViolation } from '../../../scripts/long-model/protocol';
 
 /** A content block the scripted model replies with. */
 export type ScriptedAnthropicBlock =
@@ -77,39 +78,7 @@ function errorReply(
   };
 }
 
-/** Checks the tool protocol the real API enforces; returns the violation, or null. */
-function protocolViolation(body: Json): string | null {
-  if (typeof body.model !== 'string') return 'model: Field required';
-  if (typeof body.max_tokens !== 'number') return 'max_tokens: Field required';
-  const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
-  let expectedRole = 'user';
-  let openToolUses: string[] = [];
-  for (const [i, raw] of messages.entries()) {
-    const m = raw as Json;
-    if (m.role !== expectedRole)
-      return `messages.${i}.role: expected ${expectedRole}, roles must alternate starting with user`;
-    const blocks =
-      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as Json[]);
-    if (!Array.isArray(blocks)) return `messages.${i}.content: invalid`;
-    if (m.role === 'user') {
-      const answered = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id as string);
-      for (const id of answered)
-        if (!openToolUses.includes(id))
-          return `messages.${i}: tool_result ${id} has no tool_use in the previous message`;
-      for (const id of openToolUses) {
-        if (!answered.includes(id))
-          return `messages.${i}: tool_use ids were found without tool_result blocks immediately after: ${id}`;
-      }
-      openToolUses = [];
-    } else {
-      openToolUses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id as string);
-    }
-    expectedRole = m.role === 'user' ? 'assistant' : 'user';
-  }
-  if (expectedRole !== 'assistant') return 'the last message must be a user message';
-  return null;
-}
+const protocolViolation = anthropicViolation;
 
 /** Starts the server. Use `origin` as the SDK's `baseURL`. */
 export async function startAnthropicServer(

@@ -14,6 +14,7 @@ import {
   type RunningServer,
   type Script,
 } from './http-script';
+import { openaiViolation } from '../../../scripts/long-model/protocol';
 
 /** A tool call the scripted model makes; `arguments` is sent verbatim (it is JSON *text*). */
 export interface ScriptedOpenAIToolCall {
@@ -84,30 +85,7 @@ function errorReply(
   };
 }
 
-function protocolViolation(body: Json): string | null {
-  if (typeof body.model !== 'string') return 'you must provide a model parameter';
-  const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0)
-    return "'messages' must contain at least one message";
-  let open: string[] = [];
-  for (const [i, raw] of messages.entries()) {
-    const m = raw as Json;
-    if (m.role === 'tool') {
-      const id = m.tool_call_id as string;
-      if (!open.includes(id))
-        return `messages.[${i}]: a message with role 'tool' must answer a preceding tool_calls entry (${id})`;
-      open = open.filter((x) => x !== id);
-      continue;
-    }
-    if (open.length > 0)
-      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${open.join(', ')}`;
-    if (m.role === 'assistant')
-      open = ((m.tool_calls as Json[] | undefined) ?? []).map((tc) => tc.id as string);
-  }
-  if (open.length > 0)
-    return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. Missing: ${open.join(', ')}`;
-  return null;
-}
+const protocolViolation = openaiViolation;
 
 /** Starts the server. Use `baseURL` as the SDK's `baseURL`. */
 export async function startOpenAIServer(

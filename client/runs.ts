@@ -33,6 +33,7 @@ import {
 } from '../common/contracts';
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
+import { jsonBytes, MAX_PAYLOAD_BYTES } from '../common/payload-limits';
 
 /** The replay output of docs/spec.md §6 (key order as `npm run replay` prints it). */
 export interface RunOutcome {
@@ -76,6 +77,16 @@ export async function startRun(
   client: Client,
   o: StartRunOptions,
 ): Promise<WorkflowHandleWithFirstExecutionRunId> {
+  // Refused here with the size named, not by the server with a gRPC error (or, just below its
+  // limit, at the run's first continue-as-new, which would stop it payload_too_large).
+  const bytes = jsonBytes(o.input);
+  if (bytes > MAX_PAYLOAD_BYTES) {
+    throw new CliError(
+      Exit.USAGE,
+      `the run input is ${bytes} bytes, above the ${MAX_PAYLOAD_BYTES}-byte payload limit: keep large data ` +
+        'out of the goal and the script (tools can read it), or split the job',
+    );
+  }
   try {
     return await client.workflow.start(WORKFLOW_TYPE, {
       taskQueue: o.taskQueue,

@@ -21,7 +21,7 @@ describe('startRun', () => {
     const input = { goal: 'x'.repeat(MAX_PAYLOAD_BYTES), planner: { kind: 'openai' } } as unknown as RunInput;
     await expect(startRun(client, { workflowId: 'w', taskQueue: 'q', input })).rejects.toThrow(
       new RegExp(
-        `the run input is ${MAX_PAYLOAD_BYTES + 44} bytes, above the ${MAX_PAYLOAD_BYTES}-byte payload limit`,
+        `the run input is ${JSON.stringify(input).length} bytes, above the ${MAX_PAYLOAD_BYTES}-byte payload limit`,
       ),
     );
     expect(calls).toBe(0);

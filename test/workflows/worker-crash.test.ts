@@ -128,7 +128,11 @@ describe('worker process killed mid-run', () => {
       expect(r.summary).toBe('survived a crash');
 
       const counts = await world.counters(workflowId);
-      expect(counts).toEqual({
+      // A read is not behind the ledger: the poll in flight when the worker died (its count
+      // committed, its completion never reported) may run once more. Writes run exactly once.
+      expect(counts.poll_job).toBeGreaterThanOrEqual(POLLS);
+      expect(counts.poll_job).toBeLessThanOrEqual(POLLS + 1);
+      expect({ ...counts, poll_job: POLLS }).toEqual({
         write_record: 2, // crash-a and crash-b, once each
         start_job: 1,
         poll_job: POLLS,

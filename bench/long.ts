@@ -36,13 +36,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
 import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../scripts/dev-server';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
-import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from '../worker/create-worker';
+import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import {
   bytesOfTurns,
@@ -348,11 +349,7 @@ async function main(): Promise<void> {
   };
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const wall0 = performance.now();
-  const noop = (): void => undefined;
-  const bundle = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
-  });
+  const bundle = await quietWorkflowBundle();
 
   const model = await startLongModelServer({
     turns: o.turns,

@@ -53,14 +53,15 @@ import {
 } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { findPostgresBin } from '../scripts/chaos/postgres';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
 import { startDevServer, type DevServerHandle } from '../scripts/dev-server';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../worker/create-worker';
+import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { fleetRows, type FleetRow } from './fleet';
 import { stepBreakdown, type StepBreakdown } from './fleet-profile';
@@ -499,11 +500,7 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const wall0 = performance.now();
 
-  const noop = (): void => undefined;
-  const bundle = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
-  });
+  const bundle = await quietWorkflowBundle();
 
   const cliDir = mkdtempSync(join(tmpdir(), 'alg-bench-cli-'));
   const fastCli = await cliWithDynamicConfig(cliDir, FAST_DISPATCH_DYNAMIC_CONFIG);

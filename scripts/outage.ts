@@ -19,10 +19,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { quietWorkflowBundle } from './workflow-bundle';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import { resumeUpdate, statusQuery, type RunInput, type RunStatus } from '../common/contracts';
-import { createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from '../worker/create-worker';
+import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
 import { agentRun } from '../workflows';
 import { startDevServer } from './dev-server';
 import { DatabaseOutage, watchToolAttempts } from './outage/database';
@@ -140,7 +141,6 @@ export async function runOutage(
     const nativeConnection = await NativeConnection.connect({ address: server.address });
     cleanups.unshift(() => nativeConnection.close());
     const taskQueue = `outage-${randomBytes(4).toString('hex')}`;
-    const noop = () => undefined;
     const worker = await createAgentWorker({
       connection: nativeConnection,
       namespace: server.namespace,
@@ -148,10 +148,7 @@ export async function runOutage(
       deps,
       dataConverter,
       interceptors: { activity: [watch.factory] },
-      workflowBundle: await bundleWorkflowCode({
-        workflowsPath: WORKFLOWS_PATH,
-        logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
-      }),
+      workflowBundle: await quietWorkflowBundle(),
     });
     const running = worker.run();
     cleanups.unshift(async () => {

@@ -171,8 +171,9 @@ export function createActivities(deps: ActivityDeps) {
   );
   // LLM planners keep their conversation here, not in workflow history (issue 9).
   const rows = deps.rows ?? PLAIN_ROWS;
-  const conversations =
-    deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
+  const store = deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
+  // Its database failures typed, so the plan activity tells an outage from a planner failure.
+  const conversations = store ? storeFaultsTyped(store) : null;
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
   // Large results go to the payload store; the workflow gets a reference (issue 9).
@@ -246,7 +247,7 @@ export function createActivities(deps: ActivityDeps) {
   async function planTurn(input: PlanInput): Promise<PlanOutput> {
     const planner = plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
-    const store = llm && conversations ? storeFaultsTyped(conversations) : null;
+    const store = llm ? conversations : null;
     const plannerInput: PlannerInput = {
       runId: input.runId,
       goal: input.goal,
@@ -327,11 +328,6 @@ export function createActivities(deps: ActivityDeps) {
     const canonicalArgs = await payloads.put(runId, p.canonicalArgs);
     const turn = out.turn.type === 'call' && out.turn.args !== null ? { ...out.turn, args } : out.turn;
     return { ...out, turn, proposal: { ...p, args, canonicalArgs } };
-  }
-
-  /** Args as a tool needs them: a payload reference (large args, see above) resolved. */
-  async function resolvedArgs(runId: string, args: unknown): Promise<unknown> {
-    return isPayloadRef(args) ? resolvePayloadRefs(payloads, runId, args) : args;
   }
 
   /**
@@ -475,7 +471,10 @@ export function createActivities(deps: ActivityDeps) {
    * (non-retryable: the run stops payload_too_large with its checkpoint, it never fails).
    */
   async function runTool(raw: RunToolInput): Promise<RunToolOutput> {
-    const input = isPayloadRef(raw.args) ? { ...raw, args: await resolvedArgs(raw.runId, raw.args) } : raw;
+    // Large call args reached the workflow as a reference (largeArgsByReference): resolved here.
+    const input = isPayloadRef(raw.args)
+      ? { ...raw, args: await resolvePayloadRefs(payloads, raw.runId, raw.args) }
+      : raw;
     const out = await callTool(input);
     // A fixture's result came from the workflow's own input: it is in history already.
     if (out.via === 'fixture' || out.result.kind !== 'SUCCESS') return guardToolOutput(out, input.tool);
@@ -594,7 +593,7 @@ export function createActivities(deps: ActivityDeps) {
   /** Re-verifies, from external state, that what stopped a run has changed. */
   async function verifyPrecondition(raw: VerifyInput): Promise<VerifyOutput> {
     const input = isPayloadRef(raw.blockedArgs)
-      ? { ...raw, blockedArgs: await resolvedArgs(raw.runId, raw.blockedArgs) }
+      ? { ...raw, blockedArgs: await resolvePayloadRefs(payloads, raw.runId, raw.blockedArgs) }
       : raw;
     const version = await world.progressVersion(input.runId);
     if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {

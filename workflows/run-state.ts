@@ -92,6 +92,19 @@ const PATCH_AUTHORITY = 'operator-authority-v1';
 const PATCH_LEAN_SEAL = 'lean-checkpoint-seal-v1';
 
 const MAX_DECISIONS_KEPT = 5000;
+/**
+ * Plan-activity failures that are not the planner's: the stop reason each becomes (any
+ * other failure is `planner_failed`).
+ */
+const PLAN_FAILURE_REASONS: Readonly<Record<string, GuardReason>> = {
+  // The planner answered but the ledger or the conversation store could not be read.
+  [LEDGER_UNAVAILABLE]: GuardReason.INFRASTRUCTURE_FAULT,
+  // Even compacted, the next request does not fit the model's window.
+  [CONTEXT_EXHAUSTED_ERROR]: GuardReason.CONTEXT_EXHAUSTED,
+  // The planner's answer is too big for history (e.g. a huge reply).
+  [PAYLOAD_TOO_LARGE]: GuardReason.PAYLOAD_TOO_LARGE,
+};
+
 /** How many completed keys, stops and refused resumes the planner's run facts name. */
 const FACT_KEYS = 10;
 const FACT_ITEMS = 5;
@@ -420,22 +433,9 @@ export class RunState {
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
-      if (isPayloadTooLarge(err)) {
-        // The planner's answer is too big for history (e.g. a huge reply): stop, never fail.
-        const reason = GuardReason.PAYLOAD_TOO_LARGE;
-        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, PAYLOAD_TOO_LARGE, failureMessage(err));
-        return null;
-      }
-      if (cause?.type === CONTEXT_EXHAUSTED_ERROR) {
-        // Even compacted, the next request does not fit the model's window.
-        const reason = GuardReason.CONTEXT_EXHAUSTED;
-        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
-        return null;
-      }
-      if (cause?.type === LEDGER_UNAVAILABLE) {
-        // The planner answered but the ledger could not be read: a fault of the store.
-        const reason = GuardReason.INFRASTRUCTURE_FAULT;
-        this.runtimeStop(reason, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
+      const known = cause?.type ? PLAN_FAILURE_REASONS[cause.type] : undefined;
+      if (cause?.type && known) {
+        this.runtimeStop(known, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
         return null;
       }
       const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${failureMessage(err)}`;

@@ -300,7 +300,7 @@ export function createActivities(deps: ActivityDeps) {
         ...n,
         ledger: n.rejection ? null : await ledgerView(n, input.runId),
         fixture: null,
-        approval: n.rejection ? null : await approvalView(n, input.runId),
+        approval: n.rejection ? null : await approvalView(n, input.runId, input.approvalStopRef ?? null),
       };
       // The proposal carries the args the tool gets; the turn's copy would only double them in history.
       const lean = llm ? { ...turn, args: null } : turn;
@@ -331,19 +331,25 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /**
-   * Whether the call needs an approval and the id of one that may authorise it now (bound to
-   * this run and fingerprint, unused, unexpired, not denied). When none does, the request is
-   * audited: the workflow now stops approval_required showing the call.
+   * Whether the call needs an approval and the id of one that may authorise it now: granted
+   * for this run, this fingerprint and the stop the run has just lifted (`stopRef`), unused,
+   * unexpired, not denied. Without a lifted stop nothing is offered. When none is, the request
+   * is audited: the workflow now stops approval_required showing the call.
    */
-  async function approvalView(n: NormalizedProposal, runId: string): Promise<ProposalInfo['approval']> {
+  async function approvalView(
+    n: NormalizedProposal,
+    runId: string,
+    stopRef: string | null,
+  ): Promise<ProposalInfo['approval']> {
     const tool = registry.get(n.tool);
     if (!tool || !approvalRequired(tool, n.args, approvalPolicy)) return null;
-    const found = approvals ? await approvals.findUsable(runId, n.fingerprint, n.argsHash) : null;
+    const q = { runId, fingerprint: n.fingerprint, argsHash: n.argsHash, stopRef, by: identity };
+    const found = approvals ? await approvals.findUsable(q) : null;
     if (!found && approvals) {
       const args = JSON.stringify(redact(n.canonicalArgs));
       await approvals.request(runId, identity, `${n.fingerprint} ${n.tool} ${args}`);
     }
-    return { required: true, approvalId: found?.id ?? null };
+    return { required: true, approvalId: found?.id ?? null, stopRef: found ? stopRef : null };
   }
 
   /**
@@ -382,6 +388,7 @@ export function createActivities(deps: ActivityDeps) {
       runId: input.runId,
       fingerprint: n.fingerprint,
       argsHash: n.argsHash,
+      stopRef: input.approvalStopRef ?? null,
       by,
       // Only a Temporal retry of this same activity may find it used by itself.
       retry: attempt > 1 && activityId !== 'direct',
@@ -644,7 +651,7 @@ export function createActivities(deps: ActivityDeps) {
       };
     }
     if (!approvals) return { changed: false, detail: 'this worker has no approval store' };
-    const check = await approvals.checkStop(input.runId, fingerprint, stopRef);
+    const check = await approvals.checkStop(input.runId, fingerprint, stopRef, `${input.runId}/verify`);
     if (!check.ok) return { changed: false, detail: `not approved (${check.why}): ${check.message}` };
     const a = check.approval;
     return {

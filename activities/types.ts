@@ -15,6 +15,12 @@ export interface PlanInput {
   readonly observation: unknown;
   /** What the run knows about itself, for a compacted request's run-state note (issue 9). */
   readonly facts?: RunFacts | null;
+  /**
+   * The stop the run has just lifted by a resume (its `last_safe_checkpoint`), while the call
+   * it was blocked on has not run yet: only an approval granted for this stop is offered.
+   * Absent or null: no approval is offered (a call that needs one stops `approval_required`).
+   */
+  readonly approvalStopRef?: string | null;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */
@@ -32,7 +38,12 @@ export interface ProposalInfo extends NormalizedProposal {
    * Whether the call needs a person's approval before it runs, and the id of a valid
    * approval for this run and this call's fingerprint, if one exists (docs/spec.md §7).
    */
-  readonly approval?: { readonly required: boolean; readonly approvalId: string | null } | null;
+  readonly approval?: {
+    readonly required: boolean;
+    readonly approvalId: string | null;
+    /** The stop the offered approval was granted for (sent back to `runTool`, which checks it). */
+    readonly stopRef?: string | null;
+  } | null;
 }
 
 /** Output of the `plan` activity. */
@@ -51,6 +62,8 @@ export interface RunToolInput {
   readonly fingerprint: string;
   /** The approval this call runs under (consumed by the activity before the tool runs). */
   readonly approvalId?: string | null;
+  /** The stop the approval was granted for: `runTool` uses it only at that stop. */
+  readonly approvalStopRef?: string | null;
   /**
    * `sha256:<hex>` of the canonical call, the ledger's args hash (docs/spec.md §8). Absent
    * from a workflow scheduled before the upgrade: the activity then computes it from `args`.

@@ -170,6 +170,11 @@ export interface Checkpoint {
   readonly traceTotal: number;
   readonly seenRequestIds: string[];
   /**
+   * The approval stop a resume lifted whose blocked call has not run yet: the only stop whose
+   * approval the run may still use (docs/security.md "Bound to the stop").
+   */
+  readonly approvalStop?: { readonly stopRef: string; readonly fingerprint: string };
+  /**
    * Set when the checkpoint was taken while the run was stopped. It names the blocked
    * call's args and operation key so that a run continued from it (`resume --from`)
    * re-checks that call's own precondition, or its ledger record (absent in older checkpoints).
@@ -271,6 +276,8 @@ export const checkpointSchema = z
         operationKey: z.string().nullable().optional(),
       })
       .nullable(),
+    /** The approval stop a resume lifted whose call has not run yet (workflows/run-state.ts). */
+    approvalStop: z.object({ stopRef: z.string(), fingerprint: z.string() }).strict().optional(),
     seal: z.string().optional(),
   })
   .strict();

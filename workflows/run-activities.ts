@@ -15,7 +15,12 @@ import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '.
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
   /** The next planner turn, given the planner's memory, the last observation and the run's facts. */
-  planTurn(memory: unknown, observation: Observation | null, facts?: RunFacts): Promise<PlanOutput>;
+  planTurn(
+    memory: unknown,
+    observation: Observation | null,
+    facts?: RunFacts,
+    approvalStopRef?: string | null,
+  ): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   runTool(p: ProposalInfo): Promise<RunToolOutput>;
   /** Re-checks, from external state, that what stopped the run has changed. */
@@ -73,13 +78,23 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation, facts) {
+    async planTurn(memory, observation, facts, approvalStopRef) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
+      // Only while a lifted approval stop's call has not run: the activity offers nothing else.
+      const lifted = approvalStopRef ? { approvalStopRef } : {};
       if (planner.kind !== 'scripted') {
-        return plan({ runId, goal: input.goal, planner, memory, observation, ...(facts ? { facts } : {}) });
+        return plan({
+          runId,
+          goal: input.goal,
+          planner,
+          memory,
+          observation,
+          ...(facts ? { facts } : {}),
+          ...lifted,
+        });
       }
       if (typeof raw !== 'object' || raw === null) {
-        return plan({ runId, goal: input.goal, planner, memory, observation });
+        return plan({ runId, goal: input.goal, planner, memory, observation, ...lifted });
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
@@ -90,6 +105,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
         planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
         memory: { next: 0 },
         observation,
+        ...lifted,
       });
       const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
       const turn =
@@ -109,7 +125,9 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
             operationKey: p.operationKey,
             fingerprint: p.fingerprint,
             argsHash: p.argsHash,
-            ...(p.approval?.approvalId ? { approvalId: p.approval.approvalId } : {}),
+            ...(p.approval?.approvalId
+              ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
+              : {}),
             fixture: p.fixture,
           },
         ],

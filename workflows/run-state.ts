@@ -56,6 +56,7 @@ import {
   raiseKeyOf,
   LEDGER_NEEDS_HUMAN_CODES,
   LoopGuard,
+  ResultCode,
   ruleOf,
   stoppedAt,
   TerminalState,
@@ -146,6 +147,21 @@ const blockedOf = (p: ProposalInfo): BlockedCall => ({
   args: p.args,
 });
 
+/** Stop reasons an approval lifts (the stops `agentctl approvals approve` binds to). */
+const APPROVAL_STOPS: ReadonlySet<string> = new Set([
+  GuardReason.APPROVAL_REQUIRED,
+  ResultCode.APPROVAL_INVALID,
+]);
+
+/** The approval stop a lift leaves pending: its ref and blocked call; null for any other stop. */
+function approvalStopOf(stop: Stop | null): { stopRef: string; fingerprint: string } | null {
+  const ref = stop?.report.last_safe_checkpoint;
+  const call = stop?.report.blocked_call;
+  return stop && ref && call && APPROVAL_STOPS.has(stop.reason)
+    ? { stopRef: ref, fingerprint: call.fingerprint }
+    : null;
+}
+
 const RESUMABLE: ReadonlySet<TerminalState> = new Set([
   TerminalState.STOPPED_LOOP_GUARD,
   TerminalState.NEEDS_HUMAN,
@@ -180,6 +196,11 @@ export class RunState {
   private stopRequest: { req: StopRequest; pending: boolean } | null = null;
   /** Set when an operator's stop arrived while a resume was being verified: that resume is refused. */
   private vetoed = false;
+  /**
+   * The approval stop a resume has just lifted, until its blocked call runs (or the run stops
+   * again): the one stop whose approval the plan activity may offer and runTool may use.
+   */
+  private approvalStop: { stopRef: string; fingerprint: string } | null;
   /** A resume the verification accepted, taken by the waiting loop. */
   private liftRequest: ResumeRequest | null = null;
   private verifying = false;
@@ -229,6 +250,7 @@ export class RunState {
         }
       : null;
     this.phase = this.stop_ ? 'STOPPED' : 'RUNNING';
+    this.approvalStop = cp?.approvalStop ?? null;
   }
 
   /** Starts the guard at the world's version (a fresh live run). */
@@ -263,6 +285,7 @@ export class RunState {
       // The unmet text can quote args or a tool's message: redacted before it is reported.
       ...(unmet ? { unmet: redactText(unmet) } : {}),
     });
+    this.approvalStop = null;
     this.stop_ = {
       terminalState,
       reason,
@@ -307,6 +330,7 @@ export class RunState {
         : {}
       : (req.raise ?? {});
     this.guard.resume(Date.now(), raise);
+    this.approvalStop = approvalStopOf(this.stop_);
     this.stop_ = null;
     this.stopRequest = null;
     this.to('RUNNING');
@@ -427,7 +451,12 @@ export class RunState {
     this.memoryBeforeTurn = this.memory;
     let planned: PlanOutput;
     try {
-      planned = await this.activities.planTurn(this.memory, this.observation, this.facts());
+      planned = await this.activities.planTurn(
+        this.memory,
+        this.observation,
+        this.facts(),
+        this.approvalStop?.stopRef ?? null,
+      );
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
@@ -589,6 +618,8 @@ export class RunState {
   /** guard.after: records the result (docs/spec.md §3); a stop keeps the FATAL's message. */
   after(x: Proposal, before: BeforeResult, result: ToolResult, progressVersion: number): AfterResult {
     const { p } = x;
+    // The lifted stop's call has run (or was answered): its approvals are spent for good.
+    if (this.approvalStop?.fingerprint === p.fingerprint) this.approvalStop = null;
     const after = this.guard.after(x.call, result, progressVersion, Date.now());
     const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
     const reason = after.decision === 'stop' ? after.reason : null;
@@ -757,6 +788,7 @@ export class RunState {
             operationKey: stop.operationKey,
           }
         : null,
+      ...(this.approvalStop ? { approvalStop: this.approvalStop } : {}),
     };
   }
 

@@ -6,7 +6,14 @@
  * {@link LedgerDatabase}, so the SQL below is written once for SQLite and PostgreSQL.
  *
  * The store never updates or deletes an audit row (the database refuses it too, by trigger);
- * the only changes to an approval are setting `used_at` once and `denied_at` once.
+ * the only changes to an approval are setting `used_at` once and `denied_at` once. A use is a
+ * row of its own in the append-only `approval_uses` (migration 5), keyed by the approval and
+ * unique per (run, stop, call): deleting and re-inserting an approvals row (refused by trigger
+ * too) cannot make it unused, and of several approvals for one stop and call at most one is
+ * ever used.
+ *
+ * An approval is usable only at the stop it was granted for: {@link ApprovalStore.findUsable}
+ * and {@link ApprovalStore.consume} take the stop the run is lifting (`stopRef`) and match it.
  *
  * A row may carry its approver's signature (migration 3). The store keeps it as given; a
  * store made {@link ApprovalStore.verifiedBy} a verifier (the worker's, over its operators)
@@ -59,6 +66,11 @@ interface ApprovalRow {
   signature: string | null;
   /** Computed in the same statement from database time. */
   expired: number | string | boolean;
+  /** The approval's row in `approval_uses`, if it was used (the one truth about a use). */
+  use_at: unknown;
+  use_by: string | null;
+  /** Another approval of the same run, stop and call was used: this one never will be. */
+  superseded: number | string | boolean;
 }
 
 interface AuditRow {
@@ -91,12 +103,26 @@ const text = (value: unknown, what: string, max = 2_000): string => {
   return value;
 };
 
-/** Thrown inside a consume to roll its use back: the used row does not verify. */
-class Unverified extends Error {
-  constructor(readonly detail: string) {
+/** Thrown inside a consume to roll its use back: the use is refused, with why. */
+class Refused extends Error {
+  constructor(
+    readonly why: RefusalWhy,
+    readonly detail: string,
+  ) {
     super(detail);
-    this.name = 'Unverified';
+    this.name = 'Refused';
   }
+}
+
+/** Where {@link ApprovalStore.findUsable} looks: this run's call, at the stop being lifted. */
+export interface UsableQuery {
+  readonly runId: string;
+  readonly fingerprint: string;
+  readonly argsHash: string | null;
+  /** The stop the run is lifting (its `last_safe_checkpoint`); null: none, so nothing is usable. */
+  readonly stopRef: string | null;
+  /** Who asks (audited on a row passed over as untrusted). */
+  readonly by: string;
 }
 
 /** The approval store over a ledger's database. */
@@ -164,13 +190,18 @@ export class ApprovalStore {
         ],
       );
       const record = (await this.byId(tx, id)) as ApprovalRecord;
+      // Stored either way (the row is evidence), but audited for what it is: a store that can
+      // tell (it has the operators) records an approval it would not trust as refused.
+      const problem = this.problemOf(record);
       await this.append(
         tx,
-        'approved',
+        problem === null ? 'approved' : 'refused',
         t.runId,
         id,
         d.actor,
-        `${t.fingerprint} at ${t.stopRef}: ${d.reason}`,
+        problem === null
+          ? `${t.fingerprint} at ${t.stopRef}: ${d.reason}`
+          : `untrusted: ${problem} (stored, never usable: ${t.fingerprint} at ${t.stopRef})`,
       );
       return record;
     });
@@ -233,77 +264,130 @@ export class ApprovalStore {
   }
 
   /**
-   * The newest approval that may authorise this call in this run now (unused, unexpired,
-   * not denied; its args hash, when stored, equal to `argsHash`; accepted by the verifier),
-   * or null.
+   * The newest approval that may authorise this call now: granted for this run, this call and
+   * the stop the run is lifting (`stopRef`), unused, with no other approval of that stop and
+   * call used, unexpired, not denied, its args hash (when stored) equal to `argsHash`, and
+   * accepted by the verifier; or null. A row passed over as untrusted is audited `refused`.
    */
-  async findUsable(
-    runId: string,
-    fingerprint: string,
-    argsHash: string | null,
-  ): Promise<ApprovalRecord | null> {
-    return this.db.unit('read', async (tx) => {
-      const rows = await tx.all<ApprovalRow>(
-        `${this.select()} WHERE run_id = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
-         AND used_at IS NULL AND denied_at IS NULL AND expires_at > ${this.db.now}
-         ORDER BY created_at DESC, id${this.verify ? '' : ' LIMIT 1'}`,
-        [runId, fingerprint, argsHash ?? ''],
+  async findUsable(q: UsableQuery): Promise<ApprovalRecord | null> {
+    if (q.stopRef === null) return null;
+    const rows = await this.db.unit('read', async (tx) =>
+      (
+        await tx.all<ApprovalRow>(
+          `${this.select()} WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
+           AND used_at IS NULL AND denied_at IS NULL AND expires_at > ${this.db.now} AND ${UNUSED_AT_STOP}
+           ORDER BY created_at DESC, id${this.verify ? '' : ' LIMIT 1'}`,
+          [q.runId, q.stopRef, q.fingerprint, q.argsHash ?? ''],
+        )
+      ).map((r) => this.decode(r)),
+    );
+    const usable = rows.find((a) => this.problemOf(a) === null) ?? null;
+    // Every untrusted row looked at before the usable one (or all, when none is) was refused.
+    const passed = usable ? rows.slice(0, rows.indexOf(usable)) : rows;
+    for (const a of passed) {
+      await this.db.unit('write', (tx) =>
+        this.append(tx, 'refused', q.runId, a.id, q.by, `unverified: ${this.problemOf(a)}`),
       );
-      // An unverifiable row (unsigned, forged, edited) is passed over, never offered.
-      return rows.map((r) => this.decode(r)).find((a) => this.problemOf(a) === null) ?? null;
-    });
+    }
+    return usable;
   }
 
   /**
-   * Uses the approval for this call, at most once, in one statement that checks everything
-   * it is bound to, then verifies the row it used (as locked by that statement); a row the
-   * verifier refuses is not used (the transaction rolls back). Audits `consumed` or, with the
-   * reason, `refused`.
+   * Uses the approval for this call at the stop being lifted, at most once: one transaction
+   * checks everything it is bound to (run, stop, call, args hash, unused, not denied,
+   * unexpired), records the use in `approval_uses` (whose keys refuse a second use of it, and a
+   * use of a second approval of the same stop and call), then verifies the row as locked; any
+   * refusal rolls the use back. Audits `consumed` (and each other approval of that stop and
+   * call as `refused`: it expires unused) or, with the reason, `refused`.
    */
   async consume(input: ConsumeInput): Promise<ConsumeOutcome> {
     try {
       return await this.consumeUnit(input);
     } catch (err) {
-      if (!(err instanceof Unverified)) throw err;
-      const message = `approval ${input.approvalId} does not verify: ${err.detail}`;
+      if (!(err instanceof Refused)) throw err;
+      const message =
+        err.why === 'unverified' ? `approval ${input.approvalId} does not verify: ${err.detail}` : err.detail;
       await this.db.unit('write', (tx) =>
-        this.append(tx, 'refused', input.runId, input.approvalId, input.by, `unverified: ${message}`),
+        this.append(tx, 'refused', input.runId, input.approvalId, input.by, `${err.why}: ${message}`),
       );
-      return { ok: false, why: 'unverified', message };
+      return { ok: false, why: err.why, message };
     }
   }
 
   private async consumeUnit(input: ConsumeInput): Promise<ConsumeOutcome> {
     const id = text(input.approvalId, 'approval id', 200);
     const by = text(input.by, 'consumer', 500);
+    const stopRef = input.stopRef ?? null;
     const argsHash = input.argsHash ?? '';
     const now = this.db.now;
     // A retry of the very activity that used it may use it again (nothing else may).
     const unused = input.retry ? '(used_at IS NULL OR used_by_activity = ?)' : 'used_at IS NULL';
     return this.db.unit('transaction', async (tx) => {
-      const used = await tx.all<{ id: string; used_at: unknown }>(
+      if (stopRef === null) {
+        throw new Refused(
+          'other_stop',
+          `approval ${id} may be used only while its stop is lifted; no stop is`,
+        );
+      }
+      const used = await tx.all<{ id: string }>(
         `UPDATE approvals SET used_at = COALESCE(used_at, ${now}), used_by_activity = ?
-         WHERE id = ? AND run_id = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
+         WHERE id = ? AND run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
          AND ${unused} AND denied_at IS NULL AND expires_at > ${now} RETURNING id`,
-        [by, id, input.runId, input.fingerprint, argsHash, ...(input.retry ? [by] : [])],
+        [by, id, input.runId, stopRef, input.fingerprint, argsHash, ...(input.retry ? [by] : [])],
       );
-      if (used.length > 0) {
-        const approval = (await this.byId(tx, id)) as ApprovalRecord;
-        const problem = this.problemOf(approval);
-        if (problem !== null) throw new Unverified(problem);
+      if (used.length === 0) {
+        const refusal = explain(await this.byId(tx, id), { ...input, stopRef });
+        throw new Refused(refusal.why, refusal.message);
+      }
+      const recorded = await tx.all<{ approval_id: string }>(
+        `INSERT INTO approval_uses (approval_id, run_id, stop_ref, fingerprint, used_by_activity, used_at)
+         VALUES (?, ?, ?, ?, ?, ${now}) ON CONFLICT DO NOTHING RETURNING approval_id`,
+        [id, input.runId, stopRef, input.fingerprint, by],
+      );
+      if (recorded.length === 0) {
+        const prior = await tx.get<{ approval_id: string; used_by_activity: string }>(
+          `SELECT approval_id, used_by_activity FROM approval_uses
+           WHERE approval_id = ? OR (run_id = ? AND stop_ref = ? AND fingerprint = ?) ORDER BY approval_id = ? DESC`,
+          [id, input.runId, stopRef, input.fingerprint, id],
+        );
+        const mine = prior?.approval_id === id && input.retry === true && prior.used_by_activity === by;
+        if (!mine) {
+          throw new Refused(
+            'used',
+            prior?.approval_id === id
+              ? `approval ${id} was used by ${prior.used_by_activity}`
+              : `approval ${prior?.approval_id ?? '?'} was already used for ${input.fingerprint} at ${stopRef}; ${id} expires unused`,
+          );
+        }
+      }
+      const approval = (await this.byId(tx, id)) as ApprovalRecord;
+      const problem = this.problemOf(approval);
+      if (problem !== null) throw new Refused('unverified', problem);
+      await this.append(
+        tx,
+        'consumed',
+        input.runId,
+        id,
+        by,
+        `${input.fingerprint} at ${stopRef}${input.retry ? ' (activity retry)' : ''}`,
+      );
+      // The other approvals of this stop and call can never be used now: say so.
+      const others = await tx.all<{ id: string }>(
+        `SELECT id FROM approvals WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND id <> ?
+         AND used_at IS NULL AND denied_at IS NULL ORDER BY created_at, id`,
+        [input.runId, stopRef, input.fingerprint, id],
+      );
+      for (const o of others) {
         await this.append(
           tx,
-          'consumed',
+          'refused',
           input.runId,
-          id,
+          o.id,
           by,
-          `${input.fingerprint}${input.retry ? ' (activity retry)' : ''}`,
+          `superseded: approval ${id} was used for ${input.fingerprint} at ${stopRef}; ${o.id} expires unused`,
         );
-        return { ok: true, approval };
       }
-      const refusal = explain(await this.byId(tx, id), input);
-      await this.append(tx, 'refused', input.runId, id, by, `${refusal.why}: ${refusal.message}`);
-      return { ok: false, ...refusal };
+      return { ok: true, approval };
     });
   }
 
@@ -311,7 +395,24 @@ export class ApprovalStore {
    * Whether a valid approval lifts the stop `stopRef` of `runId` blocked on `fingerprint`
    * (the `approval` lift rule); when none does, says why (none, denied, expired, used).
    */
-  async checkStop(runId: string, fingerprint: string, stopRef: string): Promise<StopCheck> {
+  async checkStop(runId: string, fingerprint: string, stopRef: string, by?: string): Promise<StopCheck> {
+    const check = await this.stopCheck(runId, fingerprint, stopRef);
+    if (!check.ok && by !== undefined) {
+      // A refused resume is part of the record: which approval (if any) and why.
+      const named = 'approvalId' in check ? (check.approvalId ?? null) : null;
+      await this.db.unit('write', (tx) =>
+        this.append(tx, 'refused', runId, named, by, `resume refused (${check.why}): ${check.message}`),
+      );
+    }
+    if (check.ok) return check;
+    return { ok: false, why: check.why, message: check.message };
+  }
+
+  private async stopCheck(
+    runId: string,
+    fingerprint: string,
+    stopRef: string,
+  ): Promise<StopCheck | { ok: false; why: RefusalWhy; message: string; approvalId?: string }> {
     return this.db.unit('read', async (tx) => {
       const rows = (
         await tx.all<ApprovalRow>(
@@ -328,6 +429,7 @@ export class ApprovalStore {
         return {
           ok: false,
           why: 'unverified',
+          approvalId: first.id,
           message: `approval ${first.id} does not verify: ${this.problemOf(first)}${candidates.length > 1 ? ` (nor do ${candidates.length - 1} more)` : ''}`,
         };
       }
@@ -336,6 +438,7 @@ export class ApprovalStore {
         return {
           ok: false,
           why: latest.state as RefusalWhy,
+          approvalId: latest.id,
           message: `the latest approval ${latest.id} for this stop is ${latest.state}`,
         };
       }
@@ -343,6 +446,7 @@ export class ApprovalStore {
         return {
           ok: false,
           why: 'other_stop',
+          approvalId: rows[0].id,
           message: `approval ${rows[0].id} was granted for ${rows[0].stopRef}, not for ${stopRef}`,
         };
       }
@@ -414,7 +518,7 @@ export class ApprovalStore {
   }
 
   /** Null when the row may authorise a call (no verifier, or the verifier accepts it), else why not. */
-  private problemOf(a: ApprovalRecord): string | null {
+  problemOf(a: ApprovalRecord): string | null {
     return this.verify ? this.verify(a) : null;
   }
 
@@ -424,7 +528,11 @@ export class ApprovalStore {
   }
 
   private select(): string {
-    return `SELECT *, CASE WHEN expires_at <= ${this.db.now} THEN 1 ELSE 0 END AS expired FROM approvals`;
+    return `SELECT *, CASE WHEN expires_at <= ${this.db.now} THEN 1 ELSE 0 END AS expired,
+      (SELECT u.used_at FROM approval_uses u WHERE u.approval_id = approvals.id) AS use_at,
+      (SELECT u.used_by_activity FROM approval_uses u WHERE u.approval_id = approvals.id) AS use_by,
+      CASE WHEN ${UNUSED_AT_STOP} THEN 0 ELSE 1 END AS superseded
+      FROM approvals`;
   }
 
   private async byId(tx: LedgerTx, id: string): Promise<ApprovalRecord | null> {
@@ -433,9 +541,10 @@ export class ApprovalStore {
   }
 
   private decode(r: ApprovalRow): ApprovalRecord {
-    const usedAt = this.db.isoTime(r.used_at);
+    const usedAt = this.db.isoTime(r.used_at) ?? this.db.isoTime(r.use_at);
     const deniedAt = this.db.isoTime(r.denied_at);
-    const expired = Number(r.expired) === 1 || r.expired === true;
+    // Superseded: another approval of its stop and call was used, so it expires unused.
+    const expired = truthy(r.expired) || (usedAt === null && truthy(r.superseded));
     const state: ApprovalState = deniedAt ? 'denied' : usedAt ? 'used' : expired ? 'expired' : 'valid';
     return {
       id: r.id,
@@ -449,7 +558,7 @@ export class ApprovalStore {
       createdAt: this.db.isoTime(r.created_at) as string,
       expiresAt: this.db.isoTime(r.expires_at) as string,
       usedAt,
-      usedByActivity: r.used_by_activity,
+      usedByActivity: r.used_by_activity ?? r.use_by,
       deniedAt,
       state,
       auth:
@@ -459,6 +568,13 @@ export class ApprovalStore {
     };
   }
 }
+
+/** No approval of this row's run, stop and call has been used (SQL over an `approvals` row). */
+const UNUSED_AT_STOP = `NOT EXISTS (SELECT 1 FROM approval_uses s WHERE s.run_id = approvals.run_id
+  AND s.stop_ref = approvals.stop_ref AND s.fingerprint = approvals.fingerprint)`;
+
+/** A boolean as SQLite (0/1) or PostgreSQL (true/false) returns it. */
+const truthy = (v: number | string | boolean): boolean => v === true || Number(v) === 1;
 
 /** The signed decision, checked: its id has the row kind's prefix, its signer is the actor. */
 function signedDecision(s: SignedDecision, prefix: string, d: Decider): SignedDecision {
@@ -497,6 +613,11 @@ function explain(row: ApprovalRecord | null, input: ConsumeInput): { why: Refusa
   if (!row) return { why: 'none', message: `no approval ${id}` };
   if (row.runId !== input.runId)
     return { why: 'other_run', message: `approval ${id} is for run ${row.runId}, not ${input.runId}` };
+  if (row.stopRef !== input.stopRef)
+    return {
+      why: 'other_stop',
+      message: `approval ${id} was granted for the stop ${row.stopRef}, not for ${input.stopRef ?? 'this call'}`,
+    };
   if (
     row.fingerprint !== input.fingerprint ||
     (row.argsHash !== null && row.argsHash !== (input.argsHash ?? null))

@@ -101,6 +101,11 @@ export interface ConsumeInput {
   readonly runId: string;
   readonly fingerprint: string;
   readonly argsHash?: string | null;
+  /**
+   * The stop the run is lifting (its `last_safe_checkpoint`), as the workflow sends it: the
+   * approval is used only when it was granted for exactly this stop. Null or absent: refused.
+   */
+  readonly stopRef?: string | null;
   /** The consuming activity execution, `<runId>/<activityId>`. */
   readonly by: string;
   /**

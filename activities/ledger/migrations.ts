@@ -176,6 +176,32 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 5,
+    name: 'approval uses are rows of their own, append-only; approvals are never deleted (issue 21)',
+    statements: [
+      // One row per use: an approval is used at most once, and a stop's call at most once,
+      // whatever happens to its approvals row (docs/security.md "Append-only in fact").
+      `CREATE TABLE approval_uses (
+        approval_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        stop_ref TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        used_by_activity TEXT NOT NULL,
+        used_at INTEGER NOT NULL,
+        UNIQUE (run_id, stop_ref, fingerprint)
+      )`,
+      `INSERT OR IGNORE INTO approval_uses (approval_id, run_id, stop_ref, fingerprint, used_by_activity, used_at)
+       SELECT id, run_id, stop_ref, fingerprint, COALESCE(used_by_activity, ''), used_at
+       FROM approvals WHERE used_at IS NOT NULL ORDER BY used_at, id`,
+      `CREATE TRIGGER approval_uses_no_update BEFORE UPDATE ON approval_uses
+       BEGIN SELECT RAISE(ABORT, 'approval_uses is append-only: a use is never undone'); END`,
+      `CREATE TRIGGER approval_uses_no_delete BEFORE DELETE ON approval_uses
+       BEGIN SELECT RAISE(ABORT, 'approval_uses is append-only: a use is never undone'); END`,
+      `CREATE TRIGGER approvals_no_delete BEFORE DELETE ON approvals
+       BEGIN SELECT RAISE(ABORT, 'approvals are append-only: a row is never deleted'); END`,
+    ],
+  },
 ];
 
 /**
@@ -332,6 +358,36 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         created_at timestamptz NOT NULL,
         PRIMARY KEY (run_id, id)
       )`,
+    ],
+  },
+  {
+    version: 5,
+    name: 'approval uses are rows of their own, append-only; approvals are never deleted (issue 21)',
+    statements: [
+      `CREATE TABLE approval_uses (
+        approval_id text PRIMARY KEY,
+        run_id text NOT NULL,
+        stop_ref text NOT NULL,
+        fingerprint text NOT NULL,
+        used_by_activity text NOT NULL,
+        used_at timestamptz NOT NULL,
+        UNIQUE (run_id, stop_ref, fingerprint)
+      )`,
+      `INSERT INTO approval_uses (approval_id, run_id, stop_ref, fingerprint, used_by_activity, used_at)
+       SELECT id, run_id, stop_ref, fingerprint, COALESCE(used_by_activity, ''), used_at
+       FROM approvals WHERE used_at IS NOT NULL ORDER BY used_at, id ON CONFLICT DO NOTHING`,
+      `CREATE FUNCTION approval_uses_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'approval_uses is append-only: a use is never undone'; END $$`,
+      `CREATE TRIGGER approval_uses_no_change BEFORE UPDATE OR DELETE ON approval_uses
+       FOR EACH ROW EXECUTE FUNCTION approval_uses_append_only()`,
+      `CREATE TRIGGER approval_uses_no_truncate BEFORE TRUNCATE ON approval_uses
+       FOR EACH STATEMENT EXECUTE FUNCTION approval_uses_append_only()`,
+      `CREATE FUNCTION approvals_never_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'approvals are append-only: a row is never deleted'; END $$`,
+      `CREATE TRIGGER approvals_no_delete BEFORE DELETE ON approvals
+       FOR EACH ROW EXECUTE FUNCTION approvals_never_deleted()`,
+      `CREATE TRIGGER approvals_no_truncate BEFORE TRUNCATE ON approvals
+       FOR EACH STATEMENT EXECUTE FUNCTION approvals_never_deleted()`,
     ],
   },
 ];

@@ -46,18 +46,30 @@ describe('approvals in the activities', () => {
     await deps?.close();
   });
 
-  async function planned(runId: string, tool: string, args: Record<string, unknown>): Promise<ProposalInfo> {
+  /** A plan turn, as the workflow asks it right after a resume lifted the stop `stopRef`. */
+  async function planned(
+    runId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    stopRef: string | null = 'checkpoint-0',
+  ): Promise<ProposalInfo> {
     const out = await acts.plan({
       runId,
       goal: 'approvals',
       planner: { kind: 'scripted', live: true, script: { calls: [{ tool, args }] } } as never,
       memory: null,
       observation: null,
+      approvalStopRef: stopRef,
     });
     if (!out.proposal) throw new Error('expected a proposal');
     return out.proposal;
   }
-  const input = (runId: string, p: ProposalInfo, approvalId?: string | null): RunToolInput => ({
+  const input = (
+    runId: string,
+    p: ProposalInfo,
+    approvalId?: string | null,
+    stopRef: string | null = 'checkpoint-0',
+  ): RunToolInput => ({
     runId,
     tool: p.tool,
     args: p.args,
@@ -65,6 +77,7 @@ describe('approvals in the activities', () => {
     fingerprint: p.fingerprint,
     argsHash: p.argsHash,
     approvalId: approvalId ?? null,
+    approvalStopRef: stopRef,
     fixture: null,
   });
   const transfers = async (runId: string) => (await deps.world.counters(runId)).transfer_funds ?? 0;
@@ -83,13 +96,21 @@ describe('approvals in the activities', () => {
   it('plan marks a gated call required with no approval (and audits the request), then finds the approval', async () => {
     const p = await planned('r-plan', 'transfer_funds', transfer('t-1'));
     expect(p.rejection).toBeNull();
-    expect(p.approval).toEqual({ required: true, approvalId: null });
+    expect(p.approval).toEqual({ required: true, approvalId: null, stopRef: null });
     expect((await store.audit({ runId: 'r-plan' })).map((e) => e.action)).toEqual(['requested']);
     const a = await grant('r-plan', p);
     expect((await planned('r-plan', 'transfer_funds', transfer('t-1'))).approval).toEqual({
       required: true,
       approvalId: a.id,
+      stopRef: 'checkpoint-0',
     });
+    // Only while its own stop is being lifted: with none, or at another stop, it is not offered.
+    expect(
+      (await planned('r-plan', 'transfer_funds', transfer('t-1'), null)).approval?.approvalId,
+    ).toBeNull();
+    expect(
+      (await planned('r-plan', 'transfer_funds', transfer('t-1'), 'checkpoint-7')).approval?.approvalId,
+    ).toBeNull();
     // Another run, or another call, does not see it.
     expect((await planned('r-plan-2', 'transfer_funds', transfer('t-1'))).approval?.approvalId).toBeNull();
     expect((await planned('r-plan', 'transfer_funds', transfer('t-2'))).approval?.approvalId).toBeNull();
@@ -167,7 +188,7 @@ describe('approvals in the activities', () => {
     expect(small.approval).toBeNull();
     expect((await acts.runTool(input('r-fn', small))).via).toBe('executed');
     const big = await planned('r-fn', 'wire', { ref: 'w-2', cents: 5000 });
-    expect(big.approval).toEqual({ required: true, approvalId: null });
+    expect(big.approval).toEqual({ required: true, approvalId: null, stopRef: null });
     expect((await acts.runTool(input('r-fn', big))).result).toMatchObject({ code: 'approval_required' });
     expect(wired).toBe(1);
 
@@ -237,6 +258,7 @@ describe('approvals in the activities', () => {
         } as never,
         memory: null,
         observation: null,
+        approvalStopRef: 'checkpoint-0',
       });
     const p = (await planIn('t-signed')).proposal as ProposalInfo;
     const call = {
@@ -249,7 +271,11 @@ describe('approvals in the activities', () => {
     };
     // Unsigned: the plan does not offer it, and runTool refuses it when named anyway.
     const unsigned = await store.grant({ ...call, actor: 'alice' });
-    expect((await planIn('t-signed')).proposal?.approval).toEqual({ required: true, approvalId: null });
+    expect((await planIn('t-signed')).proposal?.approval).toEqual({
+      required: true,
+      approvalId: null,
+      stopRef: null,
+    });
     const refused = await guarded.runTool(input('r-signed', p, unsigned.id));
     expect(refused).toMatchObject({ result: { kind: 'FATAL', code: 'approval_invalid' }, via: 'not_run' });
     expect(refused.result.kind === 'FATAL' && refused.result.message).toMatch(/unverified.*unsigned/);

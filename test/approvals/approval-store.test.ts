@@ -48,13 +48,25 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     ttlMs: 60_000,
     ...over,
   });
-  const use = (approvalId: string, over: { runId?: string; fingerprint?: string; by?: string } = {}) =>
+  const use = (
+    approvalId: string,
+    over: { runId?: string; fingerprint?: string; by?: string; stopRef?: string } = {},
+  ) =>
     store.consume({
       approvalId,
       runId: over.runId ?? run,
       fingerprint: over.fingerprint ?? 'transfer_funds:00000000000000aa',
+      stopRef: over.stopRef ?? 'checkpoint-3',
       by: over.by ?? `${run}/5`,
     });
+  /** This run's call at the stop the tests grant for (`checkpoint-3`), as the plan activity asks. */
+  const at = (fingerprint: string, argsHash: string | null, stopRef: string | null = 'checkpoint-3') => ({
+    runId: run,
+    fingerprint,
+    argsHash,
+    stopRef,
+    by: 'worker-1',
+  });
   const actions = async () => (await store.audit({ runId: run })).map((e) => e.action);
 
   it('grants a valid approval bound to the run, stop and call, and audits it', async () => {
@@ -68,7 +80,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     });
     expect(a.id).toMatch(/^apr_/);
     expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(60_000);
-    expect(await store.findUsable(run, a.fingerprint, null)).toMatchObject({ id: a.id });
+    expect(await store.findUsable(at(a.fingerprint, null))).toMatchObject({ id: a.id });
     expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({ ok: true });
     expect(await actions()).toEqual(['approved']);
   });
@@ -80,7 +92,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     const second = await use(a.id, { by: `${run}/9` });
     expect(second).toMatchObject({ ok: false, why: 'used' });
     expect((await store.get(a.id))?.usedByActivity).toBe(`${run}/5`);
-    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
     expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
       ok: false,
       why: 'used',
@@ -95,6 +107,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
+      stopRef: 'checkpoint-3',
       by: `${run}/5`,
       retry: true,
     });
@@ -103,6 +116,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
+      stopRef: 'checkpoint-3',
       by: `${run}/6`,
       retry: true,
     });
@@ -113,7 +127,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     const a = await store.grant(grantOf({ ttlMs: 1 }));
     await sleep(30);
     expect((await store.get(a.id))?.state).toBe('expired');
-    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
     expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
       ok: false,
       why: 'expired',
@@ -134,23 +148,24 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       ok: false,
       why: 'other_stop',
     });
-    expect(await store.findUsable(run, 'transfer_funds:00000000000000bb', null)).toBeNull();
+    expect(await store.findUsable(at('transfer_funds:00000000000000bb', null))).toBeNull();
     // None of the refusals used it up.
     expect(await use(a.id)).toMatchObject({ ok: true });
   });
 
   it('binds the args hash when the approver gave one', async () => {
     const a = await store.grant(grantOf({ argsHash: 'sha256:aa' }));
-    expect(await store.findUsable(run, a.fingerprint, 'sha256:bb')).toBeNull();
+    expect(await store.findUsable(at(a.fingerprint, 'sha256:bb'))).toBeNull();
     const wrong = await store.consume({
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
       argsHash: 'sha256:bb',
+      stopRef: 'checkpoint-3',
       by: 'x',
     });
     expect(wrong).toMatchObject({ ok: false, why: 'other_call' });
-    expect(await store.findUsable(run, a.fingerprint, 'sha256:aa')).toMatchObject({ id: a.id });
+    expect(await store.findUsable(at(a.fingerprint, 'sha256:aa'))).toMatchObject({ id: a.id });
   });
 
   it('a denial withdraws pending approvals of the call, is refused, and audits it', async () => {
@@ -163,7 +178,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(withdrawn).toEqual([a.id]);
     expect(denial).toMatchObject({ state: 'denied', approver: 'bob' });
     expect((await store.get(a.id))?.state).toBe('denied');
-    expect(await store.findUsable(run, a.fingerprint, null)).toBeNull();
+    expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
     expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
       ok: false,
       why: 'denied',
@@ -210,6 +225,100 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect((await store.audit({ runId: run })).map((e) => e.actor)).toEqual(['alice', `${run}/5`]);
   });
 
+  describe('issue 21: bound to its stop, used once in fact, audited truthfully', () => {
+    const FP = 'transfer_funds:00000000000000aa';
+
+    it('is offered and used only at the stop it was granted for', async () => {
+      const a = await store.grant(grantOf());
+      expect(await store.findUsable(at(FP, null, null))).toBeNull();
+      expect(await store.findUsable(at(FP, null, 'checkpoint-4'))).toBeNull();
+      expect(await use(a.id, { stopRef: 'checkpoint-4' })).toMatchObject({ ok: false, why: 'other_stop' });
+      const none = await store.consume({ approvalId: a.id, runId: run, fingerprint: FP, by: `${run}/7` });
+      expect(none).toMatchObject({ ok: false, why: 'other_stop' });
+      expect((await store.get(a.id))?.usedAt).toBeNull();
+      expect(await use(a.id)).toMatchObject({ ok: true });
+    });
+
+    it('of two approvals for one stop and call at most one is used; the other expires unused, audited', async () => {
+      const a = await store.grant(grantOf());
+      const b = await store.grant(grantOf({ reason: 'approved twice' }));
+      const first = await use(b.id);
+      expect(first).toMatchObject({ ok: true });
+      expect(await use(a.id, { by: `${run}/8` })).toMatchObject({
+        ok: false,
+        why: 'used',
+        message: expect.stringContaining(`${b.id} was already used`),
+      });
+      expect((await store.get(a.id))?.state).toBe('expired');
+      expect((await store.get(a.id))?.usedAt).toBeNull();
+      expect(await store.findUsable(at(FP, null))).toBeNull();
+      expect(await store.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: false });
+      const audit = await store.audit({ runId: run });
+      expect(audit.map((e) => [e.action, e.approvalId])).toEqual([
+        ['approved', a.id],
+        ['approved', b.id],
+        ['consumed', b.id],
+        ['refused', a.id],
+        ['refused', a.id],
+      ]);
+      expect(audit[3]?.detail).toMatch(/^superseded: .*expires unused/);
+    });
+
+    it('the database refuses to delete an approval or to undo a use (DELETE, UPDATE, TRUNCATE)', async () => {
+      const a = await store.grant(grantOf());
+      expect(await use(a.id)).toMatchObject({ ok: true });
+      const refused = (sql: string, params: unknown[] = []) =>
+        expect(db.exec(sql, params)).rejects.toHaveProperty('message', expect.stringMatching(/append-only/));
+      await refused('DELETE FROM approvals WHERE id = ?', [a.id]);
+      await refused('DELETE FROM approval_uses WHERE approval_id = ?', [a.id]);
+      await refused("UPDATE approval_uses SET used_by_activity = 'x' WHERE approval_id = ?", [a.id]);
+      if (backend === 'postgres') {
+        await refused('TRUNCATE approvals');
+        await refused('TRUNCATE approval_uses');
+      }
+      expect((await store.get(a.id))?.state).toBe('used');
+    });
+
+    it("even the database's owner re-inserting a used row unused does not make it usable", async () => {
+      const a = await store.grant(grantOf());
+      expect(await use(a.id)).toMatchObject({ ok: true });
+      await tamper(ledger, a.id, { unuse: true });
+      const raw = await db.exec('SELECT used_at FROM approvals WHERE id = ?', [a.id]);
+      expect(raw[0]?.used_at ?? null).toBeNull();
+      expect((await store.get(a.id))?.state).toBe('used');
+      expect(await store.findUsable(at(FP, null))).toBeNull();
+      expect(await use(a.id, { by: `${run}/9` })).toMatchObject({ ok: false, why: 'used' });
+      expect(await store.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: false, why: 'used' });
+    });
+
+    it('audits an untrusted approval as refused when stored, and a refused resume with the approval and why', async () => {
+      const unsigned = await verified.grant({ ...grantOf(), actor: 'alice' });
+      const noRole = await verified.grant(
+        signedGrant(bob.keyFile, {
+          runId: run,
+          stopRef: 'checkpoint-3',
+          tool: 'transfer_funds',
+          fingerprint: FP,
+          reason: 'bob tries',
+          ttlMs: 60_000,
+        }),
+      );
+      const stop = await verified.checkStop(run, FP, 'checkpoint-3', `${run}/verify`);
+      expect(stop).toMatchObject({ ok: false, why: 'unverified' });
+      const audit = await store.audit({ runId: run });
+      expect(audit.map((e) => [e.action, e.approvalId]).slice(0, 2)).toEqual([
+        ['refused', unsigned.id],
+        ['refused', noRole.id],
+      ]);
+      expect(audit).toHaveLength(3);
+      expect([unsigned.id, noRole.id]).toContain(audit[2]?.approvalId);
+      expect(audit[0]?.detail).toMatch(/^untrusted: unsigned approve refused/);
+      expect(audit[1]?.detail).toMatch(/^untrusted: .*may not approve/);
+      expect(audit[2]?.detail).toMatch(/^resume refused \(unverified\)/);
+      expect(audit.map((e) => e.action)).not.toContain('approved');
+    });
+  });
+
   describe('signed approvals, on a worker with an operators file', () => {
     const FP = 'transfer_funds:00000000000000aa';
     const call = (over: { fingerprint?: string; ttlMs?: number } = {}) => ({
@@ -221,7 +330,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       ttlMs: over.ttlMs ?? 60_000,
     });
     const useVerified = (approvalId: string, by = `${run}/5`) =>
-      verified.consume({ approvalId, runId: run, fingerprint: FP, by });
+      verified.consume({ approvalId, runId: run, fingerprint: FP, stopRef: 'checkpoint-3', by });
 
     it('stores the signature and the signed expiry exactly; the signed one is used once, a replay refused', async () => {
       const g = signedGrant(alice.keyFile, call());
@@ -229,7 +338,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect(a.id).toBe(g.signed?.id);
       expect(a.auth).toEqual(g.signed?.auth);
       expect(Date.parse(a.expiresAt)).toBe(g.signed?.expiresAtMs);
-      expect(await verified.findUsable(run, FP, null)).toMatchObject({ id: a.id });
+      expect(await verified.findUsable(at(FP, null))).toMatchObject({ id: a.id });
       expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: true });
       expect(await useVerified(a.id)).toMatchObject({ ok: true });
       expect(await useVerified(a.id, `${run}/6`)).toMatchObject({ ok: false, why: 'used' });
@@ -256,8 +365,8 @@ describe.each(backendNames)('approval store on %s', (backend) => {
         /may not approve/,
       ];
       // The plain store would use any of them: the verifier is what refuses.
-      expect(await store.findUsable(run, FP, null)).not.toBeNull();
-      expect(await verified.findUsable(run, FP, null)).toBeNull();
+      expect(await store.findUsable(at(FP, null))).not.toBeNull();
+      expect(await verified.findUsable(at(FP, null))).toBeNull();
       const stop = await verified.checkStop(run, FP, 'checkpoint-3');
       expect(stop).toMatchObject({ ok: false, why: 'unverified' });
       for (const [i, a] of rows.entries()) {
@@ -269,7 +378,8 @@ describe.each(backendNames)('approval store on %s', (backend) => {
         });
         expect((await store.get(a.id))?.usedAt).toBeNull();
       }
-      expect((await store.audit({ runId: run })).filter((e) => e.action === 'refused')).toHaveLength(4);
+      // Each refused where it was looked at: passed over by the plan's look-up (4), and at each use (4).
+      expect((await store.audit({ runId: run })).filter((e) => e.action === 'refused')).toHaveLength(8);
       expect((await store.audit({ runId: run })).map((e) => e.action)).not.toContain('consumed');
     });
 
@@ -283,8 +393,8 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect(await useVerified(short.id)).toMatchObject({ ok: false, why: 'expired' });
       await tamper(ledger, short.id, { extendMs: 3_600_000 });
       expect((await store.get(short.id))?.state).toBe('valid');
-      expect(await store.findUsable(run, FP, null)).not.toBeNull();
-      expect(await verified.findUsable(run, FP, null)).toBeNull();
+      expect(await store.findUsable(at(FP, null))).not.toBeNull();
+      expect(await verified.findUsable(at(FP, null))).toBeNull();
       expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({
         ok: false,
         why: 'unverified',

@@ -48,22 +48,38 @@ export function signedGrant(
 }
 
 /**
- * What someone with database access can do despite the triggers: delete the row and insert
- * it again with another fingerprint and/or a later expiry, keeping its signature.
+ * What the database's owner can do despite the triggers: suspend the trigger that refuses a
+ * DELETE of an approval, delete the row and insert it again with another fingerprint, a later
+ * expiry and/or `used_at` cleared, keeping its signature. (An attacker with plain write access
+ * cannot: the DELETE is refused, see approval-store.test.ts.)
  */
 export async function tamper(
   ledger: Ledger,
   id: string,
-  change: { fingerprint?: string; extendMs?: number },
+  change: { fingerprint?: string; extendMs?: number; unuse?: boolean },
 ): Promise<void> {
   if (!(ledger instanceof SqlLedger)) throw new Error('needs a SQL ledger');
   const db: LedgerDatabase = ledger.database();
+  const pg = db.backend === 'postgres';
   await db.unit('transaction', async (tx) => {
     const row = await tx.get<Record<string, unknown>>('SELECT * FROM approvals WHERE id = ?', [id]);
     if (!row) throw new Error(`no approval ${id}`);
+    await tx.run(
+      pg ? 'ALTER TABLE approvals DISABLE TRIGGER approvals_no_delete' : 'DROP TRIGGER approvals_no_delete',
+    );
     await tx.run('DELETE FROM approvals WHERE id = ?', [id]);
+    await tx.run(
+      pg
+        ? 'ALTER TABLE approvals ENABLE TRIGGER approvals_no_delete'
+        : `CREATE TRIGGER approvals_no_delete BEFORE DELETE ON approvals
+           BEGIN SELECT RAISE(ABORT, 'approvals are append-only: a row is never deleted'); END`,
+    );
     const cols = Object.keys(row).filter((c) => c !== 'expires_at');
-    const values = cols.map((c) => (c === 'fingerprint' && change.fingerprint ? change.fingerprint : row[c]));
+    const values = cols.map((c) => {
+      if (c === 'fingerprint' && change.fingerprint) return change.fingerprint;
+      if (change.unuse && (c === 'used_at' || c === 'used_by_activity')) return null;
+      return row[c];
+    });
     // A widened expiry: `extendMs` from now (database time); else the stored one as it was.
     const expires = change.extendMs ? `${db.now} + ${db.ms('?')}` : '?';
     await tx.run(

@@ -83,8 +83,10 @@ withWorkflowSide('approvals on a durable run', () => {
     expect(result.terminal_state).toBe(TerminalState.COMPLETED);
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     expect((await store.get(approval.id))?.state).toBe('used');
+    // The refused resume (no approval yet) is on the record too.
     expect((await store.audit({ runId: run.workflowId })).map((e) => e.action)).toEqual([
       'requested',
+      'refused',
       'approved',
       'consumed',
     ]);

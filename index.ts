@@ -141,9 +141,15 @@ export { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from './common/search-attri
 
 // ── Client ──
 export {
+  approveRun,
+  denyRun,
   getAgentRunReport,
   getAgentRunStatus,
   getAgentRunTrace,
+  getApprovalAudit,
+  getPendingApproval,
+  listApprovals,
+  listPendingApprovals,
   resumeAgentRun,
   startAgentRun,
   stopAgentRun,
@@ -151,6 +157,18 @@ export {
 } from './client/api';
 export type {
   AgentRunSettled,
+  ApprovalAuditOptions,
+  ApprovalRecord,
+  ApprovalState,
+  ApprovalStoreOptions,
+  ApproveRunOptions,
+  ApproveRunResult,
+  AuditEntry,
+  DecideOptions,
+  DenyRunResult,
+  ListApprovalsOptions,
+  ListPendingOptions,
+  PendingApproval,
   ResumeAgentRunOptions,
   StartAgentRunOptions,
   StopAgentRunOptions,

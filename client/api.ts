@@ -1,12 +1,14 @@
 /**
  * The client API of agent runs as typed functions over a Temporal `Client`: start, resume,
- * stop, status, report, trace, wait. It is what the package exports for code that drives
- * runs without agentctl, and it sits on the same helpers as agentctl (client/runs.ts), so
- * both refuse, fall back and time out alike. Errors are {@link CliError}s: their
+ * stop, status, report, trace, wait, and approvals (list, approve, deny, the audit:
+ * client/approvals.ts, with the rules of `agentctl approvals`). It is what the package
+ * exports for code that drives runs without agentctl, and it sits on the same helpers as
+ * agentctl (client/runs.ts), so both refuse, fall back and time out alike. Errors are {@link CliError}s: their
  * `exitCode` says what kind of failure it was (2 bad input, 1 no such run, 3 refused).
  *
  * Nothing here imports the worker: a process that only starts and inspects runs does not
- * load the Temporal worker runtime.
+ * load the Temporal worker runtime. The approval functions load the approval store and the
+ * ledger's drivers only when they are called.
  */
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
@@ -202,6 +204,29 @@ export async function waitForAgentRun(
   const { outcome, closed, result } = await settledOutcome(handle, o);
   return { outcome, closed, result };
 }
+
+// Approvals from code: the rules of `agentctl approvals` (docs/security.md "Approvals").
+export {
+  approveRun,
+  denyRun,
+  getApprovalAudit,
+  getPendingApproval,
+  listApprovals,
+  listPendingApprovals,
+} from './approvals';
+export type {
+  ApprovalAuditOptions,
+  ApprovalStoreOptions,
+  ApproveRunOptions,
+  ApproveRunResult,
+  DecideOptions,
+  DenyRunResult,
+  ListApprovalsOptions,
+  ListPendingOptions,
+  PendingApproval,
+} from './approvals';
+export type { ApprovalRecord, ApprovalState, AuditEntry } from '../activities/approvals/types';
+export type { OperatorKeyFile } from '../activities/operators/sign';
 
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).

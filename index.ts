@@ -42,6 +42,7 @@ export type {
   AgentTelemetry,
   AgentWorkerOptions,
   WorkerDeps,
+  DemoWorkerDeps,
   WorkerDepsOptions,
 } from './worker/create-worker';
 export { createActivities } from './activities/create-activities';

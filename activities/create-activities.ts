@@ -32,6 +32,7 @@ import {
   sameArgsHash,
   sha256ArgsHash,
   SideEffectErrorClass,
+  SqlLedger,
   type ExecuteOutcome,
   type Ledger,
 } from './ledger';
@@ -54,6 +55,16 @@ import { PLAIN_ROWS, type RowCodec } from './row-codec';
 import { classifyError } from './tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from './tools/define-tool';
 import type { World } from './tools/demo/world';
+import { worldProgress } from './tools/demo/world';
+import {
+  factOf,
+  ObservedProgress,
+  ProgressSourceError,
+  readVersion,
+  ToolCounters,
+  type ProgressEvent,
+  type ProgressSource,
+} from './progress';
 import type { NormalizedProposal, ToolRegistry } from './tools/registry';
 import type { Tx } from './tools/tx';
 import type {
@@ -69,10 +80,18 @@ import type {
 /** What the activities need. */
 export interface ActivityDeps {
   readonly registry: ToolRegistry;
-  readonly world: World;
+  /** The demo's world database, when the worker hosts the demo (null/absent: no world). */
+  readonly world?: World | null;
   readonly ledger: Ledger;
   /** True when the ledger lives in the world's database file (atomic business writes). */
-  readonly ledgerSharesWorldDb: boolean;
+  readonly ledgerSharesWorldDb?: boolean;
+  /**
+   * The worker's progress source (docs/spec.md §7.8). Default: the demo world's version when
+   * there is a world, else {@link ObservedProgress} (new read results, committed writes).
+   */
+  readonly progress?: ProgressSource;
+  /** Where the runtime counts real executions of every tool; default beside the ledger. */
+  readonly counters?: ToolCounters | null;
   /** Planners by kind; `scripted` is always available. */
   readonly planners?: Partial<Record<LlmProvider, Planner>>;
   /** Ledger lease; renewed while a write runs. */
@@ -159,7 +178,10 @@ function thrownLedgerClass(result: ToolResult, inWorldTransaction: boolean): Sid
 
 /** Creates the activity functions over their dependencies. */
 export function createActivities(deps: ActivityDeps) {
-  const { registry, world, ledger } = deps;
+  const { registry, ledger } = deps;
+  const world = deps.world ?? null;
+  const progress: ProgressSource = deps.progress ?? (world ? worldProgress(world) : observedBeside(ledger));
+  const counters = deps.counters !== undefined ? deps.counters : countersBeside(ledger);
   const leaseMs = deps.leaseMs ?? 30_000;
   const identity = deps.identity ?? `worker-${process.pid}`;
   const scripted = createScriptedPlanner();
@@ -412,10 +434,42 @@ export function createActivities(deps: ActivityDeps) {
     return toResult(ret);
   }
 
-  /** The run's progress version after a call of `tool`: its own hook's (an MCP server's probe), else the world's. */
-  async function progressAfter(tool: AnyTool, runId: string): Promise<number | null> {
-    const base = await world.progressVersion(runId);
-    return tool.progressVersion ? tool.progressVersion({ runId, base }) : base;
+  /**
+   * The run's progress version after a call: the worker's source is told of the call first,
+   * then read; a tool's own hook (an MCP server's probe) refines it, given it as `base`. A
+   * source or hook that fails is a non-retryable `progress_source_failed` naming it: the run
+   * stops infrastructure_fault (never FAILED, never a false `no_progress`).
+   */
+  async function progressAfter(tool: AnyTool, e: ProgressEvent): Promise<number | null> {
+    try {
+      await progress.observe?.(e);
+      const base = await readVersion(progress, e.runId, tool.name);
+      if (!tool.progressVersion) return base;
+      const own = await tool.progressVersion({ runId: e.runId, base });
+      if (own !== null && (typeof own !== 'number' || !Number.isSafeInteger(own) || own < 0))
+        throw new ProgressSourceError(`tool ${tool.name}`, `progressVersion hook returned ${String(own)}`);
+      return own;
+    } catch (err) {
+      throw progressFailure(err, tool.name);
+    }
+  }
+
+  /** The run's version now, from the worker's source (a failure typed as in {@link progressAfter}). */
+  async function versionNow(runId: string): Promise<number> {
+    try {
+      return await readVersion(progress, runId);
+    } catch (err) {
+      throw progressFailure(err, null);
+    }
+  }
+
+  /** Counts a real execution; a counter that cannot be written is logged, never the call's failure. */
+  async function counted(runId: string, tool: string): Promise<void> {
+    await counters?.count(runId, tool).catch((err: unknown) => {
+      console.warn(
+        `[agent-loop-guard] tool counter not written (${tool}): ${(err as Error)?.message ?? err}`,
+      );
+    });
   }
 
   function mapOutcome(
@@ -468,6 +522,7 @@ export function createActivities(deps: ActivityDeps) {
 
   /** A tool's side of a call: in a world transaction, unless the tool never touches the world. */
   function inWorld<T>(tool: AnyTool, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    if (!world) return fn(NO_WORLD_TX);
     return tool.usesWorldTransaction === false ? fn(world.tx) : world.transaction(fn);
   }
 
@@ -502,7 +557,8 @@ export function createActivities(deps: ActivityDeps) {
   /** Runs one tool call. Reads run directly; writes run through the ledger. */
   async function callTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
-      await world.countCall(input.runId, input.tool);
+      await world?.countCall(input.runId, input.tool);
+      await counted(input.runId, input.tool);
       return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
     }
     const tool = registry.get(input.tool);
@@ -513,7 +569,7 @@ export function createActivities(deps: ActivityDeps) {
           code: ResultCode.UNKNOWN_TOOL,
           unmet: `no tool named "${input.tool}"`,
         },
-        progressVersion: await world.progressVersion(input.runId),
+        progressVersion: await versionNow(input.runId),
         via: 'not_run',
       };
     }
@@ -522,14 +578,13 @@ export function createActivities(deps: ActivityDeps) {
     if (!parsed.success) {
       return {
         result: classifyError(parsed.error),
-        progressVersion: await world.progressVersion(input.runId),
+        progressVersion: await versionNow(input.runId),
         via: 'not_run',
       };
     }
     const args = { ...input, args: parsed.data };
     const refused = await useApproval(tool, input, parsed.data);
-    if (refused)
-      return { result: refused, progressVersion: await world.progressVersion(input.runId), via: 'not_run' };
+    if (refused) return { result: refused, progressVersion: await versionNow(input.runId), via: 'not_run' };
 
     if (tool.effect === 'read') {
       let result: ToolResult;
@@ -538,7 +593,9 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         result = tool.classify?.(err) ?? classifyError(err);
       }
-      return { result, progressVersion: await progressAfter(tool, input.runId), via: 'executed' };
+      await counted(input.runId, tool.name);
+      const event = readEvent(input.runId, tool.name, result);
+      return { result, progressVersion: await progressAfter(tool, event), via: 'executed' };
     }
 
     if (input.operationKey === null) {
@@ -548,7 +605,7 @@ export function createActivities(deps: ActivityDeps) {
           code: ResultCode.MISSING_OPERATION_KEY,
           unmet: `write tool ${tool.name} needs an operation key`,
         },
-        progressVersion: await world.progressVersion(input.runId),
+        progressVersion: await versionNow(input.runId),
         via: 'not_run',
       };
     }
@@ -589,12 +646,21 @@ export function createActivities(deps: ActivityDeps) {
       // the ledger still completes the run (the flag is not part of the business result).
       return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
     };
-    const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb;
+    const atomic = tool.atomicWithLedger === true && deps.ledgerSharesWorldDb === true;
     const outcome = atomic
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
       : await executeOnce(ledger, options, () => inWorld(tool, (tx) => run(tx)));
     const mapped = mapOutcome(outcome, executed, lastFailure);
-    return { ...mapped, progressVersion: await progressAfter(tool, input.runId) };
+    if (mapped.via === 'executed') await counted(input.runId, tool.name);
+    const event: ProgressEvent = {
+      runId: input.runId,
+      tool: tool.name,
+      effect: 'write',
+      operationKey: input.operationKey,
+      result: mapped.result,
+      via: mapped.via,
+    };
+    return { ...mapped, progressVersion: await progressAfter(tool, event) };
   }
 
   /** Re-verifies, from external state, that what stopped a run has changed. */
@@ -602,7 +668,7 @@ export function createActivities(deps: ActivityDeps) {
     const input = isPayloadRef(raw.blockedArgs)
       ? { ...raw, blockedArgs: await resolvePayloadRefs(payloads, raw.runId, raw.blockedArgs) }
       : raw;
-    const version = await world.progressVersion(input.runId);
+    const version = await versionNow(input.runId);
     if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
       return { ...(await approvalLifts(input)), progressVersion: version };
     }
@@ -621,7 +687,7 @@ export function createActivities(deps: ActivityDeps) {
     if (tool?.checkPrecondition && input.blockedArgs !== undefined && input.blockedArgs !== null) {
       const parsed = tool.schema.safeParse(input.blockedArgs);
       if (parsed.success) {
-        const unmet = await tool.checkPrecondition(parsed.data, world.tx);
+        const unmet = await tool.checkPrecondition(parsed.data, world?.tx ?? NO_WORLD_TX);
         return {
           changed: unmet === null,
           progressVersion: version,
@@ -630,14 +696,47 @@ export function createActivities(deps: ActivityDeps) {
         };
       }
     }
-    const changed = version > input.checkpointProgressVersion;
+    let now = version;
+    let reran = '';
+    if (now <= input.checkpointProgressVersion && tool?.effect === 'read' && progress.observe) {
+      // Nothing moved the source yet, and the stop was on a read: reads are safe to repeat, so
+      // run it again and let the source judge its result (new content is progress).
+      const again = await rerunRead(tool, input);
+      if (again !== null) {
+        now = again;
+        reran = ` (re-ran ${tool.name})`;
+      }
+    }
+    const changed = now > input.checkpointProgressVersion;
     return {
       changed,
-      progressVersion: version,
+      progressVersion: now,
       detail: changed
-        ? `external state moved from version ${input.checkpointProgressVersion} to ${version}`
-        : `external state unchanged at version ${version}`,
+        ? `external state moved from version ${input.checkpointProgressVersion} to ${now}${reran}`
+        : `external state unchanged at version ${now}${reran}`,
     };
+  }
+
+  /** Runs a stopped read once more for resume verification; its version after, or null if it could not run. */
+  async function rerunRead(tool: AnyTool, input: VerifyInput): Promise<number | null> {
+    const parsed = tool.schema.safeParse(input.blockedArgs);
+    if (!parsed.success) return null;
+    const call: RunToolInput = {
+      runId: input.runId,
+      tool: tool.name,
+      args: parsed.data,
+      operationKey: null,
+      fingerprint: input.blockedFingerprint ?? '',
+      fixture: null,
+    };
+    let result: ToolResult;
+    try {
+      result = await inWorld(tool, (tx) => execute(tool, call, tx));
+    } catch (err) {
+      result = tool.classify?.(err) ?? classifyError(err);
+    }
+    await counted(input.runId, tool.name);
+    return progressAfter(tool, readEvent(input.runId, tool.name, result));
   }
 
   /** The `approval` lift rule: a valid approval exists for this run, this stop and the blocked call. */
@@ -662,7 +761,8 @@ export function createActivities(deps: ActivityDeps) {
 
   /** The run's progress version now (at start, for initialProgressVersion). */
   async function currentProgress(runId: string): Promise<number> {
-    return world.progressVersion(runId);
+    // Retried until it answers (an outage delays the first step; it never fails the run).
+    return readVersion(progress, runId);
   }
 
   const { reapLedger } = createReaperActivities({ ledger, ...deps.reaper });
@@ -703,6 +803,66 @@ function payloadStoreBeside(ledger: Ledger, rows: RowCodec): PayloadStore | null
   } catch {
     return null;
   }
+}
+
+/** What the progress source is told of an executed read. */
+function readEvent(runId: string, tool: string, result: ToolResult): ProgressEvent {
+  return { runId, tool, effect: 'read', operationKey: null, result, via: 'executed' };
+}
+
+/** A `ctx.tx` for workers without a world database: tools keep their own stores. */
+const NO_WORLD_TX: Tx = {
+  run: noWorld,
+  all: noWorld,
+  get: noWorld,
+};
+
+function noWorld(): never {
+  throw new TypeError(
+    'ctx.tx: this worker has no world database (the demo world is opened only with openWorkerDeps({ demo })); ' +
+      'a tool keeps its own store',
+  );
+}
+
+/** A failed progress source as a non-retryable activity failure that names it (→ infrastructure_fault). */
+function progressFailure(err: unknown, tool: string | null): ApplicationFailure {
+  if (err instanceof ApplicationFailure) return err;
+  const message =
+    err instanceof ProgressSourceError ? err.message : `progress source: ${(err as Error)?.message ?? err}`;
+  return ApplicationFailure.create({
+    type: 'progress_source_failed',
+    nonRetryable: true,
+    message: tool ? `${message} (after a call of ${tool})` : message,
+    cause: err instanceof Error ? err : undefined,
+  });
+}
+
+/** The default progress source in the ledger's database, or an in-memory one without a SQL ledger. */
+function observedBeside(ledger: Ledger): ProgressSource {
+  return ledger instanceof SqlLedger ? new ObservedProgress(ledger.database()) : memoryObserved();
+}
+
+/** The runtime's tool counters in the ledger's database, or null without a SQL ledger. */
+function countersBeside(ledger: Ledger): ToolCounters | null {
+  return ledger instanceof SqlLedger ? new ToolCounters(ledger.database()) : null;
+}
+
+/** The observed-facts source kept in memory (a worker on a non-SQL ledger: tests, benchmarks). */
+function memoryObserved(): ProgressSource {
+  const facts = new Map<string, Set<string>>();
+  return {
+    name: 'observed (in memory)',
+    async observe(e) {
+      const f = factOf(e);
+      if (f === null) return;
+      const set = facts.get(e.runId) ?? new Set<string>();
+      set.add(f);
+      facts.set(e.runId, set);
+    },
+    async version(runId) {
+      return facts.get(runId)?.size ?? 0;
+    },
+  };
 }
 
 /** The approval store in the ledger's database, or null when the ledger has none to share. */

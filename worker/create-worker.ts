@@ -1,7 +1,7 @@
 /**
- * Builds the worker: opens the ledger and the demo world, registers the tools and
- * planners, and creates a Temporal `Worker` hosting the workflow and the activities.
- * Shared by `npm run worker`, the demo and the tests, so they all run the same thing.
+ * Builds the worker: opens the ledger (and, only when asked, the demo world), registers the
+ * user's tools and the planners, and creates a Temporal `Worker` hosting the workflow and the
+ * activities. Shared by users' workers, `npm run worker`, the demo and the tests.
  */
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
@@ -10,7 +10,8 @@ import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../activities/row-codec';
-import { openLedger, type Ledger } from '../activities/ledger';
+import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../activities/ledger';
+import type { ProgressSource } from '../activities/progress';
 import { createAnthropicPlanner } from '../activities/planners/anthropic';
 import { createOpenAIPlanner } from '../activities/planners/openai';
 import { createDemoTools } from '../activities/tools/demo/tools';
@@ -23,11 +24,23 @@ import { ensureSearchAttributes, type SearchAttributesMode } from './search-attr
 
 /** Options for {@link openWorkerDeps}. */
 export interface WorkerDepsOptions {
-  readonly ledgerUrl: string;
-  readonly worldUrl: string;
-  /** Extra tools beyond the demo set. */
+  /** The ledger: `sqlite:FILE` (default `sqlite:data/agent.db`) or `postgres://…`. */
+  readonly ledgerUrl?: string;
+  /** The worker's own tools (docs/tools.md). */
   readonly tools?: readonly AnyTool[];
-  /** Replace the demo tools entirely. */
+  /**
+   * The worker's progress source (docs/spec.md §7.8). Default: new read results and committed
+   * writes of the run (activities/progress); with the demo, the demo world's version.
+   */
+  readonly progress?: ProgressSource;
+  /**
+   * Host the demo: open its world database and offer its tools. Off unless asked for (the
+   * demo, `npm run worker` and the tests ask). `worldUrl` alone also asks for it.
+   */
+  readonly demo?: boolean | { readonly worldUrl?: string; readonly tools?: boolean };
+  /** The demo world's SQLite URL (implies `demo`); default: the ledger's file when it is SQLite. */
+  readonly worldUrl?: string;
+  /** With the demo: false hosts its world without its tools. */
   readonly demoTools?: boolean;
   readonly pollAfterMs?: number;
   readonly leaseMs?: number;
@@ -38,50 +51,95 @@ export interface WorkerDepsOptions {
   readonly configPath?: string | null;
 }
 
+const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
+  'ledgerUrl',
+  'tools',
+  'progress',
+  'demo',
+  'worldUrl',
+  'demoTools',
+  'pollAfterMs',
+  'leaseMs',
+  'identity',
+  'mcpConfig',
+  'configPath',
+]);
+
 /** The activities' dependencies plus a close function. */
 export interface WorkerDeps extends ActivityDeps {
-  readonly world: World;
+  /** The demo world, when the worker hosts the demo; null otherwise. */
+  readonly world: World | null;
   readonly ledger: Ledger;
   /** The MCP servers' connections and tools (empty without a config). */
   readonly mcp: McpTools;
   close(): Promise<void>;
 }
 
+/** A worker's deps when it hosts the demo: its world is open. */
+export type DemoWorkerDeps = WorkerDeps & { readonly world: World };
+
 function sqlitePath(url: string): string | null {
   return url.startsWith('sqlite:') ? worldFile(url) : null;
 }
 
-/** Opens the ledger and the world and builds the tool registry. */
-export async function openWorkerDeps(o: WorkerDepsOptions): Promise<WorkerDeps> {
+/** Where the demo world lives, when the options ask for the demo; null when they do not. */
+function demoWorldUrl(o: WorkerDepsOptions, ledgerUrl: string): string | null {
+  const demo = o.demo ?? (o.worldUrl !== undefined ? true : false);
+  if (demo === false) return null;
+  const given = typeof demo === 'object' ? demo.worldUrl : undefined;
+  return given ?? o.worldUrl ?? (ledgerUrl.startsWith('sqlite:') ? ledgerUrl : 'sqlite:data/world.db');
+}
+
+/**
+ * Opens what a worker needs: the ledger (with the approvals, conversations and payloads
+ * beside it), the user's tools, MCP tools from a config when one is present, and the planners.
+ * `openWorkerDeps({ tools })` is all a user's worker needs: no world database and no demo
+ * tools unless `demo` asks for them. An unknown option is a TypeError naming it.
+ */
+export async function openWorkerDeps(
+  o: WorkerDepsOptions & ({ readonly worldUrl: string } | { readonly demo: true | object }),
+): Promise<DemoWorkerDeps>;
+export async function openWorkerDeps(o?: WorkerDepsOptions): Promise<WorkerDeps>;
+export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerDeps> {
+  const unknown = Object.keys(o).filter((k) => !WORKER_DEPS_OPTIONS.has(k));
+  if (unknown.length > 0)
+    throw new TypeError(
+      `openWorkerDeps: unknown option(s) ${unknown.join(', ')} (known: ${[...WORKER_DEPS_OPTIONS].join(', ')})`,
+    );
+  const ledgerUrl = o.ledgerUrl ?? DEFAULT_LEDGER_URL;
+  const worldUrl = demoWorldUrl(o, ledgerUrl);
+  const demoTools =
+    worldUrl !== null && o.demoTools !== false && !(typeof o.demo === 'object' && o.demo.tools === false);
   // First: a malformed config or an unreachable MCP server stops the start before anything opens.
   const mcp = await openMcpTools({ config: o.mcpConfig, configPath: o.configPath });
   let ledger: Ledger;
-  let world: World;
+  let world: World | null = null;
   try {
-    ledger = await openLedger(o.ledgerUrl);
-    world = World.open(o.worldUrl);
+    ledger = await openLedger(ledgerUrl);
+    if (worldUrl !== null) world = World.open(worldUrl);
   } catch (err) {
     await mcp.close();
     throw err;
   }
   const tools = [
-    ...(o.demoTools === false ? [] : createDemoTools(world, { pollAfterMs: o.pollAfterMs })),
+    ...(world && demoTools ? createDemoTools(world, { pollAfterMs: o.pollAfterMs }) : []),
     ...(o.tools ?? []),
     ...mcp.tools,
   ];
-  const ledgerPath = sqlitePath(o.ledgerUrl);
+  const ledgerPath = sqlitePath(ledgerUrl);
   return {
     registry: new ToolRegistry(tools),
     world,
     ledger,
-    ledgerSharesWorldDb: ledgerPath !== null && ledgerPath === world.file,
+    ledgerSharesWorldDb: world !== null && ledgerPath !== null && ledgerPath === world.file,
+    ...(o.progress ? { progress: o.progress } : {}),
     planners: { anthropic: createAnthropicPlanner(), openai: createOpenAIPlanner() },
     leaseMs: o.leaseMs,
     identity: o.identity,
     mcp,
     async close() {
       await mcp.close();
-      world.close();
+      world?.close();
       await ledger.close();
     },
   };

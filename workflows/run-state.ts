@@ -92,6 +92,9 @@ const PATCH_AUTHORITY = 'operator-authority-v1';
 /** Patch id: the seal activity answers the seal only, not the sealed checkpoint (issue 9). */
 const PATCH_LEAN_SEAL = 'lean-checkpoint-seal-v1';
 
+/** Patch id: a progress version that goes backwards stops the run infrastructure_fault (issue 16). */
+const PATCH_PROGRESS_MONOTONIC = 'progress-monotonic-v1';
+
 const MAX_DECISIONS_KEPT = 5000;
 /**
  * Plan-activity failures that are not the planner's: the stop reason each becomes (any
@@ -443,6 +446,9 @@ export class RunState {
     this.stop(terminalState, reason, call, operationKey, unmet);
   }
 
+  /** The version the worker's progress source reported after this run's last call (not persisted). */
+  private lastSourceVersion: number | null = null;
+
   /** The planner's memory before this turn: a proposal that does not run is asked again. */
   private memoryBeforeTurn: unknown = null;
 
@@ -612,6 +618,21 @@ export class RunState {
       return null;
     }
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
+    const floor = this.lastSourceVersion;
+    if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
+    if (!p.fixture && floor !== null && version < floor && patched(PATCH_PROGRESS_MONOTONIC)) {
+      // A progress source that goes backwards is broken: never a false no_progress, never FAILED.
+      this.undoTurn();
+      this.runtimeStop(
+        GuardReason.INFRASTRUCTURE_FAULT,
+        TerminalState.NEEDS_HUMAN,
+        'progress_went_backwards',
+        `the progress version went backwards from ${floor} to ${version} after a call of ${p.tool}: the worker's progress source (or ${p.tool}'s progressVersion hook) must never decrease`,
+        blockedOf(p),
+        p.operationKey,
+      );
+      return null;
+    }
     return { result: out.result, progressVersion: version };
   }
 

@@ -202,6 +202,27 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
        BEGIN SELECT RAISE(ABORT, 'approvals are append-only: a row is never deleted'); END`,
     ],
   },
+  {
+    version: 6,
+    name: 'progress facts and tool execution counters of any tool (issue 16)',
+    statements: [
+      // What a run has learned (a read result not seen before, a committed write): the default
+      // progress source for workers without a world of their own (activities/progress).
+      `CREATE TABLE agent_progress_facts (
+        run_id TEXT NOT NULL,
+        fact TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, fact)
+      )`,
+      // Real executions per run and tool, counted by the runtime for every tool.
+      `CREATE TABLE agent_tool_calls (
+        run_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (run_id, tool)
+      )`,
+    ],
+  },
 ];
 
 /**
@@ -388,6 +409,24 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
        FOR EACH ROW EXECUTE FUNCTION approvals_never_deleted()`,
       `CREATE TRIGGER approvals_no_truncate BEFORE TRUNCATE ON approvals
        FOR EACH STATEMENT EXECUTE FUNCTION approvals_never_deleted()`,
+    ],
+  },
+  {
+    version: 6,
+    name: 'progress facts and tool execution counters of any tool (issue 16)',
+    statements: [
+      `CREATE TABLE agent_progress_facts (
+        run_id text NOT NULL,
+        fact text NOT NULL,
+        at timestamptz NOT NULL,
+        PRIMARY KEY (run_id, fact)
+      )`,
+      `CREATE TABLE agent_tool_calls (
+        run_id text NOT NULL,
+        tool text NOT NULL,
+        count bigint NOT NULL,
+        PRIMARY KEY (run_id, tool)
+      )`,
     ],
   },
 ];

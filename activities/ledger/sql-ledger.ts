@@ -387,6 +387,8 @@ export abstract class SqlLedger<C> implements Ledger {
     removed += yield* exec(`DELETE FROM agent_conversation WHERE conversation_id IN (${marks})`, runs);
     removed += yield* exec(`DELETE FROM agent_planner_turns WHERE conversation_id IN (${marks})`, runs);
     removed += yield* exec(`DELETE FROM agent_payloads WHERE run_id IN (${marks})`, runs);
+    removed += yield* exec(`DELETE FROM agent_progress_facts WHERE run_id IN (${marks})`, runs);
+    removed += yield* exec(`DELETE FROM agent_tool_calls WHERE run_id IN (${marks})`, runs);
     return removed;
   }
 

@@ -25,7 +25,8 @@ import {
   startRun,
   type ResumeOutcome,
 } from '../runs';
-import { readCounters } from '../world';
+import { runCounters } from '../counters';
+import { ledgerUrlFromEnv } from '../../activities/ledger';
 import { operatorKeyOf } from './operator';
 import { formatOutcome } from './start';
 import {
@@ -221,7 +222,10 @@ export function resumeCommand(ctx: Ctx): Command {
         return;
       }
       const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000, untilWaiting: true });
-      const counters = await readCounters(worldUrlOf(ctx.env), runId);
+      const counters = await runCounters(runId, {
+        ledgerUrl: ledgerUrlFromEnv(ctx.env),
+        worldUrl: worldUrlOf(ctx.env),
+      });
       if (o.json) ctx.io.out(json({ ...outcome, workflow_id: runId, counters, resume: answer }));
       else
         ctx.io.out(

@@ -16,7 +16,8 @@ import {
   type Column,
 } from '../format';
 import { followRun, runReport, runStatus, runTrace } from '../runs';
-import { readCounters } from '../world';
+import { runCounters } from '../counters';
+import { ledgerUrlFromEnv } from '../../activities/ledger';
 import { nonNegativeInt, openRun, positiveInt, runLink, worldUrlOf, type Ctx } from './common';
 
 /** Trace table columns. */
@@ -57,7 +58,10 @@ export function statusCommand(ctx: Ctx): Command {
     .action(async (id: string, o: { json?: boolean }) => {
       const { c, handle, desc } = await openRun(ctx, id);
       const status = await runStatus(handle, desc);
-      const counters = await readCounters(worldUrlOf(ctx.env), id);
+      const counters = await runCounters(id, {
+        ledgerUrl: ledgerUrlFromEnv(ctx.env),
+        worldUrl: worldUrlOf(ctx.env),
+      });
       if (o.json) {
         ctx.io.out(
           json({

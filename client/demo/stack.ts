@@ -10,7 +10,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { startDevServer, type DevServerHandle } from '../../scripts/dev-server';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
-import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { createAgentWorker, openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
 import { dataConverterOf } from '../../codec';
 import { loadConnectionOptions } from '../../worker/env';
 import { codecSettings, connect, connectionSettings, type Connected } from '../connect';
@@ -19,7 +19,7 @@ import { uiBaseFor } from '../format';
 /** The running demo stack. */
 export interface DemoStack {
   readonly connected: Connected;
-  readonly deps: WorkerDeps;
+  readonly deps: DemoWorkerDeps;
   /** The dev server this demo started; null when it reuses one. */
   readonly server: DevServerHandle | null;
   readonly uiBase: string;
@@ -80,8 +80,9 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
   }
   const { options } = connectionSettings(env);
   const address = options.address;
-  // Encrypted by default: on first start against a local server this creates
-  // data/codec-keys.json (0600); agentctl and `npm run worker` find the same file.
+  // Encrypted by default: on first start against a local server this creates the default key
+  // file (~/.config/agent-loop-guard/codec-keys.json, 0600); agentctl, the codec server and
+  // `npm run worker` find the same file from any directory.
   const codec = codecSettings(env, options);
   say(
     codec.codec

@@ -12,7 +12,7 @@ import { createActivities } from '../../activities/create-activities';
 import type { ReconcileAnswer } from '../../activities/ledger';
 import { defineTool } from '../../activities/tools/define-tool';
 import type { RunToolInput } from '../../activities/types';
-import { openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
 
 let smsSent = 0;
 let reconcileAnswer: ReconcileAnswer = { status: 'unknown' };
@@ -35,7 +35,7 @@ const sendSmsReconciled = defineTool({
 });
 
 describe('runTool write path', () => {
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
   let acts: ReturnType<typeof createActivities>;
 
   beforeAll(async () => {
@@ -274,7 +274,7 @@ describe('runTool: a write tool that answers FATAL (it does not throw)', () => {
       return { kind: 'FATAL', code: 'card_declined', message: 'the card was declined' };
     },
   });
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
   let acts: ReturnType<typeof createActivities>;
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-fatal-')), 'agent.db')}`;
@@ -318,7 +318,7 @@ describe('runTool: a terminal write answered from the ledger stays terminal', ()
       return { data: { summary: `released ${args.version}` }, terminal: true };
     },
   });
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
   let acts: ReturnType<typeof createActivities>;
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-term-')), 'agent.db')}`;

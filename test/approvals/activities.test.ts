@@ -13,7 +13,7 @@ import { ApprovalStore, approvalRequired, parseApprovalPolicy } from '../../acti
 import { createActivities } from '../../activities/create-activities';
 import { defineTool } from '../../activities/tools/define-tool';
 import type { ProposalInfo, RunToolInput } from '../../activities/types';
-import { openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
 import { alice, signedGrant, tamper, testOperators } from './signing';
 
 let wired = 0;
@@ -32,7 +32,7 @@ const wire = defineTool({
 });
 
 describe('approvals in the activities', () => {
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
   let acts: ReturnType<typeof createActivities>;
   let store: ApprovalStore;
 

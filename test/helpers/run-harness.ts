@@ -18,6 +18,7 @@ import {
   openWorkerDeps,
   WORKFLOWS_PATH,
   type AgentWorkerOptions,
+  type DemoWorkerDeps,
   type WorkerDeps,
 } from '../../worker/create-worker';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './temporal-env';
@@ -41,7 +42,7 @@ const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: c
 /** A running harness. */
 export interface Harness {
   env: TestWorkflowEnvironment;
-  deps: WorkerDeps;
+  deps: DemoWorkerDeps;
   taskQueue: string;
   dbUrl: string;
   worker: Worker;

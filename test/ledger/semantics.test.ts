@@ -834,6 +834,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 3, name: expect.stringContaining('signature') },
         { version: 4, name: expect.stringContaining('conversation store') },
         { version: 5, name: expect.stringContaining('approval uses') },
+        { version: 6, name: expect.stringContaining('progress facts') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -854,7 +855,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 5\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 6\)/,
         );
       } finally {
         await newer.cleanup();

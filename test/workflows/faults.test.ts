@@ -14,14 +14,14 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/create-activities';
 import { resumeUpdate, statusQuery, type RunInput } from '../../common/contracts';
 import { agentRun } from '../../workflows';
-import { agentSinks, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { agentSinks, openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
 import { live, waitFor } from '../helpers/run-inputs';
 import { workflowBundle } from '../helpers/run-harness';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 describe('infrastructure faults stop the run with its checkpoint', () => {
   let env: TestWorkflowEnvironment;
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
   let worker: Worker;
   let running: Promise<void>;
   const taskQueue = uniqueTaskQueue('faults');

@@ -14,7 +14,7 @@ import {
   type ResumeRequest,
   type RunInput,
 } from '../../common/contracts';
-import type { WorkerDeps } from '../../worker/create-worker';
+import type { DemoWorkerDeps } from '../../worker/create-worker';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
 import { uniqueId } from '../helpers/temporal-env';
@@ -25,7 +25,7 @@ const mallory = generateOperatorKey('alice'); // claims to be alice with her own
 
 describe('operator authority on a worker with an operators file', () => {
   let h: Harness;
-  let deps: WorkerDeps;
+  let deps: DemoWorkerDeps;
 
   beforeAll(async () => {
     h = await startHarness({

@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { AsyncMutex } from '../../ledger/async-mutex';
 import type { Tx } from '../tx';
+import type { ProgressSource } from '../../progress';
 
 export type { Tx };
 
@@ -199,4 +200,9 @@ export function worldFile(url: string): string {
   if (raw === ':memory:') return raw;
   if (raw.includes('://')) throw new TypeError(`WORLD_URL must be a SQLite path (sqlite:PATH), got "${url}"`);
   return resolve(raw);
+}
+
+/** The demo world as the worker's progress source: its version plus the facts the run learned. */
+export function worldProgress(world: World): ProgressSource {
+  return { name: 'demo world', version: (runId) => world.progressVersion(runId) };
 }

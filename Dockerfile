@@ -8,7 +8,10 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+# Everything, devDependencies included: the image runs the TypeScript sources through tsx, and
+# the optional peers it uses (pg for the compose ledger, the LLM SDKs, the MCP SDK, the
+# OpenTelemetry packages) are devDependencies of the repository, not dependencies of the package.
+RUN npm ci --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production

@@ -200,6 +200,8 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'ReplayFormatError',
   'ContextLengthExceededError',
   'ContextExhaustedError',
+  // The provider's SDK is an optional package that is not installed (common/optional-dep.ts).
+  'OptionalDependencyError',
 ]);
 
 /**

@@ -17,32 +17,20 @@
  *   const worker = await createAgentWorker({ ...options, ...telemetry.workerOptions(deps.registry) });
  *   try { await worker.run(); } finally { await telemetry.shutdown(); }
  */
-import { context, propagation, type Meter, type Tracer } from '@opentelemetry/api';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
-import {
-  ConsoleMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type PushMetricExporter,
-} from '@opentelemetry/sdk-metrics';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ConsoleSpanExporter,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import {
-  makeWorkflowExporter,
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-  type OpenTelemetrySinks,
-} from '@temporalio/interceptors-opentelemetry';
+import { context, propagation, type Meter, type TextMapPropagator, type Tracer } from '@opentelemetry/api';
+import type * as OtelCore from '@opentelemetry/core';
+import type * as OtlpMetrics from '@opentelemetry/exporter-metrics-otlp-http';
+import type * as OtlpTraces from '@opentelemetry/exporter-trace-otlp-http';
+import type * as OtelResources from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
+import type * as SdkMetrics from '@opentelemetry/sdk-metrics';
+import type { MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import type * as SdkTrace from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type * as TemporalOtel from '@temporalio/interceptors-opentelemetry';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
 import type { InjectedSinks, RuntimeOptions, WorkerInterceptors } from '@temporalio/worker';
+import { loadOptional, resolveOptional, type OptionalModule } from '../common/optional-dep';
 import type { AgentWorkerOptions } from './create-worker';
 import {
   activityInstruments,
@@ -61,12 +49,40 @@ export { Attr, EventNames, MetricAttr, MetricNames, SpanNames } from './telemetr
 export type { ToolEffects } from './telemetry/activity-metrics';
 
 /**
+ * The OpenTelemetry SDK, its exporters and Temporal's interceptors: optional packages
+ * (common/optional-dep.ts), loaded only when an `OTEL_*` variable (or an override) turns a
+ * signal on. A missing one is an error whose install command names the whole set.
+ */
+export const OTEL_PACKAGES = [
+  '@opentelemetry/core',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/sdk-metrics',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/exporter-metrics-otlp-http',
+  '@temporalio/interceptors-opentelemetry',
+] as const;
+
+const FOR_OTEL = 'OpenTelemetry (an OTEL_* exporter is set)';
+
+function otel<T>(specifier: OptionalModule): T {
+  return loadOptional<T>(specifier, FOR_OTEL, OTEL_PACKAGES);
+}
+
+/**
  * The workflow interceptor module of `@temporalio/interceptors-opentelemetry`: bundled into
  * the workflow code (Worker `interceptors.workflowModules`, or `bundleWorkflowCode({
  * workflowInterceptorModules })` for a prebuilt bundle).
+ *
+ * @throws {OptionalDependencyError} when `@temporalio/interceptors-opentelemetry` is not installed
  */
-export const OTEL_WORKFLOW_INTERCEPTORS_MODULE =
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export function otelWorkflowInterceptorsModule(): string {
+  return resolveOptional(
+    '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+    FOR_OTEL,
+    OTEL_PACKAGES,
+  );
+}
 
 /** Exporters that replace the ones the environment names (tests: the SDK's in-memory exporters). */
 export interface TelemetryOverrides {
@@ -109,31 +125,70 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-const W3C_PROPAGATOR = new CompositePropagator({
-  propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
-});
+let w3cPropagator: TextMapPropagator | null = null;
+
+/** W3C trace context and baggage (one instance per process). */
+function w3cPropagatorOf(): TextMapPropagator {
+  if (w3cPropagator) return w3cPropagator;
+  const { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } =
+    otel<typeof OtelCore>('@opentelemetry/core');
+  w3cPropagator = new CompositePropagator({
+    propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+  });
+  return w3cPropagator;
+}
 
 function resourceOf(config: TelemetryConfig): Resource {
+  const { Resource } = otel<typeof OtelResources>('@opentelemetry/resources');
   return Resource.default().merge(
     new Resource({ ...config.resourceAttributes, 'service.name': config.serviceName }),
   );
 }
 
 function spanProcessorOf(config: TelemetryConfig, o: TelemetryOverrides): SpanProcessor | null {
-  if (o.spanExporter) return new SimpleSpanProcessor(o.spanExporter);
   const t = config.traces;
-  if (t.exporter === 'otlp')
+  if (!o.spanExporter && t.exporter !== 'otlp' && t.exporter !== 'console') return null;
+  const { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor } = otel<typeof SdkTrace>(
+    '@opentelemetry/sdk-trace-base',
+  );
+  if (o.spanExporter) return new SimpleSpanProcessor(o.spanExporter);
+  if (t.exporter === 'otlp') {
+    const { OTLPTraceExporter } = otel<typeof OtlpTraces>('@opentelemetry/exporter-trace-otlp-http');
     return new BatchSpanProcessor(new OTLPTraceExporter({ url: t.url, headers: { ...t.headers } }));
-  if (t.exporter === 'console') return new SimpleSpanProcessor(new ConsoleSpanExporter());
-  return null;
+  }
+  return new SimpleSpanProcessor(new ConsoleSpanExporter());
 }
 
 function metricExporterOf(config: TelemetryConfig, o: TelemetryOverrides): PushMetricExporter | null {
   if (o.metricExporter) return o.metricExporter;
   const m = config.metrics;
-  if (m.exporter === 'otlp') return new OTLPMetricExporter({ url: m.url, headers: { ...m.headers } });
-  if (m.exporter === 'console') return new ConsoleMetricExporter();
+  if (m.exporter === 'otlp') {
+    const { OTLPMetricExporter } = otel<typeof OtlpMetrics>('@opentelemetry/exporter-metrics-otlp-http');
+    return new OTLPMetricExporter({ url: m.url, headers: { ...m.headers } });
+  }
+  if (m.exporter === 'console')
+    return new (otel<typeof SdkMetrics>('@opentelemetry/sdk-metrics').ConsoleMetricExporter)();
   return null;
+}
+
+function meterProviderOf(
+  config: TelemetryConfig,
+  resource: Resource,
+  exporter: PushMetricExporter,
+): MeterProvider {
+  const { MeterProvider, PeriodicExportingMetricReader } = otel<typeof SdkMetrics>(
+    '@opentelemetry/sdk-metrics',
+  );
+  return new MeterProvider({
+    resource,
+    readers: [
+      new PeriodicExportingMetricReader({
+        exporter,
+        exportIntervalMillis: config.metricExportIntervalMs,
+        exportTimeoutMillis: Math.min(30_000, config.metricExportIntervalMs),
+      }),
+    ],
+  });
 }
 
 /**
@@ -175,33 +230,35 @@ export function createTelemetry(env: NodeJS.ProcessEnv, overrides: TelemetryOver
   // W3C trace context (the SDK default) and AsyncLocalStorage; ones registered earlier are
   // kept (the API refuses a second registration).
   if (spanProcessor) {
-    propagation.setGlobalPropagator(W3C_PROPAGATOR);
+    propagation.setGlobalPropagator(w3cPropagatorOf());
     context.setGlobalContextManager(new AsyncLocalStorageContextManager());
   }
   const resource = resourceOf(config);
   const tracerProvider = spanProcessor
-    ? new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] })
-    : null;
-  const meterProvider = metricExporter
-    ? new MeterProvider({
+    ? new (otel<typeof SdkTrace>('@opentelemetry/sdk-trace-base').BasicTracerProvider)({
         resource,
-        readers: [
-          new PeriodicExportingMetricReader({
-            exporter: metricExporter,
-            exportIntervalMillis: config.metricExportIntervalMs,
-            exportTimeoutMillis: Math.min(30_000, config.metricExportIntervalMs),
-          }),
-        ],
+        spanProcessors: [spanProcessor],
       })
     : null;
+  const meterProvider = metricExporter ? meterProviderOf(config, resource, metricExporter) : null;
   const tracer: Tracer | null = tracerProvider?.getTracer(INSTRUMENTATION_SCOPE) ?? null;
   const meter: Meter | null = meterProvider?.getMeter(INSTRUMENTATION_SCOPE) ?? null;
   const contexts = new WorkflowTraceContexts();
   const agentTelemetry = createAgentSinkTelemetry({ tracer, meter, contexts });
+  // Temporal's interceptors: the workflow span exporter sink and the activity spans.
+  const temporalOtel = spanProcessor
+    ? otel<typeof TemporalOtel>('@temporalio/interceptors-opentelemetry')
+    : null;
   const workflowSinks =
-    spanProcessor !== null
-      ? { exporter: makeWorkflowExporter(new WorkflowSpanProcessor(spanProcessor, contexts), resource) }
+    spanProcessor !== null && temporalOtel
+      ? {
+          exporter: temporalOtel.makeWorkflowExporter(
+            new WorkflowSpanProcessor(spanProcessor, contexts),
+            resource,
+          ),
+        }
       : null;
+  const workflowModules = workflowSinks ? [otelWorkflowInterceptorsModule()] : [];
   const instruments = meter ? activityInstruments(meter) : null;
   // The Temporal interceptors default to the global tracer; they get ours explicitly.
   const activityTracer = tracerProvider?.getTracer('@temporalio/interceptor-activity') ?? null;
@@ -216,17 +273,17 @@ export function createTelemetry(env: NodeJS.ProcessEnv, overrides: TelemetryOver
     workflowSinks,
     workerOptions(tools) {
       const activity: NonNullable<WorkerInterceptors['activity']> = [];
-      if (activityTracer)
+      if (activityTracer && temporalOtel)
         activity.push((ctx) => ({
-          inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: activityTracer }),
-          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+          inbound: new temporalOtel.OpenTelemetryActivityInboundInterceptor(ctx, { tracer: activityTracer }),
+          outbound: new temporalOtel.OpenTelemetryActivityOutboundInterceptor(ctx),
         }));
       if (instruments)
         activity.push((ctx) => ({
           inbound: new ActivityMetricsInterceptor(ctx, instruments, tools ?? null),
         }));
       return {
-        interceptors: { activity, workflowModules: workflowSinks ? [OTEL_WORKFLOW_INTERCEPTORS_MODULE] : [] },
+        interceptors: { activity, workflowModules },
         ...(workflowSinks ? { sinks: workflowSinks } : {}),
         telemetry: agentTelemetry,
       };

@@ -48,7 +48,9 @@ const HOW_TO_FIX =
  *   an unknown one is an error), libpq's TLS and session parameters pass through to `pg`
  *
  * Unknown schemes and unreachable databases throw {@link LedgerConnectionError} naming the
- * URL (password redacted) and how to fix it.
+ * URL (password redacted) and how to fix it; so does a `postgres://` URL when the optional
+ * `pg` package is not installed (the message says what to install; `cause` is the
+ * `OptionalDependencyError`).
  */
 export async function openLedger(
   url: string = ledgerUrlFromEnv(),

@@ -5,7 +5,9 @@
  * `clock_timestamp()` of the database server, never from a worker's clock. The protocol
  * itself is {@link SqlLedger}'s.
  */
-import { Pool, type PoolClient, type PoolConfig, type QueryResultRow } from 'pg';
+import type * as Pg from 'pg';
+import type { Pool, PoolClient, PoolConfig, QueryResultRow } from 'pg';
+import { loadOptional } from '../../common/optional-dep';
 import { POSTGRES_MIGRATIONS, POSTGRES_MIGRATIONS_TABLE } from './migrations';
 import { SqlLedger, type MaybePromise, type SqlAccess, type SqlFragment } from './sql-ledger';
 
@@ -182,6 +184,8 @@ export class PostgresLedger extends SqlLedger<PgConnection> {
     }
     this.schema = options.schema;
     this.location = options.schema ?? 'the database';
+    // `pg` is an optional package (common/optional-dep.ts): loaded here, by the first PostgreSQL ledger.
+    const { Pool } = loadOptional<typeof Pg>('pg', 'the PostgreSQL ledger');
     this.pool = new Pool({
       connectionString,
       max: options.maxConnections ?? 10,

@@ -8,7 +8,8 @@
  * the memory, the turn or an error message. The base URL is the worker-configured
  * endpoint's (endpoints.ts): a run names an endpoint, never a URL.
  */
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import { loadOptional } from '../../common/optional-dep';
 import type { Planner } from '../../common/planner';
 import { toolParameters, type PendingCall } from './llm-common';
 import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
@@ -45,12 +46,13 @@ function toParam(block: Anthropic.ContentBlock): ContentBlockParam {
   }
 }
 
-const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam> = {
+const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof Anthropic> = {
   kind: 'anthropic',
   displayName: 'Anthropic',
-  sdk: Anthropic,
-  adapter({ spec, endpoint, tools: descriptors, client: clientOptions, send, usage }) {
-    const client = new Anthropic({ ...clientOptions, baseURL: endpoint.baseURL });
+  sdk: () =>
+    loadOptional<{ default: typeof Anthropic }>('@anthropic-ai/sdk', 'the Anthropic planner').default,
+  adapter({ spec, endpoint, tools: descriptors, client: clientOptions, send, usage }, AnthropicSdk) {
+    const client = new AnthropicSdk({ ...clientOptions, baseURL: endpoint.baseURL });
     const tools: Anthropic.Tool[] = descriptors.map((tool) => ({
       name: tool.name,
       description: tool.description,

@@ -90,14 +90,22 @@ export interface TurnContext<K extends LlmProvider> {
 }
 
 /** A provider's half of a planner. */
-export interface LlmProviderDefinition<K extends LlmProvider, M> {
+export interface LlmProviderDefinition<
+  K extends LlmProvider,
+  M,
+  S extends SdkErrorClasses = SdkErrorClasses,
+> {
   readonly kind: K;
   /** The provider's name as error messages say it (`Anthropic`, `OpenAI`). */
   readonly displayName: string;
-  /** The SDK's error classes, for {@link wrapSdkError}. */
-  readonly sdk: SdkErrorClasses;
-  /** Builds this turn's adapter (client, tools, request) from the turn's context. */
-  adapter(turn: TurnContext<K>): ProviderAdapter<M>;
+  /**
+   * The provider's SDK (its default export: the client class, with the error classes
+   * {@link wrapSdkError} needs), loaded at the first turn: the SDK is an optional package
+   * (common/optional-dep.ts), so a missing one throws `OptionalDependencyError` naming it.
+   */
+  sdk(): S;
+  /** Builds this turn's adapter (client, tools, request) from the turn's context and the SDK. */
+  adapter(turn: TurnContext<K>, sdk: S): ProviderAdapter<M>;
 }
 
 /**
@@ -105,8 +113,8 @@ export interface LlmProviderDefinition<K extends LlmProvider, M> {
  * table are read on every turn, inside the activity, so a changed environment takes effect
  * without a restart and the key is never part of the planner's input, memory or output.
  */
-export function createLlmPlanner<K extends LlmProvider, M>(
-  provider: LlmProviderDefinition<K, M>,
+export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorClasses>(
+  provider: LlmProviderDefinition<K, M, S>,
   opts: LlmPlannerOptions = {},
 ): Planner {
   const env = opts.env ?? process.env;
@@ -120,7 +128,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
   return {
     /**
      * The lift rule of a `planner_failed` stop: everything a turn needs resolves (spec,
-     * endpoint, key, price table) and the endpoint answers HTTP at all. The probe carries no
+     * endpoint, key, price table, the SDK installed) and the endpoint answers HTTP at all. The probe carries no
      * credentials, so it can never leak the key; a key the provider rejects shows at the
      * next turn, which stops the run again.
      */
@@ -136,6 +144,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
         );
         if (endpoint.apiKeyEnv) readApiKey(env, endpoint.apiKeyEnv, provider.kind);
         loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+        provider.sdk();
         await fetch(endpoint.baseURL, { method: 'GET', signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
         return null;
       } catch (err) {
@@ -164,6 +173,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
           )
         : NO_API_KEY;
       const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+      const sdk = provider.sdk();
       const turn: TurnContext<K> = {
         // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
         spec: spec as Extract<PlannerSpec, { kind: K }>,
@@ -176,9 +186,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
           try {
             return await request(signal ? { signal } : undefined);
           } catch (err) {
-            throw failureToThrow(err, signal, (e) =>
-              wrapSdkError(provider.displayName, provider.sdk, e, [apiKey]),
-            );
+            throw failureToThrow(err, signal, (e) => wrapSdkError(provider.displayName, sdk, e, [apiKey]));
           }
         },
         usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
@@ -187,7 +195,7 @@ export function createLlmPlanner<K extends LlmProvider, M>(
       const toolsChars = JSON.stringify(
         input.tools.map((t) => [t.name, t.description, t.inputSchema]),
       ).length;
-      return runTurn(input, provider.adapter(turn), {
+      return runTurn(input, provider.adapter(turn, sdk), {
         maxObservationChars,
         budgetChars: messageBudgetChars(spec, toolsChars),
       });

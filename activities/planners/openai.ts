@@ -8,7 +8,8 @@
  * `openai` endpoint) inside the activity on every turn; it is never part of the memory,
  * the turn or an error message.
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { loadOptional } from '../../common/optional-dep';
 import type { Planner } from '../../common/planner';
 import { PlannerProtocolError } from './errors';
 import { toolParameters, type PendingCall } from './llm-common';
@@ -48,12 +49,14 @@ export function parseToolArguments(raw: string | undefined | null): unknown {
   }
 }
 
-function openaiProvider(opts: OpenAIPlannerOptions): LlmProviderDefinition<'openai', MessageParam> {
+function openaiProvider(
+  opts: OpenAIPlannerOptions,
+): LlmProviderDefinition<'openai', MessageParam, typeof OpenAI> {
   return {
     kind: 'openai',
     displayName: 'OpenAI',
-    sdk: OpenAI,
-    adapter({ spec, env, endpoint, tools: descriptors, client: clientOptions, send, usage }) {
+    sdk: () => loadOptional<{ default: typeof OpenAI }>('openai', 'the OpenAI planner').default,
+    adapter({ spec, env, endpoint, tools: descriptors, client: clientOptions, send, usage }, OpenAISdk) {
       const maxTokensParam =
         opts.maxTokensParam ??
         endpoint.maxTokensParam ??
@@ -62,7 +65,7 @@ function openaiProvider(opts: OpenAIPlannerOptions): LlmProviderDefinition<'open
       // whole configuration and the worker's process env cannot leak in. They belong to
       // the OpenAI account of OPENAI_API_KEY, so only the endpoints using that key get them.
       const ownAccount = endpoint.apiKeyEnv === OPENAI_API_KEY_ENV;
-      const client = new OpenAI({
+      const client = new OpenAISdk({
         ...clientOptions,
         baseURL: endpoint.baseURL,
         organization: (ownAccount && env.OPENAI_ORG_ID) || null,

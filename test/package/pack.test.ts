@@ -7,7 +7,15 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
@@ -22,6 +30,7 @@ interface PackageJson {
   typesVersions: Record<string, Record<string, string[]>>;
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
 }
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
@@ -121,10 +130,53 @@ describe('the packed package', () => {
           required.set(packageOf(spec), f);
       }
     }
+    // Not even the optional peers: those are loaded on use (common/optional-dep.ts), never at load.
     const undeclared = [...required].filter(([name]) => !(name in pkg.dependencies));
     expect(undeclared).toEqual([]);
     // The check sees what it should: the worker's runtime is among them.
     expect(required.has('@temporalio/worker')).toBe(true);
+  });
+
+  it('loads, and runs agentctl, with none of the optional peers installed', () => {
+    // Node's own resolver, told that the optional peers (common/optional-dep.ts) are not there.
+    const peers = Object.keys(pkg.peerDependencies);
+    const hide = join(dir, 'hide-optional-peers.js');
+    writeFileSync(
+      hide,
+      `const Module = require('node:module');
+const peers = ${JSON.stringify(peers)};
+const resolve = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (peers.some((p) => request === p || request.startsWith(p + '/'))) {
+    const err = new Error("Cannot find module '" + request + "'");
+    err.code = 'MODULE_NOT_FOUND';
+    throw err;
+  }
+  return resolve.call(this, request, ...rest);
+};
+`,
+    );
+    const script = `
+const m = require(${JSON.stringify(join(dir, 'dist', 'index.js'))});
+m.openLedger('postgres://u:hunter2@127.0.0.1:1/db').then(
+  () => console.log('opened'),
+  (e) => console.log(JSON.stringify({ name: e.name, message: e.message, cause: e.cause && e.cause.code })),
+);`;
+    const node = (args: string[]) =>
+      spawnSync(process.execPath, ['-r', hide, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, LEDGER_URL: '' },
+      });
+    const loaded = node(['-e', script]);
+    expect(loaded.stderr).toBe('');
+    const err = JSON.parse(loaded.stdout) as { name: string; message: string; cause: string };
+    expect(err).toMatchObject({ name: 'LedgerConnectionError', cause: 'optional_dependency_missing' });
+    expect(err.message).toContain('the PostgreSQL ledger needs the optional package "pg"');
+    expect(err.message).not.toContain('hunter2');
+    const help = node([join(dir, 'bin', 'agentctl.js'), '--help']);
+    expect(help.stderr).toBe('');
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Usage: agentctl');
   });
 
   it('bundles the compiled workflows the worker resolves (WORKFLOWS_PATH)', async () => {

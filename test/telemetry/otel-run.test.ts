@@ -23,7 +23,7 @@ import {
   Attr,
   createTelemetry,
   MetricNames,
-  OTEL_WORKFLOW_INTERCEPTORS_MODULE,
+  otelWorkflowInterceptorsModule,
   SpanNames,
   type Telemetry,
 } from '../../worker/telemetry';
@@ -59,7 +59,7 @@ describe('OpenTelemetry on a run the guard stops', () => {
     telemetry = createTelemetry({}, { spanExporter: spans, metricExporter: metrics });
     bundle = bundleWorkflowCode({
       workflowsPath: WORKFLOWS_PATH,
-      workflowInterceptorModules: [OTEL_WORKFLOW_INTERCEPTORS_MODULE],
+      workflowInterceptorModules: [otelWorkflowInterceptorsModule()],
       logger: quietLogger,
     });
     const workflowBundle = await bundle;

@@ -23,11 +23,10 @@
  * with an `isError` result carrying the JSON-RPC text, not with a JSON-RPC error; both
  * forms map the same way.
  */
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ResultCode, toolResultSchema, type ToolResult } from '../../../guard';
 import { DEFAULT_RETRY_AFTER_MS, messageOf } from '../classify';
 import { McpUnavailableError } from './errors';
+import { mcpSdk } from './sdk';
 
 /** Codes this module gives besides the spec's. */
 export const McpResultCode = {
@@ -116,7 +115,7 @@ export function classifyMcpResult(
   if (structured.success && structured.data.kind !== 'SUCCESS') return structured.data;
   const text = truncate(resultText(result) || 'the tool reported an error', 2000);
   const rpc = JSON_RPC_TEXT.exec(text);
-  if (rpc && Number(rpc[1]) === ErrorCode.InvalidParams) return invalidParams(text);
+  if (rpc && Number(rpc[1]) === mcpSdk().ErrorCode.InvalidParams) return invalidParams(text);
   switch (options.onError ?? 'FATAL') {
     case 'RETRYABLE':
       return {
@@ -141,6 +140,7 @@ export function classifyMcpError(err: unknown, options: { retryAfterMs?: number 
     retryAfterMs,
     message: messageOf(err),
   });
+  const { ErrorCode, McpError, StreamableHTTPError } = mcpSdk();
   if (err instanceof McpUnavailableError) {
     const cause = err.cause;
     if (cause instanceof StreamableHTTPError && (cause.code === 401 || cause.code === 403))

@@ -8,26 +8,17 @@
  * session). A failure that certainly happened before the request reached the server is
  * retried once on a fresh connection within the same call; anything else surfaces as
  * {@link McpUnavailableError}, classified RETRYABLE (classify.ts).
+ *
+ * The SDK is loaded at the first connect (sdk.ts): a pool without servers never needs it.
  */
 import { resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolResultSchema,
-  ErrorCode,
-  ListToolsResultSchema,
-  McpError,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { messageOf } from '../classify';
 import { isStdio, type LoadedConfig, type McpServerConfig } from './config';
 import { McpUnavailableError } from './errors';
+import { mcpSdk } from './sdk';
 
 /** Defaults of the per-server settings. */
 export const MCP_DEFAULTS = { timeoutMs: 60_000, connectTimeoutMs: 15_000, retryAfterMs: 1000 } as const;
@@ -43,7 +34,7 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
  * it (401/403 auth, 404 unknown session after a restart, 429 rate limit).
  */
 function certainlyNotSent(err: unknown): boolean {
-  if (err instanceof StreamableHTTPError) return [401, 403, 404, 429].includes(err.code ?? -1);
+  if (err instanceof mcpSdk().StreamableHTTPError) return [401, 403, 404, 429].includes(err.code ?? -1);
   const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } };
   if (typeof e?.code === 'string' && NOT_SENT_CODES.has(e.code)) return true;
   if (typeof e?.cause?.code === 'string' && NOT_SENT_CODES.has(e.cause.code)) return true;
@@ -57,7 +48,7 @@ function certainlyNotSent(err: unknown): boolean {
  */
 export function stdioEnv(configured: Readonly<Record<string, string>> = {}): Record<string, string> {
   const blank: Record<string, string | undefined> = {};
-  for (const k of DEFAULT_INHERITED_ENV_VARS) blank[k] = undefined;
+  for (const k of mcpSdk().DEFAULT_INHERITED_ENV_VARS) blank[k] = undefined;
   return { ...blank, PATH: process.env.PATH ?? '', ...configured } as Record<string, string>;
 }
 
@@ -93,10 +84,13 @@ export class McpConnection {
 
   /** The stdio server's process id while connected (null for HTTP or when down). */
   get pid(): number | null {
-    return this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+    return this.transport && this.transport instanceof mcpSdk().StdioClientTransport
+      ? this.transport.pid
+      : null;
   }
 
   private newTransport(): Transport {
+    const { StdioClientTransport, StreamableHTTPClientTransport } = mcpSdk();
     const s = this.server;
     if (isStdio(s)) {
       return new StdioClientTransport({
@@ -132,7 +126,7 @@ export class McpConnection {
   }
 
   private async connect(): Promise<Client> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new (mcpSdk().Client)(CLIENT_INFO, { capabilities: {} });
     const transport = this.newTransport();
     try {
       await client.connect(transport, { timeout: this.connectTimeoutMs });
@@ -179,7 +173,7 @@ export class McpConnection {
       do {
         const page = await client.request(
           { method: 'tools/list', params: cursor ? { cursor } : {} },
-          ListToolsResultSchema,
+          mcpSdk().ListToolsResultSchema,
           { timeout: this.connectTimeoutMs },
         );
         tools.push(...page.tools);
@@ -209,7 +203,7 @@ export class McpConnection {
     const attempt = async (client: Client): Promise<CallToolResult> =>
       client.request(
         { method: 'tools/call', params: { name: tool, arguments: (args ?? {}) as Record<string, unknown> } },
-        CallToolResultSchema,
+        mcpSdk().CallToolResultSchema,
         {
           timeout: this.timeoutMs,
           ...(options.signal ? { signal: options.signal } : {}),
@@ -239,6 +233,7 @@ export class McpConnection {
 
   private isTransportFailure(err: unknown): boolean {
     // A JSON-RPC error the server sent is an answer, not a transport failure.
+    const { ErrorCode, McpError } = mcpSdk();
     if (err instanceof McpError)
       return err.code === ErrorCode.ConnectionClosed || err.code === ErrorCode.RequestTimeout;
     return true;

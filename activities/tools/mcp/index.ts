@@ -18,6 +18,7 @@ import {
 } from './config';
 import { McpConfigError, McpToolsError } from './errors';
 import { createMcpTool, mcpToolName } from './mcp-tool';
+import { mcpSdk } from './sdk';
 
 export { McpClientPool, McpConnection, MCP_DEFAULTS, stdioEnv } from './client-pool';
 export { classifyMcpError, classifyMcpResult, McpResultCode, MAX_RESULT_CHARS } from './classify';
@@ -71,7 +72,8 @@ function load(o: McpToolsOptions): LoadedConfig | null {
 /**
  * Loads the config, connects to every server and lists its tools. Throws McpConfigError
  * for a malformed config (naming the field) or an override that names no listed tool,
- * and McpToolsError for a server that cannot be reached or listed.
+ * McpToolsError for a server that cannot be reached or listed, and OptionalDependencyError
+ * when there are servers but `@modelcontextprotocol/sdk` is not installed.
  */
 export async function openMcpTools(o: McpToolsOptions = {}): Promise<McpTools> {
   const loaded = load(o);
@@ -82,6 +84,8 @@ export async function openMcpTools(o: McpToolsOptions = {}): Promise<McpTools> {
     close: async () => undefined,
   };
   if (!loaded) return empty;
+  // The SDK is an optional package: servers to connect to need it (an error naming it, not "unavailable").
+  if (Object.keys(loaded.config.mcpServers).length > 0) mcpSdk();
   const warn = o.warn ?? ((m: string) => console.warn(m));
   const where = loaded.file ?? 'agent config';
   const pool = new McpClientPool(loaded);

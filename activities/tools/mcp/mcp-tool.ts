@@ -13,7 +13,7 @@
  *   the description planners read;
  * - results and errors are classified by classify.ts.
  */
-import { type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { defineTool, type AnyTool, type ToolReturn } from '../define-tool';
 import { compileArgsSchema } from './args-schema';
 import { classifyMcpError, classifyMcpResult, resultData } from './classify';

@@ -28,21 +28,25 @@ tarball="$(npm pack --ignore-scripts --silent --pack-destination "$PACK_DIR" | t
 mv "$PACK_DIR/$tarball" "$PACK_DIR/agent-loop-guard.tgz"
 echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 
-step "install the tarball into examples/first-agent"
-if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
-  (cd "$EXAMPLE" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
-else
-  rm -rf "$EXAMPLE/node_modules"
-  mkdir -p "$EXAMPLE/node_modules/agent-loop-guard" "$EXAMPLE/node_modules/.bin"
-  tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$EXAMPLE/node_modules/agent-loop-guard" --strip-components=1
-  ln -s ../agent-loop-guard/bin/agentctl.js "$EXAMPLE/node_modules/.bin/agentctl"
-fi
+OWN="$ROOT/examples/own-agent"
+for app in "$EXAMPLE" "$OWN"; do
+  step "install the tarball into ${app#"$ROOT/"}"
+  if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
+    (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
+  else
+    rm -rf "$app/node_modules"
+    mkdir -p "$app/node_modules/agent-loop-guard" "$app/node_modules/.bin"
+    tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$app/node_modules/agent-loop-guard" --strip-components=1
+    ln -s ../agent-loop-guard/bin/agentctl.js "$app/node_modules/.bin/agentctl"
+  fi
+done
 bin_of() { if [ -x "$EXAMPLE/node_modules/.bin/$1" ]; then echo "$EXAMPLE/node_modules/.bin/$1"; else echo "$ROOT/node_modules/.bin/$1"; fi; }
 TSX="$(bin_of tsx)"
 TSC="$(bin_of tsc)"
 
-step "typecheck the example against the package's types"
+step "typecheck the examples against the package's types"
 "$TSC" -p "$EXAMPLE"
+"$TSC" -p "$OWN"
 
 step "Temporal dev server"
 TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
@@ -76,4 +80,7 @@ listed="$(cd "$EXAMPLE" && TEMPORAL_ADDRESS="$ADDRESS" "$EXAMPLE/node_modules/.b
 echo "$listed"
 grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID" >&2; exit 1; }
 
-step "example OK"
+step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
+(cd "$OWN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/main.ts)
+
+step "examples OK"

@@ -369,7 +369,7 @@ describe('npm run worker on a namespace without the search attributes', () => {
       await waitFor(
         async () => w.stdout(),
         (out) => out.includes('worker: task queue'),
-        30_000,
+        90_000,
       ).catch((e: Error) => {
         throw new Error(`${e.message}\nstderr: ${w.stderr()}`);
       });

@@ -1,0 +1,147 @@
+/**
+ * own-agent: a user's agent with none of the demo. A worker of its own hosts only its own
+ * tools (`openWorkerDeps({ ledgerUrl, tools })`: no world database, no demo tools), and three
+ * scripted runs in live mode show what the package promises for it:
+ *  (a) read, read, write, done: COMPLETED, no false `no_progress`, with no progress hook;
+ *  (b) a repeated read stops `same_call_repeat` before the store sees it; a resume is refused
+ *      while the store is unchanged and accepted once it changed (no demo command);
+ *  (c) the only tools offered are its own;
+ *  (d) a page that needs approval stops `approval_required` and is approved from this code.
+ * Exits 0 only when all of that is what happened.
+ *
+ * Environment: TEMPORAL_ADDRESS (default localhost:7233).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { NativeConnection } from '@temporalio/worker';
+import {
+  approveRun,
+  connectClient,
+  createAgentWorker,
+  loadConnectionOptions,
+  openWorkerDeps,
+  resumeAgentRun,
+  startAgentRun,
+  waitForAgentRun,
+  type RunInput,
+} from 'agent-loop-guard';
+import { openTicketDesk } from './tickets';
+
+const ROOT = resolve(__dirname, '..');
+const DATA = join(ROOT, 'data');
+const TASK_QUEUE = 'own-agent';
+
+const script = (calls: { tool: string; args: Record<string, unknown> }[]): RunInput => ({
+  goal: 'Triage the incident',
+  planner: { kind: 'scripted', live: true, script: { calls } },
+  resumeWindowMs: 60_000,
+});
+
+async function main(): Promise<boolean> {
+  rmSync(DATA, { recursive: true, force: true });
+  mkdirSync(DATA, { recursive: true });
+  const desk = openTicketDesk(join(DATA, 'tickets.db'));
+  const ledgerUrl = `sqlite:${join(DATA, 'agent.db')}`;
+  const { connectionOptions, namespace } = loadConnectionOptions();
+  const connection = await NativeConnection.connect(connectionOptions);
+  const client = await connectClient();
+  const deps = await openWorkerDeps({ ledgerUrl, tools: desk.tools, configPath: null });
+  const checks: [string, boolean][] = [];
+  const check = (what: string, ok: boolean) => {
+    checks.push([what, ok]);
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  };
+  try {
+    check(
+      '(c) only its own tools are offered',
+      deps.registry.names().join(',') === desk.tools.map((t) => t.name).join(','),
+    );
+    check('(c) no world database was opened', deps.world === null);
+    const worker = await createAgentWorker({ connection, namespace, taskQueue: TASK_QUEUE, deps });
+    await worker.runUntil(async () => {
+      const start = (input: RunInput) =>
+        startAgentRun(client.client, {
+          workflowId: `own-agent-${randomUUID()}`,
+          taskQueue: TASK_QUEUE,
+          input,
+        });
+      const settle = (h: { workflowId: string }, untilWaiting: boolean) =>
+        waitForAgentRun(client.client, h.workflowId, { untilWaiting, timeoutMs: 60_000 });
+
+      // (a)
+      const a = await start(
+        script([
+          { tool: 'search_tickets', args: { query: 'db' } },
+          { tool: 'search_tickets', args: { query: 'db' } },
+          { tool: 'file_ticket', args: { id: 'INC-1', title: 'db down' } },
+          { tool: 'close_triage', args: { summary: 'filed INC-1' } },
+        ]),
+      );
+      const ra = (await settle(a, false)).outcome;
+      check(
+        `(a) read, read, write completed (${ra.terminal_state} ${ra.reason ?? ''})`,
+        ra.terminal_state === 'COMPLETED',
+      );
+      check('(a) the ticket was filed once', desk.calls.file_ticket === 1);
+
+      // (b)
+      const search = { tool: 'search_tickets', args: { query: 'disk' } };
+      const before = desk.calls.search_tickets;
+      const b = await start(
+        script([search, search, search, { tool: 'close_triage', args: { summary: 'disk ok' } }]),
+      );
+      const rb = (await settle(b, true)).outcome;
+      check(`(b) stopped ${rb.reason}`, rb.reason === 'same_call_repeat');
+      check('(b) the third search never reached the store', desk.calls.search_tickets === before + 2);
+      const refused = await resumeAgentRun(client.client, b.workflowId, {
+        actor: 'oncall',
+        reason: 'look again',
+      });
+      check(`(b) resume refused while unchanged: ${refused.reason}`, !refused.accepted);
+      desk.db.prepare('INSERT INTO tickets (id, title) VALUES (?, ?)').run('INC-2', 'disk full');
+      const accepted = await resumeAgentRun(client.client, b.workflowId, {
+        actor: 'oncall',
+        reason: 'INC-2 filed',
+      });
+      check(`(b) resume accepted after the store changed: ${accepted.reason}`, accepted.accepted);
+      check('(b) and the run completed', (await settle(b, false)).outcome.terminal_state === 'COMPLETED');
+
+      // (d)
+      const d = await start(
+        script([
+          { tool: 'page_oncall', args: { incident: 'INC-2' } },
+          { tool: 'close_triage', args: { summary: 'paged' } },
+        ]),
+      );
+      const rd = (await settle(d, true)).outcome;
+      check(
+        `(d) stopped ${rd.reason} before paging`,
+        rd.reason === 'approval_required' && desk.calls.page_oncall === 0,
+      );
+      const approved = await approveRun(client.client, d.workflowId, {
+        actor: 'oncall-lead',
+        reason: 'sev1, page now',
+        resume: true,
+        ledgerUrl,
+      });
+      check('(d) approved from code and resumed', approved.resume?.accepted === true);
+      check('(d) the run completed', (await settle(d, false)).outcome.terminal_state === 'COMPLETED');
+      check('(d) the page ran once', desk.calls.page_oncall === 1);
+    });
+    return checks.every(([, ok]) => ok);
+  } finally {
+    await client.close();
+    await connection.close();
+    await deps.close();
+    desk.db.close();
+  }
+}
+
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -20,24 +20,38 @@
  * trusts a row to authorise a call only when the verifier accepts it as stored.
  */
 import { randomUUID } from 'node:crypto';
-import { operatorAuthSchema, type OperatorAuth } from '../../common/operator-auth';
 import { SqlLedger, type Ledger, type LedgerDatabase, type LedgerTx } from '../ledger';
 import { ApprovalInputError, ApprovalStoreUnavailableError } from './errors';
 import { APPROVAL_ID_PREFIX, DENIAL_ID_PREFIX } from './verify';
+import {
+  absoluteTime,
+  decodeApproval,
+  decodeAudit,
+  decider,
+  explain,
+  selectApprovals,
+  stopVerdict,
+  signatureColumns,
+  signedDecision,
+  target,
+  text,
+  UNUSED_AT_STOP,
+  type ApprovalRow,
+  type AuditRow,
+} from './rows';
 import type {
   ApprovalRecord,
+  AuditOptions,
+  ListApprovalsOptions,
+  UsableQuery,
   ApprovalVerifier,
-  ApprovalState,
-  ApprovalTarget,
   AuditAction,
   AuditEntry,
   ConsumeInput,
   ConsumeOutcome,
-  Decider,
   DenyInput,
   GrantInput,
   RefusalWhy,
-  SignedDecision,
   StopCheck,
 } from './types';
 
@@ -45,63 +59,6 @@ import type {
 export const MAX_APPROVAL_TTL_MS = 7 * 24 * 3_600_000;
 /** The TTL `agentctl approvals approve` uses without `--ttl`. */
 export const DEFAULT_APPROVAL_TTL_MS = 15 * 60_000;
-
-/** An `approvals` row as the driver returns it (times dialect-typed). */
-interface ApprovalRow {
-  id: string;
-  run_id: string;
-  stop_ref: string;
-  tool: string;
-  fingerprint: string;
-  args_hash: string | null;
-  approver: string;
-  reason: string;
-  created_at: unknown;
-  expires_at: unknown;
-  used_at: unknown;
-  used_by_activity: string | null;
-  denied_at: unknown;
-  signed_by: string | null;
-  signed_at_ms: number | string | null;
-  signature: string | null;
-  /** Computed in the same statement from database time. */
-  expired: number | string | boolean;
-  /** The approval's row in `approval_uses`, if it was used (the one truth about a use). */
-  use_at: unknown;
-  use_by: string | null;
-  /** Another approval of the same run, stop and call was used: this one never will be. */
-  superseded: number | string | boolean;
-}
-
-interface AuditRow {
-  id: number | string;
-  at: unknown;
-  action: AuditAction;
-  run_id: string;
-  approval_id: string | null;
-  actor: string;
-  detail: string | null;
-}
-
-/** Options of {@link ApprovalStore.list}. */
-export interface ListApprovalsOptions {
-  readonly runId?: string;
-  readonly limit?: number;
-}
-
-/** Options of {@link ApprovalStore.audit}. */
-export interface AuditOptions {
-  readonly runId?: string;
-  readonly approvalId?: string;
-  readonly limit?: number;
-}
-
-const text = (value: unknown, what: string, max = 2_000): string => {
-  if (typeof value !== 'string' || value.trim() === '')
-    throw new ApprovalInputError(`${what} must be a non-empty string`);
-  if (value.length > max) throw new ApprovalInputError(`${what} is longer than ${max} characters`);
-  return value;
-};
 
 /** Thrown inside a consume to roll its use back: the use is refused, with why. */
 class Refused extends Error {
@@ -112,17 +69,6 @@ class Refused extends Error {
     super(detail);
     this.name = 'Refused';
   }
-}
-
-/** Where {@link ApprovalStore.findUsable} looks: this run's call, at the stop being lifted. */
-export interface UsableQuery {
-  readonly runId: string;
-  readonly fingerprint: string;
-  readonly argsHash: string | null;
-  /** The stop the run is lifting (its `last_safe_checkpoint`); null: none, so nothing is usable. */
-  readonly stopRef: string | null;
-  /** Who asks (audited on a row passed over as untrusted). */
-  readonly by: string;
 }
 
 /** The approval store over a ledger's database. */
@@ -169,7 +115,7 @@ export class ApprovalStore {
     const id = signed?.id ?? `${APPROVAL_ID_PREFIX}${randomUUID()}`;
     const now = this.db.now;
     // A signed expiry is stored exactly as signed, so the verifier can rebuild what was signed.
-    const expires = signed ? this.at('?') : `${now} + ${this.db.ms('?')}`;
+    const expires = signed ? absoluteTime(this.db, '?') : `${now} + ${this.db.ms('?')}`;
     const until = input.signed ? input.signed.expiresAtMs : Math.ceil(ttl);
     return this.db.unit('transaction', async (tx) => {
       await tx.run(
@@ -274,12 +220,12 @@ export class ApprovalStore {
     const rows = await this.db.unit('read', async (tx) =>
       (
         await tx.all<ApprovalRow>(
-          `${this.select()} WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
+          `${selectApprovals(this.db)} WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
            AND used_at IS NULL AND denied_at IS NULL AND expires_at > ${this.db.now} AND ${UNUSED_AT_STOP}
            ORDER BY created_at DESC, id${this.verify ? '' : ' LIMIT 1'}`,
           [q.runId, q.stopRef, q.fingerprint, q.argsHash ?? ''],
         )
-      ).map((r) => this.decode(r)),
+      ).map((r) => decodeApproval(this.db, r)),
     );
     const usable = rows.find((a) => this.problemOf(a) === null) ?? null;
     // Every untrusted row looked at before the usable one (or all, when none is) was refused.
@@ -416,41 +362,11 @@ export class ApprovalStore {
     return this.db.unit('read', async (tx) => {
       const rows = (
         await tx.all<ApprovalRow>(
-          `${this.select()} WHERE run_id = ? AND fingerprint = ? ORDER BY created_at DESC, id`,
+          `${selectApprovals(this.db)} WHERE run_id = ? AND fingerprint = ? ORDER BY created_at DESC, id`,
           [runId, fingerprint],
         )
-      ).map((r) => this.decode(r));
-      const atStop = rows.filter((r) => r.stopRef === stopRef);
-      const candidates = atStop.filter((r) => r.state === 'valid');
-      const valid = candidates.find((r) => this.problemOf(r) === null);
-      if (valid) return { ok: true, approval: valid };
-      const first = candidates[0];
-      if (first) {
-        return {
-          ok: false,
-          why: 'unverified',
-          approvalId: first.id,
-          message: `approval ${first.id} does not verify: ${this.problemOf(first)}${candidates.length > 1 ? ` (nor do ${candidates.length - 1} more)` : ''}`,
-        };
-      }
-      const latest = atStop[0];
-      if (latest) {
-        return {
-          ok: false,
-          why: latest.state as RefusalWhy,
-          approvalId: latest.id,
-          message: `the latest approval ${latest.id} for this stop is ${latest.state}`,
-        };
-      }
-      if (rows[0]) {
-        return {
-          ok: false,
-          why: 'other_stop',
-          approvalId: rows[0].id,
-          message: `approval ${rows[0].id} was granted for ${rows[0].stopRef}, not for ${stopRef}`,
-        };
-      }
-      return { ok: false, why: 'none', message: `no approval for ${fingerprint} at ${stopRef}` };
+      ).map((r) => decodeApproval(this.db, r));
+      return stopVerdict(rows, fingerprint, stopRef, (a) => this.problemOf(a));
     });
   }
 
@@ -465,11 +381,11 @@ export class ApprovalStore {
     const where = options.runId === undefined ? '' : ' WHERE run_id = ?';
     return this.db.unit('read', async (tx) =>
       (
-        await tx.all<ApprovalRow>(`${this.select()}${where} ORDER BY created_at DESC, id LIMIT ?`, [
-          ...(options.runId === undefined ? [] : [options.runId]),
-          limit,
-        ])
-      ).map((r) => this.decode(r)),
+        await tx.all<ApprovalRow>(
+          `${selectApprovals(this.db)}${where} ORDER BY created_at DESC, id LIMIT ?`,
+          [...(options.runId === undefined ? [] : [options.runId]), limit],
+        )
+      ).map((r) => decodeApproval(this.db, r)),
     );
   }
 
@@ -488,15 +404,7 @@ export class ApprovalStore {
     const limit = Math.max(1, Math.floor(options.limit ?? 1000));
     const sql = `SELECT * FROM approval_audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
     return this.db.unit('read', async (tx) =>
-      (await tx.all<AuditRow>(sql, [...params, limit])).map((r) => ({
-        id: Number(r.id),
-        at: this.db.isoTime(r.at) as string,
-        action: r.action,
-        runId: r.run_id,
-        approvalId: r.approval_id,
-        actor: r.actor,
-        detail: r.detail,
-      })),
+      (await tx.all<AuditRow>(sql, [...params, limit])).map((r) => decodeAudit(this.db, r)),
     );
   }
 
@@ -522,114 +430,8 @@ export class ApprovalStore {
     return this.verify ? this.verify(a) : null;
   }
 
-  /** SQL for the absolute time `param` (ms since the epoch), stored exactly. */
-  private at(param: string): string {
-    return this.db.backend === 'postgres' ? `to_timestamp(${param}::double precision / 1000)` : param;
-  }
-
-  private select(): string {
-    return `SELECT *, CASE WHEN expires_at <= ${this.db.now} THEN 1 ELSE 0 END AS expired,
-      (SELECT u.used_at FROM approval_uses u WHERE u.approval_id = approvals.id) AS use_at,
-      (SELECT u.used_by_activity FROM approval_uses u WHERE u.approval_id = approvals.id) AS use_by,
-      CASE WHEN ${UNUSED_AT_STOP} THEN 0 ELSE 1 END AS superseded
-      FROM approvals`;
-  }
-
   private async byId(tx: LedgerTx, id: string): Promise<ApprovalRecord | null> {
-    const row = await tx.get<ApprovalRow>(`${this.select()} WHERE id = ?`, [id]);
-    return row ? this.decode(row) : null;
+    const row = await tx.get<ApprovalRow>(`${selectApprovals(this.db)} WHERE id = ?`, [id]);
+    return row ? decodeApproval(this.db, row) : null;
   }
-
-  private decode(r: ApprovalRow): ApprovalRecord {
-    const usedAt = this.db.isoTime(r.used_at) ?? this.db.isoTime(r.use_at);
-    const deniedAt = this.db.isoTime(r.denied_at);
-    // Superseded: another approval of its stop and call was used, so it expires unused.
-    const expired = truthy(r.expired) || (usedAt === null && truthy(r.superseded));
-    const state: ApprovalState = deniedAt ? 'denied' : usedAt ? 'used' : expired ? 'expired' : 'valid';
-    return {
-      id: r.id,
-      runId: r.run_id,
-      stopRef: r.stop_ref,
-      tool: r.tool,
-      fingerprint: r.fingerprint,
-      argsHash: r.args_hash,
-      approver: r.approver,
-      reason: r.reason,
-      createdAt: this.db.isoTime(r.created_at) as string,
-      expiresAt: this.db.isoTime(r.expires_at) as string,
-      usedAt,
-      usedByActivity: r.used_by_activity ?? r.use_by,
-      deniedAt,
-      state,
-      auth:
-        r.signature !== null && r.signed_by !== null && r.signed_at_ms !== null
-          ? { operator: r.signed_by, issuedAtMs: Number(r.signed_at_ms), signature: r.signature }
-          : null,
-    };
-  }
-}
-
-/** No approval of this row's run, stop and call has been used (SQL over an `approvals` row). */
-const UNUSED_AT_STOP = `NOT EXISTS (SELECT 1 FROM approval_uses s WHERE s.run_id = approvals.run_id
-  AND s.stop_ref = approvals.stop_ref AND s.fingerprint = approvals.fingerprint)`;
-
-/** A boolean as SQLite (0/1) or PostgreSQL (true/false) returns it. */
-const truthy = (v: number | string | boolean): boolean => v === true || Number(v) === 1;
-
-/** The signed decision, checked: its id has the row kind's prefix, its signer is the actor. */
-function signedDecision(s: SignedDecision, prefix: string, d: Decider): SignedDecision {
-  const id = text(s.id, 'signed id', 200);
-  if (!id.startsWith(prefix)) throw new ApprovalInputError(`signed id must start with ${prefix}, got ${id}`);
-  const parsed = operatorAuthSchema.safeParse(s.auth);
-  if (!parsed.success)
-    throw new ApprovalInputError(`signature: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-  if (parsed.data.operator !== d.actor)
-    throw new ApprovalInputError(`actor ${d.actor} is not the signing operator ${parsed.data.operator}`);
-  return { id, auth: parsed.data };
-}
-
-/** `signed_by, signed_at_ms, signature` of a row (all null when unsigned). */
-function signatureColumns(auth: OperatorAuth | undefined): [string | null, number | null, string | null] {
-  return auth ? [auth.operator, auth.issuedAtMs, auth.signature] : [null, null, null];
-}
-
-function target(t: ApprovalTarget): Required<ApprovalTarget> & { argsHash: string | null } {
-  return {
-    runId: text(t.runId, 'run id', 500),
-    stopRef: text(t.stopRef, 'stop reference', 200),
-    tool: text(t.tool, 'tool', 200),
-    fingerprint: text(t.fingerprint, 'fingerprint', 500),
-    argsHash: t.argsHash ?? null,
-  };
-}
-
-function decider(d: Decider): Decider {
-  return { actor: text(d.actor, 'actor', 200), reason: text(d.reason, 'reason') };
-}
-
-/** Why `consume` found nothing to use, from the row the id names (if any). */
-function explain(row: ApprovalRecord | null, input: ConsumeInput): { why: RefusalWhy; message: string } {
-  const id = input.approvalId;
-  if (!row) return { why: 'none', message: `no approval ${id}` };
-  if (row.runId !== input.runId)
-    return { why: 'other_run', message: `approval ${id} is for run ${row.runId}, not ${input.runId}` };
-  if (row.stopRef !== input.stopRef)
-    return {
-      why: 'other_stop',
-      message: `approval ${id} was granted for the stop ${row.stopRef}, not for ${input.stopRef ?? 'this call'}`,
-    };
-  if (
-    row.fingerprint !== input.fingerprint ||
-    (row.argsHash !== null && row.argsHash !== (input.argsHash ?? null))
-  ) {
-    return {
-      why: 'other_call',
-      message: `approval ${id} authorises ${row.fingerprint}, not ${input.fingerprint}`,
-    };
-  }
-  if (row.state === 'denied')
-    return { why: 'denied', message: `approval ${id} was denied at ${row.deniedAt}` };
-  if (row.state === 'used')
-    return { why: 'used', message: `approval ${id} was used at ${row.usedAt} by ${row.usedByActivity}` };
-  return { why: 'expired', message: `approval ${id} expired at ${row.expiresAt}` };
 }

@@ -10,7 +10,7 @@
  */
 export { ApprovalError, ApprovalInputError, ApprovalStoreUnavailableError } from './errors';
 export { ApprovalStore, DEFAULT_APPROVAL_TTL_MS, MAX_APPROVAL_TTL_MS } from './approval-store';
-export type { AuditOptions, ListApprovalsOptions } from './approval-store';
+export type { AuditOptions, ListApprovalsOptions, UsableQuery } from './types';
 export {
   approvalRequired,
   NO_APPROVAL_POLICY,

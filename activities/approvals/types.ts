@@ -143,3 +143,27 @@ export type ConsumeOutcome =
 export type StopCheck =
   | { readonly ok: true; readonly approval: ApprovalRecord }
   | { readonly ok: false; readonly why: RefusalWhy; readonly message: string };
+
+/** Options of `ApprovalStore.list`. */
+export interface ListApprovalsOptions {
+  readonly runId?: string;
+  readonly limit?: number;
+}
+
+/** Options of `ApprovalStore.audit`. */
+export interface AuditOptions {
+  readonly runId?: string;
+  readonly approvalId?: string;
+  readonly limit?: number;
+}
+
+/** Where `ApprovalStore.findUsable` looks: this run's call, at the stop being lifted. */
+export interface UsableQuery {
+  readonly runId: string;
+  readonly fingerprint: string;
+  readonly argsHash: string | null;
+  /** The stop the run is lifting (its `last_safe_checkpoint`); null: none, so nothing is usable. */
+  readonly stopRef: string | null;
+  /** Who asks (audited on a row passed over as untrusted). */
+  readonly by: string;
+}

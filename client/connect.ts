@@ -4,6 +4,10 @@
  * TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE / TOML profile). An unreachable
  * server is exit code 4 with the address tried and how to start one. Payloads go through the
  * workers' codec (AGENT_CODEC*, codec/load-codec.ts), so agentctl reads what they encrypt.
+ * On a local dev server with no key configured anywhere, the first process creates the
+ * default key file (absolute, the same for every process of this user: docs/deploy.md
+ * "Payload encryption key") and says so on stderr; against any other server a missing key
+ * is exit 2 naming the path looked at.
  */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { CodecError, dataConverterOf, isLocalDevServer, loadPayloadCodec, type LoadedCodec } from '../codec';
@@ -44,14 +48,22 @@ export function connectionSettings(env: NodeJS.ProcessEnv = process.env): {
 
 /**
  * The payload codec agentctl uses (codec/load-codec.ts: the workers' policy, so the client
- * reads what they write). Bad or missing key configuration → exit 2.
+ * reads what they write). Bad or missing key configuration → exit 2. Creating the default
+ * key file (local dev server only) is reported on stderr with its absolute path.
  */
 export function codecSettings(
   env: NodeJS.ProcessEnv,
   options: ConnectionOptions & { address: string },
 ): LoadedCodec {
   try {
-    return loadPayloadCodec(env, { createKeyFile: isLocalDevServer(options) });
+    const loaded = loadPayloadCodec(env, { createKeyFile: isLocalDevServer(options) });
+    if (loaded.createdKeyFile)
+      process.stderr.write(
+        `agent-loop-guard: created the payload encryption key file ${loaded.createdKeyFile} (mode 0600; ` +
+          'no AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE set, local dev server). Workers and agentctl without those variables use it; ' +
+          'a process given other keys cannot read what this one encrypts.\n',
+      );
+    return loaded;
   } catch (err) {
     if (err instanceof CodecError) throw new CliError(Exit.USAGE, err.message);
     throw err;

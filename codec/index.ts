@@ -19,6 +19,7 @@ export type { CodecServerHandle, CodecServerOptions } from './codec-server';
 export { CodecConfigError, CodecError, PayloadDecryptionError, UnknownKeyError } from './errors';
 export {
   generateKey,
+  isMissingFile,
   KEY_BYTES,
   keyFileJson,
   KeyRing,
@@ -31,8 +32,11 @@ export type { KeyFileJson } from './key-ring';
 export {
   CODEC_ENV_DOCS,
   dataConverterOf,
-  DEFAULT_KEY_FILE,
+  DEFAULT_KEY_FILE_NAME,
+  defaultKeyFile,
   isLocalDevServer,
+  LEGACY_KEY_FILE,
   loadPayloadCodec,
+  resolveKeyFile,
 } from './load-codec';
-export type { LoadCodecOptions, LoadedCodec } from './load-codec';
+export type { KeyFileLocation, LoadCodecOptions, LoadedCodec } from './load-codec';

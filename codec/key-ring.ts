@@ -5,15 +5,16 @@
  * id, and payloads written before still decrypt with the old key as long as it stays in the
  * ring. A key may leave the ring only when no history (open or still retained) needs it.
  *
- * Two sources, in this order of precedence (codec/load-codec.ts decides which applies):
+ * Two sources, in this order of precedence (codec/load-codec.ts decides which applies and
+ * where the key file is):
  *  - AGENT_CODEC_KEYS: `kid1:base64key,kid2:base64key`, newest LAST (it is the active key
  *    unless AGENT_CODEC_ACTIVE_KEY names another);
  *  - a JSON key file `{ "activeKeyId": "kid2", "keys": { "kid1": "base64", "kid2": "base64" } }`
- *    (AGENT_CODEC_KEY_FILE, default data/codec-keys.json), created with mode 0600 by
- *    {@link createKeyFile}.
+ *    (AGENT_CODEC_KEY_FILE, or the absolute default of codec/load-codec.ts), created with mode
+ *    0600 by {@link readOrCreateKeyFile}.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { CodecConfigError } from './errors';
 
@@ -150,15 +151,30 @@ export function parseKeyFile(text: string, file: string): KeyRing {
   }
 }
 
-/** Reads a key file; a missing or unreadable file is a CodecConfigError naming it. */
-export function readKeyFile(file: string): KeyRing {
+/**
+ * Reads a key file; a missing or unreadable file is a CodecConfigError naming it (its `cause`
+ * is the file system error, so `cause.code === 'ENOENT'` tells a missing file apart).
+ *
+ * @param file the path (give it absolute: messages show it as given)
+ * @param hint appended to the message of a file that cannot be read (what to do about it)
+ */
+export function readKeyFile(file: string, hint = ''): KeyRing {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CodecConfigError(`cannot read key file ${file}: ${(err as Error).message}`, { cause: err });
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.message;
+    throw new CodecConfigError(`cannot read key file ${file}: ${why}${hint ? `; ${hint}` : ''}`, {
+      cause: err,
+    });
   }
   return parseKeyFile(text, file);
+}
+
+/** Whether an error of {@link readKeyFile} says the file does not exist (and nothing else). */
+export function isMissingFile(err: unknown): boolean {
+  return (err as { cause?: NodeJS.ErrnoException } | null)?.cause?.code === 'ENOENT';
 }
 
 /** A new random key and a key id naming the day it was made (`local-20250131-3f9a`). */
@@ -175,7 +191,9 @@ export function keyFileJson(ring: KeyRing): string {
 }
 
 /**
- * Reads `file`, or creates it (mode 0600, one fresh key) when it does not exist. Safe when
+ * Reads `file`, or creates it (mode 0600, one fresh key; missing directories 0700) when it
+ * does not exist. Any other problem (unreadable, not a key file) is an error: an existing
+ * file is never replaced. Safe when
  * several processes start at once: the file is written under a temporary name and linked into
  * place, so a reader never sees half a file and exactly one writer's key wins.
  *
@@ -183,14 +201,13 @@ export function keyFileJson(ring: KeyRing): string {
  */
 export function readOrCreateKeyFile(file: string): { ring: KeyRing; created: boolean } {
   try {
-    statSync(file);
     return { ring: readKeyFile(file), created: false };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (!isMissingFile(err)) throw err;
   }
   const { id, key } = generateKey();
   const ring = new KeyRing(new Map([[id, key]]), id);
-  mkdirSync(dirname(file), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   writeFileSync(tmp, keyFileJson(ring), { mode: 0o600, flag: 'wx' });
   chmodSync(tmp, 0o600); // the umask may have taken bits away, never added: make it exact

@@ -1,27 +1,45 @@
 /**
- * Which payload codec a process uses: the ONE policy every worker, agentctl, the demo, the
- * dev server and the test harness apply, so they all encrypt and decrypt alike.
+ * Which payload codec a process uses: the ONE policy every worker, agentctl, the codec
+ * server, the demo, the dev server and the test harness apply, so they all encrypt and
+ * decrypt alike (docs/deploy.md "Payload encryption key").
  *
  * Encrypted by default. In order:
  *  1. `AGENT_CODEC=off`: no codec, payloads stay plain text (an explicit opt-out);
  *  2. `AGENT_CODEC_KEYS` (`kid:base64,…`, newest last, or `AGENT_CODEC_ACTIVE_KEY`);
- *  3. `AGENT_CODEC_KEY_FILE`: that JSON key file, which must exist;
- *  4. the default key file `data/codec-keys.json` (relative to the working directory, like
- *     the default ledger `sqlite:data/agent.db`) when it exists;
- *  5. otherwise, on a local development setup (`createKeyFile`: `npm run dev:server`,
- *     `npm run demo`, and a worker or agentctl talking to a loopback server without TLS or an
- *     API key) the default key file is created (mode 0600, one fresh key);
- *  6. anywhere else the process refuses to start: a production worker without keys would
- *     write plain text into history, or write ciphertext nobody else can read.
+ *  3. `AGENT_CODEC_KEY_FILE`: that JSON key file, which must exist (a relative path is
+ *     resolved against the working directory, shown absolute, and warned about); it is
+ *     never created;
+ *  4. legacy: `data/codec-keys.json` in the working directory, when it exists (what versions
+ *     before the absolute default created): used, with a warning saying how to make it explicit;
+ *  5. the default key file {@link defaultKeyFile}, absolute and outside any project:
+ *     `$XDG_CONFIG_HOME/agent-loop-guard/codec-keys.json`, else
+ *     `~/.config/agent-loop-guard/codec-keys.json`. Every process of one user finds the same
+ *     file, whatever directory it was started in;
+ *  6. when that file does not exist, only a process allowed to create it does
+ *     (`createKeyFile`: `npm run dev:server`, `npm run demo`, and `npm run worker` or a client
+ *     connection on a local dev server, i.e. loopback without TLS or an API key): mode 0600,
+ *     one fresh key, the absolute path in `createdKeyFile` for the caller's log;
+ *  7. anywhere else the process refuses with an error naming the path it looked at and the
+ *     variables to set. Nothing ever makes up a second key silently: a reader (the codec
+ *     server, agentctl against a remote server, a production worker) with a key of its own
+ *     would decrypt nothing or write what nobody else can read.
  */
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { AesGcmCodec } from './aes-gcm-codec';
 import { CodecConfigError } from './errors';
-import { parseKeyList, readKeyFile, readOrCreateKeyFile, type KeyRing } from './key-ring';
+import { isMissingFile, parseKeyList, readKeyFile, readOrCreateKeyFile, type KeyRing } from './key-ring';
 
-/** The default key file, relative to the working directory. */
-export const DEFAULT_KEY_FILE = 'data/codec-keys.json';
+/** The key file of versions before the absolute default, relative to the working directory. */
+export const LEGACY_KEY_FILE = 'data/codec-keys.json';
+
+/** The default key file's path below the user's configuration directory. */
+export const DEFAULT_KEY_FILE_NAME = join('agent-loop-guard', 'codec-keys.json');
+
+/** Where the key docs live (messages point there). */
+const DOCS = 'docs/deploy.md "Payload encryption key"';
 
 /** Every environment variable the codec reads, with what it means (worker/env.ts lists them too). */
 export const CODEC_ENV_DOCS = {
@@ -30,33 +48,95 @@ export const CODEC_ENV_DOCS = {
   AGENT_CODEC_KEYS:
     'Payload encryption keys: kid1:base64key,kid2:base64key (32-byte keys, newest last = active). Takes precedence over the key file.',
   AGENT_CODEC_ACTIVE_KEY: 'Key id new payloads are encrypted with (default: the last of AGENT_CODEC_KEYS).',
-  AGENT_CODEC_KEY_FILE: `JSON key file {"activeKeyId", "keys": {kid: base64}} (default ${DEFAULT_KEY_FILE}, created 0600 by npm run dev:server / npm run demo).`,
+  AGENT_CODEC_KEY_FILE:
+    'JSON key file {"activeKeyId", "keys": {kid: base64}}; must exist, never created. Default: $XDG_CONFIG_HOME/agent-loop-guard/codec-keys.json, else ~/.config/agent-loop-guard/codec-keys.json (created 0600 by npm run dev:server / npm run demo / a worker or agentctl on a local dev server).',
 } as const;
 
 /** What {@link loadPayloadCodec} found. */
 export interface LoadedCodec {
   /** The codec, or null when AGENT_CODEC=off. */
   readonly codec: AesGcmCodec | null;
-  /** Where the keys came from, for a start-up log line (never the keys). */
+  /** Where the keys came from, for a start-up log line (absolute paths, never the keys). */
   readonly source: string;
-  /** The key file this call created, if it created one. */
+  /** The absolute path of the key file in use, when the keys come from a file. */
+  readonly keyFile?: string;
+  /** The key file this call created (absolute), if it created one. */
   readonly createdKeyFile?: string;
 }
 
 /** Options of {@link loadPayloadCodec}. */
 export interface LoadCodecOptions {
-  /** Create the default key file when no key is configured (local development only). */
+  /**
+   * May this process create the default key file when no key is configured and it does not
+   * exist? Only for local development (module comment, step 6). Default false: read only.
+   */
   readonly createKeyFile?: boolean;
-  /** Directory the default key file is relative to (default `process.cwd()`). */
+  /** Directory a relative AGENT_CODEC_KEY_FILE and the legacy file are relative to (default `process.cwd()`). */
   readonly cwd?: string;
+  /** Where warnings go (default stderr). Each distinct warning is given once per process. */
+  readonly warn?: (message: string) => void;
 }
 
 const set = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';
 
+const warned = new Set<string>();
+function warnOnce(o: LoadCodecOptions, message: string): void {
+  if (warned.has(message)) return;
+  warned.add(message);
+  (o.warn ?? ((m: string) => process.stderr.write(`agent-loop-guard: ${m}\n`)))(message);
+}
+
+/**
+ * The default key file: `$XDG_CONFIG_HOME/agent-loop-guard/codec-keys.json` when
+ * XDG_CONFIG_HOME is an absolute path (a relative one is ignored, as the XDG spec says), else
+ * `<home>/.config/agent-loop-guard/codec-keys.json` (home: HOME, else the OS's home directory).
+ * Always absolute, so it does not depend on the working directory.
+ *
+ * @throws CodecConfigError when no home directory can be found (set AGENT_CODEC_KEY_FILE)
+ */
+export function defaultKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME?.trim();
+  if (xdg && isAbsolute(xdg)) return join(xdg, DEFAULT_KEY_FILE_NAME);
+  let home = env.HOME?.trim();
+  if (!home || !isAbsolute(home)) {
+    try {
+      home = homedir();
+    } catch {
+      home = '';
+    }
+  }
+  if (!home || !isAbsolute(home))
+    throw new CodecConfigError(
+      'no home directory for the default payload key file (~/.config/agent-loop-guard/codec-keys.json): ' +
+        'set AGENT_CODEC_KEY_FILE to an absolute path, or AGENT_CODEC_KEYS',
+    );
+  return join(home, '.config', DEFAULT_KEY_FILE_NAME);
+}
+
+/** Where a process's key file is (when its keys come from a file), and why there. */
+export interface KeyFileLocation {
+  /** Absolute path. */
+  readonly path: string;
+  /** `env`: AGENT_CODEC_KEY_FILE; `legacy`: ./data/codec-keys.json; `default`: {@link defaultKeyFile}. */
+  readonly origin: 'env' | 'legacy' | 'default';
+}
+
+/**
+ * The key file the policy uses when AGENT_CODEC_KEYS is not set (steps 3-5 of the module
+ * comment), without reading it. `agentctl`/docs use it to say where the key is expected.
+ */
+export function resolveKeyFile(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): KeyFileLocation {
+  if (set(env.AGENT_CODEC_KEY_FILE))
+    return { path: resolve(cwd, env.AGENT_CODEC_KEY_FILE.trim()), origin: 'env' };
+  const legacy = resolve(cwd, LEGACY_KEY_FILE);
+  if (existsSync(legacy)) return { path: legacy, origin: 'legacy' };
+  return { path: defaultKeyFile(env), origin: 'default' };
+}
+
 /**
  * Applies the policy of the module comment.
  *
- * @throws CodecConfigError naming the variable or file at fault, or saying how to configure keys
+ * @throws CodecConfigError naming the variable or the absolute path at fault, or saying how to configure keys
  */
 export function loadPayloadCodec(
   env: NodeJS.ProcessEnv = process.env,
@@ -66,36 +146,82 @@ export function loadPayloadCodec(
   if (mode === 'off') return { codec: null, source: 'AGENT_CODEC=off (payloads in plain text)' };
   if (mode !== '' && mode !== 'on')
     throw new CodecConfigError(`AGENT_CODEC must be on (the default) or off, not "${env.AGENT_CODEC}"`);
-  const ring = (r: KeyRing, source: string, createdKeyFile?: string): LoadedCodec => ({
-    codec: new AesGcmCodec(r),
-    source: `${source}, active key ${r.activeKeyId}`,
-    ...(createdKeyFile ? { createdKeyFile } : {}),
-  });
-  if (set(env.AGENT_CODEC_KEYS))
-    return ring(parseKeyList(env.AGENT_CODEC_KEYS, env.AGENT_CODEC_ACTIVE_KEY), 'AGENT_CODEC_KEYS');
+  if (set(env.AGENT_CODEC_KEYS)) {
+    const r = parseKeyList(env.AGENT_CODEC_KEYS, env.AGENT_CODEC_ACTIVE_KEY);
+    return { codec: new AesGcmCodec(r), source: `AGENT_CODEC_KEYS, active key ${r.activeKeyId}` };
+  }
   if (set(env.AGENT_CODEC_ACTIVE_KEY))
     throw new CodecConfigError(
       'AGENT_CODEC_ACTIVE_KEY is set but AGENT_CODEC_KEYS is not (a key file names its own activeKeyId)',
     );
-  if (set(env.AGENT_CODEC_KEY_FILE)) {
-    const file = resolve(o.cwd ?? process.cwd(), env.AGENT_CODEC_KEY_FILE);
-    return ring(readKeyFile(file), `key file ${file}`);
+  const cwd = o.cwd ?? process.cwd();
+  const loc = resolveKeyFile(env, cwd);
+  const fromFile = (r: KeyRing, created = false): LoadedCodec => ({
+    codec: new AesGcmCodec(r),
+    source: `key file ${loc.path}${created ? ' (created)' : ''}${loc.origin === 'legacy' ? ' (legacy, relative to the working directory)' : ''}, active key ${r.activeKeyId}`,
+    keyFile: loc.path,
+    ...(created ? { createdKeyFile: loc.path } : {}),
+  });
+
+  if (loc.origin === 'env') {
+    const given = env.AGENT_CODEC_KEY_FILE!.trim();
+    if (!isAbsolute(given))
+      warnOnce(
+        o,
+        `AGENT_CODEC_KEY_FILE=${given} is relative: using ${loc.path}; a process started in another directory would look elsewhere, give the absolute path`,
+      );
+    return fromFile(
+      readKeyFile(
+        loc.path,
+        `AGENT_CODEC_KEY_FILE=${given} names it, and a named key file is never created: point it at the workers' key file, or unset it to use the default ${defaultKeyFileOrNote(env)}`,
+      ),
+    );
   }
-  const file = resolve(o.cwd ?? process.cwd(), DEFAULT_KEY_FILE);
+
+  if (loc.origin === 'legacy') {
+    const def = defaultKeyFileOrNote(env);
+    warnOnce(
+      o,
+      `using the legacy payload key file ${loc.path}, found relative to the working directory; processes started in another directory use ${def}${existsSync(def) ? ' (which exists too, and is not used here)' : ''}. ` +
+        `Make it explicit: AGENT_CODEC_KEY_FILE=${loc.path} for every worker, agentctl and codec server, or move it to ${def}`,
+    );
+    return fromFile(readKeyFile(loc.path));
+  }
+
   if (o.createKeyFile) {
-    const { ring: r, created } = readOrCreateKeyFile(file);
-    return ring(r, `key file ${file}${created ? ' (created)' : ''}`, created ? file : undefined);
+    let made: { ring: KeyRing; created: boolean };
+    try {
+      made = readOrCreateKeyFile(loc.path);
+    } catch (err) {
+      if (err instanceof CodecConfigError) throw err;
+      throw new CodecConfigError(
+        `cannot create the default payload key file ${loc.path}: ${(err as Error).message}; set AGENT_CODEC_KEY_FILE (an absolute path) or AGENT_CODEC_KEYS`,
+        { cause: err },
+      );
+    }
+    return fromFile(made.ring, made.created);
   }
   try {
-    return ring(readKeyFile(file), `key file ${file}`);
+    return fromFile(readKeyFile(loc.path));
   } catch (err) {
-    if ((err as { cause?: NodeJS.ErrnoException }).cause?.code !== 'ENOENT') throw err;
+    if (!isMissingFile(err)) throw err;
   }
   throw new CodecConfigError(
-    'no payload encryption key configured: set AGENT_CODEC_KEYS (kid:base64key, e.g. `echo "k1:$(openssl rand -base64 32)"`) ' +
-      `or AGENT_CODEC_KEY_FILE, or run \`npm run dev:server\` once (it creates ${DEFAULT_KEY_FILE}); ` +
-      'AGENT_CODEC=off stores payloads in plain text instead (docs/security.md)',
+    `no payload encryption key: AGENT_CODEC_KEYS and AGENT_CODEC_KEY_FILE are not set and the default key file ${loc.path} does not exist. ` +
+      "Give this process the workers' keys: the same AGENT_CODEC_KEYS, or AGENT_CODEC_KEY_FILE=<absolute path of their key file>. " +
+      'On a local dev server that file is created by `npm run dev:server` / `npm run demo`, or by `npm run worker`, agentctl or the client API connecting to it; ' +
+      'elsewhere generate a key ring once and give it to every process: AGENT_CODEC_KEYS="k1:$(openssl rand -base64 32)". ' +
+      `AGENT_CODEC=off stores payloads in plain text instead (${DOCS})`,
   );
+}
+
+/** The default key file, or a note saying why there is none (for messages only). */
+function defaultKeyFileOrNote(env: NodeJS.ProcessEnv): string {
+  try {
+    return defaultKeyFile(env);
+  } catch {
+    return '~/.config/agent-loop-guard/codec-keys.json (no home directory here)';
+  }
 }
 
 /**

@@ -12,10 +12,12 @@
  * Environment: TEMPORAL_ADDRESS (host:port), TEMPORAL_UI_PORT, TEMPORAL_DB_FILE
  * (`:memory:` or empty for a throwaway server), TEMPORAL_CLI (see scripts/temporal-cli.ts).
  *
- * Payload encryption (docs/security.md): `npm run dev:server` creates the key file
- * data/codec-keys.json (0600) on first start unless keys are configured (AGENT_CODEC_KEYS /
- * AGENT_CODEC_KEY_FILE) or AGENT_CODEC=off, so workers and agentctl on this machine encrypt
- * by default. `npm run dev:server -- --codec` also serves the codec server (port 8888,
+ * Payload encryption (docs/deploy.md "Payload encryption key"): `npm run dev:server` creates
+ * the default key file ~/.config/agent-loop-guard/codec-keys.json (absolute, 0600; under
+ * $XDG_CONFIG_HOME when set) on first start unless keys are configured (AGENT_CODEC_KEYS /
+ * AGENT_CODEC_KEY_FILE), a legacy ./data/codec-keys.json exists, or AGENT_CODEC=off, so
+ * workers, agentctl and the codec server of this user encrypt alike, from any directory.
+ * `npm run dev:server -- --codec` also serves the codec server (port 8888,
  * `--codec-port N`) and points the Web UI at it, so the UI shows decoded payloads.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -251,7 +253,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 async function startLocalCodecServer(
   argv: readonly string[],
 ): Promise<{ source: string; encrypted: boolean; server?: CodecServerHandle }> {
-  const loaded = loadPayloadCodec(process.env, { createKeyFile: true });
+  const loaded = loadPayloadCodec(process.env, {
+    createKeyFile: true,
+    warn: (m) => process.stderr.write(`dev-server: ${m}\n`),
+  });
   if (loaded.createdKeyFile)
     process.stdout.write(`payload encryption key created: ${loaded.createdKeyFile}\n`);
   const info = { source: loaded.source, encrypted: loaded.codec !== null };

@@ -23,9 +23,16 @@ async function run(): Promise<void> {
   const telemetry = createTelemetry(process.env);
   if (telemetry.runtimeOptions) Runtime.install(telemetry.runtimeOptions);
   const { connectionOptions, namespace } = loadConnectionOptions();
-  // Encrypted by default (codec/load-codec.ts): against a local dev server a missing key file
-  // is created; anywhere else a worker without keys refuses to start (AGENT_CODEC=off opts out).
-  const codec = loadPayloadCodec(process.env, { createKeyFile: isLocalDevServer(connectionOptions) });
+  // Encrypted by default (codec/load-codec.ts): against a local dev server a missing default
+  // key file (~/.config/agent-loop-guard/codec-keys.json, absolute: agentctl and the codec
+  // server started anywhere find it) is created; anywhere else a worker without keys refuses
+  // to start, naming the path it looked at (AGENT_CODEC=off opts out).
+  const codec = loadPayloadCodec(process.env, {
+    createKeyFile: isLocalDevServer(connectionOptions),
+    warn: (m) => console.warn(`worker: ${m}`),
+  });
+  if (codec.createdKeyFile)
+    console.log(`worker: payload encryption key created: ${codec.createdKeyFile} (mode 0600)`);
   const dataConverter = dataConverterOf(codec);
   let connection: NativeConnection;
   try {

@@ -3,8 +3,9 @@
  * Web UI (`temporal server start-dev --ui-codec-endpoint URL`, or the UI's own "Codec Server"
  * setting) and the `temporal` CLI (`--codec-endpoint URL [--codec-auth "Bearer TOKEN"]`) show
  * decoded payloads to the operators who can reach it. It uses the same keys as the workers
- * (AGENT_CODEC_KEYS / AGENT_CODEC_KEY_FILE / data/codec-keys.json) and never creates a key:
- * a new key would decrypt nothing.
+ * (AGENT_CODEC_KEYS / AGENT_CODEC_KEY_FILE / the default key file, codec/load-codec.ts) and
+ * never creates a key: a new key would decrypt nothing. Without one it exits 2 naming the
+ * absolute path it looked at.
  */
 import { Command } from 'commander';
 import {
@@ -34,9 +35,13 @@ interface CodecServerOpts {
 export async function startCodecServerCommand(ctx: Ctx, o: CodecServerOpts): Promise<CodecServerHandle> {
   let loaded;
   try {
-    loaded = loadPayloadCodec(ctx.env);
+    loaded = loadPayloadCodec(ctx.env, { warn: (m) => ctx.io.err(`codec-server: ${m}\n`) });
   } catch (err) {
-    if (err instanceof CodecError) throw new CliError(Exit.USAGE, err.message);
+    if (err instanceof CodecError)
+      throw new CliError(
+        Exit.USAGE,
+        `${err.message}\n(agentctl codec-server never creates a key: a key of its own would decrypt nothing)`,
+      );
     throw err;
   }
   if (!loaded.codec)

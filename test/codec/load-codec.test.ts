@@ -1,12 +1,12 @@
 /** Key rings from AGENT_CODEC_KEYS and key files, and the encrypted-by-default policy. */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CodecConfigError,
-  DEFAULT_KEY_FILE,
   isLocalDevServer,
+  LEGACY_KEY_FILE,
   loadPayloadCodec,
   parseKeyList,
   readOrCreateKeyFile,
@@ -50,53 +50,26 @@ describe('loadPayloadCodec', () => {
 
   it('prefers AGENT_CODEC_KEYS over a key file', () => {
     const cwd = dir();
-    readOrCreateKeyFile(join(cwd, DEFAULT_KEY_FILE));
-    const loaded = loadPayloadCodec({ AGENT_CODEC_KEYS: `envkey:${b64()}` }, { cwd });
+    readOrCreateKeyFile(join(cwd, LEGACY_KEY_FILE));
+    const loaded = loadPayloadCodec({ AGENT_CODEC_KEYS: `envkey:${b64()}`, XDG_CONFIG_HOME: dir() }, { cwd });
     expect(loaded.codec?.ring.activeKeyId).toBe('envkey');
     expect(loaded.source).toMatch(/^AGENT_CODEC_KEYS/);
+    expect(loaded.keyFile).toBeUndefined();
   });
 
   it('reads AGENT_CODEC_KEY_FILE, which must exist and be well-formed', () => {
     const cwd = dir();
+    const warnings: string[] = [];
+    const warn = (m: string) => warnings.push(m);
     writeFileSync(join(cwd, 'k.json'), JSON.stringify({ activeKeyId: 'b', keys: { a: b64(), b: b64() } }));
-    expect(loadPayloadCodec({ AGENT_CODEC_KEY_FILE: 'k.json' }, { cwd }).codec?.ring.keyIds).toEqual([
-      'a',
-      'b',
-    ]);
-    expect(() => loadPayloadCodec({ AGENT_CODEC_KEY_FILE: 'missing.json' }, { cwd })).toThrow(
-      /cannot read key file .*missing\.json/,
-    );
+    const loaded = loadPayloadCodec({ AGENT_CODEC_KEY_FILE: 'k.json' }, { cwd, warn });
+    expect(loaded.codec?.ring.keyIds).toEqual(['a', 'b']);
+    expect(loaded.keyFile).toBe(join(cwd, 'k.json'));
+    expect(loaded.source).toContain(join(cwd, 'k.json'));
     writeFileSync(join(cwd, 'bad.json'), JSON.stringify({ keys: {} }));
-    expect(() => loadPayloadCodec({ AGENT_CODEC_KEY_FILE: 'bad.json' }, { cwd })).toThrow(
+    expect(() => loadPayloadCodec({ AGENT_CODEC_KEY_FILE: 'bad.json' }, { cwd, warn })).toThrow(
       /must be \{"activeKeyId"/,
     );
-  });
-
-  it('without keys: refuses (production), naming the ways to configure them', () => {
-    const cwd = dir();
-    expect(() => loadPayloadCodec({}, { cwd })).toThrow(CodecConfigError);
-    expect(() => loadPayloadCodec({}, { cwd })).toThrow(
-      /AGENT_CODEC_KEYS.*AGENT_CODEC_KEY_FILE.*npm run dev:server.*AGENT_CODEC=off/,
-    );
-    expect(existsSync(join(cwd, DEFAULT_KEY_FILE))).toBe(false);
-  });
-
-  it('without keys on a dev setup: creates data/codec-keys.json (0600) once, then reuses it', () => {
-    const cwd = dir();
-    const first = loadPayloadCodec({}, { cwd, createKeyFile: true });
-    const file = join(cwd, DEFAULT_KEY_FILE);
-    expect(first.createdKeyFile).toBe(file);
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    const again = loadPayloadCodec({}, { cwd, createKeyFile: true });
-    expect(again.createdKeyFile).toBeUndefined();
-    expect(again.codec?.ring.activeKeyId).toBe(first.codec?.ring.activeKeyId);
-    // A production process (no createKeyFile) finds the file too.
-    expect(loadPayloadCodec({}, { cwd }).codec?.ring.activeKeyId).toBe(first.codec?.ring.activeKeyId);
-    const json = JSON.parse(readFileSync(file, 'utf8')) as {
-      activeKeyId: string;
-      keys: Record<string, string>;
-    };
-    expect(Buffer.from(json.keys[json.activeKeyId]!, 'base64')).toHaveLength(32);
   });
 });
 

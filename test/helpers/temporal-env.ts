@@ -31,6 +31,9 @@
  * over process.env; see {@link TEST_CODEC_KEY_ENV}.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { dataConverterOf, loadPayloadCodec } from '../../codec';
@@ -52,6 +55,17 @@ if (!process.env.AGENT_CODEC_KEYS && !process.env.AGENT_CODEC_KEY_FILE) {
   process.env[TEST_CODEC_KEY_ENV] =
     `test-${randomBytes(3).toString('hex')}:${randomBytes(32).toString('base64')}`;
 }
+
+/**
+ * A test process's configuration home (XDG_CONFIG_HOME), a fresh temporary directory: a
+ * process a test starts without the test keys (e.g. `npm run worker` with AGENT_* taken away,
+ * test/worker/search-attributes.test.ts) creates its default payload key file
+ * (codec/load-codec.ts: `$XDG_CONFIG_HOME/agent-loop-guard/codec-keys.json`) there, never in
+ * the real ~/.config. Kept when it is one of these already (a child of a test process).
+ */
+const TEST_CONFIG_HOME_PREFIX = join(tmpdir(), 'alg-test-config-');
+if (!process.env.XDG_CONFIG_HOME?.startsWith(TEST_CONFIG_HOME_PREFIX))
+  process.env.XDG_CONFIG_HOME = mkdtempSync(TEST_CONFIG_HOME_PREFIX);
 
 /** The data converter of every test client and worker (the codec of process.env, see above). */
 export function testDataConverter(): DataConverter {

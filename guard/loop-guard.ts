@@ -12,6 +12,16 @@
  * fingerprints — never as a list that is rescanned.
  */
 import { TerminalState, type AfterDecision, type ResultKind } from './constants';
+import {
+  configFromJson,
+  configToJson,
+  windowFromJson,
+  windowToJson,
+  type GuardStateJson,
+  type InFlight,
+  type LastExecution,
+  type WindowEntry,
+} from './guard-state';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
@@ -52,46 +62,7 @@ export type AfterResult =
     }
   | (StopDecision & { readonly decision: 'stop' });
 
-interface LastExecution {
-  kind: ResultKind;
-  retryAfterMs: number;
-  atMs: number;
-}
-
-interface WindowEntry {
-  count: number;
-  kind: ResultKind;
-}
-
-interface InFlight {
-  fingerprint: string;
-  cached: boolean;
-  honouredPoll: boolean;
-}
-
-/** The guard's whole state as plain JSON (checkpoints, continue-as-new). */
-export interface GuardStateJson {
-  readonly v: 1;
-  readonly config: { [K in keyof GuardConfig]: number | null };
-  readonly startMs: number;
-  readonly steps: number;
-  readonly tokens: number;
-  readonly costUsd: number;
-  readonly lastProgressVersion: number;
-  readonly noProgress: number;
-  readonly windowLength: number;
-  readonly counts: ReadonlyArray<readonly [string, number]>;
-  readonly lastKinds: ReadonlyArray<readonly [string, ResultKind]>;
-  readonly lastThree: readonly string[];
-  readonly honoured: ReadonlyArray<readonly [string, number]>;
-  readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
-  readonly completed: ReadonlyArray<readonly [string, string | null]>;
-  readonly lastUnmet: string | null;
-  /** Message of the FATAL result that stopped the run (absent in older states). */
-  readonly lastFatal?: string | null;
-  readonly inFlight: InFlight | null;
-  readonly stop: { reason: string; terminalState: TerminalState } | null;
-}
+export type { GuardStateJson } from './guard-state';
 
 /** Options for a new guard. */
 export interface LoopGuardOptions {
@@ -128,9 +99,6 @@ const CACHED_HONOURED = Object.freeze({ decision: 'return_cached_success', honou
 const CONTINUE = Object.freeze({ decision: 'continue' } as const);
 const COMPLETE = Object.freeze({ decision: 'complete' } as const);
 const NEEDS_CHANGE = Object.freeze({ decision: 'needs_changed_precondition' } as const);
-
-const infinityToNull = (n: number): number | null => (Number.isFinite(n) ? n : null);
-const nullToInfinity = (n: number | null): number => (n === null ? Number.POSITIVE_INFINITY : n);
 
 /**
  * The loop guard. Drive it as `before(call, now)` → (execute the tool only on
@@ -365,18 +333,9 @@ export class LoopGuard {
 
   /** The whole state as JSON. */
   toJSON(): GuardStateJson {
-    const c = this.config;
     return {
       v: 1,
-      config: {
-        maxSteps: c.maxSteps,
-        maxMs: c.maxMs,
-        sameCallLimit: c.sameCallLimit,
-        noProgressLimit: c.noProgressLimit,
-        maxWaitPolls: c.maxWaitPolls,
-        maxTokens: infinityToNull(c.maxTokens),
-        maxCostUsd: infinityToNull(c.maxCostUsd),
-      },
+      config: configToJson(this.config),
       startMs: this.startMs,
       steps: this.steps,
       tokens: this.tokens,
@@ -384,8 +343,7 @@ export class LoopGuard {
       lastProgressVersion: this.lastProgressVersion,
       noProgress: this.noProgress,
       windowLength: this.windowLength,
-      counts: [...this.window].map(([fp, e]) => [fp, e.count] as const),
-      lastKinds: [...this.window].map(([fp, e]) => [fp, e.kind] as const),
+      ...windowToJson(this.window),
       lastThree: [...this.lastThree],
       honoured: [...this.honoured],
       lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
@@ -400,19 +358,7 @@ export class LoopGuard {
   /** Restores a guard from {@link toJSON} output. */
   static fromJSON(state: GuardStateJson, options: Pick<LoopGuardOptions, 'needsHumanCodes'> = {}): LoopGuard {
     if (state?.v !== 1) throw new TypeError('LoopGuard state: unsupported version (expected v: 1)');
-    const c = state.config;
-    const guard = new LoopGuard(
-      {
-        maxSteps: c.maxSteps ?? undefined,
-        maxMs: c.maxMs ?? undefined,
-        sameCallLimit: c.sameCallLimit ?? undefined,
-        noProgressLimit: c.noProgressLimit ?? undefined,
-        maxWaitPolls: c.maxWaitPolls ?? undefined,
-        maxTokens: nullToInfinity(c.maxTokens),
-        maxCostUsd: nullToInfinity(c.maxCostUsd),
-      },
-      options,
-    );
+    const guard = new LoopGuard(configFromJson(state.config), options);
     guard.startMs = state.startMs;
     guard.steps = state.steps;
     guard.tokens = state.tokens;
@@ -420,10 +366,7 @@ export class LoopGuard {
     guard.lastProgressVersion = state.lastProgressVersion;
     guard.noProgress = state.noProgress;
     guard.windowLength = state.windowLength;
-    const kinds = new Map(state.lastKinds);
-    guard.window = new Map(
-      state.counts.map(([fp, count]) => [fp, { count, kind: kinds.get(fp) ?? 'SUCCESS' }] as const),
-    );
+    guard.window = windowFromJson(state);
     guard.lastThree = [...state.lastThree];
     guard.honoured = new Map(state.honoured);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));

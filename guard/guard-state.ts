@@ -1,0 +1,100 @@
+/**
+ * The loop guard's state as plain JSON (checkpoints, continue-as-new): the shape
+ * `LoopGuard.toJSON` writes and `LoopGuard.fromJSON` reads (loop-guard.ts), and the conversions
+ * of its parts that are not copied as they are (the config's unlimited budgets, the window).
+ */
+import type { TerminalState, ResultKind } from './constants';
+import type { GuardConfig, GuardConfigInput } from './schemas';
+
+/** A fingerprint's latest execution that asked to be polled again after a wait. */
+export interface LastExecution {
+  kind: ResultKind;
+  retryAfterMs: number;
+  atMs: number;
+}
+
+/** A fingerprint in the window: how often it occurs and its latest entry's result kind. */
+export interface WindowEntry {
+  count: number;
+  kind: ResultKind;
+}
+
+/** The call `before()` let through and `after()` has not recorded yet. */
+export interface InFlight {
+  fingerprint: string;
+  cached: boolean;
+  honouredPoll: boolean;
+}
+
+/** The guard's whole state as plain JSON (checkpoints, continue-as-new). */
+export interface GuardStateJson {
+  readonly v: 1;
+  readonly config: { [K in keyof GuardConfig]: number | null };
+  readonly startMs: number;
+  readonly steps: number;
+  readonly tokens: number;
+  readonly costUsd: number;
+  readonly lastProgressVersion: number;
+  readonly noProgress: number;
+  readonly windowLength: number;
+  readonly counts: ReadonlyArray<readonly [string, number]>;
+  readonly lastKinds: ReadonlyArray<readonly [string, ResultKind]>;
+  readonly lastThree: readonly string[];
+  readonly honoured: ReadonlyArray<readonly [string, number]>;
+  readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
+  readonly completed: ReadonlyArray<readonly [string, string | null]>;
+  readonly lastUnmet: string | null;
+  /** Message of the FATAL result that stopped the run (absent in older states). */
+  readonly lastFatal?: string | null;
+  readonly inFlight: InFlight | null;
+  readonly stop: { reason: string; terminalState: TerminalState } | null;
+}
+
+const infinityToNull = (n: number): number | null => (Number.isFinite(n) ? n : null);
+const nullToInfinity = (n: number | null): number => (n === null ? Number.POSITIVE_INFINITY : n);
+
+/** The config as JSON: an unlimited token or cost budget (Infinity) becomes null. */
+export function configToJson(c: GuardConfig): GuardStateJson['config'] {
+  return {
+    maxSteps: c.maxSteps,
+    maxMs: c.maxMs,
+    sameCallLimit: c.sameCallLimit,
+    noProgressLimit: c.noProgressLimit,
+    maxWaitPolls: c.maxWaitPolls,
+    maxTokens: infinityToNull(c.maxTokens),
+    maxCostUsd: infinityToNull(c.maxCostUsd),
+  };
+}
+
+/** The config from JSON, for the guard's constructor (null: the default, or unlimited for tokens and cost). */
+export function configFromJson(c: GuardStateJson['config']): GuardConfigInput {
+  return {
+    maxSteps: c.maxSteps ?? undefined,
+    maxMs: c.maxMs ?? undefined,
+    sameCallLimit: c.sameCallLimit ?? undefined,
+    noProgressLimit: c.noProgressLimit ?? undefined,
+    maxWaitPolls: c.maxWaitPolls ?? undefined,
+    maxTokens: nullToInfinity(c.maxTokens),
+    maxCostUsd: nullToInfinity(c.maxCostUsd),
+  };
+}
+
+/** The window as JSON: its counts and latest result kinds per fingerprint, in window order. */
+export function windowToJson(
+  window: ReadonlyMap<string, WindowEntry>,
+): Pick<GuardStateJson, 'counts' | 'lastKinds'> {
+  return {
+    counts: [...window].map(([fp, e]) => [fp, e.count] as const),
+    lastKinds: [...window].map(([fp, e]) => [fp, e.kind] as const),
+  };
+}
+
+/** The window from JSON (a fingerprint with no recorded kind counts as SUCCESS). */
+export function windowFromJson(
+  state: Pick<GuardStateJson, 'counts' | 'lastKinds'>,
+): Map<string, WindowEntry> {
+  const kinds = new Map(state.lastKinds);
+  return new Map(
+    state.counts.map(([fp, count]) => [fp, { count, kind: kinds.get(fp) ?? 'SUCCESS' }] as const),
+  );
+}

@@ -1,25 +1,24 @@
 /**
  * The turn engine both LLM planners share: the conversation (in the conversation store,
  * the memory holding only a reference to it — issue 9), the observation → tool-result
- * text, the queue of parallel calls, the compaction that keeps every request within the
- * model's context window, and one model request once every call of the last reply has its
- * result (both APIs reject a request before that). A provider supplies only a
- * {@link ProviderAdapter}: its message format and its request.
+ * text (observation-text.ts), the queue of parallel calls, the compaction that keeps every
+ * request within the model's context window (compaction.ts), and one model request once
+ * every call of the last reply has its result (both APIs reject a request before that). A
+ * provider supplies only a {@link ProviderAdapter}: its message format and its request.
  */
 import { z } from 'zod';
 import type { ConversationRef, StoredMessage } from '../../common/conversation';
-import type {
-  Observation,
-  PlannerInput,
-  PlannerOutput,
-  RunFacts,
-  ToolDescriptor,
-} from '../../common/planner';
+import type { Observation, PlannerInput, PlannerOutput, ToolDescriptor } from '../../common/planner';
 import { NO_USAGE } from '../../common/planner';
 import type { Usage } from '../../guard/schemas';
 import { activityLog } from '../activity-context';
+import { compactMessages, runStateNote } from './compaction';
 import { TIGHTER } from './context-window';
 import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError } from './errors';
+import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
+
+export { compactMessages, runStateNote } from './compaction';
+export { DEFAULT_MAX_OBSERVATION_CHARS, NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 
 /** The LLM providers with a planner. */
 export const LLM_PROVIDERS = ['anthropic', 'openai'] as const;
@@ -27,45 +26,8 @@ export const LLM_PROVIDERS = ['anthropic', 'openai'] as const;
 export type LlmProvider = (typeof LLM_PROVIDERS)[number];
 
 // ---------------------------------------------------------------------------------
-// Observations → tool-result text.
+// Tool schemas.
 // ---------------------------------------------------------------------------------
-
-/** Default cap on the length of one tool-result text. */
-export const DEFAULT_MAX_OBSERVATION_CHARS = 20_000;
-
-/**
- * The tool-result text the model reads: compact JSON with `kind`, then `code`,
- * `unmet`, `retryAfterMs`, `cached` and `data` when present. Data whose JSON is longer
- * than `maxChars` is replaced by a `data_preview` prefix and `data_truncated: true`.
- */
-export function observationContent(obs: Observation, maxChars = DEFAULT_MAX_OBSERVATION_CHARS): string {
-  const out: Record<string, unknown> = { kind: obs.kind };
-  if (obs.code !== undefined) out.code = obs.code;
-  if (obs.unmet !== undefined) out.unmet = obs.unmet;
-  if (obs.retryAfterMs !== undefined) out.retryAfterMs = obs.retryAfterMs;
-  if (obs.cached) out.cached = true;
-  if (obs.data !== undefined) {
-    const data = JSON.stringify(obs.data) ?? null;
-    if (data !== null && data.length > maxChars) {
-      out.data_truncated = true;
-      out.data_preview = data.slice(0, maxChars);
-    } else {
-      out.data = obs.data;
-    }
-  }
-  return JSON.stringify(out);
-}
-
-/**
- * The tool-result text for a call the runtime never answered: the planner was asked
- * for another turn with no observation (e.g. after a resume from a guard stop). Both
- * APIs demand a result for every call, and the guard's reasons are not the model's
- * business (docs/spec.md §2: a stop is not an observation), so the model learns only this.
- */
-export const NOT_EXECUTED_CONTENT = JSON.stringify({
-  kind: 'NOT_EXECUTED',
-  unmet: 'the runtime did not execute this call',
-});
 
 /** JSON Schema for a provider: no `$schema` keyword, and always an object at the top. */
 export function toolParameters(tool: ToolDescriptor): Record<string, unknown> {
@@ -218,68 +180,6 @@ async function saveConversation<M>(
       ? { hash: ref.hash, position: ref.length, chars: ref.chars }
       : { hash: null, position: 0, chars: 0 };
   return store.append(conversation, after, messages.slice(k));
-}
-
-// ---------------------------------------------------------------------------------
-// Compaction.
-// ---------------------------------------------------------------------------------
-
-/** What is said about the run when older turns are left out of a request. */
-export function runStateNote(facts: RunFacts | null | undefined, omitted: number): string {
-  const lines = [
-    `[Run state. ${omitted} earlier message(s) of this conversation were compacted out of this request; ` +
-      'the most recent turns follow verbatim.]',
-  ];
-  if (facts) {
-    lines.push(`Steps taken: ${facts.steps}. Progress version: ${facts.progressVersion}.`);
-    const recent = facts.recentCompleted.length > 0 ? ` (newest: ${facts.recentCompleted.join(', ')})` : '';
-    lines.push(`Operations completed: ${facts.completedOperations}${recent}. Do not repeat them.`);
-    lines.push(`Guard stops so far: ${facts.stops.length > 0 ? facts.stops.join('; ') : 'none'}.`);
-    lines.push(
-      `Refused resumes: ${facts.refusedResumes.length > 0 ? facts.refusedResumes.join('; ') : 'none'}.`,
-    );
-    const b = facts.budgetsLeft;
-    const left = [
-      b.steps !== undefined ? `${b.steps} steps` : null,
-      b.tokens !== undefined ? `${b.tokens} tokens` : null,
-      b.costUsd !== undefined ? `$${b.costUsd.toFixed(4)}` : null,
-      b.ms !== undefined ? `${Math.floor(b.ms / 1000)} s` : null,
-    ].filter((x): x is string => x !== null);
-    lines.push(`Budgets left: ${left.length > 0 ? left.join(', ') : 'unlimited'}.`);
-  }
-  return lines.join('\n');
-}
-
-/**
- * The messages one request sends, within `budgetChars` characters of message JSON:
- * the conversation as it is when all of it is visible and fits, else a head (the goal and
- * the run-state note, as one user message) followed by the longest suffix of the
- * conversation that fits and starts at a model message — so every tool result still
- * follows the call it answers, as both APIs demand. Null when not even the newest model
- * message and what follows it fit. Deterministic: the same conversation, facts and budget
- * always give the same request.
- */
-export function compactMessages<M>(
-  messages: readonly M[],
-  hidden: number,
-  budgetChars: number,
-  isAssistant: (m: M) => boolean,
-  head: (omitted: number) => M,
-): M[] | null {
-  const sizes = messages.map((m) => JSON.stringify(m).length);
-  const total = sizes.reduce((a, b) => a + b, 0);
-  if (hidden === 0 && total <= budgetChars) return [...messages];
-  let suffix = total;
-  for (let i = 0; i < messages.length; i++) {
-    const omitted = hidden + i;
-    // In a whole conversation the first message is the goal: the head replaces it.
-    if ((hidden > 0 || i > 0) && isAssistant(messages[i]!)) {
-      const h = head(omitted);
-      if (JSON.stringify(h).length + suffix <= budgetChars) return [h, ...messages.slice(i)];
-    }
-    suffix -= sizes[i]!;
-  }
-  return null;
 }
 
 // ---------------------------------------------------------------------------------

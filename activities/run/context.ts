@@ -1,0 +1,202 @@
+/**
+ * What every activity of a worker shares: the worker's dependencies ({@link ActivityDeps}),
+ * resolved once into an {@link ActivityContext} (the defaults filled in beside the ledger,
+ * approvals bound to the worker's operators, the planners looked up by kind).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { ConversationAccess } from '../../common/conversation';
+import type { Planner } from '../../common/planner';
+import { ApprovalStore, approvalVerifier, parseApprovalPolicy, type ApprovalPolicy } from '../approvals';
+import { SqlLedger, type Ledger } from '../ledger';
+import type { LlmProvider } from '../planners/llm-common';
+import { ConversationStore, storeFaultsTyped } from '../planners/conversation-store';
+import { createScriptedPlanner } from '../planners/scripted';
+import { OperatorRegistry } from '../operators/registry';
+import type { ReaperDeps } from '../reaper';
+import { payloadRefBytesFromEnv, PayloadStore } from '../payloads';
+import { PLAIN_ROWS, type RowCodec } from '../row-codec';
+import type { World } from '../tools/demo/world';
+import { worldProgress } from '../tools/demo/world';
+import { factOf, ObservedProgress, ToolCounters, type ProgressSource } from '../progress';
+import type { ToolRegistry } from '../tools/registry';
+
+/** What the activities need. */
+export interface ActivityDeps {
+  readonly registry: ToolRegistry;
+  /** The demo's world database, when the worker hosts the demo (null/absent: no world). */
+  readonly world?: World | null;
+  readonly ledger: Ledger;
+  /** True when the ledger lives in the world's database file (atomic business writes). */
+  readonly ledgerSharesWorldDb?: boolean;
+  /**
+   * The worker's progress source (docs/spec.md §7.8). Default: the demo world's version when
+   * there is a world, else {@link ObservedProgress} (new read results, committed writes).
+   */
+  readonly progress?: ProgressSource;
+  /** Where the runtime counts real executions of every tool; default beside the ledger. */
+  readonly counters?: ToolCounters | null;
+  /** Planners by kind; `scripted` is always available. */
+  readonly planners?: Partial<Record<LlmProvider, Planner>>;
+  /** Ledger lease; renewed while a write runs. */
+  readonly leaseMs?: number;
+  /** Worker identity, for the ledger's owner column. */
+  readonly identity?: string;
+  /** The ledger reaper's settings (activities/reaper.ts); by default it asks the worker's client. */
+  readonly reaper?: Omit<ReaperDeps, 'ledger'>;
+  /**
+   * Where approvals live (activities/approvals). By default beside the ledger, in its
+   * database; null: none (a call that needs an approval can then never run).
+   */
+  readonly approvals?: ApprovalStore | null;
+  /** Which calls need an approval beyond the tools' own `requiresApproval`; default: `AGENT_APPROVAL_POLICY`. */
+  readonly approvalPolicy?: ApprovalPolicy;
+  /** The operators this worker trusts (activities/operators); default: `AGENT_OPERATORS_FILE`, else open mode. */
+  readonly operators?: OperatorRegistry;
+  /** The checkpoint seal key (activities/checkpoint-seal.ts); default: `AGENT_CHECKPOINT_KEY` or a local key file. */
+  readonly checkpointKey?: Buffer;
+  /**
+   * Where LLM planners keep their conversations (activities/planners/conversation-store.ts).
+   * By default beside the ledger, in its database; null: none (the conversation then travels
+   * in the planner's memory, through workflow history, as before issue 9).
+   */
+  readonly conversations?: ConversationAccess | null;
+  /**
+   * Seals what the default conversation and payload stores write (activities/row-codec.ts):
+   * `createAgentWorker` passes the worker's payload codec, so data moved out of history stays
+   * encrypted; default plain text.
+   */
+  readonly rows?: RowCodec;
+  /**
+   * Where large tool results live (activities/payloads). By default beside the ledger, in
+   * its database; null: none (a result above the payload limit then stops the run).
+   */
+  readonly payloads?: PayloadStore | null;
+  /** Results whose data JSON is above this many bytes go by reference; default `AGENT_PAYLOAD_REF_BYTES` (64 KB). */
+  readonly payloadRefBytes?: number;
+}
+
+/** The worker's dependencies, resolved once and shared by every activity. */
+export interface ActivityContext {
+  readonly registry: ToolRegistry;
+  readonly ledger: Ledger;
+  readonly ledgerSharesWorldDb: boolean;
+  readonly world: World | null;
+  readonly progress: ProgressSource;
+  readonly counters: ToolCounters | null;
+  readonly leaseMs: number;
+  readonly identity: string;
+  readonly operators: OperatorRegistry;
+  /** Trusts only rows whose signature verifies against {@link operators}. */
+  readonly approvals: ApprovalStore | null;
+  readonly approvalPolicy: ApprovalPolicy;
+  /** Its database failures typed (a `ConversationStoreFault`). */
+  readonly conversations: ConversationAccess | null;
+  readonly payloads: PayloadStore | null;
+  readonly payloadRefBytes: number;
+  /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
+  plannerFor(kind: string): Planner;
+}
+
+/** Resolves the worker's dependencies, filling in each default. */
+export function createActivityContext(deps: ActivityDeps): ActivityContext {
+  const { registry, ledger } = deps;
+  const world = deps.world ?? null;
+  const progress: ProgressSource = deps.progress ?? (world ? worldProgress(world) : observedBeside(ledger));
+  const counters = deps.counters !== undefined ? deps.counters : countersBeside(ledger);
+  const leaseMs = deps.leaseMs ?? 30_000;
+  const identity = deps.identity ?? `worker-${process.pid}`;
+  const scripted = createScriptedPlanner();
+  const operators = deps.operators ?? OperatorRegistry.fromEnv();
+  // Every use of an approval (plan, runTool, verifyPrecondition) trusts only rows whose
+  // signature verifies against this worker's operators (open mode: every row, as stored).
+  const approvals =
+    (deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger))?.verifiedBy(
+      approvalVerifier(operators),
+    ) ?? null;
+  // LLM planners keep their conversation here, not in workflow history (issue 9).
+  const rows = deps.rows ?? PLAIN_ROWS;
+  const store = deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
+  // Its database failures typed, so the plan activity tells an outage from a planner failure.
+  const conversations = store ? storeFaultsTyped(store) : null;
+  // A bad policy fails the worker at start, naming the variable, instead of at the first call.
+  const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
+  // Large results go to the payload store; the workflow gets a reference (issue 9).
+  const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger, rows);
+  const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
+
+  function plannerFor(kind: string): Planner {
+    if (kind === 'scripted') return scripted;
+    const p = deps.planners?.[kind as LlmProvider];
+    if (!p) {
+      throw ApplicationFailure.nonRetryable(
+        `planner "${kind}" is not configured on this worker`,
+        'PlannerNotConfigured',
+      );
+    }
+    return p;
+  }
+
+  return {
+    registry,
+    ledger,
+    ledgerSharesWorldDb: deps.ledgerSharesWorldDb === true,
+    world,
+    progress,
+    counters,
+    leaseMs,
+    identity,
+    operators,
+    approvals,
+    approvalPolicy,
+    conversations,
+    payloads,
+    payloadRefBytes,
+    plannerFor,
+  };
+}
+
+/** The payload store in the ledger's database, or null when the ledger has none to share. */
+function payloadStoreBeside(ledger: Ledger, rows: RowCodec): PayloadStore | null {
+  try {
+    return PayloadStore.over(ledger, rows);
+  } catch {
+    return null;
+  }
+}
+
+/** The default progress source in the ledger's database, or an in-memory one without a SQL ledger. */
+function observedBeside(ledger: Ledger): ProgressSource {
+  return ledger instanceof SqlLedger ? new ObservedProgress(ledger.database()) : memoryObserved();
+}
+
+/** The runtime's tool counters in the ledger's database, or null without a SQL ledger. */
+function countersBeside(ledger: Ledger): ToolCounters | null {
+  return ledger instanceof SqlLedger ? new ToolCounters(ledger.database()) : null;
+}
+
+/** The observed-facts source kept in memory (a worker on a non-SQL ledger: tests, benchmarks). */
+function memoryObserved(): ProgressSource {
+  const facts = new Map<string, Set<string>>();
+  return {
+    name: 'observed (in memory)',
+    async observe(e) {
+      const f = factOf(e);
+      if (f === null) return;
+      const set = facts.get(e.runId) ?? new Set<string>();
+      set.add(f);
+      facts.set(e.runId, set);
+    },
+    async version(runId) {
+      return facts.get(runId)?.size ?? 0;
+    },
+  };
+}
+
+/** The approval store in the ledger's database, or null when the ledger has none to share. */
+function approvalStoreBeside(ledger: Ledger): ApprovalStore | null {
+  try {
+    return ApprovalStore.over(ledger);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The `plan` activity: asks the planner for its next turn, then validates and fingerprints
+ * its proposal and tells the guard what the ledger and the approvals know of it.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { ConversationAccess } from '../../common/conversation';
+import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
+import { LEDGER_UNAVAILABLE } from '../../common/planner';
+import { guardOutputSize, jsonBytes } from '../../common/payload-limits';
+import { redact, redactText } from '../../common/redact';
+import { fixtureArgsSpecs, normalizeCall } from '../../guard';
+import { activityTurnKey } from '../activity-context';
+import { approvalRequired } from '../approvals';
+import { LedgerState, sameArgsHash, sha256ArgsHash } from '../ledger';
+import { ConversationStoreFault } from '../planners/conversation-store';
+import { scriptOf } from '../planners/scripted';
+import { offloadLarge, resolvePayloadRefs } from '../payloads';
+import type { NormalizedProposal } from '../tools/registry';
+import type { PlanInput, PlanOutput, ProposalInfo } from '../types';
+import type { ActivityContext } from './context';
+import { unwrapTerminal } from './tool-call';
+
+/** The `plan` activity over the worker's context. */
+export function createPlanActivity(ctx: ActivityContext) {
+  const { registry, ledger, identity, approvals, approvalPolicy, conversations, payloads, payloadRefBytes } =
+    ctx;
+
+  /**
+   * What the guard needs to know about the ledger record of a proposal's key (docs/spec.md §8).
+   * The ledger compares SHA-256 args hashes, the guard compares fingerprints: a record of the
+   * same call is handed over with the proposal's own fingerprint (→ return_cached_success),
+   * any other with its stored hash, which no fingerprint equals (→ idempotency_conflict).
+   */
+  async function ledgerView(n: NormalizedProposal, runId: string): Promise<ProposalInfo['ledger']> {
+    if (n.operationKey === null) return null;
+    const rec = await ledger.get(n.operationKey);
+    if (!rec || rec.state !== LedgerState.SUCCEEDED) return null;
+    const same = rec.tool === n.tool && sameArgsHash(rec.argsHash, n.argsHash, n.fingerprint);
+    return {
+      state: rec.state,
+      fingerprint: same ? n.fingerprint : rec.argsHash,
+      // A large stored result reaches the workflow by reference, like a fresh one.
+      result: (await offloadLarge(payloads, runId, unwrapTerminal(rec.result).data, payloadRefBytes)).data,
+    };
+  }
+
+  /**
+   * The planner's turn. With a conversation store, each scheduled `plan` activity's answer is
+   * kept under its turn key (workflow run id + activity id): a retried attempt returns it,
+   * so the model is not asked (nor paid) twice and the conversation is not appended twice.
+   */
+  async function plannerTurn(
+    planner: Planner,
+    plannerInput: PlannerInput,
+    store: ConversationAccess | null,
+  ): Promise<PlannerOutput> {
+    const key = store ? activityTurnKey() : null;
+    try {
+      if (!store || !key) return await planner.next(plannerInput);
+      const stored = (await store.storedTurn(key)) as PlannerOutput | null;
+      if (stored) return stored;
+      const out = await planner.next(plannerInput);
+      return (await store.saveTurn(key, plannerInput.runId, out)) as PlannerOutput;
+    } catch (err) {
+      if (!(err instanceof ConversationStoreFault)) throw err;
+      // The database is down, not the planner: after its retries the run stops infrastructure_fault.
+      throw ApplicationFailure.create({
+        type: LEDGER_UNAVAILABLE,
+        message: `conversation store unavailable: ${redactText(err.message)}`,
+      });
+    }
+  }
+
+  /** Asks the planner for its next turn and validates + fingerprints the proposal. */
+  async function plan(input: PlanInput): Promise<PlanOutput> {
+    // Nothing above the payload limit goes back to the workflow (it would fail the task, not stop the run).
+    return guardOutputSize(await planTurn(input), 'the plan activity output');
+  }
+
+  async function planTurn(input: PlanInput): Promise<PlanOutput> {
+    const planner = ctx.plannerFor(input.planner.kind);
+    const llm = input.planner.kind !== 'scripted';
+    const store = llm ? conversations : null;
+    const plannerInput: PlannerInput = {
+      runId: input.runId,
+      goal: input.goal,
+      planner: input.planner,
+      tools: registry.descriptors(),
+      memory: input.memory,
+      // A large tool result reached the workflow as a reference; the model sees its usual preview.
+      observation: llm
+        ? await resolvePayloadRefs(
+            payloads,
+            input.runId,
+            (input.observation as PlannerInput['observation']) ?? null,
+            {
+              missing: 'preview',
+            },
+          )
+        : ((input.observation as PlannerInput['observation']) ?? null),
+      facts: input.facts ?? null,
+      ...(store ? { conversations: store } : {}),
+    };
+    const out = await plannerTurn(planner, plannerInput, store);
+    const turn = out.turn;
+    if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
+
+    if (input.planner.kind === 'scripted' && !input.planner.live) {
+      // Script mode plays both planner and tools: fixture tools normalise as the replay does.
+      const file = scriptOf(input);
+      const n = normalizeCall(turn.tool, turn.args, fixtureArgsSpecs(file).get(turn.tool));
+      const call = file.calls[turn.scriptIndex ?? -1];
+      return {
+        turn,
+        memory: out.memory,
+        proposal: {
+          tool: turn.tool,
+          args: turn.args,
+          canonicalArgs: n.canonicalArgs,
+          fingerprint: n.fingerprint,
+          argsHash: sha256ArgsHash(turn.tool, n.canonicalArgs),
+          operationKey: turn.operationKey ?? null,
+          effect: file.tools?.[turn.tool]?.effect ?? 'read',
+          rejection: null,
+          ledger: null,
+          fixture: { result: call?.result ?? null, progressVersion: call?.progressVersion ?? null },
+        },
+      };
+    }
+    const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
+    try {
+      const proposal: ProposalInfo = {
+        ...n,
+        ledger: n.rejection ? null : await ledgerView(n, input.runId),
+        fixture: null,
+        approval: n.rejection ? null : await approvalView(n, input.runId, input.approvalStopRef ?? null),
+      };
+      // The proposal carries the args the tool gets; the turn's copy would only double them in history.
+      const lean = llm ? { ...turn, args: null } : turn;
+      return await largeArgsByReference({ turn: lean, memory: out.memory, proposal }, input.runId);
+    } catch (err) {
+      // The planner answered; the ledger could not be read. Typed, so that once the retries
+      // are spent the run stops `infrastructure_fault`, not `planner_failed`.
+      throw ApplicationFailure.create({
+        type: LEDGER_UNAVAILABLE,
+        message: `ledger unavailable: ${redactText((err as Error)?.message ?? String(err))}`,
+        cause: err instanceof Error ? err : undefined,
+      });
+    }
+  }
+
+  /**
+   * A model reply whose call args are above the reference threshold: the args reach the
+   * workflow (turn, proposal, trace) as payload references, and `runTool` resolves them. The
+   * fingerprint and the args hash were computed from the real args first.
+   */
+  async function largeArgsByReference(out: PlanOutput, runId: string): Promise<PlanOutput> {
+    const p = out.proposal;
+    if (!p || !payloads || jsonBytes(p.args) <= payloadRefBytes) return out;
+    const args = await payloads.put(runId, p.args);
+    const canonicalArgs = await payloads.put(runId, p.canonicalArgs);
+    const turn = out.turn.type === 'call' && out.turn.args !== null ? { ...out.turn, args } : out.turn;
+    return { ...out, turn, proposal: { ...p, args, canonicalArgs } };
+  }
+
+  /**
+   * Whether the call needs an approval and the id of one that may authorise it now: granted
+   * for this run, this fingerprint and the stop the run has just lifted (`stopRef`), unused,
+   * unexpired, not denied. Without a lifted stop nothing is offered. When none is, the request
+   * is audited: the workflow now stops approval_required showing the call.
+   */
+  async function approvalView(
+    n: NormalizedProposal,
+    runId: string,
+    stopRef: string | null,
+  ): Promise<ProposalInfo['approval']> {
+    const tool = registry.get(n.tool);
+    if (!tool || !approvalRequired(tool, n.args, approvalPolicy)) return null;
+    const q = { runId, fingerprint: n.fingerprint, argsHash: n.argsHash, stopRef, by: identity };
+    const found = approvals ? await approvals.findUsable(q) : null;
+    if (!found && approvals) {
+      const args = JSON.stringify(redact(n.canonicalArgs));
+      await approvals.request(runId, identity, `${n.fingerprint} ${n.tool} ${args}`);
+    }
+    return { required: true, approvalId: found?.id ?? null, stopRef: found ? stopRef : null };
+  }
+
+  return { plan };
+}

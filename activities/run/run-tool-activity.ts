@@ -1,0 +1,299 @@
+/**
+ * The `runTool` activity: runs one tool call. Reads run directly; writes run through the
+ * ledger (at most once per operation key); a call that needs an approval uses it up first.
+ */
+import {
+  guardOutputSize,
+  isPayloadRef,
+  MAX_PAYLOAD_BYTES,
+  payloadTooLarge,
+} from '../../common/payload-limits';
+import { redactText } from '../../common/redact';
+import { NEEDS_HUMAN_CODES, ResultCode, type ToolResult } from '../../guard';
+import { activityExecution, heartbeat } from '../activity-context';
+import { approvalRequired } from '../approvals';
+import { executeOnce, executeOnceAtomic, SideEffectErrorClass, type ExecuteOutcome } from '../ledger';
+import { offloadLarge, resolvePayloadRefs } from '../payloads';
+import type { ProgressEvent } from '../progress';
+import { classifyError } from '../tools/classify';
+import type { AnyTool } from '../tools/define-tool';
+import type { Tx } from '../tools/tx';
+import type { RunToolInput, RunToolOutput } from '../types';
+import type { ActivityContext } from './context';
+import {
+  counted,
+  execute,
+  inWorld,
+  progressAfter,
+  runRead,
+  TERMINAL_MARK,
+  unwrapTerminal,
+  versionNow,
+} from './tool-call';
+
+/** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
+class ResultNotSuccess extends Error {
+  /** A FATAL answer's code, stored by the ledger so the first run and every duplicate stop with it. */
+  readonly code: string | undefined;
+  constructor(readonly result: ToolResult) {
+    super(result.kind !== 'SUCCESS' && result.message ? result.message : `tool returned ${result.kind}`);
+    this.name = 'ResultNotSuccess';
+    this.code = result.kind === 'FATAL' ? (result.code ?? ResultCode.FATAL) : undefined;
+  }
+}
+
+/** How the ledger settles a write whose tool *answered* with `result` (it did not throw). */
+function ledgerClass(result: ToolResult): SideEffectErrorClass {
+  // A tool that answered PRECONDITION/RETRYABLE/PENDING or refused (permission, policy, a
+  // person's approval) did not perform the operation: release the claim so the operation
+  // can run once the world changes. Any other FATAL answer is the operation's final word.
+  if (result.kind !== 'FATAL') return SideEffectErrorClass.NOT_PERFORMED;
+  return NEEDS_HUMAN_CODES.has(result.code ?? ResultCode.FATAL)
+    ? SideEffectErrorClass.NOT_PERFORMED
+    : SideEffectErrorClass.FINAL;
+}
+
+/** How the ledger settles a write whose side effect *threw*, classified as `result`. */
+function thrownLedgerClass(result: ToolResult, inWorldTransaction: boolean): SideEffectErrorClass {
+  // The world database was busy or down: a tool whose whole effect is in the world
+  // transaction rolled back with it, so nothing happened and the claim is released.
+  if (inWorldTransaction && result.kind === 'RETRYABLE' && result.code === 'database_unavailable')
+    return SideEffectErrorClass.NOT_PERFORMED;
+  // A transient failure thrown mid-write (a timeout, a reset connection) may have happened
+  // on the other side: the ledger must not assume either way.
+  if (result.kind === 'RETRYABLE') return SideEffectErrorClass.UNKNOWN_OUTCOME;
+  return ledgerClass(result);
+}
+
+/** The `runTool` activity over the worker's context. */
+export function createRunToolActivity(ctx: ActivityContext) {
+  const { registry, ledger, world, identity, leaseMs, approvals, approvalPolicy, payloads, payloadRefBytes } =
+    ctx;
+
+  /**
+   * Uses up the call's approval before the tool runs (single use, bound to the run and to the
+   * fingerprint of the args that will run — recomputed here, never taken from the caller).
+   * Returns the refusal when the call must not run, null when it may.
+   */
+  async function useApproval(tool: AnyTool, input: RunToolInput, args: unknown): Promise<ToolResult | null> {
+    const required = approvalRequired(tool, args, approvalPolicy);
+    const approvalId = input.approvalId ?? null;
+    const { attempt, activityId } = activityExecution();
+    const by = `${input.runId}/${activityId}`;
+    if (approvalId === null) {
+      if (!required) return null;
+      await approvals?.refuse(
+        input.runId,
+        by,
+        `${input.fingerprint}: ${tool.name} called without an approval`,
+      );
+      return {
+        kind: 'FATAL',
+        code: ResultCode.APPROVAL_REQUIRED,
+        message: `${tool.name} needs a person's approval of this exact call and none was given: it did not run`,
+      };
+    }
+    if (!approvals) {
+      return {
+        kind: 'FATAL',
+        code: ResultCode.APPROVAL_INVALID,
+        message: `approval ${approvalId} cannot be checked: this worker has no approval store; ${tool.name} did not run`,
+      };
+    }
+    const n = registry.normalize(tool.name, args, input.operationKey);
+    const outcome = await approvals.consume({
+      approvalId,
+      runId: input.runId,
+      fingerprint: n.fingerprint,
+      argsHash: n.argsHash,
+      stopRef: input.approvalStopRef ?? null,
+      by,
+      // Only a Temporal retry of this same activity may find it used by itself.
+      retry: attempt > 1 && activityId !== 'direct',
+    });
+    if (outcome.ok) return null;
+    return {
+      kind: 'FATAL',
+      code: ResultCode.APPROVAL_INVALID,
+      message: `approval refused (${outcome.why}): ${outcome.message}; ${tool.name} did not run`,
+    };
+  }
+
+  function mapOutcome(
+    outcome: ExecuteOutcome<unknown>,
+    executed: ToolResult | null,
+    failure: ToolResult | null,
+  ): { result: ToolResult; via: RunToolOutput['via'] } {
+    switch (outcome.kind) {
+      case 'executed':
+        return { result: executed ?? { kind: 'SUCCESS', data: outcome.result }, via: 'executed' };
+      case 'cached': {
+        const stored = unwrapTerminal(outcome.result);
+        const result: ToolResult = stored.terminal
+          ? { kind: 'SUCCESS', data: stored.data, terminal: true }
+          : { kind: 'SUCCESS', data: stored.data };
+        return { result, via: 'ledger' };
+      }
+      case 'in_progress':
+        return {
+          result: { kind: 'RETRYABLE', code: ResultCode.IN_PROGRESS, retryAfterMs: outcome.retryAfterMs },
+          via: 'not_run',
+        };
+      case 'unknown':
+        return {
+          result: {
+            kind: 'FATAL',
+            code: ResultCode.OUTCOME_UNKNOWN,
+            message: `operation ${outcome.key}: the executor died after dispatch; settle it with "agentctl ledger resolve ${outcome.key}"`,
+          },
+          via: 'not_run',
+        };
+      case 'failed_final':
+        return {
+          result: {
+            kind: 'FATAL',
+            code: outcome.error.code ?? ResultCode.FAILED_FINAL,
+            message: outcome.error.message,
+          },
+          via: outcome.replayed ? 'ledger' : 'executed',
+        };
+      case 'failed_retryable':
+        return { result: failure ?? classifyError(new Error(outcome.error.message)), via: 'executed' };
+      case 'conflict':
+        return {
+          result: { kind: 'FATAL', code: ResultCode.IDEMPOTENCY_CONFLICT, message: outcome.error.message },
+          via: 'not_run',
+        };
+    }
+  }
+
+  /**
+   * Runs one tool call (see {@link callTool}). A SUCCESS whose data JSON is above the
+   * reference threshold reaches the workflow as a reference to the payload store; an output
+   * that would still be above the payload limit fails the activity `PayloadTooLarge`
+   * (non-retryable: the run stops payload_too_large with its checkpoint, it never fails).
+   */
+  async function runTool(raw: RunToolInput): Promise<RunToolOutput> {
+    // Large call args reached the workflow as a reference (largeArgsByReference): resolved here.
+    const input = isPayloadRef(raw.args)
+      ? { ...raw, args: await resolvePayloadRefs(payloads, raw.runId, raw.args) }
+      : raw;
+    const out = await callTool(input);
+    // A fixture's result came from the workflow's own input: it is in history already.
+    if (out.via === 'fixture' || out.result.kind !== 'SUCCESS') return guardToolOutput(out, input.tool);
+    const r = out.result;
+    const off = await offloadLarge(payloads, input.runId, r.data, payloadRefBytes, { terminal: r.terminal });
+    if (!off.stored && off.bytes > MAX_PAYLOAD_BYTES) {
+      const why = off.error ? ` (not stored by reference: ${redactText(off.error)})` : '';
+      throw payloadTooLarge(`the result of tool ${input.tool}${why}`, off.bytes);
+    }
+    return guardToolOutput(off.stored ? { ...out, result: { ...r, data: off.data } } : out, input.tool);
+  }
+
+  /** The tool activity's output, when it fits in one payload. */
+  function guardToolOutput(out: RunToolOutput, tool: string): RunToolOutput {
+    return guardOutputSize(out, `the output of tool ${tool}`);
+  }
+
+  /** Runs one tool call. Reads run directly; writes run through the ledger. */
+  async function callTool(input: RunToolInput): Promise<RunToolOutput> {
+    if (input.fixture) {
+      await world?.countCall(input.runId, input.tool);
+      await counted(ctx, input.runId, input.tool);
+      return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
+    }
+    const tool = registry.get(input.tool);
+    if (!tool) {
+      return {
+        result: {
+          kind: 'PRECONDITION',
+          code: ResultCode.UNKNOWN_TOOL,
+          unmet: `no tool named "${input.tool}"`,
+        },
+        progressVersion: await versionNow(ctx, input.runId),
+        via: 'not_run',
+      };
+    }
+    // Strict parse again at the point of execution: nothing runs on unvalidated args.
+    const parsed = tool.schema.safeParse(input.args);
+    if (!parsed.success) {
+      return {
+        result: classifyError(parsed.error),
+        progressVersion: await versionNow(ctx, input.runId),
+        via: 'not_run',
+      };
+    }
+    const args = { ...input, args: parsed.data };
+    const refused = await useApproval(tool, input, parsed.data);
+    if (refused)
+      return { result: refused, progressVersion: await versionNow(ctx, input.runId), via: 'not_run' };
+
+    if (tool.effect === 'read') return { ...(await runRead(ctx, tool, args)), via: 'executed' };
+
+    if (input.operationKey === null) {
+      return {
+        result: {
+          kind: 'PRECONDITION',
+          code: ResultCode.MISSING_OPERATION_KEY,
+          unmet: `write tool ${tool.name} needs an operation key`,
+        },
+        progressVersion: await versionNow(ctx, input.runId),
+        via: 'not_run',
+      };
+    }
+    const { attempt, activityId } = activityExecution();
+    // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
+    let lastFailure: ToolResult | null = null;
+    const options = {
+      key: input.operationKey,
+      tool: tool.name,
+      // A workflow scheduled before the upgrade sends no argsHash: compute it from the args
+      // (not the fingerprint, which would conflict with a SHA-256 record of the same call).
+      argsHash: input.argsHash ?? registry.normalize(tool.name, parsed.data, input.operationKey).argsHash,
+      // A record written before the upgrade stored the fingerprint (docs/ledger.md "Args hash").
+      legacyArgsHash: input.fingerprint,
+      runId: input.runId,
+      owner: `${identity}/${activityId}/attempt-${attempt}`,
+      leaseMs,
+      vendorIdempotent: tool.vendorIdempotent ?? false,
+      ...(tool.reconcile ? { reconcile: tool.reconcile } : {}),
+      // A commit retried through a database blip keeps the activity alive meanwhile.
+      onCommitRetry: () => heartbeat(),
+      classifyError: (err: unknown) => {
+        if (err instanceof ResultNotSuccess) {
+          lastFailure = err.result;
+          return ledgerClass(err.result);
+        }
+        lastFailure = tool.classify?.(err) ?? classifyError(err);
+        return thrownLedgerClass(lastFailure, tool.usesWorldTransaction !== false);
+      },
+    };
+    // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
+    let executed: ToolResult | null = null;
+    const run = async (tx: Tx): Promise<unknown> => {
+      const r = await execute(tool, args, tx);
+      if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
+      executed = r;
+      // A terminal result keeps its flag in the ledger, so a retried attempt answered from
+      // the ledger still completes the run (the flag is not part of the business result).
+      return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
+    };
+    const atomic = tool.atomicWithLedger === true && ctx.ledgerSharesWorldDb;
+    const outcome = atomic
+      ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
+      : await executeOnce(ledger, options, () => inWorld(ctx, tool, (tx) => run(tx)));
+    const mapped = mapOutcome(outcome, executed, lastFailure);
+    if (mapped.via === 'executed') await counted(ctx, input.runId, tool.name);
+    const event: ProgressEvent = {
+      runId: input.runId,
+      tool: tool.name,
+      effect: 'write',
+      operationKey: input.operationKey,
+      result: mapped.result,
+      via: mapped.via,
+    };
+    return { ...mapped, progressVersion: await progressAfter(ctx, tool, event) };
+  }
+
+  return { runTool };
+}

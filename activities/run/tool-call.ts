@@ -1,0 +1,134 @@
+/**
+ * One tool's side of a call, shared by the activities that run tools (`runTool`, and
+ * `verifyPrecondition` when it re-runs a stopped read): the tool's execution in the world,
+ * the progress version after it, and the runtime's count of real executions.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { ToolResult } from '../../guard';
+import { cancellationSignalOrNever, heartbeat } from '../activity-context';
+import { ProgressSourceError, readVersion, type ProgressEvent } from '../progress';
+import { classifyError } from '../tools/classify';
+import { toResult, type AnyTool, type ToolReturn } from '../tools/define-tool';
+import type { Tx } from '../tools/tx';
+import type { RunToolInput } from '../types';
+import type { ActivityContext } from './context';
+
+/** The key under which the ledger keeps a terminal write's result (see {@link unwrapTerminal}). */
+export const TERMINAL_MARK = '$agentLoopGuardTerminal';
+
+/** A stored result and whether the write that produced it was terminal. */
+export function unwrapTerminal(stored: unknown): { data: unknown; terminal: boolean } {
+  if (stored && typeof stored === 'object' && (stored as Record<string, unknown>)[TERMINAL_MARK] === true)
+    return { data: (stored as { data?: unknown }).data ?? null, terminal: true };
+  return { data: stored, terminal: false };
+}
+
+/** A `ctx.tx` for workers without a world database: tools keep their own stores. */
+export const NO_WORLD_TX: Tx = {
+  run: noWorld,
+  all: noWorld,
+  get: noWorld,
+};
+
+function noWorld(): never {
+  throw new TypeError(
+    'ctx.tx: this worker has no world database (the demo world is opened only with openWorkerDeps({ demo })); ' +
+      'a tool keeps its own store',
+  );
+}
+
+/** Runs the tool's `execute` with its tool context. */
+export async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promise<ToolResult> {
+  const ret: ToolReturn = await tool.execute(input.args, {
+    runId: input.runId,
+    operationKey: input.operationKey,
+    heartbeat,
+    signal: cancellationSignalOrNever(),
+    tx,
+  });
+  return toResult(ret);
+}
+
+/** A tool's side of a call: in a world transaction, unless the tool never touches the world. */
+export function inWorld<T>(ctx: ActivityContext, tool: AnyTool, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (!ctx.world) return fn(NO_WORLD_TX);
+  return tool.usesWorldTransaction === false ? fn(ctx.world.tx) : ctx.world.transaction(fn);
+}
+
+/**
+ * Runs a read (parsed args) in the world, counts it and tells the progress source of it:
+ * its result (a throw classified) and the progress version after it.
+ */
+export async function runRead(
+  ctx: ActivityContext,
+  tool: AnyTool,
+  input: RunToolInput,
+): Promise<{ result: ToolResult; progressVersion: number | null }> {
+  let result: ToolResult;
+  try {
+    result = await inWorld(ctx, tool, (tx) => execute(tool, input, tx));
+  } catch (err) {
+    result = tool.classify?.(err) ?? classifyError(err);
+  }
+  await counted(ctx, input.runId, tool.name);
+  const event = readEvent(input.runId, tool.name, result);
+  return { result, progressVersion: await progressAfter(ctx, tool, event) };
+}
+
+/** What the progress source is told of an executed read. */
+function readEvent(runId: string, tool: string, result: ToolResult): ProgressEvent {
+  return { runId, tool, effect: 'read', operationKey: null, result, via: 'executed' };
+}
+
+/**
+ * The run's progress version after a call: the worker's source is told of the call first,
+ * then read; a tool's own hook (an MCP server's probe) refines it, given it as `base`. A
+ * source or hook that fails is a non-retryable `progress_source_failed` naming it: the run
+ * stops infrastructure_fault (never FAILED, never a false `no_progress`).
+ */
+export async function progressAfter(
+  ctx: ActivityContext,
+  tool: AnyTool,
+  e: ProgressEvent,
+): Promise<number | null> {
+  try {
+    await ctx.progress.observe?.(e);
+    const base = await readVersion(ctx.progress, e.runId, tool.name);
+    if (!tool.progressVersion) return base;
+    const own = await tool.progressVersion({ runId: e.runId, base });
+    if (own !== null && (typeof own !== 'number' || !Number.isSafeInteger(own) || own < 0))
+      throw new ProgressSourceError(`tool ${tool.name}`, `progressVersion hook returned ${String(own)}`);
+    return own;
+  } catch (err) {
+    throw progressFailure(err, tool.name);
+  }
+}
+
+/** The run's version now, from the worker's source (a failure typed as in {@link progressAfter}). */
+export async function versionNow(ctx: ActivityContext, runId: string): Promise<number> {
+  try {
+    return await readVersion(ctx.progress, runId);
+  } catch (err) {
+    throw progressFailure(err, null);
+  }
+}
+
+/** Counts a real execution; a counter that cannot be written is logged, never the call's failure. */
+export async function counted(ctx: ActivityContext, runId: string, tool: string): Promise<void> {
+  await ctx.counters?.count(runId, tool).catch((err: unknown) => {
+    console.warn(`[agent-loop-guard] tool counter not written (${tool}): ${(err as Error)?.message ?? err}`);
+  });
+}
+
+/** A failed progress source as a non-retryable activity failure that names it (→ infrastructure_fault). */
+function progressFailure(err: unknown, tool: string | null): ApplicationFailure {
+  if (err instanceof ApplicationFailure) return err;
+  const message =
+    err instanceof ProgressSourceError ? err.message : `progress source: ${(err as Error)?.message ?? err}`;
+  return ApplicationFailure.create({
+    type: 'progress_source_failed',
+    nonRetryable: true,
+    message: tool ? `${message} (after a call of ${tool})` : message,
+    cause: err instanceof Error ? err : undefined,
+  });
+}

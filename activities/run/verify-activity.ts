@@ -1,0 +1,135 @@
+/**
+ * The activities that judge whether a stopped run may go on: `verifyPrecondition` (re-check
+ * external state before a resume), `currentProgress` (the progress version at start) and
+ * `checkPlanner` (the lift rule of a `planner_failed` stop).
+ */
+import type { Planner } from '../../common/planner';
+import { isPayloadRef } from '../../common/payload-limits';
+import { redactText } from '../../common/redact';
+import { GuardReason, ResultCode } from '../../guard';
+import { LedgerState } from '../ledger';
+import { resolvePayloadRefs } from '../payloads';
+import { readVersion } from '../progress';
+import type { AnyTool } from '../tools/define-tool';
+import type { PlanInput, RunToolInput, VerifyInput, VerifyOutput } from '../types';
+import type { ActivityContext } from './context';
+import { NO_WORLD_TX, runRead, versionNow } from './tool-call';
+
+/** The verification activities over the worker's context. */
+export function createVerifyActivity(ctx: ActivityContext) {
+  const { registry, ledger, world, progress, operators, approvals, payloads } = ctx;
+
+  /** Re-verifies, from external state, that what stopped a run has changed. */
+  async function verifyPrecondition(raw: VerifyInput): Promise<VerifyOutput> {
+    const input = isPayloadRef(raw.blockedArgs)
+      ? { ...raw, blockedArgs: await resolvePayloadRefs(payloads, raw.runId, raw.blockedArgs) }
+      : raw;
+    const version = await versionNow(ctx, input.runId);
+    if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
+      return { ...(await approvalLifts(input)), progressVersion: version };
+    }
+    if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
+      const rec = await ledger.get(input.operationKey);
+      const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
+      return {
+        changed: settled,
+        progressVersion: version,
+        detail: settled
+          ? `ledger record ${input.operationKey} settled as ${rec?.state}`
+          : `ledger record ${input.operationKey} is still UNKNOWN`,
+      };
+    }
+    const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
+    if (tool?.checkPrecondition && input.blockedArgs !== undefined && input.blockedArgs !== null) {
+      const parsed = tool.schema.safeParse(input.blockedArgs);
+      if (parsed.success) {
+        const unmet = await tool.checkPrecondition(parsed.data, world?.tx ?? NO_WORLD_TX);
+        return {
+          changed: unmet === null,
+          progressVersion: version,
+          detail:
+            unmet === null ? `${tool.name}: precondition now met` : `${tool.name}: still unmet: ${unmet}`,
+        };
+      }
+    }
+    let now = version;
+    let reran = '';
+    if (now <= input.checkpointProgressVersion && tool?.effect === 'read' && progress.observe) {
+      // Nothing moved the source yet, and the stop was on a read: reads are safe to repeat, so
+      // run it again and let the source judge its result (new content is progress).
+      const again = await rerunRead(tool, input);
+      if (again !== null) {
+        now = again;
+        reran = ` (re-ran ${tool.name})`;
+      }
+    }
+    const changed = now > input.checkpointProgressVersion;
+    return {
+      changed,
+      progressVersion: now,
+      detail: changed
+        ? `external state moved from version ${input.checkpointProgressVersion} to ${now}${reran}`
+        : `external state unchanged at version ${now}${reran}`,
+    };
+  }
+
+  /** Runs a stopped read once more for resume verification; its version after, or null if it could not run. */
+  async function rerunRead(tool: AnyTool, input: VerifyInput): Promise<number | null> {
+    const parsed = tool.schema.safeParse(input.blockedArgs);
+    if (!parsed.success) return null;
+    const call: RunToolInput = {
+      runId: input.runId,
+      tool: tool.name,
+      args: parsed.data,
+      operationKey: null,
+      fingerprint: input.blockedFingerprint ?? '',
+      fixture: null,
+    };
+    return (await runRead(ctx, tool, call)).progressVersion;
+  }
+
+  /** The `approval` lift rule: a valid approval exists for this run, this stop and the blocked call. */
+  async function approvalLifts(input: VerifyInput): Promise<Omit<VerifyOutput, 'progressVersion'>> {
+    const fingerprint = input.blockedFingerprint ?? null;
+    const stopRef = input.stopRef ?? null;
+    if (fingerprint === null || stopRef === null) {
+      return {
+        changed: false,
+        detail: 'the stop names no blocked call or checkpoint an approval could be bound to',
+      };
+    }
+    if (!approvals) return { changed: false, detail: 'this worker has no approval store' };
+    const check = await approvals.checkStop(input.runId, fingerprint, stopRef, `${input.runId}/verify`);
+    if (!check.ok) return { changed: false, detail: `not approved (${check.why}): ${check.message}` };
+    const a = check.approval;
+    return {
+      changed: true,
+      detail: `approval ${a.id} ${a.auth && !operators.isOpen ? 'signed by' : 'by'} ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`,
+    };
+  }
+
+  /** The run's progress version now (at start, for initialProgressVersion). */
+  async function currentProgress(runId: string): Promise<number> {
+    // Retried until it answers (an outage delays the first step; it never fails the run).
+    return readVersion(progress, runId);
+  }
+
+  /** Whether the planner answers now (the lift rule of a `planner_failed` stop). */
+  async function checkPlanner(
+    input: Pick<PlanInput, 'runId' | 'planner'>,
+  ): Promise<{ ok: boolean; detail: string }> {
+    let planner: Planner;
+    try {
+      planner = ctx.plannerFor(input.planner.kind);
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+    if (!planner.health) return { ok: true, detail: `planner ${input.planner.kind} is configured` };
+    const problem = await planner.health(input.planner);
+    return problem === null
+      ? { ok: true, detail: `planner ${input.planner.kind} answered its health check` }
+      : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redactText(problem)}` };
+  }
+
+  return { verifyPrecondition, currentProgress, checkPlanner };
+}

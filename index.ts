@@ -45,6 +45,8 @@ export type {
   DemoWorkerDeps,
   WorkerDepsOptions,
 } from './worker/create-worker';
+export { AGENT_LOOP_GUARD_PLUGIN_NAME, AgentLoopGuardPlugin } from './worker/plugin';
+export type { AgentLoopGuardPluginOptions } from './worker/plugin';
 export { createActivities } from './activities/create-activities';
 export type { Activities, ActivityDeps } from './activities/create-activities';
 export {

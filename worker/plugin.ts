@@ -1,0 +1,200 @@
+/**
+ * agent-loop-guard as a Temporal plugin (`@temporalio/plugin`, issue 16 item 4): added to a
+ * user's own `Worker` and `Client`, the way Temporal ships its AI-SDK and OpenAI-Agents
+ * integrations. {@link createAgentWorker} stays for those who want the whole worker built.
+ *
+ * On a worker the plugin registers
+ *  - the `agentRun` workflow: the worker bundles {@link WORKFLOWS_PATH} unless it has a
+ *    `workflowsPath` or `workflowBundle` of its own (which must then export `agentRun`:
+ *    `export * from 'agent-loop-guard/workflows'`);
+ *  - the activities (`createActivities` over the deps), beside the worker's own;
+ *  - the data converter, i.e. the payload codec (codec/load-codec.ts), and the row codec of
+ *    what moves out of history into the database, sealed with the same codecs;
+ *  - the interceptors and sinks (the `agentTelemetry` sink every agent worker needs, and
+ *    worker/telemetry.ts's when given);
+ *  - the search attributes: checked (and by default registered) before the worker is
+ *    created, as {@link createAgentWorker} does.
+ *
+ * On a client it sets the same data converter, so the client reads the runs' payloads.
+ *
+ * @example
+ *   const deps = await openWorkerDeps({ tools });
+ *   const plugin = new AgentLoopGuardPlugin({ deps });
+ *   const worker = await Worker.create({ connection, taskQueue: 'agent-runs', plugins: [plugin] });
+ *   const client = new Client({ connection: clientConnection, plugins: [plugin] });
+ */
+import type { DataConverter } from '@temporalio/common';
+import { SimplePlugin } from '@temporalio/plugin';
+import type { ClientOptions, ClientPlugin } from '@temporalio/client';
+import type {
+  BundleOptions,
+  BundlerPlugin,
+  InjectedSinks,
+  NativeConnection,
+  ReplayWorkerOptions,
+  Worker,
+  WorkerInterceptors,
+  WorkerOptions,
+  WorkerPlugin,
+} from '@temporalio/worker';
+import type { Sinks } from '@temporalio/workflow';
+import { dataConverterOf, loadPayloadCodec } from '../codec';
+import { createActivities, type ActivityDeps } from '../activities/create-activities';
+import { RowCodec } from '../activities/row-codec';
+import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
+import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
+
+/** Options of {@link AgentLoopGuardPlugin}. */
+export interface AgentLoopGuardPluginOptions {
+  /**
+   * What the activities need (`openWorkerDeps`): required on a worker; a plugin without it
+   * configures clients only. The plugin does not close them: the caller does, after the worker.
+   */
+  readonly deps?: ActivityDeps;
+  /**
+   * The data converter (payload codec) of the runs, for workers and clients alike; its
+   * fields replace the Worker's or Client's own (the SDK's plugin merge). Default: the codec
+   * policy of codec/load-codec.ts from the environment, the one agentctl and
+   * `createAgentWorker` apply (docs/security.md).
+   */
+  readonly dataConverter?: DataConverter;
+  /**
+   * The namespace's search attributes at worker creation (worker/search-attributes.ts):
+   * `register` (default) registers missing ones, `check` throws a SearchAttributesError
+   * naming them, `skip` does nothing.
+   */
+  readonly searchAttributes?: SearchAttributesMode;
+  /** Where the run's telemetry sink goes (common/telemetry.ts); a no-op when not given. */
+  readonly telemetry?: AgentTelemetry;
+  /**
+   * Worker interceptors, appended to the worker's (worker/telemetry.ts). Their
+   * `workflowModules` reach a worker that bundles (no `workflowBundle`); for a prebuilt bundle
+   * pass the plugin to `bundleWorkflowCode({ plugins })`.
+   */
+  readonly interceptors?: WorkerInterceptors;
+  /** Sinks beside `agentTelemetry` (worker/telemetry.ts: the workflow span exporter). */
+  readonly sinks?: InjectedSinks<Sinks>;
+}
+
+const PLUGIN_OPTIONS: ReadonlySet<string> = new Set([
+  'deps',
+  'dataConverter',
+  'searchAttributes',
+  'telemetry',
+  'interceptors',
+  'sinks',
+]);
+
+/** The plugin's name, as Temporal lists it. */
+export const AGENT_LOOP_GUARD_PLUGIN_NAME = 'AgentLoopGuardPlugin';
+
+/**
+ * The agent-run workflow, its activities, codec, interceptors, sinks and search attributes
+ * as one plugin for a user's own Worker and Client (see the module comment). Built on
+ * `@temporalio/plugin`'s {@link SimplePlugin}, which does the SDK's merging (activities and
+ * interceptors appended, the data converter's fields replaced); the plugin adds what it has
+ * no option for (sinks, the row codec, the default workflows) and checks the search
+ * attributes before the worker is created, so a namespace without them fails
+ * `Worker.create` (SimplePlugin's hooks are synchronous, hence a wrapper, not a subclass).
+ * Plugins are experimental in the Temporal SDK; the API may change with it.
+ *
+ * @throws {TypeError} on an unknown option
+ */
+export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, BundlerPlugin {
+  readonly name = AGENT_LOOP_GUARD_PLUGIN_NAME;
+  /** The data converter the plugin gives workers and clients. */
+  readonly dataConverter: DataConverter;
+  private readonly simple: SimplePlugin;
+  private readonly deps: ActivityDeps | undefined;
+  private readonly searchAttributes: SearchAttributesMode;
+  private readonly telemetry: AgentTelemetry | undefined;
+  private readonly extraSinks: InjectedSinks<Sinks> | undefined;
+  /** Namespaces checked already, per connection (a plugin on connection and worker runs twice). */
+  private readonly checked = new WeakMap<NativeConnection, Set<string>>();
+
+  constructor(o: AgentLoopGuardPluginOptions = {}) {
+    const unknown = Object.keys(o).filter((k) => !PLUGIN_OPTIONS.has(k));
+    if (unknown.length > 0)
+      throw new TypeError(
+        `AgentLoopGuardPlugin: unknown option(s) ${unknown.join(', ')} (known: ${[...PLUGIN_OPTIONS].join(', ')})`,
+      );
+    this.dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+    this.simple = new SimplePlugin({
+      name: AGENT_LOOP_GUARD_PLUGIN_NAME,
+      dataConverter: this.dataConverter,
+      ...(o.interceptors ? { workerInterceptors: o.interceptors } : {}),
+    });
+    this.deps = o.deps;
+    this.searchAttributes = o.searchAttributes ?? 'register';
+    this.telemetry = o.telemetry;
+    this.extraSinks = o.sinks;
+  }
+
+  /** A client: the runs' data converter. */
+  configureClient(options: Omit<ClientOptions, 'plugins'>): Omit<ClientOptions, 'plugins'> {
+    return this.simple.configureClient(options);
+  }
+
+  /**
+   * A worker: the search attributes checked (when it has a connection), then the workflow,
+   * activities, data converter, interceptors and sinks.
+   *
+   * @throws {TypeError} when the plugin has no `deps`
+   * @throws {SearchAttributesError} when the namespace lacks them and may not (or cannot) register them
+   */
+  async configureWorker(options: WorkerOptions): Promise<WorkerOptions> {
+    const deps = this.deps;
+    if (!deps)
+      throw new TypeError(
+        'AgentLoopGuardPlugin: a worker needs `deps` (new AgentLoopGuardPlugin({ deps: await openWorkerDeps({ tools }) })); without them the plugin configures clients only',
+      );
+    if (options.connection) await this.ensureSearchAttributes(options.connection, options.namespace);
+    const configured = this.simple.configureWorker(withWorkflows(options));
+    // What moves out of history into the database (conversations, large payloads) is sealed
+    // with the same codecs as history (activities/row-codec.ts), i.e. the merged converter's.
+    const rows = new RowCodec(configured.dataConverter?.payloadCodecs ?? []);
+    return {
+      ...configured,
+      activities: { ...configured.activities, ...createActivities({ rows, ...deps }) },
+      sinks: this.sinksOver(configured.sinks),
+    };
+  }
+
+  /** A replay worker: the workflow, data converter, interceptors and sinks. */
+  configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    const configured = this.simple.configureReplayWorker(withWorkflows(options));
+    return { ...configured, sinks: this.sinksOver(configured.sinks) };
+  }
+
+  /** A worker created without a connection (the SDK's default one) is checked before it polls. */
+  async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const connection = worker.connection;
+    if (connection) await this.ensureSearchAttributes(connection, worker.options.namespace);
+    return next(worker);
+  }
+
+  /** `bundleWorkflowCode({ workflowsPath, plugins })`: the interceptors' workflow modules. */
+  configureBundler(options: BundleOptions): BundleOptions {
+    return this.simple.configureBundler(options);
+  }
+
+  private sinksOver(sinks: InjectedSinks<Sinks> | undefined): InjectedSinks<Sinks> {
+    return { ...sinks, ...this.extraSinks, ...agentSinks(this.telemetry) };
+  }
+
+  private async ensureSearchAttributes(connection: NativeConnection, namespace = 'default'): Promise<void> {
+    if (this.searchAttributes === 'skip') return;
+    const done = this.checked.get(connection) ?? new Set<string>();
+    if (done.has(namespace)) return;
+    await ensureSearchAttributes(connection, namespace, { register: this.searchAttributes === 'register' });
+    done.add(namespace);
+    this.checked.set(connection, done);
+  }
+}
+
+/** The worker's own workflows when it has some, else the agent-run workflow's module. */
+function withWorkflows<T extends Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'>>(options: T): T {
+  return options.workflowsPath !== undefined || options.workflowBundle !== undefined
+    ? options
+    : { ...options, workflowsPath: WORKFLOWS_PATH };
+}

@@ -6,10 +6,14 @@
  *  (b) a repeated read stops `same_call_repeat` before the store sees it; a resume is refused
  *      while the store is unchanged and accepted once it changed (no demo command);
  *  (c) the only tools offered are its own;
- *  (d) a page that needs approval stops `approval_required` and is approved from this code.
+ *  (d) a page that needs approval stops `approval_required` and is approved from this code;
+ *  (e) an LLM planner (`kind: 'openai'`) against a local OpenAI-compatible server
+ *      (src/model-server.ts) triages an incident with those tools and completes; the server
+ *      saw only this worker's tools, no API key, and exactly the requests the run needed.
  * Exits 0 only when all of that is what happened.
  *
- * Environment: TEMPORAL_ADDRESS (default localhost:7233).
+ * Environment: TEMPORAL_ADDRESS (default localhost:7233). The model endpoint is set here, in
+ * the worker's own environment, as an operator would set it: a run names it, never a URL.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -26,11 +30,25 @@ import {
   waitForAgentRun,
   type RunInput,
 } from 'agent-loop-guard';
+import { startModelServer, triageSummary } from './model-server';
 import { openTicketDesk } from './tickets';
 
 const ROOT = resolve(__dirname, '..');
 const DATA = join(ROOT, 'data');
 const TASK_QUEUE = 'own-agent';
+/** The package's demo tools: a user's worker must never offer them (issue 16). */
+const DEMO_TOOLS = [
+  'search',
+  'read_record',
+  'write_record',
+  'send_notification',
+  'charge_payment',
+  'start_job',
+  'poll_job',
+  'deploy',
+  'transfer_funds',
+  'complete_task',
+];
 
 const script = (calls: { tool: string; args: Record<string, unknown> }[]): RunInput => ({
   goal: 'Triage the incident',
@@ -43,6 +61,15 @@ async function main(): Promise<boolean> {
   mkdirSync(DATA, { recursive: true });
   const desk = openTicketDesk(join(DATA, 'tickets.db'));
   const ledgerUrl = `sqlite:${join(DATA, 'agent.db')}`;
+  // (e) The worker's model endpoint: a named one of its own configuration (docs/planners.md).
+  // No apiKeyEnv: the local server needs no key, so none is sent (OPENAI_API_KEY only ever
+  // goes to the official API). The planner reads these on every turn; set before the worker.
+  const model = await startModelServer();
+  process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+    'local-model': { provider: 'openai', baseURL: model.baseURL },
+  });
+  // A local model costs nothing; pricing it says so (an unpriced model is warned about).
+  process.env.AGENT_PRICE_TABLE = JSON.stringify({ 'triage-model': { inputPerMTok: 0, outputPerMTok: 0 } });
   const { connectionOptions, namespace } = loadConnectionOptions();
   const connection = await NativeConnection.connect(connectionOptions);
   const client = await connectClient();
@@ -128,12 +155,53 @@ async function main(): Promise<boolean> {
       check('(d) approved from code and resumed', approved.resume?.accepted === true);
       check('(d) the run completed', (await settle(d, false)).outcome.terminal_state === 'COMPLETED');
       check('(d) the page ran once', desk.calls.page_oncall === 1);
+
+      // (e)
+      const filedBefore = desk.calls.file_ticket;
+      const e = await start({
+        goal: 'Disk alerts on db-3. Search the tickets, file INC-7 "disk full" unless it is open, then close the triage.',
+        planner: { kind: 'openai', model: 'triage-model', endpoint: 'local-model', maxTokens: 256 },
+        resumeWindowMs: 60_000,
+      });
+      const se = await settle(e, false);
+      const re = se.outcome;
+      check(
+        `(e) the LLM planner's run completed (${re.terminal_state} ${re.reason ?? ''})`,
+        re.terminal_state === 'COMPLETED',
+      );
+      const own = desk.tools.map((t) => t.name).sort();
+      const offered = [...new Set(model.requests.flatMap((r) => r.tools))].sort();
+      check(
+        `(e) the model was offered only its own tools: ${offered.join(', ')}`,
+        model.requests.every((r) => [...r.tools].sort().join(',') === own.join(',')),
+      );
+      check('(e) no demo tool reached the model', !offered.some((t) => DEMO_TOOLS.includes(t)));
+      const asked = model.requests.map((r) => `${r.status} ${r.called ?? 'text'}`);
+      check(
+        `(e) ${model.requests.length} model requests: ${asked.join(', ')}`,
+        asked.join(',') === '200 search_tickets,200 file_ticket,200 close_triage',
+      );
+      check(
+        '(e) no API key was sent to the local server',
+        model.requests.every((r) => r.auth === 'Bearer no-api-key'),
+      );
+      const inc7 = desk.db.prepare('SELECT title FROM tickets WHERE id = ?').get('INC-7') as
+        { title: string } | undefined;
+      check(
+        '(e) file_ticket ran once and INC-7 is in the store',
+        desk.calls.file_ticket === filedBefore + 1 && inc7?.title === 'disk full',
+      );
+      check(
+        `(e) the run's summary is the model's: ${se.result?.summary ?? '(none)'}`,
+        se.result?.summary === triageSummary('INC-7', ['INC-2']),
+      );
     });
     return checks.every(([, ok]) => ok);
   } finally {
     await client.close();
     await connection.close();
     await deps.close();
+    await model.close();
     desk.db.close();
   }
 }

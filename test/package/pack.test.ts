@@ -57,7 +57,9 @@ describe('the packed package', () => {
     mkdirSync(cache, { recursive: true });
     dir = mkdtempSync(join(cache, 'agent-loop-guard-pack-'));
     mkdirSync(join(dir, 'bin'));
-    for (const f of ['package.json', 'README.md', 'bin/agentctl.js'])
+    mkdirSync(join(dir, 'docs'));
+    const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
+    for (const f of ['package.json', 'README.md', 'bin/agentctl.js', ...docs.map((d) => `docs/${d}`)])
       copyFileSync(join(ROOT, f), join(dir, f));
     execFileSync(BIN('tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')], {
       cwd: ROOT,
@@ -102,9 +104,19 @@ describe('the packed package', () => {
     expect(strays).toEqual([]);
     expect(
       packed.every(
-        (p) => p.startsWith('dist/') || ['package.json', 'README.md', 'bin/agentctl.js'].includes(p),
+        (p) =>
+          p.startsWith('dist/') ||
+          /^docs\/[a-z0-9-]+\.md$/.test(p) ||
+          ['package.json', 'README.md', 'bin/agentctl.js'].includes(p),
       ),
     ).toBe(true);
+  });
+
+  it('contains every docs/ page the packed README links to', () => {
+    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+    const linked = [...readme.matchAll(/\]\((docs\/[a-z0-9-]+\.md)/g)].map((m) => m[1]!);
+    expect(linked.length).toBeGreaterThan(0);
+    for (const doc of new Set(linked)) expect(packed).toContain(doc);
   });
 
   it('points main, types, exports, typesVersions and bin at packed files', () => {

@@ -1,6 +1,6 @@
 /**
  * Metrics read off the activities' own inputs and outputs, by an activity interceptor, so
- * activities/create-activities.ts stays free of telemetry: `runTool` → tool executions
+ * activities/run/ stays free of telemetry: `runTool` → tool executions
  * and ledger outcomes, `plan` → planner tokens and cost. A thrown activity (a retry, a
  * planner outage) records nothing here; its `RunActivity:*` span carries the error.
  */
@@ -16,7 +16,7 @@ export interface ToolEffects {
   get(name: string): { readonly effect: 'read' | 'write' } | undefined;
 }
 
-/** The ledger answers that ran nothing, by result code (activities/create-activities.ts `mapOutcome`). */
+/** The ledger answers that ran nothing, by result code (activities/run/run-tool-activity.ts `mapOutcome`). */
 const LEDGER_NOT_RUN_CODES: ReadonlySet<string> = new Set([
   ResultCode.IN_PROGRESS,
   ResultCode.OUTCOME_UNKNOWN,

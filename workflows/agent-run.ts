@@ -2,8 +2,9 @@
  * The agent-run workflow (docs/spec.md §7): plan → guard.before → tool → guard.after,
  * until a terminal state; a stop keeps its checkpoint and waits durably for a `resume`
  * whose precondition an activity re-verifies; long runs continue as new. The state lives
- * in {@link RunState}; the planner and every tool are activities; the guard is pure and
- * gets workflow time.
+ * in {@link RunState}, its messages go through its {@link RunGate}, each turn's steps are
+ * {@link RunSteps} and the queries are views (workflows/run-views.ts); the planner and every
+ * tool are activities; the guard is pure and gets workflow time.
  */
 import {
   allHandlersFinished,
@@ -28,10 +29,11 @@ import {
 } from '../common/contracts';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
+import { RunGate } from './run-gate';
+import { PATCH_SEALED_CHECKPOINTS } from './run-patches';
 import { RunState } from './run-state';
-
-/** Patch id: a fresh run verifies the seal of a checkpoint it is given (docs/spec.md §7.10). */
-const PATCH_SEALED_CHECKPOINTS = 'sealed-checkpoints-v1';
+import { RunSteps } from './run-steps';
+import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
@@ -48,19 +50,21 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const acts = runActivities(input, workflowInfo().workflowId);
   await refuseForgedCheckpoint(input.checkpoint, acts);
   const run = new RunState(input, workflowInfo().workflowId, acts);
-  setHandler(resumeSignal, (raw) => run.onResumeSignal(raw));
-  setHandler(resumeUpdate, (raw) => run.resume(raw), { validator: (raw) => run.validateResume(raw) });
-  setHandler(stopSignal, (raw) => run.onStopSignal(raw));
-  setHandler(statusQuery, () => run.status());
-  setHandler(reportQuery, () => run.report());
-  setHandler(checkpointQuery, () => run.checkpoint());
-  setHandler(traceQuery, (args) => run.tracePage(args));
+  const gate = new RunGate(run, acts);
+  const step = new RunSteps(run, acts);
+  setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
+  setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
+  setHandler(stopSignal, (raw) => gate.onStopSignal(raw));
+  setHandler(statusQuery, () => statusOf(run));
+  setHandler(reportQuery, () => reportOf(run));
+  setHandler(checkpointQuery, () => checkpointOf(run));
+  setHandler(traceQuery, (args) => traceOf(run, args));
 
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
   run.publish();
   for (;;) {
     // Stopped: wait for a verified resume, then continue from the checkpoint.
-    if (run.stopped && !(await run.waitForResume())) return run.finish();
+    if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
       // A checkpoint too large for the new run's input stops the run payload_too_large instead.
@@ -68,12 +72,12 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
       if (checkpoint) await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint });
       continue;
     }
-    if (await run.applyStopRequest()) continue;
+    if (await gate.applyStopRequest()) continue;
 
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
-    const planned = await run.plan();
-    if (!planned) continue;
+    const planned = await step.plan();
+    if (planned.kind === 'stopped') continue;
     const { turn, proposal: p } = planned;
     if (turn.type === 'finish') {
       run.note('complete', 'planner_finished');
@@ -85,28 +89,28 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     }
     // The kill switch is checked after planning too: a stop that arrived while the planner
     // was thinking must still prevent the next tool call.
-    if (run.stopRequested) {
-      run.undoTurn();
+    if (gate.stopRequested) {
+      step.undoTurn();
       continue;
     }
-    const proposal = run.propose(turn, p);
+    const proposal = step.propose(turn, p);
     if (!input.guardEnabled) {
-      if (await run.passThrough(proposal)) return run.finish(TerminalState.COMPLETED);
+      if (await step.passThrough(proposal)) return run.finish(TerminalState.COMPLETED);
       continue;
     }
 
     // Guard, then tool, then guard again.
-    const before = run.before(proposal);
+    const before = step.before(proposal);
     if (before.decision === 'stop') continue;
-    const done = await run.execute(proposal, before.decision === 'return_cached_success');
-    if (!done) continue; // an infrastructure fault stopped the run
+    const done = await step.execute(proposal, before.decision === 'return_cached_success');
+    if (done.kind === 'stopped') continue; // an infrastructure fault stopped the run
     const { result, progressVersion } = done;
-    const after = run.after(proposal, before, result, progressVersion);
+    const after = step.after(proposal, before, result, progressVersion);
     if (after.decision === 'stop') continue;
     if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer that ends early when an operator stops the run.
-      await condition(() => run.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
+      await condition(() => gate.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
     }
   }
 }

@@ -7,10 +7,19 @@
  *
  * RE-RECORD (needs the dev server; do it only for an intentional, versioned change):
  *
- *   RECORD_HISTORIES=1 npx jest test/workflows/determinism
+ *   AGENT_CODEC=off RECORD_HISTORIES=1 npx jest test/workflows/determinism
  *
  * That runs the scenarios below on the shared dev server, writes one file per scenario
  * (`handle.fetchHistory()` as JSON), then replays them as usual. Commit the files.
+ * `RECORD_HISTORIES=<name>,<name>` records only those scenarios (a new one, leaving the
+ * old recordings as they are: they keep the old paths behind `patched()` covered).
+ * `AGENT_CODEC=off`: the files hold plain payloads, which the replay below reads without a codec.
+ *
+ * WHICH CODE. The first five were recorded before the `patched()` branches of
+ * workflows/run-patches.ts existed, so they replay the old paths; `approval-stop-resumed`
+ * and `operator-stop-resumed` were recorded on the current code (all patches taken), before
+ * RunState was split into the core, the gate, the steps and the views (issue 16), so they
+ * also show that split changed no command.
  *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
@@ -23,13 +32,17 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
+import { ApprovalStore } from '../../activities/approvals';
+import { reportQuery, resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
 import { agentSinks } from '../../worker/create-worker';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
 
 const DIR = resolve(__dirname, '../fixtures/histories');
-const RECORD = process.env.RECORD_HISTORIES === '1';
+const RECORD_ENV = process.env.RECORD_HISTORIES ?? '';
+const RECORD = RECORD_ENV !== '';
+/** The scenarios to record: all for `1`, else the names listed. */
+const recording = (name: string): boolean => RECORD_ENV === '1' || RECORD_ENV.split(',').includes(name);
 
 /** The scenarios recorded: each starts a run, drives it to its end, returns the run ids to save. */
 const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; runId: string }>> = {
@@ -86,6 +99,64 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
+  async 'approval-stop-resumed'(h) {
+    // Current shape: an approval stop, a resume refused (no approval yet), one accepted.
+    const transfer = { from: 'acc-1', to: 'acc-2', amountCents: 700, reference: 'hist-inv' };
+    const run = await h.start(
+      live(
+        [
+          { tool: 'transfer_funds', args: transfer },
+          { tool: 'complete_task', args: { summary: 'paid' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    const report = await run.handle.query(reportQuery);
+    const resume = (requestId: string) =>
+      run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'alice', reason: 'approved', requestId }] });
+    await resume('r-1');
+    await ApprovalStore.over(h.deps.ledger).grant({
+      runId: run.workflowId,
+      stopRef: report?.last_safe_checkpoint as string,
+      tool: 'transfer_funds',
+      fingerprint: report?.blocked_call?.fingerprint as string,
+      actor: 'alice',
+      reason: 'invoice checked',
+      ttlMs: 60_000,
+    });
+    await resume('r-2');
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'operator-stop-resumed'(h) {
+    // Current shape: an operator stop verified while the run waits, then lifted by a resume signal.
+    const run = await h.start(
+      fixture(
+        [
+          { tool: 'poll', args: {}, result: { kind: 'PENDING', code: 'running', retryAfterMs: 60_000 } },
+          { tool: 'finish', args: {}, result: { kind: 'SUCCESS', terminal: true, data: { summary: 'ok' } } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.lastDecision === 'wait_bounded',
+    );
+    await run.handle.signal(stopSignal, { actor: 'oncall', reason: 'stop', requestId: 'k-1' });
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    await run.handle.signal(resumeSignal, { actor: 'oncall', reason: 'go on', requestId: 's-1' });
+    await run.handle.signal(resumeSignal, { actor: 'oncall', reason: 'go on', requestId: 's-1' });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
   async 'continued-as-new-first-run'(h) {
     const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
@@ -123,15 +194,17 @@ const files = (): string[] =>
   });
   it('records every scenario', async () => {
     await Promise.all(
-      Object.entries(scenarios).map(async ([name, drive]) => {
-        const { workflowId, runId } = await drive(h);
-        const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-        const json = JSON.parse(historyToJSON(history)) as unknown;
-        writeFileSync(
-          join(DIR, `${name}.json`),
-          `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`,
-        );
-      }),
+      Object.entries(scenarios)
+        .filter(([name]) => recording(name))
+        .map(async ([name, drive]) => {
+          const { workflowId, runId } = await drive(h);
+          const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+          const json = JSON.parse(historyToJSON(history)) as unknown;
+          writeFileSync(
+            join(DIR, `${name}.json`),
+            `${JSON.stringify({ workflowId, history: json }, null, 1)}\n`,
+          );
+        }),
     );
   }, 120_000);
 });

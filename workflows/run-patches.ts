@@ -1,0 +1,25 @@
+/**
+ * Every `patched()` id of the agent-run workflow, in one place. Each marks a change of the
+ * commands a run makes: a run recorded before the change replays the old path, a new run
+ * takes the new one (docs/spec.md §7; test/fixtures/histories replay both). An id is never
+ * renamed or reused; a new change gets a new id.
+ */
+
+/** A fresh run verifies the seal of a checkpoint it is given (docs/spec.md §7.10). */
+export const PATCH_SEALED_CHECKPOINTS = 'sealed-checkpoints-v1';
+
+/** Search attributes are no longer upserted after every step (docs/performance.md). */
+export const PATCH_NO_STEP_UPSERT = 'no-search-attribute-upsert-per-step';
+
+/**
+ * Operator requests are verified by an activity (signature and role), a raise is for the
+ * stopping budget only, a planner_failed stop needs a health check, a stop while a resume
+ * is verified vetoes it, and checkpoints are sealed.
+ */
+export const PATCH_AUTHORITY = 'operator-authority-v1';
+
+/** The seal activity answers the seal only, not the sealed checkpoint (issue 9). */
+export const PATCH_LEAN_SEAL = 'lean-checkpoint-seal-v1';
+
+/** A progress version that goes backwards stops the run infrastructure_fault (issue 16). */
+export const PATCH_PROGRESS_MONOTONIC = 'progress-monotonic-v1';

@@ -1,0 +1,127 @@
+/**
+ * What operators and callers read of a run (docs/spec.md §7): the `status`, `report`,
+ * `checkpoint` and `trace` queries, the UI's current details and search attributes, and
+ * the RunResult. Views only read the run's state; none of them changes it, and only
+ * {@link publish} makes a command (a search-attribute upsert). Workflow code.
+ */
+import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
+import { redactText } from '../common/redact';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
+import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
+import { boundObservation, boundTrace } from './checkpoint-bounds';
+import { isTerminal } from './run-phase';
+import type { RunState } from './run-state';
+
+/** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
+const CHECKPOINT_TRACE = 200;
+const CHECKPOINT_DECISIONS = 1000;
+const CHECKPOINT_REQUEST_IDS = 1000;
+
+const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
+
+/**
+ * The UI's current details and, unless `upsert` is false, the search attributes. Each
+ * upsert is a history event, so it happens when the state changes (start, stop, resume,
+ * finish), not on every step; the step count is live in the `status` query and details.
+ */
+export function publish(run: RunState, upsert = true): void {
+  const stop = run.stopInForce;
+  const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
+  if (upsert)
+    upsertSearchAttributes([
+      { key: AGENT_STATE, value: state },
+      { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
+      { key: AGENT_STEPS, value: run.guard.stepCount },
+    ]);
+  setCurrentDetails(
+    [
+      `**state** ${state}${stop ? ` · **reason** ${stop.reason}` : ''}`,
+      `**step** ${run.guard.stepCount} · **proposals** ${run.proposals} · **progress** v${run.guard.progressVersion}`,
+      `**last decision** ${run.trace.lastDecision ?? '—'}`,
+      stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
+    ]
+      .filter(Boolean)
+      .join('\n'),
+  );
+}
+
+/** The `status` query. */
+export function statusOf(run: RunState): RunStatus {
+  const { phase, guard } = run;
+  return {
+    workflowId: run.runId,
+    phase,
+    terminalState: isTerminal(phase) ? phase : (run.stopInForce?.terminalState ?? null),
+    guardReason: run.stopInForce?.reason ?? null,
+    steps: guard.stepCount,
+    executed: run.executed,
+    cached: run.cached,
+    proposals: run.proposals,
+    progressVersion: guard.progressVersion,
+    noProgress: guard.noProgressCount,
+    usage: guard.usage,
+    lastDecision: run.trace.lastDecision,
+    waitingForResume: phase === 'WAITING',
+    goal: run.input.goal,
+  };
+}
+
+/** The `report` query: the StopReport in force. */
+export function reportOf(run: RunState): StopReport | null {
+  return run.stopInForce?.report ?? null;
+}
+
+/** The `trace` query. */
+export function traceOf(run: RunState, args: TracePageArgs = {}): TracePage {
+  return run.trace.page(args);
+}
+
+/** Everything the run needs to continue: kept on stop, carried across continue-as-new. */
+export function checkpointOf(run: RunState): Checkpoint {
+  const stop = run.stopInForce;
+  return {
+    v: 1,
+    guard: run.guard.toJSON(),
+    plannerMemory: run.memory,
+    // The copy that travels is bounded (workflows/checkpoint-bounds.ts); the live state is not.
+    observation: boundObservation(run.observation),
+    proposals: run.proposals,
+    executed: run.executed,
+    cached: run.cached,
+    decisions: run.decisions.slice(-CHECKPOINT_DECISIONS),
+    trace: boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
+    traceTotal: run.trace.total,
+    seenRequestIds: [...run.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
+    stop: stop
+      ? {
+          terminalState: stop.terminalState,
+          reason: stop.reason,
+          report: stop.report,
+          blockedArgs: stop.blockedArgs,
+          operationKey: stop.operationKey,
+        }
+      : null,
+    ...(run.approvalStop ? { approvalStop: run.approvalStop } : {}),
+  };
+}
+
+/** The run's result in `state` (before it is bounded and its checkpoint sealed). */
+export function resultOf(run: RunState, state: TerminalState, summary: string | null): RunResult {
+  const stop = run.stopInForce;
+  const { decisions } = run;
+  const completed = state === TerminalState.COMPLETED;
+  const reason = completed ? null : (stop?.reason ?? null);
+  return {
+    workflow_id: run.runId,
+    terminal_state: state,
+    reason,
+    executed: run.executed,
+    cached: run.cached,
+    stopped_at: stoppedAt(state, stop?.reason ?? null, decisions[decisions.length - 1]?.index),
+    decisions,
+    report: completed ? null : (stop?.report ?? null),
+    summary: nullableRedacted(summary ?? (completed ? null : (stop?.detail ?? null))),
+    checkpoint: completed ? null : checkpointOf(run),
+  };
+}

@@ -22,6 +22,9 @@
  * @module agent-loop-guard
  */
 
+// ── Errors: the one root; every error class below extends it and has a stable `code` ──
+export { AgentLoopGuardError, isAgentLoopGuardError } from './common/errors';
+
 // ── Tools ──
 export { defineTool, toResult } from './activities/tools/define-tool';
 export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './activities/tools/define-tool';

@@ -4,6 +4,7 @@
  * a CI log and a pipe.
  */
 import type { StopReport, TraceRecord } from '../guard';
+import { AgentLoopGuardError } from '../common/errors';
 
 /** agentctl's documented exit codes (docs/cli.md). */
 export const Exit = {
@@ -25,8 +26,10 @@ export interface CliErrorOptions extends ErrorOptions {
 }
 
 /** An error with an exit code and an operator-facing message (no stack trace is printed). */
-export class CliError extends Error {
+export class CliError extends AgentLoopGuardError {
   override name = 'CliError';
+  /** Stable machine-readable code; the exit code is {@link CliError.exitCode}. */
+  readonly code = 'cli_error';
   /** True when the message is already on stderr (see {@link CliErrorOptions.reported}). */
   readonly reported: boolean;
   constructor(

@@ -9,6 +9,7 @@
  * Nothing imports this from workflow code: loading a package is for activities, the worker
  * and the client.
  */
+import { AgentLoopGuardError } from './errors';
 
 /** The optional peers with the version range each must satisfy (= package.json `peerDependencies`). */
 export const OPTIONAL_PEERS = Object.freeze({
@@ -41,7 +42,7 @@ export const OPTIONAL_DEPENDENCY_MISSING = 'optional_dependency_missing';
  * A feature was used whose optional package is not installed. The message names the
  * feature, the package and the `npm install` command; nothing was done.
  */
-export class OptionalDependencyError extends Error {
+export class OptionalDependencyError extends AgentLoopGuardError {
   /** Stable, for code that tells this error from others. */
   readonly code = OPTIONAL_DEPENDENCY_MISSING;
 

@@ -11,6 +11,7 @@
  * counts per fingerprint, the latest result kind per fingerprint and the last three
  * fingerprints — never as a list that is rescanned.
  */
+import { AgentLoopGuardError } from '../common/errors';
 import { TerminalState, type AfterDecision, type ResultKind } from './constants';
 import {
   configFromJson,
@@ -84,7 +85,9 @@ export interface LoopGuardOptions {
 }
 
 /** Raised when the guard is driven out of order (after() without before(), etc.). */
-export class GuardSequenceError extends Error {
+export class GuardSequenceError extends AgentLoopGuardError {
+  readonly code = 'guard_sequence_violation';
+
   constructor(message: string) {
     super(message);
     this.name = 'GuardSequenceError';

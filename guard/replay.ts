@@ -4,6 +4,7 @@
  * files, this module parses and decides.
  */
 import { z } from 'zod';
+import { AgentLoopGuardError } from '../common/errors';
 import { TerminalState } from './constants';
 import { fingerprintCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
@@ -70,7 +71,9 @@ export interface ReplayOutcome {
 }
 
 /** A replay file that does not fit the format; the message names the field. */
-export class ReplayFormatError extends Error {
+export class ReplayFormatError extends AgentLoopGuardError {
+  readonly code = 'replay_format_invalid';
+
   constructor(
     message: string,
     readonly field: string,

@@ -18,6 +18,7 @@
  * (both expose `operatorService`).
  */
 import type { OperatorService } from '@temporalio/client';
+import { AgentLoopGuardError } from '../common/errors';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import {
   SEARCH_ATTRIBUTES,
@@ -65,8 +66,9 @@ export interface WrongTypeAttribute {
 }
 
 /** The namespace lacks (or mistypes) search attributes and the worker must not start. */
-export class SearchAttributesError extends Error {
+export class SearchAttributesError extends AgentLoopGuardError {
   override readonly name = 'SearchAttributesError';
+  readonly code = 'search_attributes_missing';
   constructor(
     message: string,
     readonly namespace: string,

@@ -1,7 +1,10 @@
 /** Errors of the approval store (activities/approvals). */
+import { AgentLoopGuardError } from '../../common/errors';
 
 /** Base class of every approval error. */
-export class ApprovalError extends Error {
+export class ApprovalError extends AgentLoopGuardError {
+  readonly code: string = 'approval_error';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'ApprovalError';
@@ -10,6 +13,8 @@ export class ApprovalError extends Error {
 
 /** Bad input to the store or the policy (an empty actor, a TTL that is no duration, a bad policy). */
 export class ApprovalInputError extends ApprovalError {
+  override readonly code: string = 'approval_invalid_input';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'ApprovalInputError';
@@ -18,6 +23,8 @@ export class ApprovalInputError extends ApprovalError {
 
 /** The ledger the store was asked to live beside is not a SQL ledger (it has no database to share). */
 export class ApprovalStoreUnavailableError extends ApprovalError {
+  override readonly code: string = 'approval_store_unavailable';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'ApprovalStoreUnavailableError';

@@ -2,9 +2,12 @@
  * Errors thrown by the completed-operation ledger. Each sets `name` so logs and
  * Temporal failure details say which rule refused, and each carries the key it is about.
  */
+import { AgentLoopGuardError } from '../../common/errors';
 
 /** Base class of every ledger error; `key` is the operation key involved, when there is one. */
-export class LedgerError extends Error {
+export class LedgerError extends AgentLoopGuardError {
+  /** Stable machine-readable code; each subclass has its own. */
+  readonly code: string = 'ledger_error';
   /** The operation key the error is about (absent for connection and configuration errors). */
   readonly key: string | undefined;
 
@@ -25,6 +28,8 @@ export class LedgerError extends Error {
  * Non-retryable: retrying cannot make the arguments agree. The stored record is unchanged.
  */
 export class LedgerConflictError extends LedgerError {
+  /** The guard's stop reason for the same refusal. */
+  override readonly code: string = 'idempotency_conflict';
   /** Hash of the canonical arguments stored with the key. */
   readonly storedArgsHash: string;
   /** Hash of the canonical arguments of the refused call. */
@@ -71,6 +76,7 @@ export class LedgerConflictError extends LedgerError {
  * the claim over, or the record was settled. The write was rejected and nothing changed.
  */
 export class StaleTokenError extends LedgerError {
+  override readonly code: string = 'ledger_stale_token';
   /** The token the caller presented. */
   readonly token: number;
   /** The token the record holds now (null when the record no longer exists). */
@@ -110,6 +116,7 @@ export class StaleTokenError extends LedgerError {
 
 /** An operation is not allowed in the record's current state (e.g. resolving a SUCCEEDED record). */
 export class LedgerStateError extends LedgerError {
+  override readonly code: string = 'ledger_invalid_state';
   /** The record's state when the operation was refused (null when it does not exist). */
   readonly state: string | null;
 
@@ -128,6 +135,7 @@ export class LedgerStateError extends LedgerError {
 
 /** The ledger database cannot be opened or reached, or the URL is not understood. */
 export class LedgerConnectionError extends LedgerError {
+  override readonly code: string = 'ledger_unavailable';
   /** The ledger URL with any password replaced by `***`. */
   readonly url: string;
 

@@ -1,7 +1,10 @@
 /** Errors of the payload store (activities/payloads). */
+import { AgentLoopGuardError } from '../../common/errors';
 
 /** Base class of every payload store error. */
-export class PayloadStoreError extends Error {
+export class PayloadStoreError extends AgentLoopGuardError {
+  readonly code: string = 'payload_store_error';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PayloadStoreError';
@@ -10,6 +13,8 @@ export class PayloadStoreError extends Error {
 
 /** A reference names a payload the store does not hold (never stored, reaped, another run's). */
 export class PayloadNotFoundError extends PayloadStoreError {
+  override readonly code: string = 'payload_not_found';
+
   constructor(
     readonly runId: string,
     readonly id: string,
@@ -23,6 +28,8 @@ export class PayloadNotFoundError extends PayloadStoreError {
 
 /** A stored payload's body no longer hashes to its id. */
 export class PayloadCorruptError extends PayloadStoreError {
+  override readonly code: string = 'payload_corrupt';
+
   constructor(runId: string, id: string) {
     super(`payload ${id} of run ${runId} does not match its content hash: the stored row was changed`);
     this.name = 'PayloadCorruptError';
@@ -31,6 +38,8 @@ export class PayloadCorruptError extends PayloadStoreError {
 
 /** The ledger the store was asked to live beside has no SQL database, or a bad argument. */
 export class PayloadStoreUnavailableError extends PayloadStoreError {
+  override readonly code: string = 'payload_store_unavailable';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PayloadStoreUnavailableError';
@@ -39,6 +48,8 @@ export class PayloadStoreUnavailableError extends PayloadStoreError {
 
 /** Bad input (a run id that is no string, a reference that is no reference, a bad threshold). */
 export class PayloadInputError extends PayloadStoreError {
+  override readonly code: string = 'payload_invalid_input';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PayloadInputError';

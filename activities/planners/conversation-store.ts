@@ -18,6 +18,7 @@
  * retried attempt returns it instead of asking (and paying) the model again.
  */
 import { createHash } from 'node:crypto';
+import { AgentLoopGuardError } from '../../common/errors';
 import { SqlLedger, type Ledger, type LedgerDatabase } from '../ledger';
 import type { ConversationAccess, ConversationRef, StoredMessage } from '../../common/conversation';
 import { PLAIN_ROWS, type RowCodec } from '../row-codec';
@@ -275,7 +276,9 @@ export class MemoryConversations implements ConversationAccess {
 }
 
 /** A failure of the conversation store's database (not of the planner). */
-export class ConversationStoreFault extends Error {
+export class ConversationStoreFault extends AgentLoopGuardError {
+  readonly code = 'conversation_store_failed';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'ConversationStoreFault';

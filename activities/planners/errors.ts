@@ -7,9 +7,10 @@
  * No message may hold an API key: the SDK wrapper (sdk-errors.ts) scrubs messages
  * before it builds these errors, and does not pass the SDK error on as `cause`.
  */
+import { AgentLoopGuardError } from '../../common/errors';
 
 /** Base class of the planner errors; `retryable` says whether another attempt may help. */
-export abstract class PlannerError extends Error {
+export abstract class PlannerError extends AgentLoopGuardError {
   /** Whether another attempt of the same turn may succeed. */
   abstract readonly retryable: boolean;
 
@@ -26,6 +27,7 @@ export abstract class PlannerError extends Error {
 
 /** The API key env var is unset or empty: a worker configuration error. */
 export class MissingApiKeyError extends PlannerError {
+  readonly code = 'planner_api_key_missing';
   readonly retryable = false;
   /** The env var that should hold the key, e.g. `ANTHROPIC_API_KEY`. */
   readonly envVar: string;
@@ -45,6 +47,7 @@ export class MissingApiKeyError extends PlannerError {
 
 /** The provider refused the credentials (401/403). */
 export class PlannerAuthError extends PlannerError {
+  readonly code = 'planner_auth_failed';
   readonly retryable = false;
   /** The HTTP status the provider answered with. */
   readonly status: number;
@@ -58,6 +61,7 @@ export class PlannerAuthError extends PlannerError {
 
 /** The provider rejected the request itself (other 4xx: unknown model, bad schema) or the client was misused. */
 export class PlannerRequestError extends PlannerError {
+  readonly code = 'planner_request_rejected';
   readonly retryable = false;
   /** The HTTP status; null when the SDK failed before any response (invalid options, a bug). */
   readonly status: number | null;
@@ -71,6 +75,7 @@ export class PlannerRequestError extends PlannerError {
 
 /** Rate limit, overload, 5xx, timeout or network failure: worth another attempt. */
 export class PlannerUnavailableError extends PlannerError {
+  readonly code = 'planner_unavailable';
   readonly retryable = true;
   /** The HTTP status; null for network errors, timeouts and aborted requests. */
   readonly status: number | null;
@@ -87,6 +92,7 @@ export class PlannerUnavailableError extends PlannerError {
 
 /** The memory or the observation does not fit the conversation (a runtime bug, not the model's). */
 export class PlannerProtocolError extends PlannerError {
+  readonly code = 'planner_protocol_error';
   readonly retryable = false;
 
   constructor(message: string, options?: ErrorOptions) {
@@ -97,6 +103,7 @@ export class PlannerProtocolError extends PlannerError {
 
 /** `AGENT_PRICE_TABLE` is malformed: a configuration error, never retried. */
 export class PriceTableError extends PlannerError {
+  readonly code = 'price_table_invalid';
   /** Retrying cannot fix a malformed configuration. */
   readonly retryable = false;
 
@@ -111,6 +118,7 @@ export class PriceTableError extends PlannerError {
  * The message lists the endpoints that are configured; nothing was sent anywhere.
  */
 export class EndpointNotConfiguredError extends PlannerError {
+  readonly code = 'model_endpoint_not_configured';
   /** Retrying cannot configure an endpoint; an operator must. */
   readonly retryable = false;
   /** The endpoint name the run asked for. */
@@ -128,6 +136,7 @@ export class EndpointNotConfiguredError extends PlannerError {
 
 /** `AGENT_MODEL_ENDPOINTS` / `AGENT_MODEL_ENDPOINTS_FILE` is malformed or unsafe: a configuration error. */
 export class EndpointConfigError extends PlannerError {
+  readonly code = 'model_endpoint_config_invalid';
   /** Retrying cannot fix a malformed configuration. */
   readonly retryable = false;
 
@@ -142,6 +151,7 @@ export class EndpointConfigError extends PlannerError {
  * run may not set): refused before any request is built.
  */
 export class InvalidPlannerSpecError extends PlannerError {
+  readonly code = 'planner_spec_invalid';
   /** The same spec fails the same way on every attempt. */
   readonly retryable = false;
 
@@ -157,6 +167,7 @@ export class InvalidPlannerSpecError extends PlannerError {
  * retries once with a tighter compaction; it never leaves the planner.
  */
 export class ContextLengthExceededError extends PlannerError {
+  readonly code = 'context_length_exceeded';
   readonly retryable = false;
 
   constructor(message: string, options?: ErrorOptions) {
@@ -170,6 +181,7 @@ export class ContextLengthExceededError extends PlannerError {
  * refused the tighter retry too): the run stops NEEDS_HUMAN `context_exhausted`.
  */
 export class ContextExhaustedError extends PlannerError {
+  readonly code = 'context_exhausted';
   readonly retryable = false;
 
   constructor(message: string, options?: ErrorOptions) {

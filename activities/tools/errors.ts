@@ -3,10 +3,14 @@
  * is classified by {@link classifyError}: network / 5xx / 429 → RETRYABLE, 401/403 →
  * FATAL `permission_denied`, zod failure → PRECONDITION `invalid_args`.
  */
+import { AgentLoopGuardError } from '../../common/errors';
 import { ResultCode } from '../../guard';
 
-/** Base class of tool-raised errors; `code` becomes the result's code. */
-export class ToolError extends Error {
+/**
+ * Base class of tool-raised errors; `code` becomes the result's code (a result code such as
+ * `transient` or `permission_denied`, given by the tool), so it is this error's stable code too.
+ */
+export class ToolError extends AgentLoopGuardError {
   constructor(
     message: string,
     readonly code: string,

@@ -4,6 +4,7 @@
  * Exit codes: 0 ok, 1 error, 2 bad usage; errors are written as `error: …` on stderr.
  */
 import { Command, Option } from 'commander';
+import { AgentLoopGuardError } from '../../common/errors';
 import {
   DEFAULT_LEDGER_URL,
   DEFAULT_REAP_TTL_MS,
@@ -19,8 +20,9 @@ import { CliError, Exit } from '../format';
 import type { Ctx } from './common';
 
 /** A usage error found by our own validation (bad `--result` JSON, bad number). */
-class UsageError extends Error {
+class UsageError extends AgentLoopGuardError {
   override name = 'UsageError';
+  readonly code = 'cli_usage';
 }
 
 /** Builds the `ledger` command with its subcommands: list, show, resolve, reap (on `LEDGER_URL`). */

@@ -3,9 +3,12 @@
  * a worker with a typo in its `OTEL_*` environment exits at start instead of silently
  * exporting nothing.
  */
+import { AgentLoopGuardError } from '../../common/errors';
 
 /** Base class of every telemetry error. */
-export class TelemetryError extends Error {
+export class TelemetryError extends AgentLoopGuardError {
+  readonly code: string = 'telemetry_error';
+
   /**
    * @param message what is wrong and what to do about it
    * @param options standard `ErrorOptions` (`cause`)
@@ -18,6 +21,8 @@ export class TelemetryError extends Error {
 
 /** An `OTEL_*` variable has a value this worker cannot use. */
 export class TelemetryConfigError extends TelemetryError {
+  override readonly code: string = 'telemetry_config_invalid';
+
   /**
    * @param variable the environment variable at fault
    * @param message what is wrong with it

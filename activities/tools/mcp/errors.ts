@@ -2,9 +2,12 @@
  * Errors of the MCP tool source: a bad `agent.config.json`, a server that cannot be
  * reached or listed, a server whose tools do not fit the config.
  */
+import { AgentLoopGuardError } from '../../../common/errors';
 
 /** Base class of the MCP module's errors. */
-export class McpToolsError extends Error {
+export class McpToolsError extends AgentLoopGuardError {
+  readonly code: string = 'mcp_error';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'McpToolsError';
@@ -13,6 +16,8 @@ export class McpToolsError extends Error {
 
 /** `agent.config.json` is unreadable or malformed; the message names the file and the field. */
 export class McpConfigError extends McpToolsError {
+  override readonly code: string = 'mcp_config_invalid';
+
   constructor(
     message: string,
     /** The config file, when the config came from one. */
@@ -31,6 +36,8 @@ export class McpConfigError extends McpToolsError {
  * released instead of being left with an unknown outcome.
  */
 export class McpUnavailableError extends McpToolsError {
+  override readonly code: string = 'mcp_unavailable';
+
   constructor(
     message: string,
     readonly server: string,

@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 import { startHarness, type Harness } from '../helpers/run-harness';
+
+type Run = Awaited<ReturnType<Harness['start']>>;
 import { live, waitFor } from '../helpers/run-inputs';
 import { alice, bob, signedGrant, testOperators } from '../approvals/signing';
 
@@ -40,6 +42,15 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
     return signed;
   };
 
+  /** The StopReport of a run once it waits for a resume. */
+  const stoppedReport = async (handle: Run['handle']) => {
+    await waitFor(
+      () => handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    return handle.query(reportQuery);
+  };
+
   it('a leftover approval does not run a later proposal of the same call: it stops again', async () => {
     const run = await h.start(
       live(
@@ -51,13 +62,7 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
         { resumeWindowMs: 60_000 },
       ),
     );
-    const waiting = () =>
-      waitFor(
-        () => run.handle.query(statusQuery),
-        (s) => s.waitingForResume,
-      );
-    await waiting();
-    const first = await run.handle.query(reportQuery);
+    const first = await stoppedReport(run.handle);
     const call = {
       runId: run.workflowId,
       stopRef: first?.last_safe_checkpoint as string,
@@ -132,11 +137,7 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
         { resumeWindowMs: 60_000 },
       ),
     );
-    await waitFor(
-      () => run.handle.query(statusQuery),
-      (s) => s.waitingForResume,
-    );
-    const report = await run.handle.query(reportQuery);
+    const report = await stoppedReport(run.handle);
     const byBob = await store.grant(
       signedGrant(bob.keyFile, {
         runId: run.workflowId,

@@ -1,5 +1,5 @@
 # agent-loop-guard worker image: `docker build -t agent-loop-guard-worker .`
-# Runs `npm run worker` (tsx worker/main.ts). Configure with the env vars in worker/env.ts.
+# Runs `npm run worker` (tsx demo/worker.ts). Configure with the env vars in worker/env.ts.
 
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app

@@ -3,6 +3,41 @@ const tseslint = require('typescript-eslint');
 
 const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:${m}`]);
 
+// The rooms of the house (docs/architecture.md). The product imports nothing of the demo, of the
+// entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
+const PRODUCT = [
+  'index.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker}/**/*.ts',
+];
+const NOT_PRODUCT = {
+  group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],
+  message:
+    'The product imports no demo, entry point or dev tooling (docs/architecture.md): an entry point composes them.',
+};
+// What the client may not reach into: the worker's process (it shares connection/ and storage/).
+const NOT_WORKER = {
+  group: ['**/worker/**', '**/worker'],
+  message: 'client/ imports no worker internals: what both need lives in connection/ or storage/.',
+};
+const WORKFLOW_PATTERNS = [
+  {
+    group: [
+      '**/activities/**',
+      '**/activities',
+      '**/storage/**',
+      '**/tools/**',
+      '**/planners/**',
+      '**/operators/**',
+      '@temporalio/activity',
+      '@temporalio/worker',
+      '@temporalio/client',
+    ],
+    message: 'Workflows import activities as types only (import type).',
+    allowTypeImports: true,
+  },
+  NOT_PRODUCT,
+];
+
 module.exports = tseslint.config(
   {
     ignores: [
@@ -28,6 +63,15 @@ module.exports = tseslint.config(
     },
   },
   {
+    files: PRODUCT,
+    ignores: ['client/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PRODUCT] }] },
+  },
+  {
+    files: ['client/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PRODUCT, NOT_WORKER] }] },
+  },
+  {
     // Workflow code is replayed: it may not touch Node, the network, the file system or activity code.
     files: ['workflows/**/*.ts', 'common/**/*.ts'],
     rules: {
@@ -38,19 +82,7 @@ module.exports = tseslint.config(
             name,
             message: 'Workflow/common code must stay sandbox-safe.',
           })),
-          patterns: [
-            {
-              group: [
-                '**/activities/**',
-                '**/activities',
-                '@temporalio/activity',
-                '@temporalio/worker',
-                '@temporalio/client',
-              ],
-              message: 'Workflows import activities as types only (import type).',
-              allowTypeImports: true,
-            },
-          ],
+          patterns: WORKFLOW_PATTERNS,
         },
       ],
     },
@@ -65,9 +97,10 @@ module.exports = tseslint.config(
           paths: nodeBuiltins.map((name) => ({ name, message: 'The guard is pure.' })),
           patterns: [
             {
-              group: ['@temporalio/*', '**/activities/**'],
+              group: ['@temporalio/*', '**/activities/**', '**/storage/**', '**/tools/**', '**/planners/**'],
               message: 'The guard is pure: no Temporal, no activities.',
             },
+            NOT_PRODUCT,
           ],
         },
       ],

@@ -26,18 +26,13 @@
 export { AgentLoopGuardError, isAgentLoopGuardError } from './common/errors';
 
 // ── Tools ──
-export { defineTool, toResult } from './activities/tools/define-tool';
-export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './activities/tools/define-tool';
-export {
-  FatalToolError,
-  PreconditionToolError,
-  RetryableToolError,
-  ToolError,
-} from './activities/tools/errors';
-export { classifyError, DEFAULT_RETRY_AFTER_MS } from './activities/tools/classify';
-export { ToolRegistry } from './activities/tools/registry';
-export type { NormalizedProposal } from './activities/tools/registry';
-export type { Tx } from './activities/tools/tx';
+export { defineTool, toResult } from './tools/define-tool';
+export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './tools/define-tool';
+export { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './tools/errors';
+export { classifyError, DEFAULT_RETRY_AFTER_MS } from './tools/classify';
+export { ToolRegistry } from './tools/registry';
+export type { NormalizedProposal } from './tools/registry';
+export type { Tx } from './tools/tx';
 
 // ── Worker ──
 export { agentSinks, createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from './worker/create-worker';
@@ -45,7 +40,6 @@ export type {
   AgentTelemetry,
   AgentWorkerOptions,
   WorkerDeps,
-  DemoWorkerDeps,
   WorkerDepsOptions,
 } from './worker/create-worker';
 export { AGENT_LOOP_GUARD_PLUGIN_NAME, AgentLoopGuardPlugin } from './worker/plugin';
@@ -61,8 +55,8 @@ export {
 export type { ConnectionSettings, WorkerEnv } from './worker/env';
 export { ensureSearchAttributes, SearchAttributesError } from './worker/search-attributes';
 export type { SearchAttributesMode } from './worker/search-attributes';
-export { createAnthropicPlanner } from './activities/planners/anthropic';
-export { createOpenAIPlanner } from './activities/planners/openai';
+export { createAnthropicPlanner } from './planners/anthropic';
+export { createOpenAIPlanner } from './planners/openai';
 
 // ── MCP tools (docs/mcp.md) ──
 export {
@@ -74,7 +68,7 @@ export {
   openMcpTools,
   parseAgentConfig,
   readAgentConfig,
-} from './activities/tools/mcp';
+} from './tools/mcp';
 export type {
   AgentConfig,
   AgentConfigInput,
@@ -82,22 +76,22 @@ export type {
   McpTools,
   McpToolsOptions,
   ToolOverride,
-} from './activities/tools/mcp';
+} from './tools/mcp';
 
 // ── Security (docs/security.md): payload encryption, operator identity, model endpoints ──
 export { AesGcmCodec, CodecConfigError, dataConverterOf, loadPayloadCodec, startCodecServer } from './codec';
 export type { CodecServerHandle, CodecServerOptions, LoadedCodec } from './codec';
-export { OperatorRegistry, operatorsFileSchema } from './activities/operators/registry';
-export type { OperatorsFile, OperatorVerdict } from './activities/operators/registry';
-export { generateOperatorKey, readOperatorKey, signRequest } from './activities/operators/sign';
-export type { OperatorKeyFile } from './activities/operators/sign';
+export { OperatorRegistry, operatorsFileSchema } from './operators/registry';
+export type { OperatorsFile, OperatorVerdict } from './operators/registry';
+export { generateOperatorKey, readOperatorKey, signRequest } from './operators/sign';
+export type { OperatorKeyFile } from './operators/sign';
 export { signedPayload } from './common/operator-auth';
 export type { OperatorAction, OperatorAuth } from './common/operator-auth';
-export { loadModelEndpoints } from './activities/planners/endpoints';
+export { loadModelEndpoints } from './planners/endpoints';
 
 // ── Ledger ──
-export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './activities/ledger';
-export type { Ledger, LedgerRecord, OpenLedgerOptions, ReconcileAnswer } from './activities/ledger';
+export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './storage/ledger';
+export type { Ledger, LedgerRecord, OpenLedgerOptions, ReconcileAnswer } from './storage/ledger';
 
 // ── Contracts ──
 export {

@@ -9,7 +9,7 @@
  * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts).
  */
 import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
-import { createOperatorActivities } from './operators/activities';
+import { createOperatorActivities } from '../operators/activities';
 import { createReaperActivities } from './reaper';
 import { createActivityContext, type ActivityDeps } from './run/context';
 import { createPlanActivity } from './run/plan-activity';

@@ -16,7 +16,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { runInputSchema } from '../common/contracts';
 import { activityLog, heartbeat } from './activity-context';
-import type { Ledger } from './ledger';
+import type { Ledger } from '../storage/ledger';
 
 /** The shortest retention the reaper uses: a run's default resume window (common/contracts.ts). */
 export const MIN_RETENTION_MS: number = runInputSchema.shape.resumeWindowMs.parse(undefined);

@@ -4,7 +4,7 @@
  */
 import type { PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
 import type { ToolResult } from '../guard';
-import type { NormalizedProposal } from './tools/registry';
+import type { NormalizedProposal } from '../tools/registry';
 
 /** Input of the `plan` activity. */
 export interface PlanInput {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { openLedger } from '../activities/ledger';
+import { openLedger } from '../storage/ledger';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { createEffectsTable } from '../scripts/chaos/effects';

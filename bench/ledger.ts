@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import { executeOnce, openLedger, type Ledger } from '../activities/ledger';
+import { executeOnce, openLedger, type Ledger } from '../storage/ledger';
 
 const PG_URL =
   process.env.BENCH_PG_URL ?? process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

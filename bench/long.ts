@@ -41,9 +41,9 @@ import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
-import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../scripts/dev-server';
+import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../devserver/dev-server';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
-import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
+import { createAgentWorker } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import {
   bytesOfTurns,
@@ -55,6 +55,7 @@ import {
   type ChainMeasure,
 } from './long-history';
 import { cliFlags, intFlag } from '../scripts/cli-args';
+import { openDemoWorkerDeps } from '../demo/deps';
 
 interface Options {
   turns: number;
@@ -375,7 +376,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-long-'));
   const dbFile = join(dir, 'agent.db');
   const dbUrl = `sqlite:${dbFile}`;
-  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
+  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({
     address: server.address,

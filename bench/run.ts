@@ -59,12 +59,13 @@ import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { findPostgresBin } from '../scripts/chaos/postgres';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
-import { startDevServer, type DevServerHandle } from '../scripts/dev-server';
-import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../worker/create-worker';
+import { startDevServer, type DevServerHandle } from '../devserver/dev-server';
+import { ensureTemporalCli } from '../devserver/temporal-cli';
+import { createAgentWorker, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { fleetRows, type FleetRow } from './fleet';
 import { stepBreakdown, type StepBreakdown } from './fleet-profile';
+import { openDemoWorkerDeps } from '../demo/deps';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -219,7 +220,7 @@ async function startStack(bundle: { code: string }, cliPath?: string): Promise<S
   });
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-'));
   const dbUrl = `sqlite:${join(dir, 'agent.db')}`;
-  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({ address: server.address });
   // Payloads are encrypted (the default policy): worker and client share one fresh key.

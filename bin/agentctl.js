@@ -7,9 +7,9 @@
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-if (existsSync(join(__dirname, '..', 'client', 'agentctl.ts'))) {
+if (existsSync(join(__dirname, 'agentctl.ts'))) {
   require('tsx/cjs');
-  require('../client/agentctl.ts').cli();
+  void require('./agentctl.ts').run();
 } else {
-  require('../dist/client/agentctl.js').cli();
+  void require('../dist/bin/agentctl.js').run();
 }

@@ -9,7 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
 import { codecServerCommand } from './commands/codec-server';
-import { makeCtx } from './commands/common';
+import { makeCtx, type Ctx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
 import { approvalsCommand } from './commands/approvals';
@@ -17,7 +17,6 @@ import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
 import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
-import { worldCommand } from './commands/world';
 import { connectionSettings, unreachableMessage } from './connect';
 import { CliError, Exit, stdio, type Output } from './format';
 
@@ -40,8 +39,14 @@ function applyOutput(cmd: Command, io: Output): void {
   for (const sub of cmd.commands) applyOutput(sub, io);
 }
 
-/** Builds the program (exported for tests). */
-export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
+/** A command group an entry point adds beside the product's own (the demo's `world`, bin/agentctl.ts). */
+export type CommandFactory = (ctx: Ctx) => Command;
+
+/** Builds the program (exported for tests), with the `extra` command groups after the product's. */
+export function buildProgram(
+  ctx: ReturnType<typeof makeCtx>,
+  extra: readonly CommandFactory[] = [],
+): Command {
   const program = new Command('agentctl')
     .description('Operate durable, loop-guarded agent runs on Temporal')
     .addHelpText('after', EXIT_HELP);
@@ -56,7 +61,7 @@ export function buildProgram(ctx: ReturnType<typeof makeCtx>): Command {
   program.addCommand(ledgerCommand(ctx));
   program.addCommand(conversationCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
-  program.addCommand(worldCommand(ctx));
+  for (const make of extra) program.addCommand(make(ctx));
   program.addCommand(codecServerCommand(ctx));
   program.addCommand(operatorCommand(ctx));
   program.addCommand(
@@ -94,11 +99,11 @@ function isUnavailable(err: unknown): boolean {
 /** Runs agentctl with `argv` (without node and script); resolves to the exit code. */
 export async function main(
   argv: readonly string[],
-  o: { env?: NodeJS.ProcessEnv; io?: Output } = {},
+  o: { env?: NodeJS.ProcessEnv; io?: Output; commands?: readonly CommandFactory[] } = {},
 ): Promise<number> {
   const io = o.io ?? stdio;
   const ctx = makeCtx({ env: o.env, io });
-  const program = buildProgram(ctx);
+  const program = buildProgram(ctx, o.commands);
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return Exit.OK;
@@ -132,9 +137,12 @@ export async function main(
   }
 }
 
-/** Runs with process.argv and sets process.exitCode (bin/agentctl.js, `npm run agentctl`). */
-export function cli(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
-  return main(argv).then(
+/** Runs with process.argv and sets process.exitCode (bin/agentctl.ts: bin/agentctl.js, `npm run agentctl`). */
+export function cli(
+  argv: readonly string[] = process.argv.slice(2),
+  commands: readonly CommandFactory[] = [],
+): Promise<void> {
+  return main(argv, { commands }).then(
     (code) => {
       process.exitCode = code;
     },
@@ -144,5 +152,3 @@ export function cli(argv: readonly string[] = process.argv.slice(2)): Promise<vo
     },
   );
 }
-
-if (require.main === module) void cli();

@@ -225,8 +225,8 @@ export type {
   ListPendingOptions,
   PendingApproval,
 } from './approvals';
-export type { ApprovalRecord, ApprovalState, AuditEntry } from '../activities/approvals/types';
-export type { OperatorKeyFile } from '../activities/operators/sign';
+export type { ApprovalRecord, ApprovalState, AuditEntry } from '../storage/approvals/types';
+export type { OperatorKeyFile } from '../operators/sign';
 
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).

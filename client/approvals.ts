@@ -24,19 +24,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { ApprovalError } from '../activities/approvals/errors';
-import type { ApprovalStore } from '../activities/approvals/approval-store';
-import type { ApprovalRecord, AuditEntry, SignedGrant } from '../activities/approvals/types';
+import { ApprovalError } from '../storage/approvals/errors';
+import type { ApprovalStore } from '../storage/approvals/approval-store';
+import type { ApprovalRecord, AuditEntry, SignedGrant } from '../storage/approvals/types';
 import {
   APPROVAL_ID_PREFIX,
   approvalSignedFields,
   approvalVerifier,
   DENIAL_ID_PREFIX,
-} from '../activities/approvals/verify';
-import { LedgerError } from '../activities/ledger/errors';
-import type { Ledger } from '../activities/ledger/types';
-import { OperatorRegistry } from '../activities/operators/registry';
-import { readOperatorKey, signRequest, type OperatorKeyFile } from '../activities/operators/sign';
+} from '../storage/approvals/verify';
+import { LedgerError } from '../storage/ledger/errors';
+import type { Ledger } from '../storage/ledger/types';
+import { OperatorRegistry } from '../operators/registry';
+import { readOperatorKey, signRequest, type OperatorKeyFile } from '../operators/sign';
 import { checkpointQuery, WORKFLOW_TYPE, type Checkpoint, type ResumeRequest } from '../common/contracts';
 import { redact } from '../common/redact';
 import { GuardReason, ResultCode } from '../guard';
@@ -227,7 +227,7 @@ export async function approveRun(
 ): Promise<ApproveRunResult> {
   const reason = reasonOf(o.reason);
   const { DEFAULT_APPROVAL_TTL_MS, MAX_APPROVAL_TTL_MS } =
-    await import('../activities/approvals/approval-store');
+    await import('../storage/approvals/approval-store');
   const ttlMs = o.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
   if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0 || ttlMs > MAX_APPROVAL_TTL_MS)
     throw new CliError(Exit.USAGE, `approval TTL must be > 0 and at most 7 days, got ${String(ttlMs)} ms`);
@@ -364,10 +364,10 @@ async function withStore<T>(o: ApprovalStoreOptions, fn: (store: ApprovalStore) 
   }
   let opened: Ledger | undefined;
   try {
-    const { ApprovalStore } = await import('../activities/approvals/approval-store');
+    const { ApprovalStore } = await import('../storage/approvals/approval-store');
     let ledger = o.ledger;
     if (!ledger) {
-      const { ledgerUrlFromEnv, openLedger } = await import('../activities/ledger/open-ledger');
+      const { ledgerUrlFromEnv, openLedger } = await import('../storage/ledger/open-ledger');
       ledger = opened = await openLedger(o.ledgerUrl ?? ledgerUrlFromEnv(env));
     }
     const store = ApprovalStore.over(ledger);

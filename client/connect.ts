@@ -1,6 +1,6 @@
 /**
  * agentctl's Temporal connection, configured the Temporal way: `loadConnectionOptions()`
- * (worker/env.ts → @temporalio/envconfig: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+ * (connection/env.ts → @temporalio/envconfig: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
  * TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE / TOML profile). An unreachable
  * server is exit code 4 with the address tried and how to start one. Payloads go through the
  * workers' codec (AGENT_CODEC*, codec/load-codec.ts), so agentctl reads what they encrypt.
@@ -11,7 +11,7 @@
  */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { CodecError, dataConverterOf, isLocalDevServer, loadPayloadCodec, type LoadedCodec } from '../codec';
-import { loadConnectionOptions, readWorkerEnv } from '../worker/env';
+import { loadConnectionOptions, readWorkerEnv } from '../connection/env';
 import { CliError, Exit } from './format';
 
 /** A connected client plus what it was configured with. */

@@ -1,19 +1,14 @@
 /**
  * Errors of the payload codec (codec/): a key ring that cannot be loaded, a payload that
- * cannot be decrypted. Each sets `name`, so a worker's log and a codec server's answer say
- * which of them it was, and none ever carries key material.
+ * cannot be decrypted. Under the package's error root: each has a stable `code` and its class
+ * name as `name`, so a worker's log and a codec server's answer say which of them it was, and
+ * none ever carries key material.
  */
+import { AgentLoopGuardError } from '../common/errors';
 
 /** Base class of every codec error. */
-export class CodecError extends Error {
-  /**
-   * @param message what went wrong and what to do about it
-   * @param options standard `ErrorOptions` (`cause`)
-   */
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'CodecError';
-  }
+export class CodecError extends AgentLoopGuardError {
+  readonly code: string = 'codec_error';
 }
 
 /**
@@ -21,10 +16,7 @@ export class CodecError extends Error {
  * AGENT_CODEC_ACTIVE_KEY, AGENT_CODEC_KEY_FILE). The message names the variable or file.
  */
 export class CodecConfigError extends CodecError {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'CodecConfigError';
-  }
+  override readonly code: string = 'codec_config_invalid';
 }
 
 /**
@@ -32,6 +24,7 @@ export class CodecConfigError extends CodecError {
  * from the ring too early, or the process was given another ring than the writer's.
  */
 export class UnknownKeyError extends CodecError {
+  override readonly code: string = 'codec_unknown_key';
   /** The key id the payload names (`encryption-key-id`). */
   readonly keyId: string;
 
@@ -41,7 +34,6 @@ export class UnknownKeyError extends CodecError {
         'add that key back to AGENT_CODEC_KEYS / the key file (keep old keys until no history needs them)',
       options,
     );
-    this.name = 'UnknownKeyError';
     this.keyId = keyId;
   }
 }
@@ -51,6 +43,7 @@ export class UnknownKeyError extends CodecError {
  * changed after encryption, or it is cut short. Nothing of it is returned.
  */
 export class PayloadDecryptionError extends CodecError {
+  override readonly code: string = 'payload_decryption_failed';
   /** The key id the payload names. */
   readonly keyId: string;
 
@@ -59,7 +52,6 @@ export class PayloadDecryptionError extends CodecError {
       `encrypted payload (key id "${keyId}") failed authentication: it was tampered with, truncated, or the key under that id is not the one it was encrypted with`,
       options,
     );
-    this.name = 'PayloadDecryptionError';
     this.keyId = keyId;
   }
 }

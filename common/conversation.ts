@@ -1,5 +1,5 @@
 /**
- * The conversation store's contract (activities/planners/conversation-store.ts), as types
+ * The conversation store's contract (storage/conversation-store.ts), as types
  * only, so the planner contract (common/planner.ts) can name it. Sandbox-safe.
  */
 
@@ -28,6 +28,13 @@ export interface StoredMessage {
   readonly charsBefore: number;
 }
 
+/** Where an append continues a chain: the last message's hash (null at the start), its position and cumulative chars. */
+export interface ChainTip {
+  readonly hash: string | null;
+  readonly position: number;
+  readonly chars: number;
+}
+
 /** What a planner needs of the store (an in-memory one stands in for it in unit tests). */
 export interface ConversationAccess {
   /**
@@ -40,11 +47,7 @@ export interface ConversationAccess {
    * Appends `messages` after the message `after` (a hash in `ref`'s chain, or null for the
    * start) at position `position`; returns the new reference. Idempotent.
    */
-  append(
-    conversation: string,
-    after: { hash: string | null; position: number; chars: number },
-    messages: readonly unknown[],
-  ): Promise<ConversationRef>;
+  append(conversation: string, after: ChainTip, messages: readonly unknown[]): Promise<ConversationRef>;
   /** The stored answer of a scheduled `plan` activity (by its turn key), or null. */
   storedTurn(turnKey: string): Promise<unknown>;
   /** Stores a `plan` activity's answer; returns the one stored first (first writer wins). */

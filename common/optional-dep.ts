@@ -62,7 +62,6 @@ export class OptionalDependencyError extends AgentLoopGuardError {
       `${feature} needs the optional package "${packageName}", which is not installed: ${install}`,
       options,
     );
-    this.name = 'OptionalDependencyError';
   }
 }
 

@@ -7,7 +7,7 @@
  * stops the run NEEDS_HUMAN `payload_too_large` with its checkpoint instead.
  *
  * Large tool results do not reach history at all: the worker stores them in the payload
- * store (activities/payloads) and the workflow carries a {@link PayloadRef}.
+ * store (storage/payloads) and the workflow carries a {@link PayloadRef}.
  *
  * Sandbox-safe: no Node.js modules; used by workflow code and by activities alike.
  */

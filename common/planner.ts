@@ -83,7 +83,7 @@ export interface PlannerInput {
   /** The run's facts for a compacted request's run-state note (absent: none). */
   readonly facts?: RunFacts | null;
   /**
-   * Where the conversation lives (activities/planners/conversation-store.ts): set by the
+   * Where the conversation lives (storage/conversation-store.ts): set by the
    * `plan` activity from the worker's database; absent, the memory carries the conversation.
    * Not JSON: never part of any workflow payload.
    */
@@ -97,7 +97,7 @@ export interface PlannerOutput {
 }
 
 /**
- * The name of a model endpoint configured on the worker (activities/planners/endpoints.ts).
+ * The name of a model endpoint configured on the worker (planners/endpoints.ts).
  * A run picks an endpoint by name only: whoever may start a run must not be able to make
  * the worker send its API keys, or any request, to a host of their choice (issue #10).
  */
@@ -147,7 +147,7 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
       system: z.string().optional(),
       /**
        * The model's context window in tokens; every request is compacted to fit it. Default:
-       * the model's known window (activities/planners/context-window.ts), else a conservative one.
+       * the model's known window (planners/context-window.ts), else a conservative one.
        */
       contextTokens: z.number().int().min(1024).optional(),
     },
@@ -162,7 +162,7 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
       system: z.string().optional(),
       /**
        * The model's context window in tokens; every request is compacted to fit it. Default:
-       * the model's known window (activities/planners/context-window.ts), else a conservative one.
+       * the model's known window (planners/context-window.ts), else a conservative one.
        */
       contextTokens: z.number().int().min(1024).optional(),
     },
@@ -172,7 +172,7 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
 /** Planner selection. */
 export type PlannerSpec = z.output<typeof plannerSpecSchema>;
 
-/** A planner implementation (lives in activities/planners). */
+/** A planner implementation (lives in planners). */
 export interface Planner {
   next(input: PlannerInput): Promise<PlannerOutput>;
   /**

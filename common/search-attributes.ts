@@ -2,7 +2,7 @@
  * The custom search attributes of an agent run (docs/spec.md §7), so an operator can filter runs
  * in the Temporal UI and CLI (`temporal workflow list -q 'AgentState="NEEDS_HUMAN"'`).
  *
- * This is the ONE place the names and types live: the dev server (scripts/dev-server.ts),
+ * This is the ONE place the names and types live: the dev server (devserver/dev-server.ts),
  * the test environment (test/helpers/temporal-env.ts), docker-compose.yml (checked by
  * test/deploy/compose.test.ts), the workflow (upsertSearchAttributes) and the worker's start-up
  * check (worker/search-attributes.ts: registers missing ones or exits naming them) all read it.

@@ -87,11 +87,6 @@ export interface LoopGuardOptions {
 /** Raised when the guard is driven out of order (after() without before(), etc.). */
 export class GuardSequenceError extends AgentLoopGuardError {
   readonly code = 'guard_sequence_violation';
-
-  constructor(message: string) {
-    super(message);
-    this.name = 'GuardSequenceError';
-  }
 }
 
 // Decisions without per-call data are shared frozen objects: the hot path allocates nothing.

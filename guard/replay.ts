@@ -79,7 +79,6 @@ export class ReplayFormatError extends AgentLoopGuardError {
     readonly field: string,
   ) {
     super(message);
-    this.name = 'ReplayFormatError';
   }
 }
 

@@ -2,11 +2,11 @@
  * `npm run long-run-check` (`tsx scripts/long-run-check.ts`): issue 9's acceptance check,
  * run the way a user would, every part a separate process started from this checkout:
  *
- *  1. a throwaway Temporal dev server — `npm run dev:server` (`tsx scripts/dev-server.ts`)
+ *  1. a throwaway Temporal dev server — `npm run dev:server` (`tsx devserver/dev-server.ts`)
  *     with TEMPORAL_ADDRESS on a free loopback port, TEMPORAL_UI_PORT free, in memory;
  *  2. the long-run model server — `npm run long-model-server -- --protocol openai --turns 600
  *     --note-chars 3000 --window-chars 300000 --port 0` (scripts/long-model/server.ts);
- *  3. a worker — `npm run worker` (`tsx worker/main.ts`) with OPENAI_BASE_URL = that server,
+ *  3. a worker — `npm run worker` (`tsx demo/worker.ts`) with OPENAI_BASE_URL = that server,
  *     OPENAI_API_KEY=dummy, TEMPORAL_ADDRESS, a fresh task queue, LEDGER_URL = WORLD_URL = a
  *     temp SQLite file, AGENT_REAPER=off;
  *  4. `agentctl start --planner openai --model long-model --context-tokens 100000 --goal …
@@ -37,9 +37,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
 import { LONG_HISTORY_CHANNEL_ARGS, measureChain } from '../bench/long-history';
-import { freePort } from './dev-server';
+import { freePort } from '../devserver/dev-server';
 import { longRunGoal, type LongModelStats } from './long-model/server';
-import { PROJECT_ROOT } from './temporal-cli';
+import { PROJECT_ROOT } from '../devserver/temporal-cli';
 import { cliFlags, intFlag } from './cli-args';
 
 interface Options {
@@ -275,7 +275,7 @@ async function main(): Promise<number> {
     log(`dev server on ${address} (npm run dev:server, in memory)…`);
     const devServer = startTsx(
       'dev-server',
-      ['scripts/dev-server.ts'],
+      ['devserver/dev-server.ts'],
       { ...base, ...temporalEnv, TEMPORAL_UI_PORT: String(await freePort()), TEMPORAL_DB_FILE: ':memory:' },
       dir,
     );
@@ -314,13 +314,13 @@ async function main(): Promise<number> {
       OPENAI_API_KEY: 'dummy',
       AGENT_REAPER: 'off',
     };
-    const worker = startTsx('worker', ['worker/main.ts'], workerEnv, dir);
+    const worker = startTsx('worker', ['demo/worker.ts'], workerEnv, dir);
     await waitForLine(worker, /worker: task queue/, 90_000);
     log(`worker on task queue ${taskQueue}; agentctl start --planner openai … --wait`);
 
     const workflowId = `long-check-${randomUUID()}`;
     const startArgs = [
-      'client/agentctl.ts',
+      'bin/agentctl.ts',
       'start',
       '--planner',
       'openai',

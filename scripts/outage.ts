@@ -23,10 +23,11 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from './workflow-bundle';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import { resumeUpdate, statusQuery, type RunInput, type RunStatus } from '../common/contracts';
-import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
+import { createAgentWorker } from '../worker/create-worker';
 import { agentRun } from '../workflows';
-import { startDevServer } from './dev-server';
+import { startDevServer } from '../devserver/dev-server';
 import { DatabaseOutage, watchToolAttempts } from './outage/database';
+import { openDemoWorkerDeps } from '../demo/deps';
 
 /** What the run looked like at one moment. */
 interface Sample {
@@ -136,7 +137,7 @@ export async function runOutage(
         log(`outage began (the write's first attempt); the database opens again in ${outageS} s`);
       }
     });
-    const deps = await openWorkerDeps({ ledgerUrl: outage.url, worldUrl: `sqlite:${worldFile}` });
+    const deps = await openDemoWorkerDeps({ ledgerUrl: outage.url, worldUrl: `sqlite:${worldFile}` });
     cleanups.unshift(() => deps.close());
     const nativeConnection = await NativeConnection.connect({ address: server.address });
     cleanups.unshift(() => nativeConnection.close());

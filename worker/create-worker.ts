@@ -1,24 +1,24 @@
 /**
- * Builds the worker: opens the ledger (and, only when asked, the demo world), registers the
- * user's tools and the planners, and creates a Temporal `Worker` hosting the workflow and the
- * activities. Shared by users' workers, `npm run worker`, the demo and the tests.
+ * Builds the worker: opens the ledger, registers the user's tools and the planners, and
+ * creates a Temporal `Worker` hosting the workflow and the activities. Shared by users'
+ * workers, `npm run worker` (through the demo's deps, demo/deps.ts), the demo and the tests.
  */
+import { resolve } from 'node:path';
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Sinks } from '@temporalio/workflow';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
-import { RowCodec } from '../activities/row-codec';
-import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../activities/ledger';
+import { RowCodec } from '../storage/row-codec';
+import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../storage/ledger';
 import type { ProgressSource } from '../activities/progress';
-import { createAnthropicPlanner } from '../activities/planners/anthropic';
-import { createOpenAIPlanner } from '../activities/planners/openai';
-import { createDemoTools } from '../activities/tools/demo/tools';
-import { World, worldFile } from '../activities/tools/demo/world';
-import { ToolRegistry } from '../activities/tools/registry';
-import type { AnyTool } from '../activities/tools/define-tool';
-import { openMcpTools, type AgentConfigInput, type McpTools } from '../activities/tools/mcp';
+import { createAnthropicPlanner } from '../planners/anthropic';
+import { createOpenAIPlanner } from '../planners/openai';
+import { ToolRegistry } from '../tools/registry';
+import type { AnyTool } from '../tools/define-tool';
+import type { ToolStore } from '../tools/store';
+import { openMcpTools, type AgentConfigInput, type McpTools } from '../tools/mcp';
 import type { WorkerTuning } from './env';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 
@@ -26,23 +26,18 @@ import { ensureSearchAttributes, type SearchAttributesMode } from './search-attr
 export interface WorkerDepsOptions {
   /** The ledger: `sqlite:FILE` (default `sqlite:data/agent.db`) or `postgres://…`. */
   readonly ledgerUrl?: string;
-  /** The worker's own tools (docs/tools.md). */
+  /** The worker's own tools (README, "Defining a tool"). */
   readonly tools?: readonly AnyTool[];
   /**
    * The worker's progress source (docs/spec.md §7.8). Default: new read results and committed
-   * writes of the run (activities/progress); with the demo, the demo world's version.
+   * writes of the run (activities/progress).
    */
   readonly progress?: ProgressSource;
   /**
-   * Host the demo: open its world database and offer its tools. Off unless asked for (the
-   * demo, `npm run worker` and the tests ask). `worldUrl` alone also asks for it.
+   * The SQL store the tools share through `ctx.tx` (tools/store.ts), when they share one; the
+   * worker does not close it. Default: none (tools keep their own stores).
    */
-  readonly demo?: boolean | { readonly worldUrl?: string; readonly tools?: boolean };
-  /** The demo world's SQLite URL (implies `demo`); default: the ledger's file when it is SQLite. */
-  readonly worldUrl?: string;
-  /** With the demo: false hosts its world without its tools. */
-  readonly demoTools?: boolean;
-  readonly pollAfterMs?: number;
+  readonly store?: ToolStore;
   readonly leaseMs?: number;
   readonly identity?: string;
   /** MCP servers as an `agent.config.json` value (docs/mcp.md); replaces reading a file. */
@@ -55,10 +50,7 @@ const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
   'ledgerUrl',
   'tools',
   'progress',
-  'demo',
-  'worldUrl',
-  'demoTools',
-  'pollAfterMs',
+  'store',
   'leaseMs',
   'identity',
   'mcpConfig',
@@ -67,39 +59,25 @@ const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
 
 /** The activities' dependencies plus a close function. */
 export interface WorkerDeps extends ActivityDeps {
-  /** The demo world, when the worker hosts the demo; null otherwise. */
-  readonly world: World | null;
   readonly ledger: Ledger;
   /** The MCP servers' connections and tools (empty without a config). */
   readonly mcp: McpTools;
   close(): Promise<void>;
 }
 
-/** A worker's deps when it hosts the demo: its world is open. */
-export type DemoWorkerDeps = WorkerDeps & { readonly world: World };
-
-function sqlitePath(url: string): string | null {
-  return url.startsWith('sqlite:') ? worldFile(url) : null;
-}
-
-/** Where the demo world lives, when the options ask for the demo; null when they do not. */
-function demoWorldUrl(o: WorkerDepsOptions, ledgerUrl: string): string | null {
-  const demo = o.demo ?? (o.worldUrl !== undefined ? true : false);
-  if (demo === false) return null;
-  const given = typeof demo === 'object' ? demo.worldUrl : undefined;
-  return given ?? o.worldUrl ?? (ledgerUrl.startsWith('sqlite:') ? ledgerUrl : 'sqlite:data/world.db');
+/** The SQLite file of a `sqlite:` URL; null for any other URL. */
+function sqliteFile(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  const file = url.slice('sqlite:'.length);
+  return file === ':memory:' ? null : resolve(file);
 }
 
 /**
  * Opens what a worker needs: the ledger (with the approvals, conversations and payloads
  * beside it), the user's tools, MCP tools from a config when one is present, and the planners.
- * `openWorkerDeps({ tools })` is all a user's worker needs: no world database and no demo
- * tools unless `demo` asks for them. An unknown option is a TypeError naming it.
+ * `openWorkerDeps({ tools })` is all a user's worker needs: no tool store and no demo tools
+ * (the demo adds its own: demo/deps.ts). An unknown option is a TypeError naming it.
  */
-export async function openWorkerDeps(
-  o: WorkerDepsOptions & ({ readonly worldUrl: string } | { readonly demo: true | object }),
-): Promise<DemoWorkerDeps>;
-export async function openWorkerDeps(o?: WorkerDepsOptions): Promise<WorkerDeps>;
 export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerDeps> {
   const unknown = Object.keys(o).filter((k) => !WORKER_DEPS_OPTIONS.has(k));
   if (unknown.length > 0)
@@ -107,31 +85,23 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
       `openWorkerDeps: unknown option(s) ${unknown.join(', ')} (known: ${[...WORKER_DEPS_OPTIONS].join(', ')})`,
     );
   const ledgerUrl = o.ledgerUrl ?? DEFAULT_LEDGER_URL;
-  const worldUrl = demoWorldUrl(o, ledgerUrl);
-  const demoTools =
-    worldUrl !== null && o.demoTools !== false && !(typeof o.demo === 'object' && o.demo.tools === false);
   // First: a malformed config or an unreachable MCP server stops the start before anything opens.
   const mcp = await openMcpTools({ config: o.mcpConfig, configPath: o.configPath });
   let ledger: Ledger;
-  let world: World | null = null;
   try {
     ledger = await openLedger(ledgerUrl);
-    if (worldUrl !== null) world = World.open(worldUrl);
   } catch (err) {
     await mcp.close();
     throw err;
   }
-  const tools = [
-    ...(world && demoTools ? createDemoTools(world, { pollAfterMs: o.pollAfterMs }) : []),
-    ...(o.tools ?? []),
-    ...mcp.tools,
-  ];
-  const ledgerPath = sqlitePath(ledgerUrl);
+  const store = o.store ?? null;
+  const ledgerFile = sqliteFile(ledgerUrl);
+  const storeFile = store?.file ? resolve(store.file) : null;
   return {
-    registry: new ToolRegistry(tools),
-    world,
+    registry: new ToolRegistry([...(o.tools ?? []), ...mcp.tools]),
+    store,
     ledger,
-    ledgerSharesWorldDb: world !== null && ledgerPath !== null && ledgerPath === world.file,
+    storeSharesLedger: ledgerFile !== null && ledgerFile === storeFile,
     ...(o.progress ? { progress: o.progress } : {}),
     planners: { anthropic: createAnthropicPlanner(), openai: createOpenAIPlanner() },
     leaseMs: o.leaseMs,
@@ -139,7 +109,6 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
     mcp,
     async close() {
       await mcp.close();
-      world?.close();
       await ledger.close();
     },
   };
@@ -209,7 +178,7 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
   }
   const dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
   // What moves out of history into the database (conversations, large payloads) is sealed
-  // with the same codec as history (activities/row-codec.ts).
+  // with the same codec as history (storage/row-codec.ts).
   const rows = new RowCodec(dataConverter.payloadCodecs ?? []);
   return Worker.create({
     connection: o.connection,

@@ -40,7 +40,7 @@ import type {
 import type { Sinks } from '@temporalio/workflow';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
-import { RowCodec } from '../activities/row-codec';
+import { RowCodec } from '../storage/row-codec';
 import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 
@@ -151,7 +151,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
     if (options.connection) await this.ensureSearchAttributes(options.connection, options.namespace);
     const configured = this.simple.configureWorker(withWorkflows(options));
     // What moves out of history into the database (conversations, large payloads) is sealed
-    // with the same codecs as history (activities/row-codec.ts), i.e. the merged converter's.
+    // with the same codecs as history (storage/row-codec.ts), i.e. the merged converter's.
     const rows = new RowCodec(configured.dataConverter?.payloadCodecs ?? []);
     return {
       ...configured,

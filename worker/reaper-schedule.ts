@@ -9,7 +9,7 @@
  * Embedders that build their own worker call {@link ensureReaperSchedule} with a `Client`.
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { DEFAULT_REAP_TTL_MS } from '../activities/ledger';
+import { DEFAULT_REAP_TTL_MS } from '../storage/ledger';
 import { MIN_RETENTION_MS } from '../activities/reaper';
 import { ledgerReaper } from '../workflows/ledger-reaper';
 

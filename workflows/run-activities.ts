@@ -7,8 +7,8 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
-import type { VerifyOperatorInput } from '../activities/operators/activities';
-import type { OperatorVerdict } from '../activities/operators/registry';
+import type { VerifyOperatorInput } from '../operators/activities';
+import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 

@@ -11,11 +11,11 @@
  * of this run is progress, and so is a read whose result content this run has not seen before
  * (new information); the same result again is not. It needs no world: the facts live in the
  * worker's database beside the ledger. The demo's World is one more implementation
- * (`worldProgress`, activities/tools/demo/world.ts).
+ * (`worldProgress`, demo/world.ts).
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../guard';
-import type { LedgerDatabase } from '../ledger';
+import type { LedgerDatabase } from '../../storage/ledger';
 import type { ToolResult } from '../../guard';
 import { AgentLoopGuardError } from '../../common/errors';
 
@@ -53,7 +53,6 @@ export class ProgressSourceError extends AgentLoopGuardError {
     options?: ErrorOptions,
   ) {
     super(`progress source ${source}: ${message}`, options);
-    this.name = 'ProgressSourceError';
   }
 }
 

@@ -6,31 +6,35 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConversationAccess } from '../../common/conversation';
 import type { Planner } from '../../common/planner';
-import { ApprovalStore, approvalVerifier, parseApprovalPolicy, type ApprovalPolicy } from '../approvals';
-import { SqlLedger, type Ledger } from '../ledger';
-import type { LlmProvider } from '../planners/llm-common';
-import { ConversationStore, storeFaultsTyped } from '../planners/conversation-store';
-import { createScriptedPlanner } from '../planners/scripted';
-import { OperatorRegistry } from '../operators/registry';
+import {
+  ApprovalStore,
+  approvalVerifier,
+  parseApprovalPolicy,
+  type ApprovalPolicy,
+} from '../../storage/approvals';
+import { SqlLedger, type Ledger } from '../../storage/ledger';
+import type { LlmProvider } from '../../planners/llm-common';
+import { ConversationStore, storeFaultsTyped } from '../../storage/conversation-store';
+import { createScriptedPlanner } from '../../planners/scripted';
+import { OperatorRegistry } from '../../operators/registry';
 import type { ReaperDeps } from '../reaper';
-import { payloadRefBytesFromEnv, PayloadStore } from '../payloads';
-import { PLAIN_ROWS, type RowCodec } from '../row-codec';
-import type { World } from '../tools/demo/world';
-import { worldProgress } from '../tools/demo/world';
+import { payloadRefBytesFromEnv, PayloadStore } from '../../storage/payloads';
+import { PLAIN_ROWS, type RowCodec } from '../../storage/row-codec';
 import { factOf, ObservedProgress, ToolCounters, type ProgressSource } from '../progress';
-import type { ToolRegistry } from '../tools/registry';
+import type { ToolRegistry } from '../../tools/registry';
+import type { ToolStore } from '../../tools/store';
 
 /** What the activities need. */
 export interface ActivityDeps {
   readonly registry: ToolRegistry;
-  /** The demo's world database, when the worker hosts the demo (null/absent: no world). */
-  readonly world?: World | null;
+  /** The SQL store the tools share through `ctx.tx` (tools/store.ts); null/absent: none. */
+  readonly store?: ToolStore | null;
   readonly ledger: Ledger;
-  /** True when the ledger lives in the world's database file (atomic business writes). */
-  readonly ledgerSharesWorldDb?: boolean;
+  /** True when the ledger lives in the tool store's database file (atomic business writes). */
+  readonly storeSharesLedger?: boolean;
   /**
-   * The worker's progress source (docs/spec.md §7.8). Default: the demo world's version when
-   * there is a world, else {@link ObservedProgress} (new read results, committed writes).
+   * The worker's progress source (docs/spec.md §7.8). Default: {@link ObservedProgress} (new
+   * read results and committed writes of the run, kept beside the ledger).
    */
   readonly progress?: ProgressSource;
   /** Where the runtime counts real executions of every tool; default beside the ledger. */
@@ -44,30 +48,30 @@ export interface ActivityDeps {
   /** The ledger reaper's settings (activities/reaper.ts); by default it asks the worker's client. */
   readonly reaper?: Omit<ReaperDeps, 'ledger'>;
   /**
-   * Where approvals live (activities/approvals). By default beside the ledger, in its
+   * Where approvals live (storage/approvals). By default beside the ledger, in its
    * database; null: none (a call that needs an approval can then never run).
    */
   readonly approvals?: ApprovalStore | null;
   /** Which calls need an approval beyond the tools' own `requiresApproval`; default: `AGENT_APPROVAL_POLICY`. */
   readonly approvalPolicy?: ApprovalPolicy;
-  /** The operators this worker trusts (activities/operators); default: `AGENT_OPERATORS_FILE`, else open mode. */
+  /** The operators this worker trusts (operators); default: `AGENT_OPERATORS_FILE`, else open mode. */
   readonly operators?: OperatorRegistry;
   /** The checkpoint seal key (activities/checkpoint-seal.ts); default: `AGENT_CHECKPOINT_KEY` or a local key file. */
   readonly checkpointKey?: Buffer;
   /**
-   * Where LLM planners keep their conversations (activities/planners/conversation-store.ts).
+   * Where LLM planners keep their conversations (storage/conversation-store.ts).
    * By default beside the ledger, in its database; null: none (the conversation then travels
    * in the planner's memory, through workflow history, as before issue 9).
    */
   readonly conversations?: ConversationAccess | null;
   /**
-   * Seals what the default conversation and payload stores write (activities/row-codec.ts):
+   * Seals what the default conversation and payload stores write (storage/row-codec.ts):
    * `createAgentWorker` passes the worker's payload codec, so data moved out of history stays
    * encrypted; default plain text.
    */
   readonly rows?: RowCodec;
   /**
-   * Where large tool results live (activities/payloads). By default beside the ledger, in
+   * Where large tool results live (storage/payloads). By default beside the ledger, in
    * its database; null: none (a result above the payload limit then stops the run).
    */
   readonly payloads?: PayloadStore | null;
@@ -79,8 +83,8 @@ export interface ActivityDeps {
 export interface ActivityContext {
   readonly registry: ToolRegistry;
   readonly ledger: Ledger;
-  readonly ledgerSharesWorldDb: boolean;
-  readonly world: World | null;
+  readonly storeSharesLedger: boolean;
+  readonly store: ToolStore | null;
   readonly progress: ProgressSource;
   readonly counters: ToolCounters | null;
   readonly leaseMs: number;
@@ -100,8 +104,8 @@ export interface ActivityContext {
 /** Resolves the worker's dependencies, filling in each default. */
 export function createActivityContext(deps: ActivityDeps): ActivityContext {
   const { registry, ledger } = deps;
-  const world = deps.world ?? null;
-  const progress: ProgressSource = deps.progress ?? (world ? worldProgress(world) : observedBeside(ledger));
+  const store = deps.store ?? null;
+  const progress: ProgressSource = deps.progress ?? observedBeside(ledger);
   const counters = deps.counters !== undefined ? deps.counters : countersBeside(ledger);
   const leaseMs = deps.leaseMs ?? 30_000;
   const identity = deps.identity ?? `worker-${process.pid}`;
@@ -115,9 +119,10 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     ) ?? null;
   // LLM planners keep their conversation here, not in workflow history (issue 9).
   const rows = deps.rows ?? PLAIN_ROWS;
-  const store = deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
+  const conversationStore =
+    deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
   // Its database failures typed, so the plan activity tells an outage from a planner failure.
-  const conversations = store ? storeFaultsTyped(store) : null;
+  const conversations = conversationStore ? storeFaultsTyped(conversationStore) : null;
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
   // Large results go to the payload store; the workflow gets a reference (issue 9).
@@ -139,8 +144,8 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   return {
     registry,
     ledger,
-    ledgerSharesWorldDb: deps.ledgerSharesWorldDb === true,
-    world,
+    storeSharesLedger: deps.storeSharesLedger === true,
+    store,
     progress,
     counters,
     leaseMs,

@@ -11,19 +11,24 @@ import {
 import { redactText } from '../../common/redact';
 import { NEEDS_HUMAN_CODES, ResultCode, type ToolResult } from '../../guard';
 import { activityExecution, heartbeat } from '../activity-context';
-import { approvalRequired } from '../approvals';
-import { executeOnce, executeOnceAtomic, SideEffectErrorClass, type ExecuteOutcome } from '../ledger';
-import { offloadLarge, resolvePayloadRefs } from '../payloads';
+import { approvalRequired } from '../../storage/approvals';
+import {
+  executeOnce,
+  executeOnceAtomic,
+  SideEffectErrorClass,
+  type ExecuteOutcome,
+} from '../../storage/ledger';
+import { offloadLarge, resolvePayloadRefs } from '../../storage/payloads';
 import type { ProgressEvent } from '../progress';
-import { classifyError } from '../tools/classify';
-import type { AnyTool } from '../tools/define-tool';
-import type { Tx } from '../tools/tx';
+import { classifyError } from '../../tools/classify';
+import type { AnyTool } from '../../tools/define-tool';
+import { inStore } from '../../tools/store';
+import type { Tx } from '../../tools/tx';
 import type { RunToolInput, RunToolOutput } from '../types';
 import type { ActivityContext } from './context';
 import {
   counted,
   execute,
-  inWorld,
   progressAfter,
   runRead,
   TERMINAL_MARK,
@@ -67,8 +72,7 @@ function thrownLedgerClass(result: ToolResult, inWorldTransaction: boolean): Sid
 
 /** The `runTool` activity over the worker's context. */
 export function createRunToolActivity(ctx: ActivityContext) {
-  const { registry, ledger, world, identity, leaseMs, approvals, approvalPolicy, payloads, payloadRefBytes } =
-    ctx;
+  const { registry, ledger, identity, leaseMs, approvals, approvalPolicy, payloads, payloadRefBytes } = ctx;
 
   /**
    * Uses up the call's approval before the tool runs (single use, bound to the run and to the
@@ -198,7 +202,6 @@ export function createRunToolActivity(ctx: ActivityContext) {
   /** Runs one tool call. Reads run directly; writes run through the ledger. */
   async function callTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
-      await world?.countCall(input.runId, input.tool);
       await counted(ctx, input.runId, input.tool);
       return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
     }
@@ -278,10 +281,10 @@ export function createRunToolActivity(ctx: ActivityContext) {
       // the ledger still completes the run (the flag is not part of the business result).
       return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
     };
-    const atomic = tool.atomicWithLedger === true && ctx.ledgerSharesWorldDb;
+    const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
     const outcome = atomic
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
-      : await executeOnce(ledger, options, () => inWorld(ctx, tool, (tx) => run(tx)));
+      : await executeOnce(ledger, options, () => inStore(ctx.store, tool, (tx) => run(tx)));
     const mapped = mapOutcome(outcome, executed, lastFailure);
     if (mapped.via === 'executed') await counted(ctx, input.runId, tool.name);
     const event: ProgressEvent = {

@@ -1,15 +1,16 @@
 /**
  * One tool's side of a call, shared by the activities that run tools (`runTool`, and
- * `verifyPrecondition` when it re-runs a stopped read): the tool's execution in the world,
+ * `verifyPrecondition` when it re-runs a stopped read): the tool's execution (on the worker's tool store, when it has one),
  * the progress version after it, and the runtime's count of real executions.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { ToolResult } from '../../guard';
 import { cancellationSignalOrNever, heartbeat } from '../activity-context';
 import { ProgressSourceError, readVersion, type ProgressEvent } from '../progress';
-import { classifyError } from '../tools/classify';
-import { toResult, type AnyTool, type ToolReturn } from '../tools/define-tool';
-import type { Tx } from '../tools/tx';
+import { classifyError } from '../../tools/classify';
+import { toResult, type AnyTool, type ToolReturn } from '../../tools/define-tool';
+import { inStore } from '../../tools/store';
+import type { Tx } from '../../tools/tx';
 import type { RunToolInput } from '../types';
 import type { ActivityContext } from './context';
 
@@ -21,20 +22,6 @@ export function unwrapTerminal(stored: unknown): { data: unknown; terminal: bool
   if (stored && typeof stored === 'object' && (stored as Record<string, unknown>)[TERMINAL_MARK] === true)
     return { data: (stored as { data?: unknown }).data ?? null, terminal: true };
   return { data: stored, terminal: false };
-}
-
-/** A `ctx.tx` for workers without a world database: tools keep their own stores. */
-export const NO_WORLD_TX: Tx = {
-  run: noWorld,
-  all: noWorld,
-  get: noWorld,
-};
-
-function noWorld(): never {
-  throw new TypeError(
-    'ctx.tx: this worker has no world database (the demo world is opened only with openWorkerDeps({ demo })); ' +
-      'a tool keeps its own store',
-  );
 }
 
 /** Runs the tool's `execute` with its tool context. */
@@ -49,14 +36,8 @@ export async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promi
   return toResult(ret);
 }
 
-/** A tool's side of a call: in a world transaction, unless the tool never touches the world. */
-export function inWorld<T>(ctx: ActivityContext, tool: AnyTool, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  if (!ctx.world) return fn(NO_WORLD_TX);
-  return tool.usesWorldTransaction === false ? fn(ctx.world.tx) : ctx.world.transaction(fn);
-}
-
 /**
- * Runs a read (parsed args) in the world, counts it and tells the progress source of it:
+ * Runs a read (parsed args), counts it and tells the progress source of it:
  * its result (a throw classified) and the progress version after it.
  */
 export async function runRead(
@@ -66,7 +47,7 @@ export async function runRead(
 ): Promise<{ result: ToolResult; progressVersion: number | null }> {
   let result: ToolResult;
   try {
-    result = await inWorld(ctx, tool, (tx) => execute(tool, input, tx));
+    result = await inStore(ctx.store, tool, (tx) => execute(tool, input, tx));
   } catch (err) {
     result = tool.classify?.(err) ?? classifyError(err);
   }

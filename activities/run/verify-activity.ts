@@ -7,17 +7,18 @@ import type { Planner } from '../../common/planner';
 import { isPayloadRef } from '../../common/payload-limits';
 import { redactText } from '../../common/redact';
 import { GuardReason, ResultCode } from '../../guard';
-import { LedgerState } from '../ledger';
-import { resolvePayloadRefs } from '../payloads';
+import { LedgerState } from '../../storage/ledger';
+import { resolvePayloadRefs } from '../../storage/payloads';
 import { readVersion } from '../progress';
-import type { AnyTool } from '../tools/define-tool';
+import type { AnyTool } from '../../tools/define-tool';
 import type { PlanInput, RunToolInput, VerifyInput, VerifyOutput } from '../types';
 import type { ActivityContext } from './context';
-import { NO_WORLD_TX, runRead, versionNow } from './tool-call';
+import { NO_STORE_TX } from '../../tools/store';
+import { runRead, versionNow } from './tool-call';
 
 /** The verification activities over the worker's context. */
 export function createVerifyActivity(ctx: ActivityContext) {
-  const { registry, ledger, world, progress, operators, approvals, payloads } = ctx;
+  const { registry, ledger, store, progress, operators, approvals, payloads } = ctx;
 
   /** Re-verifies, from external state, that what stopped a run has changed. */
   async function verifyPrecondition(raw: VerifyInput): Promise<VerifyOutput> {
@@ -43,7 +44,7 @@ export function createVerifyActivity(ctx: ActivityContext) {
     if (tool?.checkPrecondition && input.blockedArgs !== undefined && input.blockedArgs !== null) {
       const parsed = tool.schema.safeParse(input.blockedArgs);
       if (parsed.success) {
-        const unmet = await tool.checkPrecondition(parsed.data, world?.tx ?? NO_WORLD_TX);
+        const unmet = await tool.checkPrecondition(parsed.data, store?.tx ?? NO_STORE_TX);
         return {
           changed: unmet === null,
           progressVersion: version,

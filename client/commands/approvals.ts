@@ -9,13 +9,13 @@
  * With an operator key (`--key` / AGENT_OPERATOR_KEY_FILE) the decision is signed: the
  * signature covers the row id, the run, the actor (the key's operator), the reason, the call's
  * fingerprint, the stop and the expiry, and a worker with an operators file uses only
- * approvals whose signature verifies (activities/approvals/verify.ts).
+ * approvals whose signature verifies (storage/approvals/verify.ts).
  *
  * The rules live in client/approvals.ts (the package's approval API); this file parses the
  * options and prints.
  */
 import { Command } from 'commander';
-import { DEFAULT_APPROVAL_TTL_MS, parseTtl, type ApprovalRecord } from '../../activities/approvals';
+import { DEFAULT_APPROVAL_TTL_MS, parseTtl, type ApprovalRecord } from '../../storage/approvals';
 import {
   approveRun,
   denyRun,

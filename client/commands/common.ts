@@ -2,8 +2,9 @@
 import { InvalidArgumentError, Option } from 'commander';
 import type { WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import type { BudgetKey } from '../../guard';
-import { readWorkerEnv } from '../../worker/env';
+import { ledgerUrlFromEnv } from '../../storage/ledger';
 import { connect, type Connected } from '../connect';
+import { runCounters, type Counters } from '../counters';
 import { stdio, uiBaseFor, uiLink, type Output } from '../format';
 import { describeRun } from '../runs';
 
@@ -130,9 +131,15 @@ export function budgetOption(key: BudgetKey, kind: 'max' | 'raise'): Option {
   return new Option(`--${kind}-${b.flag} <${b.arg}>`, b[kind]).argParser(b.parse);
 }
 
-/** The world URL the local worker writes counters to (WORLD_URL / LEDGER_URL defaults). */
-export function worldUrlOf(env: NodeJS.ProcessEnv): string {
-  return readWorkerEnv(env).worldUrl;
+/**
+ * A run's tool counters as status, `start --wait` and `resume --wait` show them: the runtime's
+ * counters in the worker's database (LEDGER_URL; the demo's WORLD_URL when only it is set, the
+ * demo keeping both in one file); null when that database is not on this machine.
+ */
+export function countersOf(ctx: Ctx, runId: string): Promise<Counters | null> {
+  const env = ctx.env;
+  const ledgerUrl = env.LEDGER_URL || (env.WORLD_URL?.startsWith('sqlite:') ? env.WORLD_URL : undefined);
+  return runCounters(runId, { ledgerUrl: ledgerUrl ?? ledgerUrlFromEnv(env) });
 }
 
 /** The operator name: --actor, else $USER. */

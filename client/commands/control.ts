@@ -11,7 +11,7 @@ import {
   type RunInput,
 } from '../../common/contracts';
 import { TerminalState, type BudgetKey } from '../../guard';
-import { signRequest } from '../../activities/operators/sign';
+import { signRequest } from '../../operators/sign';
 import type { Connected } from '../connect';
 import { CliError, Exit, json, keyValues } from '../format';
 import {
@@ -25,8 +25,6 @@ import {
   startRun,
   type ResumeOutcome,
 } from '../runs';
-import { runCounters } from '../counters';
-import { ledgerUrlFromEnv } from '../../activities/ledger';
 import { operatorKeyOf } from './operator';
 import { formatOutcome } from './start';
 import {
@@ -36,7 +34,7 @@ import {
   openRun,
   positiveInt,
   runLink,
-  worldUrlOf,
+  countersOf,
   type Ctx,
 } from './common';
 
@@ -222,10 +220,7 @@ export function resumeCommand(ctx: Ctx): Command {
         return;
       }
       const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000, untilWaiting: true });
-      const counters = await runCounters(runId, {
-        ledgerUrl: ledgerUrlFromEnv(ctx.env),
-        worldUrl: worldUrlOf(ctx.env),
-      });
+      const counters = await countersOf(ctx, runId);
       if (o.json) ctx.io.out(json({ ...outcome, workflow_id: runId, counters, resume: answer }));
       else
         ctx.io.out(

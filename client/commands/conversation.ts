@@ -5,9 +5,9 @@
  * newest last. Exit codes: 0 ok, 1 error (unreachable database), 3 no conversation stored for the run.
  */
 import { Command } from 'commander';
-import { DEFAULT_LEDGER_URL, ledgerUrlFromEnv, openLedger, type Ledger } from '../../activities/ledger';
-import { ConversationStore } from '../../activities/planners/conversation-store';
-import { RowCodec } from '../../activities/row-codec';
+import { DEFAULT_LEDGER_URL, ledgerUrlFromEnv, openLedger, type Ledger } from '../../storage/ledger';
+import { ConversationStore } from '../../storage/conversation-store';
+import { RowCodec } from '../../storage/row-codec';
 import { loadPayloadCodec } from '../../codec';
 import { CliError, Exit } from '../format';
 import type { Ctx } from './common';

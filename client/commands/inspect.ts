@@ -16,9 +16,7 @@ import {
   type Column,
 } from '../format';
 import { followRun, runReport, runStatus, runTrace } from '../runs';
-import { runCounters } from '../counters';
-import { ledgerUrlFromEnv } from '../../activities/ledger';
-import { nonNegativeInt, openRun, positiveInt, runLink, worldUrlOf, type Ctx } from './common';
+import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 /** Trace table columns. */
 export const TRACE_COLUMNS: Column<TraceRecord>[] = [
@@ -58,10 +56,7 @@ export function statusCommand(ctx: Ctx): Command {
     .action(async (id: string, o: { json?: boolean }) => {
       const { c, handle, desc } = await openRun(ctx, id);
       const status = await runStatus(handle, desc);
-      const counters = await runCounters(id, {
-        ledgerUrl: ledgerUrlFromEnv(ctx.env),
-        worldUrl: worldUrlOf(ctx.env),
-      });
+      const counters = await countersOf(ctx, id);
       if (o.json) {
         ctx.io.out(
           json({

@@ -15,7 +15,7 @@ import {
   type Ledger,
   type LedgerRecord,
   type LedgerState,
-} from '../../activities/ledger';
+} from '../../storage/ledger';
 import { CliError, Exit } from '../format';
 import type { Ctx } from './common';
 

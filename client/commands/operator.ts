@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { generateOperatorKey, readOperatorKey, type OperatorKeyFile } from '../../activities/operators/sign';
+import { generateOperatorKey, readOperatorKey, type OperatorKeyFile } from '../../operators/sign';
 import { CliError, Exit, json } from '../format';
 import type { Ctx } from './common';
 

@@ -7,8 +7,8 @@ import { ReplayFormatError } from '../../guard';
 import { loadReplayFile } from '../replay';
 import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
-import { readCounters, type Counters } from '../world';
-import { budgetOption, positiveInt, runLink, worldUrlOf, type Ctx } from './common';
+import type { Counters } from '../counters';
+import { budgetOption, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 interface StartOpts {
   planner: 'scripted' | 'anthropic' | 'openai';
@@ -208,7 +208,7 @@ export function startCommand(ctx: Ctx): Command {
         return;
       }
       const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000 });
-      const counters = await readCounters(worldUrlOf(ctx.env), workflowId);
+      const counters = await countersOf(ctx, workflowId);
       if (o.json) ctx.io.out(json({ ...outcome, workflow_id: workflowId, counters }));
       else ctx.io.out(formatOutcome(workflowId, outcome, counters, link));
     });

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../temporal-cli';
+import { PROJECT_ROOT } from '../../devserver/temporal-cli';
 
 /** A worker slot: the process now running in it (if any) and its history. */
 export interface WorkerSlot {

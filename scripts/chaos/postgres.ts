@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../dev-server';
+import { freePort } from '../../devserver/dev-server';
 import { ChaosSetupError } from './errors';
 
 /** A running private instance. */

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Pool } from 'pg';
-import { openLedger } from '../../activities/ledger';
+import { openLedger } from '../../storage/ledger';
 import { dataConverterOf, loadPayloadCodec } from '../../codec';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';

@@ -4,10 +4,15 @@
  */
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FAST_DISPATCH_DYNAMIC_CONFIG, freePort, startDevServer, type DevServerHandle } from '../dev-server';
-import { ensureTemporalCli } from '../temporal-cli';
+import {
+  FAST_DISPATCH_DYNAMIC_CONFIG,
+  freePort,
+  startDevServer,
+  type DevServerHandle,
+} from '../../devserver/dev-server';
+import { ensureTemporalCli } from '../../devserver/temporal-cli';
 
-/** Fast workflow-task dispatch (scripts/dev-server.ts): more steps fit in the chaos run's time. */
+/** Fast workflow-task dispatch (devserver/dev-server.ts): more steps fit in the chaos run's time. */
 export { FAST_DISPATCH_DYNAMIC_CONFIG };
 
 /** Writes a wrapper around the CLI that adds `--dynamic-config-value`s. */

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { defineTool, type AnyTool } from '../../activities/tools/define-tool';
+import { defineTool, type AnyTool } from '../../tools/define-tool';
 
 /** The write tool's name, as the chaos scripts propose it. */
 export const CHAOS_TOOL = 'chaos_write';

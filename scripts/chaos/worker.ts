@@ -11,9 +11,10 @@
 import { readFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { Pool } from 'pg';
-import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { createAgentWorker, type WorkerDeps } from '../../worker/create-worker';
 import { readWorkerEnv, readWorkerTuning } from '../../worker/env';
 import { createChaosDoneTool, createChaosTool } from './tool';
+import { openDemoWorkerDeps } from '../../demo/deps';
 
 function required(name: string): string {
   const v = process.env[name];
@@ -42,7 +43,7 @@ async function run(): Promise<void> {
   const connection = await NativeConnection.connect({ address: env.temporalAddress });
   let deps: WorkerDeps | undefined;
   try {
-    deps = await openWorkerDeps({
+    deps = await openDemoWorkerDeps({
       ledgerUrl: env.ledgerUrl,
       worldUrl: env.worldUrl,
       demoTools: false,

@@ -4,9 +4,9 @@
  * fingerprint or the SHA-256 args hash recurse into them (issue #10).
  */
 import { z } from 'zod';
-import { argsOutOfBounds, MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '../../activities/tools/args-limits';
-import { defineTool } from '../../activities/tools/define-tool';
-import { ToolRegistry } from '../../activities/tools/registry';
+import { argsOutOfBounds, MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '../../tools/args-limits';
+import { defineTool } from '../../tools/define-tool';
+import { ToolRegistry } from '../../tools/registry';
 
 let parses = 0;
 const lookup = defineTool({

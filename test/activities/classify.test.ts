@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { ZodError, z } from 'zod';
-import { classifyError } from '../../activities/tools/classify';
+import { classifyError } from '../../tools/classify';
 
 const PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities';
-import type { ReconcileAnswer } from '../../activities/ledger';
-import { defineTool } from '../../activities/tools/define-tool';
+import type { ReconcileAnswer } from '../../storage/ledger';
+import { defineTool } from '../../tools/define-tool';
 import type { RunToolInput } from '../../activities/types';
-import { openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
+import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
 
 let smsSent = 0;
 let reconcileAnswer: ReconcileAnswer = { status: 'unknown' };
@@ -40,7 +40,7 @@ describe('runTool write path', () => {
 
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-act-')), 'agent.db')}`;
-    deps = await openWorkerDeps({
+    deps = await openDemoWorkerDeps({
       ledgerUrl: url,
       worldUrl: url,
       tools: [sendSms, sendSmsReconciled],
@@ -278,7 +278,7 @@ describe('runTool: a write tool that answers FATAL (it does not throw)', () => {
   let acts: ReturnType<typeof createActivities>;
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-fatal-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [charge] });
+    deps = await openDemoWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [charge] });
     acts = createActivities(deps);
   });
   afterAll(async () => {
@@ -322,7 +322,7 @@ describe('runTool: a terminal write answered from the ledger stays terminal', ()
   let acts: ReturnType<typeof createActivities>;
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-term-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [publish] });
+    deps = await openDemoWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [publish] });
     acts = createActivities(deps);
   });
   afterAll(async () => {

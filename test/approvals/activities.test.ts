@@ -9,12 +9,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ApprovalStore, approvalRequired, parseApprovalPolicy } from '../../activities/approvals';
+import { ApprovalStore, approvalRequired, parseApprovalPolicy } from '../../storage/approvals';
 import { createActivities } from '../../activities/create-activities';
-import { defineTool } from '../../activities/tools/define-tool';
+import { defineTool } from '../../tools/define-tool';
 import type { ProposalInfo, RunToolInput } from '../../activities/types';
-import { openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
 import { alice, signedGrant, tamper, testOperators } from './signing';
+import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
 
 let wired = 0;
 /** A gated write of our own (args-dependent), beside the demo's `transfer_funds`. */
@@ -38,7 +38,7 @@ describe('approvals in the activities', () => {
 
   beforeAll(async () => {
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-apr-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [wire] });
+    deps = await openDemoWorkerDeps({ ledgerUrl: url, worldUrl: url, tools: [wire] });
     acts = createActivities(deps);
     store = ApprovalStore.over(deps.ledger);
   });

@@ -8,8 +8,8 @@ import {
   ApprovalStore,
   approvalVerifier,
   type GrantInput,
-} from '../../activities/approvals';
-import type { Ledger, SqlLedger } from '../../activities/ledger';
+} from '../../storage/approvals';
+import type { Ledger, SqlLedger } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 import { alice, bob, eve, mallory, signedGrant, tamper, testOperators } from './signing';
 

@@ -3,10 +3,10 @@
  * unknown), a signed grant as agentctl makes it, and an attacker's edit of a stored row.
  */
 import { randomUUID } from 'node:crypto';
-import { approvalSignedFields, type GrantInput } from '../../activities/approvals';
-import { SqlLedger, type Ledger, type LedgerDatabase } from '../../activities/ledger';
-import { OperatorRegistry } from '../../activities/operators/registry';
-import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../activities/operators/sign';
+import { approvalSignedFields, type GrantInput } from '../../storage/approvals';
+import { SqlLedger, type Ledger, type LedgerDatabase } from '../../storage/ledger';
+import { OperatorRegistry } from '../../operators/registry';
+import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../operators/sign';
 
 /** May approve and lift any stop. */
 export const alice = generateOperatorKey('alice');

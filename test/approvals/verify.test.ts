@@ -3,8 +3,8 @@
  * freshness (an old signature is fine, a passed signed expiry is not) leaves resume and stop
  * exactly as they were (5-minute window, the same signed bytes).
  */
-import { approvalSignedFields } from '../../activities/approvals';
-import { signRequest } from '../../activities/operators/sign';
+import { approvalSignedFields } from '../../storage/approvals';
+import { signRequest } from '../../operators/sign';
 import { signedPayload } from '../../common/operator-auth';
 import { canonicalJson } from '../../guard/canonical';
 import { alice, testOperators } from './signing';

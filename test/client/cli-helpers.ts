@@ -1,5 +1,5 @@
 /**
- * Spawns the real CLI (`tsx client/agentctl.ts …`, what `npx tsx` runs) asynchronously, so an
+ * Spawns the real CLI (`tsx bin/agentctl.ts …`, what `npx tsx` runs) asynchronously, so an
  * in-process worker in the test keeps running while the CLI waits on it.
  */
 import { spawn } from 'node:child_process';
@@ -49,7 +49,7 @@ export const agentctl = (
   args: readonly string[],
   env: Record<string, string>,
   timeoutMs?: number,
-): Promise<CliRun> => runTsx('client/agentctl.ts', args, env, timeoutMs);
+): Promise<CliRun> => runTsx('bin/agentctl.ts', args, env, timeoutMs);
 
 /** The environment agentctl needs to reach a harness's server, task queue, ledger and world. */
 export function cliEnv(h: { taskQueue: string; dbUrl: string }): Record<string, string> {

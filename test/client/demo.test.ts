@@ -7,7 +7,7 @@ import { runTsx } from './cli-helpers';
 
 it('runs the four scenarios with the expected outcomes', async () => {
   const started = Date.now();
-  const r = await runTsx('client/demo.ts', ['--once', '--data-dir', mkdtempSync(join(tmpdir(), 'demo-'))], {
+  const r = await runTsx('demo/main.ts', ['--once', '--data-dir', mkdtempSync(join(tmpdir(), 'demo-'))], {
     TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
     TEMPORAL_TASK_QUEUE: uniqueTaskQueue('demo'),
   });

@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OperatorRegistry } from '../../activities/operators/registry';
+import { OperatorRegistry } from '../../operators/registry';
 import { statusQuery } from '../../common/contracts';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';

@@ -1,10 +1,10 @@
-/** client/world.ts: the one place agentctl and the demo read tool execution counters from. */
+/** demo/world-client.ts: the one place agentctl and the demo read tool execution counters from. */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { World } from '../../activities/tools/demo/world';
+import { World } from '../../demo/world';
 import { CliError, Exit } from '../../client/format';
-import { readCounters } from '../../client/world';
+import { readCounters } from '../../demo/world-client';
 
 describe('readCounters', () => {
   const dir = mkdtempSync(join(tmpdir(), 'counters-'));

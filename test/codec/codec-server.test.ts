@@ -121,7 +121,7 @@ describe('agentctl codec-server', () => {
   it('serves the keys of AGENT_CODEC_KEYS with AGENT_CODEC_SERVER_TOKEN', async () => {
     const child = spawn(
       join(ROOT, 'node_modules/.bin/tsx'),
-      ['client/agentctl.ts', 'codec-server', '--port', '0', '--quiet'],
+      ['bin/agentctl.ts', 'codec-server', '--port', '0', '--quiet'],
       {
         cwd: ROOT,
         env: {

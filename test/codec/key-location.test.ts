@@ -279,7 +279,7 @@ describe('separate processes', () => {
     const u = user();
     const env = childEnv(u);
     // No key yet: the codec server refuses (exit 2), names the path, creates nothing.
-    const refused = spawnSync(TSX, [join(ROOT, 'client/agentctl.ts'), 'codec-server', '--port', '0'], {
+    const refused = spawnSync(TSX, [join(ROOT, 'bin/agentctl.ts'), 'codec-server', '--port', '0'], {
       cwd: tmp('ops'),
       env,
       encoding: 'utf8',
@@ -299,7 +299,7 @@ describe('separate processes', () => {
     ]);
 
     // The codec server, started in another directory with the same environment, decodes it.
-    const child = spawn(TSX, [join(ROOT, 'client/agentctl.ts'), 'codec-server', '--port', '0', '--quiet'], {
+    const child = spawn(TSX, [join(ROOT, 'bin/agentctl.ts'), 'codec-server', '--port', '0', '--quiet'], {
       cwd: tmp('ops2'),
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,12 +1,12 @@
 /**
- * Encryption at rest of the rows issue 9 moved out of history (activities/row-codec.ts): the
+ * Encryption at rest of the rows issue 9 moved out of history (storage/row-codec.ts): the
  * worker's AES-256-GCM codec seals them, key rotation still opens old rows, plain rows are read
  * as they are, and a process without the keys is told what to configure.
  */
 import { randomBytes } from 'node:crypto';
 import { AesGcmCodec, KeyRing } from '../../codec';
-import { PLAIN_ROWS, RowCodec } from '../../activities/row-codec';
-import { MemoryConversations } from '../../activities/planners/conversation-store';
+import { PLAIN_ROWS, RowCodec } from '../../storage/row-codec';
+import { MemoryConversations } from '../../storage/conversation-store';
 
 const ring = (active: string, ...ids: string[]) =>
   new KeyRing(new Map(ids.map((id) => [id, Buffer.from(id.padEnd(32, '#'))] as const)), active);

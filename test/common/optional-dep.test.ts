@@ -111,7 +111,7 @@ describe('optional packages', () => {
 describe('features behind an optional package', () => {
   it('a postgres:// ledger without pg: a LedgerConnectionError saying what to install, no password', async () => {
     const err = await without(['pg'], async () => {
-      const { openLedger } = await import('../../activities/ledger');
+      const { openLedger } = await import('../../storage/ledger');
       return openLedger('postgres://u:hunter2@127.0.0.1:1/db').then(
         () => new Error('opened'),
         (e: Error) => e,
@@ -126,7 +126,7 @@ describe('features behind an optional package', () => {
 
   it('the SQLite ledger needs none of them', async () => {
     await without(Object.keys(OPTIONAL_PEERS) as OptionalPeer[], async () => {
-      const { openLedger } = await import('../../activities/ledger');
+      const { openLedger } = await import('../../storage/ledger');
       const ledger = await openLedger('sqlite::memory:');
       await ledger.close();
     });
@@ -141,10 +141,10 @@ describe('features behind an optional package', () => {
       const { next, health } = await without([sdk], async () => {
         const planners =
           kind === 'openai'
-            ? (await import('../../activities/planners/openai')).createOpenAIPlanner({
+            ? (await import('../../planners/openai')).createOpenAIPlanner({
                 env: { OPENAI_API_KEY: 'k' },
               })
-            : (await import('../../activities/planners/anthropic')).createAnthropicPlanner({
+            : (await import('../../planners/anthropic')).createAnthropicPlanner({
                 env: { ANTHROPIC_API_KEY: 'k' },
               });
         const spec: PlannerSpec =
@@ -166,7 +166,7 @@ describe('features behind an optional package', () => {
 
   it('MCP servers without the MCP SDK: an error naming it; no servers need none', async () => {
     const { none, err } = await without(['@modelcontextprotocol/sdk'], async () => {
-      const { openMcpTools } = await import('../../activities/tools/mcp');
+      const { openMcpTools } = await import('../../tools/mcp');
       const empty = await openMcpTools({ configPath: null });
       const failed = await openMcpTools({
         config: { mcpServers: { notes: { command: process.execPath, args: ['-e', ''] } } },

@@ -13,7 +13,7 @@ import {
   redact,
   redactText,
 } from '../../common/redact';
-import { toStoredError } from '../../activities/ledger/stored-error';
+import { toStoredError } from '../../storage/ledger/stored-error';
 
 const chars = (alphabet: string, min: number, max: number) =>
   fc.string({ unit: fc.constantFrom(...alphabet.split('')), minLength: min, maxLength: max });

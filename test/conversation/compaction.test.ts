@@ -5,8 +5,8 @@
  * context refusal is retried once tighter, and a request that cannot fit stops the turn with
  * ContextExhaustedError.
  */
-import { MemoryConversations } from '../../activities/planners/conversation-store';
-import { ContextExhaustedError, ContextLengthExceededError } from '../../activities/planners/errors';
+import { MemoryConversations } from '../../storage/conversation-store';
+import { ContextExhaustedError, ContextLengthExceededError } from '../../planners/errors';
 import {
   compactMessages,
   runStateNote,
@@ -14,7 +14,7 @@ import {
   type ModelReply,
   type PendingCall,
   type ProviderAdapter,
-} from '../../activities/planners/llm-common';
+} from '../../planners/llm-common';
 import type { PlannerInput, PlannerOutput, RunFacts } from '../../common/planner';
 import { SEARCH_TOOL } from '../planners/helpers';
 

@@ -8,8 +8,8 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/create-activities';
-import type { SqlLedger } from '../../activities/ledger';
-import { messageBudgetChars } from '../../activities/planners/context-window';
+import type { SqlLedger } from '../../storage/ledger';
+import { messageBudgetChars } from '../../planners/context-window';
 import type { PlanOutput } from '../../activities/types';
 import { resumeUpdate, statusQuery, type RunResult } from '../../common/contracts';
 import { waitFor } from '../helpers/run-inputs';

@@ -1,16 +1,12 @@
 /**
- * The conversation store (activities/planners/conversation-store.ts) on real SQLite and real
+ * The conversation store (storage/conversation-store.ts) on real SQLite and real
  * PostgreSQL: content-addressed appends are idempotent, a reference names one exact prefix
  * whatever was written after it, tails are bounded by a character budget, and a planner
  * turn's answer is stored once (first writer wins).
  */
-import {
-  ConversationStore,
-  MemoryConversations,
-  chainHash,
-} from '../../activities/planners/conversation-store';
+import { ConversationStore, MemoryConversations, chainHash } from '../../storage/conversation-store';
 import type { ConversationAccess } from '../../common/conversation';
-import { emptyRef } from '../../activities/planners/conversation-store';
+import { emptyRef } from '../../storage/conversation-store';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 
 const msg = (i: number, size = 10) => ({

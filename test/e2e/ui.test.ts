@@ -29,12 +29,13 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import type { RunInput, RunStatus } from '../../common/contracts';
 import { statusQuery } from '../../common/contracts';
 import { loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../../codec';
-import { freePort, startDevServer, type DevServerHandle } from '../../scripts/dev-server';
-import { ensureTemporalCli } from '../../scripts/temporal-cli';
-import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker/create-worker';
+import { freePort, startDevServer, type DevServerHandle } from '../../devserver/dev-server';
+import { ensureTemporalCli } from '../../devserver/temporal-cli';
+import { createAgentWorker, type WorkerDeps } from '../../worker/create-worker';
 import type { agentRun } from '../../workflows';
 import { workflowBundle } from '../helpers/run-harness';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { openDemoWorkerDeps } from '../../demo/deps';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -99,7 +100,7 @@ async function startSide(
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection, namespace: server.namespace, dataConverter });
   const dbUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-ui-')), 'agent.db')}`;
-  const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
   const taskQueue = uniqueTaskQueue('ui');
   const worker = await createAgentWorker({
     connection: native,

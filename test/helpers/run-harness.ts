@@ -9,19 +9,19 @@ import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import type { OperatorRegistry } from '../../activities/operators/registry';
-import type { AnyTool } from '../../activities/tools/define-tool';
+import type { OperatorRegistry } from '../../operators/registry';
+import type { AnyTool } from '../../tools/define-tool';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
 import {
   createAgentWorker,
-  openWorkerDeps,
   WORKFLOWS_PATH,
   type AgentWorkerOptions,
-  type DemoWorkerDeps,
   type WorkerDeps,
 } from '../../worker/create-worker';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './temporal-env';
+import { runCounters } from '../../client/counters';
+import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
 
 try {
   // Worker state chatter drowns test output; warnings and errors still show.
@@ -56,7 +56,10 @@ export interface Harness {
     result: () => Promise<RunResult>;
     handle: WorkflowHandleWithFirstExecutionRunId<typeof agentRun>;
   }>;
+  /** Real executions by tool of a run: the runtime's counters, as agentctl and the client API read them. */
   counters(workflowId: string): Promise<Record<string, number>>;
+  /** The demo tools' own count of their executions, kept in the world's transactions. */
+  worldCounters(workflowId: string): Promise<Record<string, number>>;
   close(): Promise<void>;
 }
 
@@ -87,7 +90,7 @@ export interface HarnessOptions {
 export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const env = await createTestEnv();
   const dbUrl = o.dbUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-')), 'agent.db')}`;
-  const deps = await openWorkerDeps({
+  const deps = await openDemoWorkerDeps({
     ledgerUrl: dbUrl,
     worldUrl: o.worldUrl ?? dbUrl,
     pollAfterMs: o.pollAfterMs ?? 100,
@@ -124,7 +127,8 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
       });
       return { workflowId, result: () => handle.result(), handle };
     },
-    counters: (id) => deps.world.counters(id),
+    counters: async (id) => (await runCounters(id, { ledgerUrl: dbUrl })) ?? {},
+    worldCounters: (id) => deps.world.counters(id),
     async close() {
       worker.shutdown();
       await running;

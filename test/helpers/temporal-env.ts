@@ -3,7 +3,7 @@
  *
  * Usage in a test file:
  *
- *   import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal-env';
+ *   import { createTestEnv, uniqueTaskQueue } from './temporal-env';
  *   let env: TestWorkflowEnvironment;
  *   beforeAll(async () => { env = await createTestEnv(); });
  *   afterAll(async () => { await env?.teardown(); });
@@ -38,8 +38,8 @@ import type { DataConverter } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { dataConverterOf, loadPayloadCodec } from '../../codec';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../common/search-attributes';
-import { ensureTemporalCli } from '../../scripts/temporal-cli';
-import { FAST_DISPATCH_DYNAMIC_CONFIG } from '../../scripts/dev-server';
+import { ensureTemporalCli } from '../../devserver/temporal-cli';
+import { FAST_DISPATCH_DYNAMIC_CONFIG } from '../../devserver/dev-server';
 
 export const TEST_ADDRESS_ENV = 'TEMPORAL_TEST_ADDRESS';
 export const TEST_NAMESPACE = 'default';
@@ -98,7 +98,7 @@ export async function createTestEnv(options: CreateTestEnvOptions = {}): Promise
       searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
       // The SDK's default log format "pretty" is accepted by the CLI; keep the noise down.
       log: { format: 'pretty', level: 'error' },
-      // Fast workflow-task dispatch (scripts/dev-server.ts FAST_DISPATCH_DYNAMIC_CONFIG) unless told otherwise.
+      // Fast workflow-task dispatch (devserver/dev-server.ts FAST_DISPATCH_DYNAMIC_CONFIG) unless told otherwise.
       extraArgs:
         options.extraArgs ?? FAST_DISPATCH_DYNAMIC_CONFIG.flatMap((v) => ['--dynamic-config-value', v]),
     },

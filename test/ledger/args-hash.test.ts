@@ -10,7 +10,7 @@ import {
   LedgerConflictError,
   sha256ArgsHash,
   type Ledger,
-} from '../../activities/ledger';
+} from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { bump, executions } from './helpers/counter';
 

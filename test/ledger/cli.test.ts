@@ -1,11 +1,5 @@
 import { main } from '../../client/agentctl';
-import {
-  LedgerConnectionError,
-  LedgerState,
-  openLedger,
-  redactUrl,
-  type Ledger,
-} from '../../activities/ledger';
+import { LedgerConnectionError, LedgerState, openLedger, redactUrl, type Ledger } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { executions } from './helpers/counter';
 

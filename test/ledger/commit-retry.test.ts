@@ -17,7 +17,7 @@ import {
   StaleTokenError,
   type CommitRetry,
   type Ledger,
-} from '../../activities/ledger';
+} from '../../storage/ledger';
 import { TEST_PG_URL } from './helpers/backends';
 
 const name = `commit_retry_${crypto.randomBytes(5).toString('hex')}`;

@@ -1,4 +1,4 @@
-import { LedgerState } from '../../activities/ledger';
+import { LedgerState } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { executions } from './helpers/counter';
 import { runFixture } from './helpers/spawn';

@@ -1,4 +1,4 @@
-import { executeOnce, executeOnceAtomic, LedgerState, type Ledger } from '../../activities/ledger';
+import { executeOnce, executeOnceAtomic, LedgerState, type Ledger } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { bump, executions } from './helpers/counter';
 import { runFixture, sleep } from './helpers/spawn';

@@ -2,7 +2,7 @@
  * The few dialect pieces that are pure functions. Everything observable is tested once for
  * both backends in semantics.test.ts; this covers what that suite cannot reach directly.
  */
-import { toPgPlaceholders } from '../../activities/ledger';
+import { toPgPlaceholders } from '../../storage/ledger';
 
 describe('toPgPlaceholders', () => {
   it('numbers ? placeholders in order and leaves quoted question marks alone', () => {

@@ -4,7 +4,7 @@
  * for the key, exactly one when the record is SUCCEEDED, none while it is absent or CLAIMED.
  */
 import fc from 'fast-check';
-import { executeOnce, LedgerState, StaleTokenError, type Ledger } from '../../activities/ledger';
+import { executeOnce, LedgerState, StaleTokenError, type Ledger } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 
 interface Worker {

@@ -5,8 +5,8 @@
  */
 import crypto from 'node:crypto';
 import { Client } from 'pg';
-import { LedgerConnectionError, openLedger, type Ledger } from '../../activities/ledger';
-import { parsePostgresUrl } from '../../activities/ledger/postgres-ledger';
+import { LedgerConnectionError, openLedger, type Ledger } from '../../storage/ledger';
+import { parsePostgresUrl } from '../../storage/ledger/postgres-ledger';
 import { createTestDb, TEST_PG_URL, type TestDb } from './helpers/backends';
 
 describe('parsePostgresUrl', () => {

@@ -3,7 +3,7 @@
  * `reapableRuns` pages through the runs that own reapable records, `reap(ttl, {runIds})`
  * deletes only those runs' settled records. On both backends.
  */
-import { executeOnce, LedgerState, type Ledger } from '../../activities/ledger';
+import { executeOnce, LedgerState, type Ledger } from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 
 describe.each(backendNames)('ledger reaping by run on %s', (backend) => {

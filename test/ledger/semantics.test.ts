@@ -17,7 +17,7 @@ import {
   SideEffectErrorClass,
   StaleTokenError,
   type Ledger,
-} from '../../activities/ledger';
+} from '../../storage/ledger';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { bump, executions } from './helpers/counter';
 

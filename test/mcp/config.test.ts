@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { compileArgsSchema } from '../../activities/tools/mcp/args-schema';
-import { classifyMcpError, classifyMcpResult, MAX_RESULT_CHARS } from '../../activities/tools/mcp/classify';
-import { configFileFromEnv, parseAgentConfig, readAgentConfig } from '../../activities/tools/mcp/config';
-import { McpConfigError, McpUnavailableError } from '../../activities/tools/mcp/errors';
-import { compileOperationKey, templateProblem } from '../../activities/tools/mcp/operation-key';
-import { openWorkerDeps } from '../../worker/create-worker';
+import { compileArgsSchema } from '../../tools/mcp/args-schema';
+import { classifyMcpError, classifyMcpResult, MAX_RESULT_CHARS } from '../../tools/mcp/classify';
+import { configFileFromEnv, parseAgentConfig, readAgentConfig } from '../../tools/mcp/config';
+import { McpConfigError, McpUnavailableError } from '../../tools/mcp/errors';
+import { compileOperationKey, templateProblem } from '../../tools/mcp/operation-key';
+import { openDemoWorkerDeps } from '../../demo/deps';
 
 const ok = {
   mcpServers: {
@@ -81,7 +81,7 @@ describe('agent.config.json', () => {
       JSON.stringify({ mcpServers: { notes: { command: 'node', tools: { t: { effect: 1 } } } } }),
     );
     const url = `sqlite:${join(dir, 'agent.db')}`;
-    await expect(openWorkerDeps({ ledgerUrl: url, worldUrl: url, configPath: file })).rejects.toThrow(
+    await expect(openDemoWorkerDeps({ ledgerUrl: url, worldUrl: url, configPath: file })).rejects.toThrow(
       /agent\.config\.json: mcpServers\.notes\.tools\.t\.effect: /,
     );
   });

@@ -93,11 +93,11 @@ describe('the packed package', () => {
   });
 
   it('contains no tests, sources, benchmarks, dev scripts or the demo runner', () => {
-    // The demo *tools* stay: openWorkerDeps opens their world (activities/tools/demo).
+    // The demo's world, tools and deps stay (agentctl world, npm run worker); its runner does not.
     const strays = packed.filter(
       (p) =>
         /(^|\/)(test|tests|__tests__|bench|scripts)\//.test(p) ||
-        p.startsWith('dist/client/demo') ||
+        /^dist\/demo\/(main|runner|scenarios|stack)\./.test(p) ||
         /\.test\.|\.spec\./.test(p) ||
         (p.endsWith('.ts') && !p.endsWith('.d.ts')),
     );

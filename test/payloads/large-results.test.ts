@@ -13,14 +13,14 @@
  * - a checkpoint that cannot fit the continue-as-new input stops payload_too_large instead.
  */
 import { join } from 'node:path';
-import { RowCodec } from '../../activities/row-codec';
+import { RowCodec } from '../../storage/row-codec';
 import { defaultPayloadConverter, type DataConverter, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
-import { PayloadStore, resolvePayloadRefs } from '../../activities/payloads';
-import { observationContent } from '../../activities/planners/llm-common';
-import { defineTool, type AnyTool } from '../../activities/tools/define-tool';
-import type { Tx } from '../../activities/tools/tx';
+import { PayloadStore, resolvePayloadRefs } from '../../storage/payloads';
+import { observationContent } from '../../planners/llm-common';
+import { defineTool, type AnyTool } from '../../tools/define-tool';
+import type { Tx } from '../../tools/tx';
 import {
   resumeUpdate,
   statusQuery,
@@ -130,7 +130,7 @@ describe('large payloads (issue 9)', () => {
   let store: PayloadStore;
   beforeAll(async () => {
     h = await startHarness({ tools: bigTools });
-    // The worker seals payload rows with its codec (activities/row-codec.ts): open them with the same.
+    // The worker seals payload rows with its codec (storage/row-codec.ts): open them with the same.
     store = PayloadStore.over(h.deps.ledger, new RowCodec(h.dataConverter.payloadCodecs ?? []));
   });
   afterAll(async () => {

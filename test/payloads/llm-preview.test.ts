@@ -7,8 +7,8 @@
  */
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
-import { PayloadStore } from '../../activities/payloads';
-import { defineTool } from '../../activities/tools/define-tool';
+import { PayloadStore } from '../../storage/payloads';
+import { defineTool } from '../../tools/define-tool';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 

@@ -5,7 +5,7 @@
  * whose trace carries 200 records of 3 KB args staying within its byte bound.
  */
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
-import { payloadRefBytesFromEnv } from '../../activities/payloads';
+import { payloadRefBytesFromEnv } from '../../storage/payloads';
 import type { Checkpoint, RunResult } from '../../common/contracts';
 import {
   DEFAULT_PAYLOAD_REF_BYTES,

@@ -1,10 +1,10 @@
 /**
- * The payload store (activities/payloads, issue 9) on both backends: content-addressed,
+ * The payload store (storage/payloads, issue 9) on both backends: content-addressed,
  * idempotent puts, typed errors for a missing or altered row, per-run deletion, and the
  * deep reference resolver the plan activity uses before the model sees an observation.
  */
 import { createHash } from 'node:crypto';
-import type { Ledger } from '../../activities/ledger';
+import type { Ledger } from '../../storage/ledger';
 import {
   isPayloadRef,
   offloadLarge,
@@ -16,7 +16,7 @@ import {
   resolvePayloadRefs,
   REF_SUMMARY_BYTES,
   type PayloadRef,
-} from '../../activities/payloads';
+} from '../../storage/payloads';
 import { PAYLOAD_PREVIEW_BYTES } from '../../common/payload-limits';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 

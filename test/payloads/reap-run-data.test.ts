@@ -4,8 +4,8 @@
  * read-only run writes no ledger record), deletes a closed run's rows once the newest of
  * them is older than the retention, and keeps an open run's rows and recent ones.
  */
-import { executeOnce, type Ledger } from '../../activities/ledger';
-import { PayloadStore } from '../../activities/payloads';
+import { executeOnce, type Ledger } from '../../storage/ledger';
+import { PayloadStore } from '../../storage/payloads';
 import { createReaperActivities, type RunStatusAnswer } from '../../activities/reaper';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
 

@@ -2,14 +2,14 @@
  * The Anthropic planner through the real `@anthropic-ai/sdk` client against a local
  * server speaking the Messages API with scripted replies.
  */
-import { createAnthropicPlanner } from '../../activities/planners/anthropic';
+import { createAnthropicPlanner } from '../../planners/anthropic';
 import {
   MissingApiKeyError,
   PlannerAuthError,
   PlannerProtocolError,
   PlannerUnavailableError,
-} from '../../activities/planners/errors';
-import { resetPricingWarnings } from '../../activities/planners/pricing';
+} from '../../planners/errors';
+import { resetPricingWarnings } from '../../planners/pricing';
 import type { PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';
 import { presentedKey } from './servers/http-script';

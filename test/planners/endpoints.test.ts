@@ -7,21 +7,21 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createAnthropicPlanner } from '../../activities/planners/anthropic';
+import { createAnthropicPlanner } from '../../planners/anthropic';
 import {
   loadModelEndpoints,
   MODEL_ENDPOINTS_ENV,
   MODEL_ENDPOINTS_FILE_ENV,
   OFFICIAL_BASE_URLS,
   resolveEndpoint,
-} from '../../activities/planners/endpoints';
+} from '../../planners/endpoints';
 import {
   EndpointConfigError,
   EndpointNotConfiguredError,
   InvalidPlannerSpecError,
-} from '../../activities/planners/errors';
-import { NO_API_KEY } from '../../activities/planners/llm-planner';
-import { createOpenAIPlanner } from '../../activities/planners/openai';
+} from '../../planners/errors';
+import { NO_API_KEY } from '../../planners/llm-planner';
+import { createOpenAIPlanner } from '../../planners/openai';
 import { NON_RETRYABLE_PLANNER_ERRORS, type PlannerSpec } from '../../common/planner';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';

@@ -13,8 +13,8 @@ import {
   PlannerRequestError,
   PlannerUnavailableError,
   PriceTableError,
-} from '../../activities/planners/errors';
-import { PriceTableError as PriceTableErrorOfPricing } from '../../activities/planners/pricing';
+} from '../../planners/errors';
+import { PriceTableError as PriceTableErrorOfPricing } from '../../planners/pricing';
 import { NON_RETRYABLE_PLANNER_ERRORS } from '../../common/planner';
 
 const cause = new Error('underlying');

@@ -4,8 +4,8 @@
  * probe never carries the key.
  */
 import { createServer } from 'node:net';
-import { MODEL_ENDPOINTS_ENV } from '../../activities/planners/endpoints';
-import { createOpenAIPlanner } from '../../activities/planners/openai';
+import { MODEL_ENDPOINTS_ENV } from '../../planners/endpoints';
+import { createOpenAIPlanner } from '../../planners/openai';
 import type { PlannerSpec } from '../../common/planner';
 import { startOpenAIServer } from './servers/openai-server';
 

@@ -2,7 +2,7 @@
  * The turn engine, with a fake provider: the observation text the model reads, the
  * queue of parallel calls, and the protocol errors for memory that does not fit.
  */
-import { PlannerProtocolError } from '../../activities/planners/errors';
+import { PlannerProtocolError } from '../../planners/errors';
 import {
   CONTINUE_PROMPT,
   NOT_EXECUTED_CONTENT,
@@ -12,7 +12,7 @@ import {
   type ModelReply,
   type PendingCall,
   type ProviderAdapter,
-} from '../../activities/planners/llm-common';
+} from '../../planners/llm-common';
 import type { PlannerSpec } from '../../common/planner';
 import { SEARCH_TOOL, observe, turnInput } from './helpers';
 

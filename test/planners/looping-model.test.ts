@@ -3,8 +3,8 @@
  * not the prompt, stops it (docs/spec.md §3 rule 5), and the planner's token usage feeds the
  * guard's cost budget (rule 3).
  */
-import { createAnthropicPlanner } from '../../activities/planners/anthropic';
-import { createOpenAIPlanner } from '../../activities/planners/openai';
+import { createAnthropicPlanner } from '../../planners/anthropic';
+import { createOpenAIPlanner } from '../../planners/openai';
 import type { Observation, Planner, PlannerSpec } from '../../common/planner';
 import { LoopGuard, normalizeCall, type GuardConfigInput } from '../../guard';
 import { turnInput } from './helpers';

@@ -2,9 +2,9 @@
  * The OpenAI-compatible planner through the real `openai` client against a local
  * server speaking Chat Completions with scripted replies (as vLLM / Ollama do).
  */
-import { MissingApiKeyError, PlannerAuthError, PlannerRequestError } from '../../activities/planners/errors';
-import { createOpenAIPlanner, parseToolArguments } from '../../activities/planners/openai';
-import { resetPricingWarnings } from '../../activities/planners/pricing';
+import { MissingApiKeyError, PlannerAuthError, PlannerRequestError } from '../../planners/errors';
+import { createOpenAIPlanner, parseToolArguments } from '../../planners/openai';
+import { resetPricingWarnings } from '../../planners/pricing';
 import type { PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';
 import { startOpenAIServer, type OpenAIServer } from './servers/openai-server';

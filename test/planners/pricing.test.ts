@@ -11,7 +11,7 @@ import {
   parsePriceTable,
   resetPricingWarnings,
   usageOf,
-} from '../../activities/planners/pricing';
+} from '../../planners/pricing';
 
 afterEach(() => resetPricingWarnings());
 

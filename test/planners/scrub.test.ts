@@ -3,7 +3,7 @@
  * never holds an API key.
  */
 import fc from 'fast-check';
-import { REDACTED, redactSecrets } from '../../activities/planners/scrub';
+import { REDACTED, redactSecrets } from '../../planners/scrub';
 
 describe('redactSecrets', () => {
   it('removes the given key and anything key-shaped', () => {

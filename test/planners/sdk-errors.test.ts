@@ -10,15 +10,15 @@ import Anthropic from '@anthropic-ai/sdk';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
-import { createAnthropicPlanner } from '../../activities/planners/anthropic';
+import { createAnthropicPlanner } from '../../planners/anthropic';
 import {
   PlannerAuthError,
   PlannerError,
   PlannerRequestError,
   PlannerUnavailableError,
-} from '../../activities/planners/errors';
-import { createOpenAIPlanner } from '../../activities/planners/openai';
-import { failureToThrow, parseRetryAfter, wrapSdkError } from '../../activities/planners/sdk-errors';
+} from '../../planners/errors';
+import { createOpenAIPlanner } from '../../planners/openai';
+import { failureToThrow, parseRetryAfter, wrapSdkError } from '../../planners/sdk-errors';
 import type { Planner, PlannerSpec } from '../../common/planner';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';

@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ApprovalStore } from '../../activities/approvals';
+import { ApprovalStore } from '../../storage/approvals';
 import { ToolCounters, type ProgressSource } from '../../activities/progress';
-import { SqlLedger } from '../../activities/ledger';
-import { defineTool, type AnyTool } from '../../activities/tools/define-tool';
+import { SqlLedger } from '../../storage/ledger';
+import { defineTool, type AnyTool } from '../../tools/define-tool';
 import { reportQuery, resumeUpdate, statusQuery, type RunInput } from '../../common/contracts';
 import { TerminalState } from '../../guard';
 import { agentRun } from '../../workflows';
@@ -129,10 +129,10 @@ describe("a user's own agent, with none of the demo", () => {
     return { deps, start, counters };
   }
 
-  it('(c) offers only its own tools: no world database, no demo tools', async () => {
+  it('(c) offers only its own tools: no tool store, no demo tools', async () => {
     const desk = ticketDesk();
     const { deps } = await userWorker(desk.tools, desk.dir);
-    expect(deps.world).toBeNull();
+    expect(deps.store).toBeNull();
     expect(deps.registry.descriptors().map((d) => d.name)).toEqual([
       'search_tickets',
       'file_ticket',

@@ -13,7 +13,7 @@ import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { ENCRYPTED_ENCODING } from '../../codec';
-import { defineTool } from '../../activities/tools/define-tool';
+import { defineTool } from '../../tools/define-tool';
 import { type RunInput, type RunResult } from '../../common/contracts';
 import { startAgentRun } from '../../client/api';
 import { TerminalState } from '../../guard';

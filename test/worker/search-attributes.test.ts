@@ -17,7 +17,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { agentRun } from '../../workflows';
-import { createAgentWorker, openWorkerDeps } from '../../worker/create-worker';
+import { createAgentWorker } from '../../worker/create-worker';
 import {
   createCommands,
   ensureSearchAttributes,
@@ -26,6 +26,7 @@ import {
 import { workflowBundle } from '../helpers/run-harness';
 import { fixture, waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { openDemoWorkerDeps } from '../../demo/deps';
 
 const ROOT = resolve(__dirname, '../..');
 const NAMES = Object.keys(SEARCH_ATTRIBUTES);
@@ -227,7 +228,7 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
   it('registers them, and a run completes and is findable by AgentState', async () => {
     const ns = await freshNamespace();
     const dbUrl = tempDbUrl();
-    const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+    const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
     const taskQueue = uniqueTaskQueue('sa');
     const worker = await createAgentWorker({
       connection: env.nativeConnection,
@@ -272,7 +273,7 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
     // Shows that a fresh namespace reproduces issue #8, so the test above can fail.
     const ns = await freshNamespace();
     const dbUrl = tempDbUrl();
-    const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+    const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
     const taskQueue = uniqueTaskQueue('sa');
     const worker = await createAgentWorker({
       connection: env.nativeConnection,
@@ -314,7 +315,7 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
   it("with searchAttributes: 'check', throws before creating a worker", async () => {
     const ns = await freshNamespace();
     const dbUrl = tempDbUrl();
-    const deps = await openWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+    const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
     try {
       await expect(
         createAgentWorker({

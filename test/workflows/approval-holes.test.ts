@@ -4,8 +4,8 @@
  * the same call (the tool's counter does not move), a refused resume is audited as refused
  * with the approval it names, and an untrusted approval never runs anything.
  */
-import { ApprovalStore, approvalVerifier } from '../../activities/approvals';
-import { signRequest } from '../../activities/operators/sign';
+import { ApprovalStore, approvalVerifier } from '../../storage/approvals';
+import { signRequest } from '../../operators/sign';
 import { reportQuery, resumeUpdate, statusQuery, type ResumeRequest } from '../../common/contracts';
 import { TerminalState } from '../../guard';
 import { mkdtempSync } from 'node:fs';

@@ -5,8 +5,8 @@
  * resume through and the call runs exactly once (counter 1); the used approval authorises
  * nothing more.
  */
-import { ApprovalStore } from '../../activities/approvals';
-import { signRequest } from '../../activities/operators/sign';
+import { ApprovalStore } from '../../storage/approvals';
+import { signRequest } from '../../operators/sign';
 import {
   checkpointQuery,
   reportQuery,

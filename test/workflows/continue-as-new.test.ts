@@ -7,7 +7,7 @@
  *  - the write completed before a boundary is answered from the ledger after it (cached),
  *    never re-run.
  */
-import { LedgerState } from '../../activities/ledger';
+import { LedgerState } from '../../storage/ledger';
 import { live, search } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 

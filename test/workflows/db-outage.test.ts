@@ -82,7 +82,7 @@ describe('a real ledger database outage mid-run', () => {
     const cp = await run.handle.query(checkpointQuery);
     expect(cp.stop?.blockedArgs).toEqual(write.args);
     // The read ran, the write did not.
-    expect(await h.counters(run.workflowId)).toEqual({ search: 1 });
+    expect(await h.worldCounters(run.workflowId)).toEqual({ search: 1 });
 
     await outage.end();
     const answer = await run.handle.executeUpdate(resumeUpdate, {

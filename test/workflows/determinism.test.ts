@@ -32,7 +32,7 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { ApprovalStore } from '../../activities/approvals';
+import { ApprovalStore } from '../../storage/approvals';
 import { reportQuery, resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
 import { agentSinks } from '../../worker/create-worker';

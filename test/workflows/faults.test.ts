@@ -14,10 +14,11 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/create-activities';
 import { resumeUpdate, statusQuery, type RunInput } from '../../common/contracts';
 import { agentRun } from '../../workflows';
-import { agentSinks, openWorkerDeps, type DemoWorkerDeps } from '../../worker/create-worker';
+import { agentSinks } from '../../worker/create-worker';
 import { live, waitFor } from '../helpers/run-inputs';
 import { workflowBundle } from '../helpers/run-harness';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
 
 describe('infrastructure faults stop the run with its checkpoint', () => {
   let env: TestWorkflowEnvironment;
@@ -32,7 +33,7 @@ describe('infrastructure faults stop the run with its checkpoint', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-faults-')), 'agent.db')}`;
-    deps = await openWorkerDeps({ ledgerUrl: url, worldUrl: url, pollAfterMs: 100 });
+    deps = await openDemoWorkerDeps({ ledgerUrl: url, worldUrl: url, pollAfterMs: 100 });
     // The real activities, behind a boundary that fails while the service is "down".
     const acts = createActivities(deps);
     const wrapped = {

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import type { Client } from '@temporalio/client';
 import { statusQuery } from '../../common/contracts';
 import { MIN_RETENTION_MS, type ReapLedgerOutput } from '../../activities/reaper';
-import { worldFile } from '../../activities/tools/demo/world';
+import { worldFile } from '../../demo/world';
 import {
   DEFAULT_LEDGER_RETENTION_MS,
   DEFAULT_REAPER_INTERVAL_MS,

@@ -4,8 +4,8 @@
  * nothing ran because of one. Also: a forged or edited checkpoint is refused (§7.10).
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { OperatorRegistry } from '../../activities/operators/registry';
-import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../activities/operators/sign';
+import { OperatorRegistry } from '../../operators/registry';
+import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../operators/sign';
 import {
   resumeUpdate,
   statusQuery,
@@ -14,7 +14,7 @@ import {
   type ResumeRequest,
   type RunInput,
 } from '../../common/contracts';
-import type { DemoWorkerDeps } from '../../worker/create-worker';
+import type { DemoWorkerDeps } from '../../demo/deps';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
 import { uniqueId } from '../helpers/temporal-env';

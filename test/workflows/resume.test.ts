@@ -8,7 +8,7 @@
  */
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { resumeSignal, resumeUpdate, statusQuery, traceQuery } from '../../common/contracts';
-import { LedgerState } from '../../activities/ledger';
+import { LedgerState } from '../../storage/ledger';
 import { live, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
@@ -47,7 +47,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     );
     expect(st.terminalState).toBe('NEEDS_HUMAN');
     expect(st.guardReason).toBe('permission_denied');
-    const before = await h.counters(run.workflowId);
+    const before = await h.worldCounters(run.workflowId);
     expect(before).toEqual({ write_record: 1 });
 
     // 2. Resume with nothing changed: refused by the verifying activity.
@@ -60,7 +60,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     expect(trace1.records).toHaveLength(1);
     expect(trace1.records[0]).toMatchObject({ decision: 'resume_refused', tool: 'deploy' });
     expect((await handle.query(statusQuery)).phase).toBe('WAITING');
-    expect(await h.counters(run.workflowId)).toEqual(before);
+    expect(await h.worldCounters(run.workflowId)).toEqual(before);
 
     // The same request id again answers the same (idempotent), still nothing runs.
     const again = await handle.executeUpdate(resumeUpdate, {
@@ -91,7 +91,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
       '4:complete_task:execute:complete',
     ]);
     expect(r.cached).toBe(1);
-    expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, deploy: 1, complete_task: 1 });
+    expect(await h.worldCounters(run.workflowId)).toEqual({ write_record: 1, deploy: 1, complete_task: 1 });
 
     // Exactly one accepted resume; the duplicated signal was a no-op.
     const accepted = await handle.query(traceQuery, { decision: 'resume_accepted' });

@@ -84,7 +84,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     // The tool's message reaches the operator in the summary; the report stays replay-equal.
     expect(r.summary).toMatch(/permission deploy:nh-svc is missing/);
     // deploy counts only a real deploy (after its permission check): none happened.
-    expect(await h.counters(run.workflowId)).toEqual({ write_record: 1 });
+    expect(await h.worldCounters(run.workflowId)).toEqual({ write_record: 1 });
   });
 
   it('FAILED: a FATAL with another code', async () => {

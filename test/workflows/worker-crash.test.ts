@@ -2,7 +2,7 @@
  * Issue 3 item 11, part 6: the worker PROCESS is killed (SIGKILL) in the middle of a run
  * and a new one is started; the run finishes with no duplicate write.
  *
- * Workers are the real entry point, `tsx worker/main.ts`, as child processes with
+ * Workers are the real entry point, `tsx demo/worker.ts`, as child processes with
  * TEMPORAL_ADDRESS = the shared test server, a unique TEMPORAL_TASK_QUEUE and
  * LEDGER_URL=sqlite:<tmp>/agent.db (the demo world defaults to the same file). The test
  * reads the same file for the counters and the ledger. Tool timeouts are small through
@@ -13,8 +13,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { LedgerState, openLedger } from '../../activities/ledger';
-import { World } from '../../activities/tools/demo/world';
+import { LedgerState, openLedger } from '../../storage/ledger';
+import { World } from '../../demo/world';
 import { agentRun } from '../../workflows';
 import { live, waitFor } from '../helpers/run-inputs';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
@@ -22,13 +22,13 @@ import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-en
 const ROOT = resolve(__dirname, '../..');
 const POLLS = 8;
 
-/** Starts `tsx worker/main.ts` in its own process group (so the kill reaches tsx's child too). */
+/** Starts `tsx demo/worker.ts` in its own process group (so the kill reaches tsx's child too). */
 function startWorker(env: Record<string, string>): {
   child: ChildProcess;
   ready: Promise<void>;
   log: () => string;
 } {
-  const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['worker/main.ts'], {
+  const child = spawn(join(ROOT, 'node_modules/.bin/tsx'), ['demo/worker.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     detached: true,

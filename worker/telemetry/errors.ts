@@ -15,7 +15,6 @@ export class TelemetryError extends AgentLoopGuardError {
    */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
-    this.name = 'TelemetryError';
   }
 }
 
@@ -34,6 +33,5 @@ export class TelemetryConfigError extends TelemetryError {
     options?: ErrorOptions,
   ) {
     super(`Invalid worker environment: ${variable}: ${message}`, options);
-    this.name = 'TelemetryConfigError';
   }
 }

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
-import { openLedger, type Ledger } from '../../../activities/ledger';
+import { openLedger, type Ledger } from '../../../storage/ledger';
 
 /** PostgreSQL used by the tests. */
 export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

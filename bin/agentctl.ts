@@ -1,0 +1,14 @@
+/**
+ * The agentctl entry point (bin/agentctl.js launches it; `npm run agentctl` runs it through
+ * tsx): the product's commands (client/agentctl.ts) plus the demo's `world` group
+ * (demo/world-command.ts), which only an entry point may bring in.
+ */
+import { cli } from '../client/agentctl';
+import { worldCommand } from '../demo/world-command';
+
+/** Runs agentctl on `argv` and sets process.exitCode. */
+export function run(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  return cli(argv, [worldCommand]);
+}
+
+if (require.main === module) void run();

@@ -1,0 +1,147 @@
+/**
+ * Errors of the LLM planners. Temporal reports an activity error's `name` as the
+ * failure `type`, and the workflow's retry policy and its `planner_failed` stop match
+ * on that type (`NON_RETRYABLE_PLANNER_ERRORS` in common/planner.ts), so every `name`
+ * here is part of the contract and must not change.
+ *
+ * No message may hold an API key: the SDK wrapper (sdk-errors.ts) scrubs messages
+ * before it builds these errors, and does not pass the SDK error on as `cause`.
+ */
+import { AgentLoopGuardError } from '../common/errors';
+
+/** Base class of the planner errors; `retryable` says whether another attempt may help. */
+export abstract class PlannerError extends AgentLoopGuardError {
+  /** Whether another attempt of the same turn may succeed: false unless a class says so. */
+  readonly retryable: boolean = false;
+
+  /**
+   * @param message human-readable explanation, never holding a secret
+   * @param options standard `ErrorOptions` (`cause`); the cause is serialised into
+   *   workflow history, so it must not hold a secret either
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The API key env var is unset or empty: a worker configuration error. */
+export class MissingApiKeyError extends PlannerError {
+  readonly code = 'planner_api_key_missing';
+
+  constructor(
+    /** The env var that should hold the key, e.g. `ANTHROPIC_API_KEY`. */
+    readonly envVar: string,
+    /** The planner that needed the key (`anthropic`, `openai`). */
+    readonly provider: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `${envVar} is not set: the ${provider} planner reads its API key from the environment of the worker`,
+      options,
+    );
+  }
+}
+
+/** The provider refused the credentials (401/403). */
+export class PlannerAuthError extends PlannerError {
+  readonly code = 'planner_auth_failed';
+
+  constructor(
+    message: string,
+    /** The HTTP status the provider answered with. */
+    readonly status: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The provider rejected the request itself (other 4xx: unknown model, bad schema) or the client was misused. */
+export class PlannerRequestError extends PlannerError {
+  readonly code = 'planner_request_rejected';
+
+  constructor(
+    message: string,
+    /** The HTTP status; null when the SDK failed before any response (invalid options, a bug). */
+    readonly status: number | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Rate limit, overload, 5xx, timeout or network failure: worth another attempt. */
+export class PlannerUnavailableError extends PlannerError {
+  readonly code = 'planner_unavailable';
+  override readonly retryable: boolean = true;
+
+  constructor(
+    message: string,
+    /** The HTTP status; null for network errors, timeouts and aborted requests. */
+    readonly status: number | null,
+    /** The server's `retry-after` in ms, when it gave one. */
+    readonly retryAfterMs: number | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The memory or the observation does not fit the conversation (a runtime bug, not the model's). */
+export class PlannerProtocolError extends PlannerError {
+  readonly code = 'planner_protocol_error';
+}
+
+/** `AGENT_PRICE_TABLE` is malformed: a configuration error, never retried. */
+export class PriceTableError extends PlannerError {
+  readonly code = 'price_table_invalid';
+}
+
+/**
+ * The run names a model endpoint this worker does not have (or one of another provider).
+ * The message lists the endpoints that are configured; nothing was sent anywhere.
+ */
+export class EndpointNotConfiguredError extends PlannerError {
+  readonly code = 'model_endpoint_not_configured';
+
+  constructor(
+    message: string,
+    /** The endpoint name the run asked for. */
+    readonly endpoint: string,
+    /** The names this worker does have for the run's provider. */
+    readonly configured: readonly string[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** `AGENT_MODEL_ENDPOINTS` / `AGENT_MODEL_ENDPOINTS_FILE` is malformed or unsafe: a configuration error. */
+export class EndpointConfigError extends PlannerError {
+  readonly code = 'model_endpoint_config_invalid';
+}
+
+/**
+ * The planner spec does not pass `plannerSpecSchema` (e.g. it carries a `baseURL`, which a
+ * run may not set): refused before any request is built.
+ */
+export class InvalidPlannerSpecError extends PlannerError {
+  readonly code = 'planner_spec_invalid';
+}
+
+/**
+ * The provider refused a request as longer than the model's context window (OpenAI
+ * `context_length_exceeded`, Anthropic `prompt is too long`). The turn engine catches it and
+ * retries once with a tighter compaction; it never leaves the planner.
+ */
+export class ContextLengthExceededError extends PlannerError {
+  readonly code = 'context_length_exceeded';
+}
+
+/**
+ * The next request cannot fit the model's context window even compacted (or the provider
+ * refused the tighter retry too): the run stops NEEDS_HUMAN `context_exhausted`.
+ */
+export class ContextExhaustedError extends PlannerError {
+  readonly code = 'context_exhausted';
+}

@@ -1,0 +1,204 @@
+/**
+ * What turns a provider's wire format into a {@link Planner}: per turn it checks the
+ * spec, resolves the run's endpoint *name* against the worker's endpoints (endpoints.ts;
+ * a run never carries a URL), reads that endpoint's API key and the price table from the
+ * worker's environment, and hands
+ * the provider a {@link TurnContext} whose `send` runs an SDK request under the
+ * activity's cancellation signal and turns its failures into scrubbed planner errors.
+ * The provider files (anthropic.ts, openai.ts) only build their client, request and
+ * reply; the turn itself is {@link runTurn}.
+ */
+import type { Planner, PlannerInput, PlannerOutput, PlannerSpec, ToolDescriptor } from '../common/planner';
+import { plannerSpecSchema } from '../common/planner';
+import type { Usage } from '../guard/schemas';
+import { cancellationSignal, warn as activityWarn } from '../activities/activity-context';
+import { resolveEndpoint, loadModelEndpoints, type ModelEndpoints, type ResolvedEndpoint } from './endpoints';
+import { InvalidPlannerSpecError, MissingApiKeyError, PlannerProtocolError } from './errors';
+import { messageBudgetChars } from './context-window';
+import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
+import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
+import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
+
+/** Options shared by both LLM planners. */
+export interface LlmPlannerOptions {
+  /**
+   * Where API keys, `*_BASE_URL`, `AGENT_MODEL_ENDPOINTS(_FILE)` and `AGENT_PRICE_TABLE`
+   * are read; default `process.env`.
+   */
+  readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Endpoints configured in code, laid over the built-in and env-configured ones
+   * (endpoints.ts). Runs pick one by name with `planner.endpoint`.
+   */
+  readonly endpoints?: ModelEndpoints;
+  /** SDK retries per turn (on top of Temporal's activity retries); default 2. */
+  readonly maxRetries?: number;
+  /** SDK timeout per request in ms; default 120 000. */
+  readonly timeoutMs?: number;
+  /** Base price table (`AGENT_PRICE_TABLE` is still laid over it); default the built-in one. */
+  readonly priceTable?: Readonly<Record<string, ModelPrice>>;
+  /** Receives warnings (unknown model price); default the activity logger / console. */
+  readonly warn?: (message: string) => void;
+  /** Observation text longer than this is cut (the model's context is not a dump); default 20 000. */
+  readonly maxObservationChars?: number;
+}
+
+/** Default SDK timeout per request. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** Default SDK retries per turn. */
+export const DEFAULT_MAX_RETRIES = 2;
+/** How long the health probe waits for the endpoint. */
+const HEALTH_TIMEOUT_MS = 5_000;
+
+/** Reads an API key from `env`; throws {@link MissingApiKeyError} naming the variable. */
+export function readApiKey(env: NodeJS.ProcessEnv, envVar: string, provider: string): string {
+  const key = env[envVar]?.trim();
+  if (!key) throw new MissingApiKeyError(envVar, provider);
+  return key;
+}
+
+/**
+ * What the SDKs get as `apiKey` for an endpoint configured without `apiKeyEnv` (a local
+ * server without auth): both SDKs insist on a non-empty key, and this one is no secret.
+ */
+export const NO_API_KEY = 'no-api-key';
+
+/** Request options both SDKs accept: only the cancellation signal, when there is one. */
+export type SdkRequestOptions = { signal: AbortSignal } | undefined;
+
+/** What a provider gets to build the adapter of one turn. */
+export interface TurnContext<K extends LlmProvider> {
+  /** The run's planner spec, already checked to be of this provider's kind. */
+  readonly spec: Extract<PlannerSpec, { kind: K }>;
+  /** The environment the planner reads (organisation, project, …). */
+  readonly env: NodeJS.ProcessEnv;
+  /** The worker-configured endpoint this turn goes to: the only base URL a provider may use. */
+  readonly endpoint: ResolvedEndpoint;
+  readonly tools: readonly ToolDescriptor[];
+  /**
+   * The SDK client options both SDKs share. Only the `apiKey` is given as a credential,
+   * so an SDK never falls back to others it finds on the worker (auth tokens, profiles).
+   */
+  readonly client: { readonly apiKey: string; readonly maxRetries: number; readonly timeout: number };
+  /**
+   * Runs one SDK request. A failure is thrown as a {@link PlannerError} with a scrubbed
+   * message, or as the activity's cancellation when the activity was cancelled.
+   */
+  send<T>(request: (options: SdkRequestOptions) => Promise<T>): Promise<T>;
+  /** The guard's usage of one reply, priced by the model the API echoed, else the one requested. */
+  usage(replyModel: string | null | undefined, counts: TokenCounts): Usage;
+}
+
+/** A provider's half of a planner. */
+export interface LlmProviderDefinition<
+  K extends LlmProvider,
+  M,
+  S extends SdkErrorClasses = SdkErrorClasses,
+> {
+  readonly kind: K;
+  /** The provider's name as error messages say it (`Anthropic`, `OpenAI`). */
+  readonly displayName: string;
+  /**
+   * The provider's SDK (its default export: the client class, with the error classes
+   * {@link wrapSdkError} needs), loaded at the first turn: the SDK is an optional package
+   * (common/optional-dep.ts), so a missing one throws `OptionalDependencyError` naming it.
+   */
+  sdk(): S;
+  /** Builds this turn's adapter (client, tools, request) from the turn's context and the SDK. */
+  adapter(turn: TurnContext<K>, sdk: S): ProviderAdapter<M>;
+}
+
+/**
+ * Creates a planner from a provider's definition. The endpoints, the key and the price
+ * table are read on every turn, inside the activity, so a changed environment takes effect
+ * without a restart and the key is never part of the planner's input, memory or output.
+ */
+export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorClasses>(
+  provider: LlmProviderDefinition<K, M, S>,
+  opts: LlmPlannerOptions = {},
+): Planner {
+  const env = opts.env ?? process.env;
+  const warn = opts.warn ?? activityWarn;
+  const maxObservationChars = opts.maxObservationChars ?? DEFAULT_MAX_OBSERVATION_CHARS;
+  const client = {
+    maxRetries: opts.maxRetries ?? DEFAULT_MAX_RETRIES,
+    timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
+
+  return {
+    /**
+     * The lift rule of a `planner_failed` stop: everything a turn needs resolves (spec,
+     * endpoint, key, price table, the SDK installed) and the endpoint answers HTTP at all. The probe carries no
+     * credentials, so it can never leak the key; a key the provider rejects shows at the
+     * next turn, which stops the run again.
+     */
+    async health(raw: PlannerSpec): Promise<string | null> {
+      try {
+        const spec = plannerSpecSchema.parse(raw);
+        if (spec.kind !== provider.kind)
+          return `the ${provider.kind} planner got a "${spec.kind}" planner spec`;
+        const endpoint = resolveEndpoint(
+          provider.kind,
+          spec.endpoint,
+          loadModelEndpoints(env, opts.endpoints),
+        );
+        if (endpoint.apiKeyEnv) readApiKey(env, endpoint.apiKeyEnv, provider.kind);
+        loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+        provider.sdk();
+        await fetch(endpoint.baseURL, { method: 'GET', signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
+        return null;
+      } catch (err) {
+        return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      }
+    },
+    async next(input: PlannerInput): Promise<PlannerOutput> {
+      const parsed = plannerSpecSchema.safeParse(input.planner);
+      if (!parsed.success) {
+        // A spec the workflow would have refused too (e.g. an old run carrying `baseURL`):
+        // refused here before any client exists, so nothing is sent anywhere.
+        const problems = parsed.error.issues.map(
+          (i) => `${['planner', ...i.path.map(String)].join('.')}: ${i.message}`,
+        );
+        throw new InvalidPlannerSpecError(`invalid planner spec: ${problems.join('; ')}`);
+      }
+      const spec = parsed.data;
+      if (spec.kind !== provider.kind)
+        throw new PlannerProtocolError(`the ${provider.kind} planner got a "${spec.kind}" planner spec`);
+      const endpoint = resolveEndpoint(provider.kind, spec.endpoint, loadModelEndpoints(env, opts.endpoints));
+      const apiKey = endpoint.apiKeyEnv
+        ? readApiKey(
+            env,
+            endpoint.apiKeyEnv,
+            endpoint.name === provider.kind ? provider.kind : `${provider.kind} (endpoint ${endpoint.name})`,
+          )
+        : NO_API_KEY;
+      const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
+      const sdk = provider.sdk();
+      const turn: TurnContext<K> = {
+        // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
+        spec: spec as Extract<PlannerSpec, { kind: K }>,
+        env,
+        endpoint,
+        tools: input.tools,
+        client: { apiKey, ...client },
+        async send(request) {
+          const signal = cancellationSignal();
+          try {
+            return await request(signal ? { signal } : undefined);
+          } catch (err) {
+            throw failureToThrow(err, signal, (e) => wrapSdkError(provider.displayName, sdk, e, [apiKey]));
+          }
+        },
+        usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
+      };
+      // Tools go with every request: their size comes off the conversation's budget.
+      const toolsChars = JSON.stringify(
+        input.tools.map((t) => [t.name, t.description, t.inputSchema]),
+      ).length;
+      return runTurn(input, provider.adapter(turn, sdk), {
+        maxObservationChars,
+        budgetChars: messageBudgetChars(spec, toolsChars),
+      });
+    },
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * `defineTool`: how a team registers a tool the agent may call. Args are parsed with a
+ * strict zod schema before anything runs; a write names the business operation it
+ * performs (`operationKey`) so the ledger can refuse to perform it twice.
+ */
+import { z } from 'zod';
+import type { ToolResult } from '../guard';
+import type { ReconcileAnswer } from '../storage/ledger';
+import type { Tx } from './tx';
+
+/** What a running tool may use. */
+export interface ToolContext {
+  readonly runId: string;
+  /** The write's operation key (also the key to forward to an idempotent vendor). */
+  readonly operationKey: string | null;
+  /** Liveness signal for long tools (Temporal heartbeat + ledger lease renewal). */
+  readonly heartbeat: () => void;
+  /** Aborted when the activity is cancelled. */
+  readonly signal: AbortSignal;
+  /**
+   * Where the tool's business write goes. For a tool marked `atomicWithLedger` this is
+   * the ledger's own commit transaction, so the write and the SUCCEEDED record commit
+   * together or not at all; otherwise it is the world's own connection.
+   */
+  readonly tx: Tx;
+}
+
+/** What a tool's `progressVersion` hook is given. */
+export interface ProgressContext {
+  readonly runId: string;
+  /** The demo world's progress version for the run (what is reported without the hook). */
+  readonly base: number;
+}
+
+/** What `execute` returns: a SUCCESS payload or an explicit non-success result. */
+export type ToolReturn =
+  | { readonly kind?: 'SUCCESS'; readonly data?: unknown; readonly terminal?: boolean }
+  | Exclude<ToolResult, { kind: 'SUCCESS' }>;
+
+/** A tool definition. */
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  /** Strict zod schema of the args; defaults here are filled in before fingerprinting. */
+  readonly schema: S;
+  /**
+   * JSON Schema planners see, when the tool has its own (an MCP server's `inputSchema`);
+   * else it is derived from `schema`.
+   */
+  readonly inputJsonSchema?: Record<string, unknown>;
+  readonly effect: 'read' | 'write';
+  /**
+   * Business operation key of a write (e.g. `tenant:incident:notification-type`); null when
+   * these args do not give one (the call is then PRECONDITION `missing_operation_key`).
+   */
+  readonly operationKey?: (args: z.output<S>) => string | null;
+  /** Dot paths that never change the result (request ids, trace ids). */
+  readonly nonSemantic?: readonly string[];
+  /** The tool forwards the operation key to its vendor, so re-running it is safe. */
+  readonly vendorIdempotent?: boolean;
+  /** The tool's store is the ledger's database: its write commits with the ledger record. */
+  readonly atomicWithLedger?: boolean;
+  /**
+   * False for a tool that never touches the worker's world database (an MCP server, a
+   * remote API): it runs outside a world transaction, so a slow network call holds no
+   * database lock and tools run concurrently. Default true (`ctx.tx` is a transaction).
+   */
+  readonly usesWorldTransaction?: boolean;
+  /**
+   * Asks the outside world (the vendor) what became of an operation whose executor died
+   * after dispatch; the ledger settles the record from the answer instead of going UNKNOWN.
+   */
+  readonly reconcile?: (key: string) => Promise<ReconcileAnswer>;
+  /**
+   * Re-checks, without side effects, what this call needs from the world; returns the
+   * unmet condition or null when it is met. A stopped run's resume is accepted only when
+   * the blocked call's check passes (else when external state moved at all).
+   */
+  readonly checkPrecondition?: (args: z.output<S>, tx: Tx) => Promise<string | null>;
+  /**
+   * A person must approve the call before it runs: `true` for every call, or a function of
+   * the parsed args (e.g. transfers above an amount). The run stops NEEDS_HUMAN
+   * `approval_required` showing the exact call; an approval bound to that run, stop and
+   * call fingerprint is used once when the call runs (storage/approvals, docs/security.md
+   * "Approvals"). MCP tools set it from their server config. The worker's
+   * `AGENT_APPROVAL_POLICY` can require approvals for tools that do not set it.
+   */
+  readonly requiresApproval?: boolean | ((args: z.output<S>) => boolean);
+  /** The tool may destroy or overwrite data (MCP `destructiveHint`); informational. */
+  readonly destructive?: boolean;
+  /**
+   * The run's progress version after a call of this tool (e.g. an MCP server's own
+   * version read by a probe); `base` is the demo world's version. Null: unknown, keep the
+   * last one. Without it the world's version is reported.
+   */
+  readonly progressVersion?: (ctx: ProgressContext) => Promise<number | null>;
+  /** Tool-specific error classification; return undefined to fall back to the defaults. */
+  readonly classify?: (err: unknown) => ToolResult | undefined;
+  /** Performs the call. Throw to fail; the error is classified. */
+  readonly execute: (args: z.output<S>, ctx: ToolContext) => Promise<ToolReturn> | ToolReturn;
+}
+
+/** Any tool definition, erased. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = ToolDefinition<any>;
+
+/** Tool names: lower snake case, as LLM tool-use APIs accept. */
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Validates and returns a tool definition. */
+export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDefinition<S> {
+  if (!TOOL_NAME.test(def.name))
+    throw new TypeError(`defineTool: name "${def.name}" must match ${TOOL_NAME}`);
+  if (def.effect !== 'read' && def.effect !== 'write') {
+    throw new TypeError(`defineTool(${def.name}): effect must be "read" or "write"`);
+  }
+  if (def.effect === 'write' && !def.operationKey) {
+    throw new TypeError(
+      `defineTool(${def.name}): a write tool needs operationKey(args) naming the business operation`,
+    );
+  }
+  if (!(def.schema instanceof z.ZodType))
+    throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
+  return def;
+}
+
+/** Normalises what `execute` returned into a ToolResult. */
+export function toResult(ret: ToolReturn): ToolResult {
+  if (ret.kind === undefined || ret.kind === 'SUCCESS') {
+    const r = ret as { data?: unknown; terminal?: boolean };
+    return r.terminal ? { kind: 'SUCCESS', data: r.data, terminal: true } : { kind: 'SUCCESS', data: r.data };
+  }
+  return ret as Exclude<ToolResult, { kind: 'SUCCESS' }>;
+}

@@ -1,0 +1,111 @@
+/**
+ * The registry of tools a worker hosts, and the normalisation of a proposed call: strict
+ * zod parse, operation key, canonical args and fingerprint — done in an activity so the
+ * workflow only ever sees validated, fingerprinted calls.
+ */
+import { z } from 'zod';
+import type { ToolDescriptor } from '../common/planner';
+import { normalizeCall, ResultCode, type ToolResult } from '../guard';
+import { sha256ArgsHash } from '../storage/ledger/args-hash';
+import { argsOutOfBounds } from './args-limits';
+import { classifyError } from './classify';
+import type { AnyTool } from './define-tool';
+
+/** A proposed call after normalisation. */
+export interface NormalizedProposal {
+  readonly tool: string;
+  /** Parsed args (defaults filled) when valid, else the raw args. */
+  readonly args: unknown;
+  readonly canonicalArgs: unknown;
+  readonly fingerprint: string;
+  /** `sha256:<hex>` of the same canonical form: what the ledger compares (docs/spec.md §8). */
+  readonly argsHash: string;
+  readonly operationKey: string | null;
+  readonly effect: 'read' | 'write';
+  /** Set when the call cannot run as proposed: PRECONDITION unknown_tool / invalid_args. */
+  readonly rejection: ToolResult | null;
+}
+
+/** The tools one worker hosts. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, AnyTool>();
+
+  constructor(tools: readonly AnyTool[] = []) {
+    for (const t of tools) this.register(t);
+  }
+
+  /** Adds a tool; a second tool with the same name is an error. */
+  register(tool: AnyTool): this {
+    if (this.tools.has(tool.name)) throw new TypeError(`ToolRegistry: tool "${tool.name}" registered twice`);
+    this.tools.set(tool.name, tool);
+    return this;
+  }
+
+  /** The tool of that name, if registered. */
+  get(name: string): AnyTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Registered tool names. */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** What planners (and LLMs) see of the tools. */
+  descriptors(): ToolDescriptor[] {
+    return [...this.tools.values()].map((t) => ({
+      name: t.name,
+      description: t.description,
+      effect: t.effect,
+      inputSchema:
+        t.inputJsonSchema ??
+        (z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>),
+    }));
+  }
+
+  /**
+   * Validates and fingerprints a proposed call. Nothing runs here; an unknown tool or
+   * invalid args come back as a `rejection` the workflow records as the call's result.
+   */
+  normalize(toolName: string, args: unknown, explicitKey?: string | null): NormalizedProposal {
+    const tool = this.tools.get(toolName);
+    const proposal = (
+      value: unknown,
+      operationKey: string | null,
+      rejection: ToolResult | null,
+    ): NormalizedProposal => {
+      const n = normalizeCall(toolName, value, { nonSemantic: tool?.nonSemantic });
+      return {
+        tool: toolName,
+        args: value,
+        canonicalArgs: n.canonicalArgs,
+        fingerprint: n.fingerprint,
+        argsHash: sha256ArgsHash(toolName, n.canonicalArgs),
+        operationKey,
+        effect: tool?.effect ?? 'read',
+        rejection,
+      };
+    };
+    const outOfBounds = argsOutOfBounds(args);
+    if (outOfBounds !== null) {
+      // Refused before zod, the canonical form or any hash recurses into them: the call is
+      // fingerprinted by this small placeholder instead, so a repeat is still a repeat.
+      return proposal({ args_refused: outOfBounds }, explicitKey ?? null, {
+        kind: 'PRECONDITION',
+        code: ResultCode.INVALID_ARGS,
+        unmet: `${outOfBounds}; propose the call with smaller args`,
+      });
+    }
+    if (!tool) {
+      return proposal(args, explicitKey ?? null, {
+        kind: 'PRECONDITION',
+        code: ResultCode.UNKNOWN_TOOL,
+        unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
+      });
+    }
+    const parsed = tool.schema.safeParse(args ?? {});
+    if (!parsed.success) return proposal(args, explicitKey ?? null, classifyError(parsed.error));
+    const operationKey = explicitKey ?? tool.operationKey?.(parsed.data) ?? null;
+    return proposal(parsed.data, operationKey, null);
+  }
+}

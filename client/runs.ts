@@ -201,6 +201,7 @@ export async function runStatus(
       terminalState: r.terminal_state,
       guardReason: r.reason,
       steps: r.report?.steps ?? r.executed,
+      steers: r.report?.steers?.length ?? 0,
       executed: r.executed,
       cached: r.cached,
       proposals: cp?.proposals ?? r.decisions.length,

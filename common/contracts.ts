@@ -134,8 +134,10 @@ export type RunPhase = 'RUNNING' | 'WAITING' | 'STOPPED' | TerminalState;
 export interface RunDecision {
   index: number;
   tool: string;
-  decision: 'execute' | 'return_cached_success' | 'stop';
+  decision: 'execute' | 'return_cached_success' | 'steer' | 'stop';
   after?: string;
+  /** For `steer`: the rule that refused the call (it did not run). */
+  reason?: string;
 }
 
 /** What the `status` query returns. */
@@ -145,6 +147,8 @@ export interface RunStatus {
   readonly terminalState: TerminalState | null;
   readonly guardReason: string | null;
   readonly steps: number;
+  /** Refusals steered back to the planner so far (docs/spec.md §3.3; absent from runs before steering). */
+  readonly steers?: number;
   readonly executed: number;
   readonly cached: number;
   readonly proposals: number;
@@ -247,6 +251,9 @@ const guardStateSchema = z
     lastUnmet: z.string().nullable(),
     lastFatal: z.string().nullable().optional(),
     inFlight: z.unknown().nullable(),
+    steers: z
+      .array(z.object({ reason: z.string(), fingerprint: z.string(), step: count }).strict())
+      .optional(),
     stop: z.object({ reason: z.string(), terminalState: z.string() }).nullable(),
   })
   .strict();
@@ -262,7 +269,13 @@ export const checkpointSchema = z
     executed: count,
     cached: count,
     decisions: z.array(
-      z.object({ index: count, tool: z.string(), decision: z.string(), after: z.string().optional() }),
+      z.object({
+        index: count,
+        tool: z.string(),
+        decision: z.string(),
+        after: z.string().optional(),
+        reason: z.string().optional(),
+      }),
     ),
     trace: z.array(z.unknown()),
     traceTotal: count,

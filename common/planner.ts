@@ -30,6 +30,26 @@ export interface Observation {
   readonly retryAfterMs?: number;
   /** True when the ledger answered with a stored result and nothing ran. */
   readonly cached?: boolean;
+  /** The guard's note when it refused the call and steered back instead of stopping (docs/spec.md §3.3). */
+  readonly guard?: GuardNote;
+}
+
+/** What the guard tells the model about a refused call (docs/spec.md §3.3): nothing ran. */
+export interface GuardNote {
+  /** The rule's reason code, e.g. `same_call_repeat`. */
+  readonly rule: string;
+  /** The note in words (it names the rule's code too). */
+  readonly note: string;
+  /** How often this call already ran in the current window. */
+  readonly times: number;
+  /** The steps at which it ran (the newest few). */
+  readonly earlierSteps: readonly number[];
+  /** Its last result, when the run still has it (a read's data, a write's stored ledger answer). */
+  readonly earlierResult?: unknown;
+  /** What would count as progress instead. */
+  readonly progress: string;
+  /** Steers the run has left; at 0 the next refusal stops the run. */
+  readonly steersLeft: number;
 }
 
 /** One planner turn: a tool call, a final answer, or nothing more to propose. */

@@ -26,10 +26,22 @@ export interface InFlight {
   honouredPoll: boolean;
 }
 
+/** A refusal that went back to the planner as a guard note instead of stopping the run. */
+export interface Steer {
+  /** The repeat rule's reason code (`same_call_repeat`, `short_cycle`, `precondition_unchanged`). */
+  readonly reason: string;
+  readonly fingerprint: string;
+  /** The step the steer cost (1-based, like `steps`). */
+  readonly step: number;
+}
+
 /** The guard's whole state as plain JSON (checkpoints, continue-as-new). */
 export interface GuardStateJson {
   readonly v: 1;
-  readonly config: { [K in keyof GuardConfig]: number | null };
+  /** `steerLimit` only when it is set (states before steering have none). */
+  readonly config: { [K in Exclude<keyof GuardConfig, 'steerLimit'>]: number | null } & {
+    readonly steerLimit?: number;
+  };
   readonly startMs: number;
   readonly steps: number;
   readonly tokens: number;
@@ -47,6 +59,8 @@ export interface GuardStateJson {
   /** Message of the FATAL result that stopped the run (absent in older states). */
   readonly lastFatal?: string | null;
   readonly inFlight: InFlight | null;
+  /** The steers so far (absent when none: states before steering, runs that never steered). */
+  readonly steers?: readonly Steer[];
   readonly stop: { reason: string; terminalState: TerminalState } | null;
 }
 
@@ -63,6 +77,7 @@ export function configToJson(c: GuardConfig): GuardStateJson['config'] {
     maxWaitPolls: c.maxWaitPolls,
     maxTokens: infinityToNull(c.maxTokens),
     maxCostUsd: infinityToNull(c.maxCostUsd),
+    ...(c.steerLimit > 0 ? { steerLimit: c.steerLimit } : {}),
   };
 }
 
@@ -76,6 +91,7 @@ export function configFromJson(c: GuardStateJson['config']): GuardConfigInput {
     maxWaitPolls: c.maxWaitPolls ?? undefined,
     maxTokens: nullToInfinity(c.maxTokens),
     maxCostUsd: nullToInfinity(c.maxCostUsd),
+    steerLimit: c.steerLimit ?? 0,
   };
 }
 

@@ -21,6 +21,7 @@ import {
   type GuardStateJson,
   type InFlight,
   type LastExecution,
+  type Steer,
   type WindowEntry,
 } from './guard-state';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
@@ -48,10 +49,25 @@ export interface StopDecision {
   readonly terminalState: TerminalState;
 }
 
+/**
+ * A refusal by a repeat rule that goes back to the planner instead of stopping the run
+ * (docs/spec.md §3.3): the call does not run, the step is spent, the planner is told why.
+ */
+export interface SteerDecision {
+  readonly decision: 'steer';
+  /** The rule's reason code. */
+  readonly reason: string;
+  /** How often this call already ran in the current window. */
+  readonly count: number;
+  /** The steers of this run so far, this one included (never more than `steerLimit`). */
+  readonly steers: number;
+}
+
 /** What `before()` decided. */
 export type BeforeResult =
   | { readonly decision: 'execute'; readonly honouredPoll: boolean }
   | { readonly decision: 'return_cached_success'; readonly honouredPoll: boolean }
+  | SteerDecision
   | StopDecision;
 
 /** What `after()` decided. */
@@ -63,7 +79,14 @@ export type AfterResult =
     }
   | (StopDecision & { readonly decision: 'stop' });
 
-export type { GuardStateJson } from './guard-state';
+export type { GuardStateJson, Steer } from './guard-state';
+
+/** The rules whose refusals may steer (docs/spec.md §3.3); every other stop stops. */
+export const STEERABLE_REASONS: ReadonlySet<string> = new Set([
+  GuardReason.SAME_CALL_REPEAT,
+  GuardReason.SHORT_CYCLE,
+  GuardReason.PRECONDITION_UNCHANGED,
+]);
 
 /** Options for a new guard. */
 export interface LoopGuardOptions {
@@ -125,6 +148,7 @@ export class LoopGuard {
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
+  private steerLog: Steer[] = [];
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
   private readonly needsHuman: ReadonlySet<string>;
 
@@ -173,6 +197,10 @@ export class LoopGuard {
   isCompleted(key: string): boolean {
     return this.completed.has(key);
   }
+  /** The refusals that went back to the planner instead of stopping the run, oldest first. */
+  get steers(): readonly Steer[] {
+    return this.steerLog;
+  }
   /** The message of the FATAL result that stopped the run, if it gave one (for the StopReport). */
   get lastFatalMessage(): string | null {
     return this.lastFatal;
@@ -204,14 +232,14 @@ export class LoopGuard {
       if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
     } else {
       if (entry !== undefined && entry.count >= config.sameCallLimit)
-        return this.stop(GuardReason.SAME_CALL_REPEAT);
+        return this.refuse(GuardReason.SAME_CALL_REPEAT, fp, entry.count);
       const [x, y, z] = this.lastThree;
       if (this.lastThree.length === 3 && x === z && x !== y && fp === y)
-        return this.stop(GuardReason.SHORT_CYCLE);
+        return this.refuse(GuardReason.SHORT_CYCLE, fp, entry?.count ?? 1);
     }
 
     if (entry !== undefined && entry.kind === 'PRECONDITION')
-      return this.stop(GuardReason.PRECONDITION_UNCHANGED);
+      return this.refuse(GuardReason.PRECONDITION_UNCHANGED, fp, entry.count);
 
     const key = call.operationKey;
     if (key !== undefined && key !== null && this.completed.has(key)) {
@@ -349,6 +377,7 @@ export class LoopGuard {
       lastUnmet: this.lastUnmet,
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
+      ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };
   }
@@ -372,6 +401,7 @@ export class LoopGuard {
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
+    guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
     guard.stopState = state.stop ? { ...state.stop } : null;
     return guard;
   }
@@ -394,6 +424,17 @@ export class LoopGuard {
     }
     this.lastThree.push(fp);
     if (this.lastThree.length > 3) this.lastThree.shift();
+  }
+
+  /**
+   * A repeat rule's refusal: a steer while the run has steers left (it costs a step; the call
+   * stays out of the window, since it did not run), else the stop it always was.
+   */
+  private refuse(reason: GuardReason, fingerprint: string, count: number): SteerDecision | StopDecision {
+    if (this.steerLog.length >= this.config.steerLimit) return this.stop(reason);
+    this.steps += 1;
+    this.steerLog.push({ reason, fingerprint, step: this.steps });
+    return { decision: 'steer', reason, count, steers: this.steerLog.length };
   }
 
   private stop(

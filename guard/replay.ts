@@ -55,8 +55,10 @@ export type ReplayCall = z.output<typeof replayCallSchema>;
 export interface ReplayDecision {
   index: number;
   tool: string;
-  decision: 'execute' | 'return_cached_success' | 'stop';
+  decision: 'execute' | 'return_cached_success' | 'steer' | 'stop';
   after?: string;
+  /** For `steer`: the rule that refused the call (it did not run; the script goes on). */
+  reason?: string;
 }
 
 /** The replay's output object (docs/spec.md §6). */
@@ -168,6 +170,11 @@ export function replay(file: ReplayFile): ReplayOutcome {
     if (before.decision === 'stop') {
       decisions.push({ index, tool: raw.tool, decision: 'stop' });
       return finish(before.terminalState, before.reason, index, blocked);
+    }
+    if (before.decision === 'steer') {
+      // Refused and told, not run: the script goes on with its next call (docs/spec.md §3.3).
+      decisions.push({ index, tool: raw.tool, decision: 'steer', reason: before.reason });
+      continue;
     }
     const isCached = before.decision === 'return_cached_success';
     if (isCached) cached += 1;

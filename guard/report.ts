@@ -67,5 +67,8 @@ export function buildStopReport(guard: LoopGuard, ctx: StopContext): StopReport 
     steps: guard.stepCount,
     last_progress_version: guard.progressVersion,
     blocked_call: ctx.blockedCall ?? null,
+    ...(guard.steers.length > 0
+      ? { steers: guard.steers.map((s) => ({ step: s.step, reason: s.reason, fingerprint: s.fingerprint })) }
+      : {}),
   };
 }

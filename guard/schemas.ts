@@ -25,6 +25,11 @@ export const guardConfigSchema = z
     maxWaitPolls: limit.default(10),
     maxTokens: optionalBudget.default(Number.POSITIVE_INFINITY),
     maxCostUsd: optionalBudget.default(Number.POSITIVE_INFINITY),
+    /**
+     * How many refusals by a repeat rule go back to the planner as a guard note instead of
+     * stopping the run (docs/spec.md §3.3 "Steering"); 0 (the default): every refusal stops.
+     */
+    steerLimit: z.number().int().nonnegative().default(0),
   })
   .strict();
 
@@ -42,6 +47,7 @@ export const guardOverridesSchema = z
     maxWaitPolls: limit.optional(),
     maxTokens: optionalBudget.optional(),
     maxCostUsd: optionalBudget.optional(),
+    steerLimit: z.number().int().nonnegative().optional(),
   })
   .strict();
 /** Guard settings given with a run. */
@@ -103,6 +109,10 @@ export const stopReportSchema = z.object({
   steps: z.number().int().nonnegative(),
   last_progress_version: z.number(),
   blocked_call: blockedCallSchema.nullable(),
+  /** The refusals that were steered back to the planner before this stop (present only when some were). */
+  steers: z
+    .array(z.object({ step: z.number().int().positive(), reason: z.string(), fingerprint: z.string() }))
+    .optional(),
 });
 /** A StopReport. */
 export type StopReport = z.output<typeof stopReportSchema>;

@@ -19,6 +19,7 @@ export function observationContent(obs: Observation, maxChars = DEFAULT_MAX_OBSE
   if (obs.unmet !== undefined) out.unmet = obs.unmet;
   if (obs.retryAfterMs !== undefined) out.retryAfterMs = obs.retryAfterMs;
   if (obs.cached) out.cached = true;
+  if (obs.guard) out.guard = obs.guard;
   if (obs.data !== undefined) {
     const data = JSON.stringify(obs.data) ?? null;
     if (data !== null && data.length > maxChars) {

@@ -101,7 +101,8 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 
     // Guard, then tool, then guard again.
     const before = step.before(proposal);
-    if (before.decision === 'stop') continue;
+    // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
+    if (before.decision === 'stop' || before.decision === 'steer') continue;
     const done = await step.execute(proposal, before.decision === 'return_cached_success');
     if (done.kind === 'stopped') continue; // an infrastructure fault stopped the run
     const { result, progressVersion } = done;

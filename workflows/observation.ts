@@ -1,6 +1,7 @@
 /**
  * What the planner is told about its previous proposal (docs/spec.md §7). A guard stop is
- * never an observation: it ends the run, it is not text for the model to argue with.
+ * never an observation: it ends the run, it is not text for the model to argue with. A steered
+ * refusal is (workflows/steer-note.ts): the guard's note, before the run stops.
  */
 import type { Observation } from '../common/planner';
 import type { ToolResult } from '../guard';

@@ -23,3 +23,6 @@ export const PATCH_LEAN_SEAL = 'lean-checkpoint-seal-v1';
 
 /** A progress version that goes backwards stops the run infrastructure_fault (issue 16). */
 export const PATCH_PROGRESS_MONOTONIC = 'progress-monotonic-v1';
+
+/** A fresh LLM run steers before it stops: `steerLimit` defaults to 2 (issue 17, docs/spec.md §3.3). */
+export const PATCH_STEER_DEFAULT = 'llm-steer-default-v1';

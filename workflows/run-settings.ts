@@ -21,8 +21,15 @@ export interface RunSettings {
   readonly initialProgressVersion: number | undefined;
 }
 
-/** Reads the run input and its script together (see the module comment). */
-export function resolveRunSettings(input: ResolvedRunInput): RunSettings {
+/** How many refusals an LLM run steers back to its model when the run does not say (docs/spec.md §3.3). */
+export const DEFAULT_LLM_STEER_LIMIT = 2;
+
+/**
+ * Reads the run input and its script together (see the module comment). `llmSteerDefault`:
+ * an LLM run that sets no `steerLimit` gets {@link DEFAULT_LLM_STEER_LIMIT} (false for runs
+ * recorded before steering, which replay as they ran); scripted runs and replay files keep 0.
+ */
+export function resolveRunSettings(input: ResolvedRunInput, llmSteerDefault = false): RunSettings {
   const script =
     input.planner.kind === 'scripted' && input.planner.script !== undefined
       ? parseReplayFile(input.planner.script)
@@ -33,8 +40,12 @@ export function resolveRunSettings(input: ResolvedRunInput): RunSettings {
   const overrides = Object.fromEntries(
     Object.entries(input.guard).filter(([, v]) => v !== undefined),
   ) as GuardConfigInput;
+  const steer =
+    llmSteerDefault && input.planner.kind !== 'scripted' && overrides.steerLimit === undefined
+      ? { steerLimit: DEFAULT_LLM_STEER_LIMIT }
+      : {};
   return {
-    guardConfig: { ...(script?.config ?? {}), ...overrides },
+    guardConfig: { ...(script?.config ?? {}), ...steer, ...overrides },
     completed: [...(script?.completed ?? []), ...input.completed],
     // Fixture mode measures progress by the script, as the offline replay does; live mode by the world.
     initialProgressVersion:

@@ -41,7 +41,7 @@ import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_SEAL } from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { resolveRunSettings } from './run-settings';
@@ -109,8 +109,11 @@ export class RunState {
     readonly runId: string,
     private readonly activities: RunActivities,
   ) {
-    const settings = resolveRunSettings(input);
     const cp = input.checkpoint as Checkpoint | undefined;
+    const settings = resolveRunSettings(
+      input,
+      !cp && input.planner.kind !== 'scripted' && patched(PATCH_STEER_DEFAULT),
+    );
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     this.newGuard = (initial) =>

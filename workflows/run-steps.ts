@@ -24,6 +24,7 @@ import {
   type ToolResult,
 } from '../guard';
 import { toObservation } from './observation';
+import { steerObservation } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC } from './run-patches';
@@ -71,6 +72,9 @@ export type ToolStep = Stopped | { readonly kind: 'ran'; result: ToolResult; pro
 
 const STOPPED: Stopped = { kind: 'stopped' };
 
+/** How many calls' last results a run keeps for its guard notes (not persisted). */
+const RESULTS_KEPT = 32;
+
 /** The trace fields of a proposal (canonical args; redacted on record). */
 const traced = (p: ProposalInfo) => ({
   tool: p.tool,
@@ -92,6 +96,8 @@ export class RunSteps {
   private memoryBeforeTurn: unknown = null;
   /** The version the worker's progress source reported after this run's last call (not persisted). */
   private lastSourceVersion: number | null = null;
+  /** The last result of recent calls by fingerprint, for guard notes (not persisted). */
+  private readonly lastResults = new Map<string, ToolResult>();
 
   constructor(
     private readonly run: RunState,
@@ -176,8 +182,9 @@ export class RunSteps {
   }
 
   /**
-   * guard.before: whether the proposal may run (docs/spec.md §3). A refusal stops the run
-   * and ends the planner's turn; it is never fed back as text for the model to retry.
+   * guard.before: whether the proposal may run (docs/spec.md §3). A refusal stops the run and
+   * ends the planner's turn, unless the run steers it (§3.3): then the call does not run and
+   * the model gets the guard's note as its result.
    */
   before(x: Proposal): BeforeResult {
     const { p } = x;
@@ -185,7 +192,7 @@ export class RunSteps {
     // The persistent ledger is the one truth about completed writes.
     if (p.ledger && p.operationKey) run.guard.markCompleted(p.operationKey, p.ledger.fingerprint);
     const before = run.guard.before(x.call, Date.now());
-    const refused = before.decision === 'stop' ? before.reason : null;
+    const refused = before.decision === 'stop' || before.decision === 'steer' ? before.reason : null;
     run.record({
       ...traced(p),
       phase: 'before',
@@ -194,6 +201,24 @@ export class RunSteps {
       decision: before.decision,
       reason: refused,
     });
+    if (before.decision === 'steer') {
+      run.decide({ index: x.index, tool: p.tool, decision: 'steer', reason: before.reason });
+      const stored = p.ledger?.result;
+      const earlier = this.lastResults.get(p.fingerprint);
+      run.observation = steerObservation({
+        callId: x.turn.callId,
+        tool: p.tool,
+        steer: before,
+        steerLimit: run.guard.config.steerLimit,
+        earlierSteps: run.trace
+          .recentWhere((r) => r.phase === 'after' && r.fingerprint === p.fingerprint, 5)
+          .map((r) => r.step),
+        earlierResult: stored ?? (earlier?.kind === 'SUCCESS' ? earlier.data : earlier),
+        unmet: earlier?.kind === 'PRECONDITION' ? (earlier.unmet ?? null) : null,
+      });
+      run.publish(false);
+      return before;
+    }
     if (before.decision === 'stop') {
       run.decide({ index: x.index, tool: p.tool, decision: 'stop' });
       this.undoTurn();
@@ -274,6 +299,9 @@ export class RunSteps {
     // The lifted stop's call has run (or was answered): its approvals are spent for good.
     if (run.approvalStop?.fingerprint === p.fingerprint) run.approvalStop = null;
     const after = run.guard.after(x.call, result, progressVersion, Date.now());
+    this.lastResults.delete(p.fingerprint);
+    this.lastResults.set(p.fingerprint, result);
+    if (this.lastResults.size > RESULTS_KEPT) this.lastResults.delete(this.lastResults.keys().next().value!);
     const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
     const reason = after.decision === 'stop' ? after.reason : null;
     run.record({

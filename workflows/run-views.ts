@@ -37,7 +37,10 @@ export function publish(run: RunState, upsert = true): void {
   setCurrentDetails(
     [
       `**state** ${state}${stop ? ` · **reason** ${stop.reason}` : ''}`,
-      `**step** ${run.guard.stepCount} · **proposals** ${run.proposals} · **progress** v${run.guard.progressVersion}`,
+      `**step** ${run.guard.stepCount} · **proposals** ${run.proposals} · **progress** v${run.guard.progressVersion}` +
+        (run.guard.steers.length > 0
+          ? ` · **steers** ${run.guard.steers.length}/${run.guard.config.steerLimit}`
+          : ''),
       `**last decision** ${run.trace.lastDecision ?? '—'}`,
       stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
     ]
@@ -55,6 +58,7 @@ export function statusOf(run: RunState): RunStatus {
     terminalState: isTerminal(phase) ? phase : (run.stopInForce?.terminalState ?? null),
     guardReason: run.stopInForce?.reason ?? null,
     steps: guard.stepCount,
+    steers: guard.steers.length,
     executed: run.executed,
     cached: run.cached,
     proposals: run.proposals,

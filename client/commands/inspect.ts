@@ -113,7 +113,10 @@ export function traceCommand(ctx: Ctx): Command {
   return new Command('trace')
     .description("Show a run's decision trace (which rule refused which call)")
     .argument('<id>', 'workflow id')
-    .option('--decision <decision>', 'only records with this decision (execute, stop, resume_refused, …)')
+    .option(
+      '--decision <decision>',
+      'only records with this decision (execute, steer, stop, resume_refused, …)',
+    )
     .option('--reason <reason>', 'only records with this reason (same_call_repeat, …)')
     .option('--offset <n>', 'skip this many (filtered) records', nonNegativeInt, 0)
     .option('--limit <n>', 'at most this many records', positiveInt, 200)

@@ -8,7 +8,7 @@ import { loadReplayFile } from '../replay';
 import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
 import type { Counters } from '../counters';
-import { budgetOption, positiveInt, runLink, countersOf, type Ctx } from './common';
+import { budgetOption, nonNegativeInt, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 interface StartOpts {
   planner: 'scripted' | 'anthropic' | 'openai';
@@ -24,6 +24,7 @@ interface StartOpts {
   maxTokens?: number;
   maxCostUsd?: number;
   sameCallLimit?: number;
+  steerLimit?: number;
   noProgressLimit?: number;
   maxWaitPolls?: number;
   resumeWindowMs?: number;
@@ -89,6 +90,7 @@ export function buildRunInput(o: StartOpts): RunInput {
     maxTokens: o.maxTokens,
     maxCostUsd: o.maxCostUsd,
     sameCallLimit: o.sameCallLimit,
+    steerLimit: o.steerLimit,
     noProgressLimit: o.noProgressLimit,
     maxWaitPolls: o.maxWaitPolls,
   };
@@ -170,6 +172,11 @@ export function startCommand(ctx: Ctx): Command {
     .addOption(budgetOption('maxTokens', 'max'))
     .addOption(budgetOption('maxCostUsd', 'max'))
     .option('--same-call-limit <n>', 'identical calls allowed in a window (default 2)', positiveInt)
+    .option(
+      '--steer-limit <n>',
+      'refusals by a repeat rule told to the model instead of stopping the run (default 2 for LLM planners, 0 for scripted; 0: every refusal stops)',
+      nonNegativeInt,
+    )
     .addOption(noProgressLimitOption())
     .addOption(budgetOption('maxWaitPolls', 'max'))
     .option(

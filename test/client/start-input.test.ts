@@ -1,5 +1,6 @@
 import { runInputSchema } from '../../common/contracts';
 import { buildRunInput } from '../../client/commands/start';
+import { nonNegativeInt } from '../../client/commands/common';
 
 describe('agentctl start builds a valid run input', () => {
   it('passes LLM planner settings and budgets through, and the workflow schema accepts them', () => {
@@ -43,6 +44,16 @@ describe('agentctl start builds a valid run input', () => {
     expect(() =>
       buildRunInput({ planner: 'scripted', script: 'x.json', contextTokens: 100_000, timeout: 300 }),
     ).toThrow(/--context-tokens is for the LLM planners/);
+  });
+
+  it('--steer-limit N becomes guard.steerLimit; a negative or fractional one is refused at parse', () => {
+    const input = buildRunInput({ planner: 'openai', goal: 'g', steerLimit: 0, timeout: 300 });
+    expect(input.guard).toEqual({ steerLimit: 0 });
+    expect(nonNegativeInt('3')).toBe(3);
+    for (const bad of ['-1', '1.5', 'two']) expect(() => nonNegativeInt(bad)).toThrow(/non-negative integer/);
+    expect(() => buildRunInput({ planner: 'openai', goal: 'g', steerLimit: -1, timeout: 300 })).toThrow(
+      /steerLimit/,
+    );
   });
 
   it('refuses an LLM planner without a goal (exit 2)', () => {

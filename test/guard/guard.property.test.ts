@@ -131,7 +131,8 @@ function drive(
       index,
       fingerprint: call.fingerprint,
       before: before.decision === 'stop' ? `stop:${before.reason}` : before.decision,
-      honoured: before.decision !== 'stop' && before.honouredPoll,
+      honoured:
+        (before.decision === 'execute' || before.decision === 'return_cached_success') && before.honouredPoll,
       after: null,
       progressed: false,
       atMs,

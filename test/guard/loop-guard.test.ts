@@ -53,6 +53,7 @@ describe('configuration', () => {
       maxSteps: 20,
       maxMs: 60_000,
       sameCallLimit: 2,
+      steerLimit: 0,
       noProgressLimit: 3,
       maxWaitPolls: 10,
       maxTokens: Infinity,

@@ -75,7 +75,7 @@ describe('replay fixtures (hand-derived expectations)', () => {
       'PARTIAL',
       'STOPPED_LOOP_GUARD',
     ]);
-    expect([...before].sort()).toEqual(['execute', 'return_cached_success', 'stop']);
+    expect([...before].sort()).toEqual(['execute', 'return_cached_success', 'steer', 'stop']);
     expect([...after].sort()).toEqual([
       'complete',
       'continue',
@@ -141,7 +141,8 @@ describe('replay fixtures (hand-derived expectations)', () => {
         const report = stopReportSchema.parse(got.report);
         expect(report.terminal_state).toBe(got.terminal_state);
         expect(report.guard_reason).toBe(got.reason);
-        expect(report.steps).toBe(got.executed);
+        // Every executed call and every steer cost a step (docs/spec.md §3.3).
+        expect(report.steps).toBe(got.executed + (report.steers?.length ?? 0));
       }
       if (want.report === null) expect(got.report).toBeNull();
       else if (want.report) expect(got.report).toMatchObject(want.report);

@@ -157,6 +157,28 @@ describe('OpenTelemetry on a run the guard stops', () => {
     ]);
   });
 
+  it('names a steered refusal guard.steer (docs/spec.md §3, Steering)', async () => {
+    const run = await h.start(
+      live([search('steer-otel'), search('steer-otel'), search('steer-otel')], { guard: { steerLimit: 1 } }),
+    );
+    const steered = await run.result();
+    expect(steered.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer']);
+    const steerSpan = (): ReadableSpan | undefined =>
+      spans
+        .getFinishedSpans()
+        .find(
+          (x) => x.attributes[Attr.WORKFLOW_ID] === run.workflowId && x.attributes[Attr.DECISION] === 'steer',
+        );
+    await waitFor(
+      () => Promise.resolve(steerSpan()),
+      (x) => x !== undefined,
+    );
+    const span = steerSpan()!;
+    expect(span.name).toBe(SpanNames.DECISION);
+    expect(span.events.map((e) => e.name)).toEqual(['guard.steer']);
+    expect(span.attributes).toMatchObject({ [Attr.REASON]: 'same_call_repeat', [Attr.RULE]: 'before.5' });
+  });
+
   it('records the stop and the close as agent.run.end spans', () => {
     const ends = runSpans().filter((s) => s.name === SpanNames.RUN_END);
     expect(

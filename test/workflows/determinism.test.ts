@@ -157,6 +157,23 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
+  async 'steered-then-completed'(h) {
+    // Steering (issue 17): the third search is steered, not run; the script writes and completes.
+    const run = await h.start(
+      live(
+        [
+          search('steer'),
+          search('steer'),
+          search('steer'),
+          { tool: 'write_record', args: { id: 'hist-steer', body: 'b' } },
+          { tool: 'complete_task', args: { summary: 'ok' } },
+        ],
+        { guard: { steerLimit: 1 } },
+      ),
+    );
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
   async 'continued-as-new-first-run'(h) {
     const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));

@@ -62,16 +62,17 @@ describe('a durable run with the Anthropic planner', () => {
       reason: 'same_call_repeat',
       executed: 2,
     });
-    expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'stop']);
+    // An LLM run steers twice by default (docs/spec.md §3.3): the model is told, ignores it, stops.
+    expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer', 'steer', 'stop']);
     // The tool really ran twice, never a third time.
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
-    // Three model requests, each carrying the key in its header — so the key was in play.
-    expect(server.messageRequests()).toHaveLength(3);
+    // Five model requests (sameCallLimit + steerLimit + 1), each carrying the key in its header.
+    expect(server.messageRequests()).toHaveLength(5);
     const auth = server.requests.map((r) => String(r.headers.authorization ?? r.headers['x-api-key'] ?? ''));
     expect(auth.every((a) => a.includes(KEY))).toBe(true);
     // Token usage reached the guard's budgets.
     const status = await run.handle.query('status');
-    expect((status as { usage: { tokens: number } }).usage.tokens).toBe(3 * 150);
+    expect((status as { usage: { tokens: number } }).usage.tokens).toBe(5 * 150);
 
     const history = await run.handle.fetchHistory();
     const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
@@ -87,6 +88,8 @@ describe('a durable run with the Anthropic planner', () => {
     const run = await h.start({
       goal: 'keep researching',
       planner: PLANNER,
+      // Without steering: this is about what a resumed model is (not) told.
+      guard: { steerLimit: 0 },
       resumeWindowMs: 60_000,
     });
     await waitFor(

@@ -90,7 +90,7 @@ export function createAgentSinkTelemetry(t: AgentSinkTargets): AgentTelemetry {
         [Attr.STEP]: e.step,
         [Attr.PROGRESS_VERSION]: e.progressVersion,
       });
-      span(SpanNames.DECISION, e.runId, EventNames.DECISION, a);
+      span(SpanNames.DECISION, e.runId, e.decision === 'steer' ? EventNames.STEER : EventNames.DECISION, a);
       decisions?.add(1, {
         [MetricAttr.PHASE]: e.phase,
         [MetricAttr.RULE]: e.rule,

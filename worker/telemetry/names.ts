@@ -14,6 +14,8 @@ export const SpanNames = {
 /** Event names on those spans. */
 export const EventNames = {
   DECISION: 'guard.decision',
+  /** A refusal steered back to the model instead of stopping the run (docs/spec.md §3.3). */
+  STEER: 'guard.steer',
   RUN_END: 'agent.run.end',
 } as const;
 

@@ -84,7 +84,7 @@ async function main(): Promise<boolean> {
       '(c) only its own tools are offered',
       deps.registry.names().join(',') === desk.tools.map((t) => t.name).join(','),
     );
-    check('(c) no world database was opened', deps.world === null);
+    check('(c) no tool store of the demo was opened', deps.store === null);
     const worker = await createAgentWorker({ connection, namespace, taskQueue: TASK_QUEUE, deps });
     await worker.runUntil(async () => {
       const start = (input: RunInput) =>

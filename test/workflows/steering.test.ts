@@ -1,0 +1,122 @@
+/**
+ * Steer before stop (docs/spec.md §3.3), durable, through the official OpenAI SDK against a
+ * local server that speaks Chat Completions: a model that is told why its repeated search was
+ * refused and then writes completes; with `steerLimit: 0` the same model stops as before; a
+ * model that ignores every note stops within sameCallLimit + steerLimit + 1 proposals. The
+ * assertions are the tools' own counters, not only the states.
+ */
+import { traceQuery, type RunResult } from '../../common/contracts';
+import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import type { RecordedRequest } from '../planners/servers/http-script';
+import { startHarness, type Harness } from '../helpers/run-harness';
+
+const KEY_ENV = 'STEER_LLM_KEY';
+const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'steer-llm' } as const;
+const SEARCH = { name: 'search', arguments: '{"query":"steering"}' };
+
+/** True once the model has been given the guard's note for a refused call. */
+const told = (req: RecordedRequest) => JSON.stringify(req.body).includes('guard same_call_repeat');
+
+describe('steering (durable, OpenAI protocol)', () => {
+  let h: Harness;
+  let recovering: OpenAIServer;
+  let stubborn: OpenAIServer;
+
+  beforeAll(async () => {
+    process.env[KEY_ENV] = 'sk-test-steer';
+    // Searches until told, then writes once and finishes.
+    recovering = await startOpenAIServer((_i, req) => {
+      const body = JSON.stringify(req.body);
+      if (!told(req)) return { tool_calls: [SEARCH] };
+      if (!/written.{0,4}true/.test(body))
+        return { tool_calls: [{ name: 'write_record', arguments: '{"id":"steer-1","body":"found it"}' }] };
+      return { tool_calls: [{ name: 'complete_task', arguments: '{"summary":"recovered after the note"}' }] };
+    });
+    // Ignores every note.
+    stubborn = await startOpenAIServer(() => ({ tool_calls: [SEARCH] }));
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      'steer-llm': { provider: 'openai', baseURL: recovering.baseURL, apiKeyEnv: KEY_ENV },
+      'steer-stubborn': { provider: 'openai', baseURL: stubborn.baseURL, apiKeyEnv: KEY_ENV },
+    });
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+    await recovering?.close();
+    await stubborn?.close();
+    delete process.env[KEY_ENV];
+    delete process.env.AGENT_MODEL_ENDPOINTS;
+  });
+
+  it('a model told why its search was refused writes and completes: search twice, write once', async () => {
+    const before = recovering.completionRequests().length;
+    const run = await h.start({ goal: 'find and record', planner: PLANNER, resumeWindowMs: 500 });
+    const result: RunResult = await run.result();
+    expect(result.terminal_state).toBe('COMPLETED');
+    expect(result.decisions.map((d) => d.decision)).toEqual([
+      'execute',
+      'execute',
+      'steer',
+      'execute',
+      'execute',
+    ]);
+    expect(result.decisions[2]).toMatchObject({
+      decision: 'steer',
+      reason: 'same_call_repeat',
+      tool: 'search',
+    });
+    // The counters: the refused third search never reached the tool.
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2, write_record: 1, complete_task: 1 });
+    expect(await h.worldCounters(run.workflowId)).toEqual({ search: 2, write_record: 1, complete_task: 1 });
+    // The note the model read names the rule's reason code, the evidence and the earlier result.
+    const requests = recovering.completionRequests().slice(before);
+    const noted = requests.find((r) => JSON.stringify(r).includes('guard same_call_repeat'));
+    const text = JSON.stringify(noted);
+    expect(text).toContain('same_call_repeat');
+    expect(text).toMatch(/already ran 2 times/);
+    expect(text).toContain('earlierSteps');
+    // The trace records the steer with its rule.
+    const trace = await run.handle.query(traceQuery, { decision: 'steer', limit: 100 });
+    expect(trace.records).toHaveLength(1);
+    expect(trace.records[0]).toMatchObject({ decision: 'steer', reason: 'same_call_repeat', tool: 'search' });
+  });
+
+  it('with steerLimit 0 the same model is stopped same_call_repeat as before, search twice', async () => {
+    const run = await h.start({
+      goal: 'find and record',
+      planner: PLANNER,
+      guard: { steerLimit: 0 },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      executed: 2,
+    });
+    expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'stop']);
+    expect(result.report?.steers).toBeUndefined();
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
+  });
+
+  it('a model that ignores every note stops same_call_repeat within sameCallLimit + steerLimit + 1 proposals', async () => {
+    const before = stubborn.completionRequests().length;
+    const run = await h.start({
+      goal: 'search forever',
+      planner: { ...PLANNER, endpoint: 'steer-stubborn' },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      executed: 2,
+    });
+    expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer', 'steer', 'stop']);
+    expect(stubborn.completionRequests().length - before).toBe(2 + 2 + 1);
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
+    // The StopReport lists the steers that came before the stop; each steer cost a step.
+    expect(result.report?.steers?.map((s) => s.reason)).toEqual(['same_call_repeat', 'same_call_repeat']);
+    expect(result.report?.steps).toBe(4);
+  });
+});

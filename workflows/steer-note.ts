@@ -1,0 +1,81 @@
+/**
+ * The guard note a steered refusal sends back to the model as the refused call's tool result
+ * (docs/spec.md §3.3): which rule refused it (its reason code), on what evidence, the earlier
+ * result when the run has it, and what would count as progress. Nothing ran. Workflow code.
+ */
+import type { GuardNote, Observation } from '../common/planner';
+import { GuardReason, type SteerDecision } from '../guard';
+
+/** The most characters of an earlier result the note repeats (the model saw it in full before). */
+const MAX_EARLIER_RESULT_CHARS = 2_000;
+
+/** What the run knows about the refused call. */
+export interface SteerEvidence {
+  readonly callId?: string;
+  readonly tool: string;
+  readonly steer: SteerDecision;
+  readonly steerLimit: number;
+  readonly earlierSteps: readonly number[];
+  /** The call's last result (undefined: the run does not have it any more). */
+  readonly earlierResult?: unknown;
+  /** For `precondition_unchanged`: what the call still lacks. */
+  readonly unmet?: string | null;
+}
+
+function words(e: SteerEvidence): { what: string; progress: string } {
+  const at = e.earlierSteps.length > 0 ? ` (steps ${e.earlierSteps.join(', ')})` : '';
+  switch (e.steer.reason) {
+    case GuardReason.SHORT_CYCLE:
+      return {
+        what: `your calls alternate between two calls A-B-A-B without progress; this ${e.tool} call would repeat the cycle${at}`,
+        progress:
+          'a call outside the cycle (another tool or other args) that learns or changes something, or finishing',
+      };
+    case GuardReason.PRECONDITION_UNCHANGED:
+      return {
+        what: `this exact ${e.tool} call already failed its precondition${at}${e.unmet ? ` (${e.unmet})` : ''} and nothing has changed since`,
+        progress: 'a call that changes what the precondition needs, a different call, or finishing',
+      };
+    default:
+      return {
+        what: `this exact ${e.tool} call (same args) already ran ${e.steer.count} time${e.steer.count === 1 ? '' : 's'}${at} without progress`,
+        progress: 'a different call (other args or another tool) whose result is new, a write, or finishing',
+      };
+  }
+}
+
+/** The observation a steered refusal answers the call with. */
+export function steerObservation(e: SteerEvidence): Observation {
+  const { what, progress } = words(e);
+  const left = Math.max(0, e.steerLimit - e.steer.steers);
+  const stop =
+    left === 0
+      ? 'the next refusal stops the run'
+      : `${left} more refusal(s) will be explained, then the run stops`;
+  const note = `guard ${e.steer.reason}: ${what}. It was not run again. Progress would be ${progress}; ${stop}.`;
+  const guard: GuardNote = {
+    rule: e.steer.reason,
+    note,
+    times: e.steer.count,
+    earlierSteps: [...e.earlierSteps],
+    ...(e.earlierResult !== undefined ? { earlierResult: bounded(e.earlierResult) } : {}),
+    progress,
+    steersLeft: left,
+  };
+  return {
+    tool: e.tool,
+    kind: 'PRECONDITION',
+    code: e.steer.reason,
+    unmet: note,
+    guard,
+    ...(e.callId ? { callId: e.callId } : {}),
+  };
+}
+
+/** An earlier result as the note repeats it: whole when short, else a prefix of its JSON. */
+function bounded(v: unknown): unknown {
+  const json = JSON.stringify(v) ?? 'null';
+  return json.length <= MAX_EARLIER_RESULT_CHARS
+    ? v
+    : { preview: json.slice(0, MAX_EARLIER_RESULT_CHARS), truncated: true };
+}

@@ -242,6 +242,7 @@ const guardStateSchema = z
     windowLength: count,
     counts: z.array(z.tuple([z.string(), count])),
     lastKinds: z.array(z.tuple([z.string(), z.string()])),
+    exacts: z.array(z.tuple([z.string(), z.string()])).optional(),
     lastThree: z.array(z.string()).max(3),
     honoured: z.array(z.tuple([z.string(), count])),
     lastExecutions: z.array(

@@ -32,6 +32,8 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
       })
       .strict(),
     nonSemantic: ['requestId'],
+    // The same question in other words is a repeat (docs/spec.md §3, Near repeats).
+    similarArgs: ['query'],
     async execute(args, ctx) {
       await world.countCall(ctx.runId, 'search', ctx.tx);
       const offset = Number(args.cursor ?? '0');

@@ -2,6 +2,7 @@
  * Fingerprints: tool name + canonical arguments (docs/spec.md §3).
  */
 import { canonicalize, hashCanonical, removePaths, setOwn, type Json } from './canonical';
+import { similarKeyOf } from './near';
 
 /**
  * How a tool's arguments are normalised before fingerprinting. Registered tools pass a
@@ -15,6 +16,8 @@ export interface ArgsSpec {
   readonly defaults?: Readonly<Record<string, unknown>>;
   /** Dot paths whose values never change a tool's result. */
   readonly nonSemantic?: readonly string[];
+  /** Top-level free-text args whose wording does not matter to the repeat rules (guard/near.ts). */
+  readonly similarArgs?: readonly string[];
 }
 
 /** Normalised arguments: the canonical value and the fingerprint derived from it. */
@@ -24,6 +27,8 @@ export interface NormalizedCall {
   readonly canonicalArgs: Json;
   /** `tool:16-hex-digit-hash` of the canonical args. */
   readonly fingerprint: string;
+  /** The near-repeat key (guard/near.ts) when the tool declares `similarArgs`; else absent. */
+  readonly similarKey?: string;
 }
 
 /** Fingerprint of already-canonical args. */
@@ -59,9 +64,12 @@ export function fingerprintCall(tool: string, args: unknown, spec: ArgsSpec = {}
  */
 export function normalizeCall(tool: string, args: unknown, spec: ArgsSpec = {}): NormalizedCall {
   const prepared = prepare(args, spec);
+  const canonicalArgs = canonicalize(prepared);
+  const similarKey = similarKeyOf(tool, canonicalArgs, spec.similarArgs);
   return {
     tool,
-    canonicalArgs: canonicalize(prepared),
+    canonicalArgs,
     fingerprint: `${tool}:${hashCanonical(prepared)}`,
+    ...(similarKey ? { similarKey } : {}),
   };
 }

@@ -17,6 +17,8 @@ export interface LastExecution {
 export interface WindowEntry {
   count: number;
   kind: ResultKind;
+  /** For a near-repeat key: the exact fingerprint all its entries share, or `*` once they differ. */
+  exact?: string;
 }
 
 /** The call `before()` let through and `after()` has not recorded yet. */
@@ -51,6 +53,8 @@ export interface GuardStateJson {
   readonly windowLength: number;
   readonly counts: ReadonlyArray<readonly [string, number]>;
   readonly lastKinds: ReadonlyArray<readonly [string, ResultKind]>;
+  /** Near-repeat keys' exact fingerprints (`WindowEntry.exact`); absent when there are none. */
+  readonly exacts?: ReadonlyArray<readonly [string, string]>;
   readonly lastThree: readonly string[];
   readonly honoured: ReadonlyArray<readonly [string, number]>;
   readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
@@ -98,19 +102,27 @@ export function configFromJson(c: GuardStateJson['config']): GuardConfigInput {
 /** The window as JSON: its counts and latest result kinds per fingerprint, in window order. */
 export function windowToJson(
   window: ReadonlyMap<string, WindowEntry>,
-): Pick<GuardStateJson, 'counts' | 'lastKinds'> {
+): Pick<GuardStateJson, 'counts' | 'lastKinds' | 'exacts'> {
+  const exacts = [...window].flatMap(([k, e]) => (e.exact === undefined ? [] : [[k, e.exact] as const]));
   return {
     counts: [...window].map(([fp, e]) => [fp, e.count] as const),
     lastKinds: [...window].map(([fp, e]) => [fp, e.kind] as const),
+    ...(exacts.length > 0 ? { exacts } : {}),
   };
 }
 
 /** The window from JSON (a fingerprint with no recorded kind counts as SUCCESS). */
 export function windowFromJson(
-  state: Pick<GuardStateJson, 'counts' | 'lastKinds'>,
+  state: Pick<GuardStateJson, 'counts' | 'lastKinds' | 'exacts'>,
 ): Map<string, WindowEntry> {
   const kinds = new Map(state.lastKinds);
+  const exacts = new Map(state.exacts ?? []);
   return new Map(
-    state.counts.map(([fp, count]) => [fp, { count, kind: kinds.get(fp) ?? 'SUCCESS' }] as const),
+    state.counts.map(([fp, count]) => {
+      const exact = exacts.get(fp);
+      const entry: WindowEntry = { count, kind: kinds.get(fp) ?? 'SUCCESS' };
+      if (exact !== undefined) entry.exact = exact;
+      return [fp, entry] as const;
+    }),
   );
 }

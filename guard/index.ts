@@ -7,6 +7,7 @@ export * from './reasons';
 export * from './schemas';
 export * from './canonical';
 export * from './fingerprint';
+export * from './near';
 export * from './loop-guard';
 export * from './report';
 export * from './outcome';

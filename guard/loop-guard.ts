@@ -38,6 +38,11 @@ export interface GuardCall {
   readonly tool: string;
   readonly fingerprint: string;
   readonly operationKey?: string | null;
+  /**
+   * The near-repeat key (guard/near.ts) of a tool that declares `similarArgs`: the repeat rules
+   * count calls by it instead of the exact fingerprint (docs/spec.md §3, Near repeats).
+   */
+  readonly similarKey?: string | null;
   /** Tokens and cost the planner spent proposing this call. */
   readonly usage?: Partial<Usage>;
 }
@@ -84,6 +89,7 @@ export type { GuardStateJson, Steer } from './guard-state';
 /** The rules whose refusals may steer (docs/spec.md §3.3); every other stop stops. */
 export const STEERABLE_REASONS: ReadonlySet<string> = new Set([
   GuardReason.SAME_CALL_REPEAT,
+  GuardReason.NEAR_CALL_REPEAT,
   GuardReason.SHORT_CYCLE,
   GuardReason.PRECONDITION_UNCHANGED,
 ]);
@@ -225,16 +231,25 @@ export class LoopGuard {
     if (this.tokens > config.maxTokens) return this.stop(GuardReason.TOKEN_BUDGET);
     if (this.costUsd > config.maxCostUsd) return this.stop(GuardReason.COST_BUDGET);
 
+    // The repeat rules count by the near-repeat key when the tool declares one; polls and the
+    // completed ledger stay exact.
+    const windowKey = call.similarKey ?? fp;
     const last = this.lastExecutions.size > 0 ? this.lastExecutions.get(fp) : undefined;
     const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
-    const entry = this.window.get(fp);
+    const entry = this.window.get(windowKey);
     if (honouredPoll) {
       if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
     } else {
-      if (entry !== undefined && entry.count >= config.sameCallLimit)
-        return this.refuse(GuardReason.SAME_CALL_REPEAT, fp, entry.count);
+      if (entry !== undefined && entry.count >= config.sameCallLimit) {
+        const reworded = entry.exact !== undefined && entry.exact !== fp;
+        return this.refuse(
+          reworded ? GuardReason.NEAR_CALL_REPEAT : GuardReason.SAME_CALL_REPEAT,
+          fp,
+          entry.count,
+        );
+      }
       const [x, y, z] = this.lastThree;
-      if (this.lastThree.length === 3 && x === z && x !== y && fp === y)
+      if (this.lastThree.length === 3 && x === z && x !== y && windowKey === y)
         return this.refuse(GuardReason.SHORT_CYCLE, fp, entry?.count ?? 1);
     }
 
@@ -276,7 +291,7 @@ export class LoopGuard {
     } else if (flight.cached || !flight.honouredPoll) {
       this.noProgress += 1;
     }
-    this.enterWindow(fp, kind);
+    this.enterWindow(call.similarKey ?? fp, kind, call.similarKey ? fp : undefined);
 
     if (!flight.cached) {
       const wait = result.kind === 'PENDING' || result.kind === 'RETRYABLE' ? result.retryAfterMs : undefined;
@@ -414,15 +429,17 @@ export class LoopGuard {
     if (this.honoured.size > 0) this.honoured.clear();
   }
 
-  private enterWindow(fp: string, kind: ResultKind): void {
+  /** Enters a call under its window key; `exact` is its fingerprint when the key is a near-repeat key. */
+  private enterWindow(key: string, kind: ResultKind, exact?: string): void {
     this.windowLength += 1;
-    const entry = this.window.get(fp);
-    if (entry === undefined) this.window.set(fp, { count: 1, kind });
+    const entry = this.window.get(key);
+    if (entry === undefined) this.window.set(key, exact === undefined ? { count: 1, kind } : { count: 1, kind, exact });
     else {
       entry.count += 1;
       entry.kind = kind;
+      if (exact !== undefined && entry.exact !== exact) entry.exact = '*';
     }
-    this.lastThree.push(fp);
+    this.lastThree.push(key);
     if (this.lastThree.length > 3) this.lastThree.shift();
   }
 

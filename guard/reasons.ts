@@ -16,6 +16,8 @@ export const GuardReason = {
   COST_BUDGET: 'cost_budget',
   WAIT_BUDGET: 'wait_budget',
   SAME_CALL_REPEAT: 'same_call_repeat',
+  /** Rule 5 for calls that differ only in the wording of a tool's `similarArgs` (§3, Near repeats). */
+  NEAR_CALL_REPEAT: 'near_call_repeat',
   SHORT_CYCLE: 'short_cycle',
   PRECONDITION_UNCHANGED: 'precondition_unchanged',
   IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
@@ -132,6 +134,7 @@ export function raiseKeyOf(reason: string): BudgetKey | null {
 /** Loop reasons: lifted when external state moved past the checkpoint. */
 export const LOOP_REASONS: ReadonlySet<string> = new Set([
   GuardReason.SAME_CALL_REPEAT,
+  GuardReason.NEAR_CALL_REPEAT,
   GuardReason.SHORT_CYCLE,
   GuardReason.NO_PROGRESS,
   GuardReason.PRECONDITION_UNCHANGED,
@@ -257,6 +260,7 @@ export function ruleOf(phase: 'before' | 'after' | 'run', decision: string, reas
       case GuardReason.WAIT_BUDGET:
         return 'before.4';
       case GuardReason.SAME_CALL_REPEAT:
+      case GuardReason.NEAR_CALL_REPEAT:
         return 'before.5';
       case GuardReason.SHORT_CYCLE:
         return 'before.6';

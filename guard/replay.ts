@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AgentLoopGuardError } from '../common/errors';
 import { TerminalState } from './constants';
-import { fingerprintCall, type ArgsSpec } from './fingerprint';
+import { fingerprintCall, normalizeCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
 import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
@@ -24,6 +24,8 @@ const fixtureToolSchema = z
     effect: z.enum(['read', 'write']).default('read'),
     defaults: z.record(z.string(), z.unknown()).optional(),
     nonSemantic: z.array(z.string()).optional(),
+    /** The tool's free-text args for the near-repeat rule (docs/spec.md §3, Near repeats). */
+    similarArgs: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -117,7 +119,7 @@ export function parseReplayFile(value: unknown): ReplayFile {
 export function fixtureArgsSpecs(file: ReplayFile): Map<string, ArgsSpec> {
   const specs = new Map<string, ArgsSpec>();
   for (const [name, tool] of Object.entries(file.tools ?? {})) {
-    specs.set(name, { defaults: tool.defaults, nonSemantic: tool.nonSemantic });
+    specs.set(name, { defaults: tool.defaults, nonSemantic: tool.nonSemantic, similarArgs: tool.similarArgs });
   }
   return specs;
 }
@@ -158,10 +160,13 @@ export function replay(file: ReplayFile): ReplayOutcome {
   for (let index = 0; index < file.calls.length; index++) {
     const raw = file.calls[index] as ReplayCall;
     atMs = raw.atMs ?? atMs;
-    const fingerprint = fingerprintCall(raw.tool, raw.args ?? {}, specs.get(raw.tool));
+    const spec = specs.get(raw.tool);
+    const n = spec?.similarArgs ? normalizeCall(raw.tool, raw.args ?? {}, spec) : null;
+    const fingerprint = n ? n.fingerprint : fingerprintCall(raw.tool, raw.args ?? {}, spec);
     const call = {
       tool: raw.tool,
       fingerprint,
+      similarKey: n?.similarKey ?? null,
       operationKey: raw.operationKey ?? null,
       usage: raw.usage,
     };

@@ -36,6 +36,8 @@ function unmetFor(reason: string, guard: LoopGuard): string | null {
       return `more than ${guard.config.maxWaitPolls} honoured polls without progress`;
     case GuardReason.SAME_CALL_REPEAT:
       return `the same call ran ${guard.config.sameCallLimit} times without progress`;
+    case GuardReason.NEAR_CALL_REPEAT:
+      return `the same call, reworded, ran ${guard.config.sameCallLimit} times without progress`;
     case GuardReason.SHORT_CYCLE:
       return 'calls alternate A-B-A-B without progress';
     case GuardReason.NO_PROGRESS:

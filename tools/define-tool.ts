@@ -56,6 +56,13 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly operationKey?: (args: z.output<S>) => string | null;
   /** Dot paths that never change the result (request ids, trace ids). */
   readonly nonSemantic?: readonly string[];
+  /**
+   * Top-level free-text args whose wording does not change the request (a search `query`):
+   * two calls whose other args are equal and whose declared text has the same words count as
+   * one call for the repeat rules, reason `near_call_repeat` (docs/spec.md §3, Near repeats).
+   * Each must be a key of the args schema. Off unless declared (for writes too).
+   */
+  readonly similarArgs?: readonly string[];
   /** The tool forwards the operation key to its vendor, so re-running it is safe. */
   readonly vendorIdempotent?: boolean;
   /** The tool's store is the ledger's database: its write commits with the ledger record. */
@@ -121,6 +128,14 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
   }
   if (!(def.schema instanceof z.ZodType))
     throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
+  if (def.similarArgs && def.similarArgs.length > 0) {
+    const shape = def.schema instanceof z.ZodObject ? (def.schema.shape as Record<string, unknown>) : null;
+    const missing = def.similarArgs.filter((a) => !shape || !Object.hasOwn(shape, a));
+    if (missing.length > 0)
+      throw new TypeError(
+        `defineTool(${def.name}): similarArgs names ${missing.map((a) => `"${a}"`).join(', ')}, which the args schema ${shape ? 'does not have' : 'cannot show (not a z.object)'}`,
+      );
+  }
   return def;
 }
 

@@ -18,6 +18,8 @@ export interface NormalizedProposal {
   readonly args: unknown;
   readonly canonicalArgs: unknown;
   readonly fingerprint: string;
+  /** The near-repeat key when the tool declares `similarArgs` (guard/near.ts); absent otherwise. */
+  readonly similarKey?: string;
   /** `sha256:<hex>` of the same canonical form: what the ledger compares (docs/spec.md §8). */
   readonly argsHash: string;
   readonly operationKey: string | null;
@@ -74,12 +76,16 @@ export class ToolRegistry {
       operationKey: string | null,
       rejection: ToolResult | null,
     ): NormalizedProposal => {
-      const n = normalizeCall(toolName, value, { nonSemantic: tool?.nonSemantic });
+      const n = normalizeCall(toolName, value, {
+        nonSemantic: tool?.nonSemantic,
+        similarArgs: rejection ? undefined : tool?.similarArgs,
+      });
       return {
         tool: toolName,
         args: value,
         canonicalArgs: n.canonicalArgs,
         fingerprint: n.fingerprint,
+        ...(n.similarKey ? { similarKey: n.similarKey } : {}),
         argsHash: sha256ArgsHash(toolName, n.canonicalArgs),
         operationKey,
         effect: tool?.effect ?? 'read',

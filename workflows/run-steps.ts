@@ -175,6 +175,7 @@ export class RunSteps {
     const call = {
       tool: p.tool,
       fingerprint: p.fingerprint,
+      similarKey: p.similarKey ?? null,
       operationKey: p.operationKey,
       usage: turn.usage,
     };

@@ -31,6 +31,11 @@ function words(e: SteerEvidence): { what: string; progress: string } {
         progress:
           'a call outside the cycle (another tool or other args) that learns or changes something, or finishing',
       };
+    case GuardReason.NEAR_CALL_REPEAT:
+      return {
+        what: `this ${e.tool} call asks, in other words, what an earlier one already asked; it ran ${e.steer.count} time${e.steer.count === 1 ? '' : 's'}${at} without progress`,
+        progress: 'a call that asks for something else (other words that change the request, another tool) or finishing',
+      };
     case GuardReason.PRECONDITION_UNCHANGED:
       return {
         what: `this exact ${e.tool} call already failed its precondition${at}${e.unmet ? ` (${e.unmet})` : ''} and nothing has changed since`,

@@ -118,6 +118,7 @@ export function createPlanActivity(ctx: ActivityContext) {
           args: turn.args,
           canonicalArgs: n.canonicalArgs,
           fingerprint: n.fingerprint,
+          ...(n.similarKey ? { similarKey: n.similarKey } : {}),
           argsHash: sha256ArgsHash(turn.tool, n.canonicalArgs),
           operationKey: turn.operationKey ?? null,
           effect: file.tools?.[turn.tool]?.effect ?? 'read',

@@ -8,6 +8,12 @@ import { worldCommand } from '../demo/world-command';
 
 /** Runs agentctl on `argv` and sets process.exitCode. */
 export function run(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  // `agentctl … | head`: a reader that went away is the end of the output, not a crash.
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
   return cli(argv, [worldCommand]);
 }
 

@@ -35,15 +35,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
 import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../devserver/dev-server';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
-import { createAgentWorker } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import {
   bytesOfTurns,
@@ -56,6 +53,7 @@ import {
 } from './long-history';
 import { cliFlags, intFlag } from '../scripts/cli-args';
 import { openDemoWorkerDeps } from '../demo/deps';
+import { runBench, startBenchWorker } from './bench-worker';
 
 interface Options {
   turns: number;
@@ -377,25 +375,15 @@ async function main(): Promise<void> {
   const dbFile = join(dir, 'agent.db');
   const dbUrl = `sqlite:${dbFile}`;
   const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
-  const native = await NativeConnection.connect({ address: server.address });
-  const connection = await Connection.connect({
+  const bench = await startBenchWorker({
     address: server.address,
-    channelArgs: LONG_HISTORY_CHANNEL_ARGS,
-  });
-  const dataConverter = dataConverterOf(
-    loadPayloadCodec({ AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}` }),
-  );
-  const client = new Client({ connection, namespace: server.namespace, dataConverter });
-  const taskQueue = `bench-long-${randomUUID()}`;
-  const worker = await createAgentWorker({
-    dataConverter,
-    connection: native,
     namespace: server.namespace,
-    taskQueue,
     deps,
     workflowBundle: bundle,
+    name: 'long',
+    channelArgs: LONG_HISTORY_CHANNEL_ARGS,
   });
-  const running = worker.run();
+  const { client, taskQueue } = bench;
   try {
     const supported = o.contextTokens > 0 && contextTokensSupported();
     const contextTokensNote =
@@ -461,25 +449,11 @@ async function main(): Promise<void> {
     );
     process.stdout.write(o.json ? `${JSON.stringify(out)}\n` : longTable(out));
   } finally {
-    worker.shutdown();
-    await running.catch(() => undefined);
-    await deps.close();
-    await connection.close();
-    await native.close();
+    await bench.close();
     await server.stop();
     await model.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      process.stderr.write(
-        `bench:long failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-      );
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench('bench:long', main);

@@ -35,20 +35,18 @@
  *
  * Flags: --json (one JSON object on stdout instead of the table)
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
 import { traceQuery, type RunInput, type RunResult } from '../common/contracts';
 import type { TraceRecord } from '../guard';
 import { startDevServer } from '../devserver/dev-server';
-import { createAgentWorker } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { openDemoWorkerDeps } from '../demo/deps';
+import { runBench, startBenchWorker } from './bench-worker';
 import { runCounters } from '../client/counters';
 import {
   startOpenAIServer,
@@ -219,23 +217,14 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-loops-'));
   const ledgerUrl = `sqlite:${join(dir, 'agent.db')}`;
   const deps = await openDemoWorkerDeps({ ledgerUrl, worldUrl: ledgerUrl, pollAfterMs: 200 });
-  const native = await NativeConnection.connect({ address: server.address });
-  const connection = await Connection.connect({ address: server.address });
-  // Payloads are encrypted (the default policy): worker and client share one fresh key.
-  const dataConverter = dataConverterOf(
-    loadPayloadCodec({ AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}` }),
-  );
-  const client = new Client({ connection, namespace: server.namespace, dataConverter });
-  const taskQueue = `bench-loops-${randomUUID()}`;
-  const worker = await createAgentWorker({
-    dataConverter,
-    connection: native,
+  const bench = await startBenchWorker({
+    address: server.address,
     namespace: server.namespace,
-    taskQueue,
     deps,
     workflowBundle: bundle,
+    name: 'loops',
   });
-  const running = worker.run();
+  const { client, taskQueue } = bench;
 
   const rows: Row[] = [];
   try {
@@ -294,11 +283,7 @@ async function main(): Promise<void> {
       });
     }
   } finally {
-    worker.shutdown();
-    await running.catch(() => undefined);
-    await deps.close();
-    await connection.close();
-    await native.close();
+    await bench.close();
     await server.stop();
     for (const s of servers) await s.close();
     rmSync(dir, { recursive: true, force: true });
@@ -354,12 +339,4 @@ async function main(): Promise<void> {
   process.stdout.write(out.join('\n'));
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(
-      `bench:loops failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runBench('bench:loops', main);

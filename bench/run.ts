@@ -55,6 +55,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
+import { runBench } from './bench-worker';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { findPostgresBin } from '../scripts/chaos/postgres';
@@ -679,12 +680,4 @@ async function main(): Promise<void> {
   process.stdout.write(out.join('\n'));
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(
-      `bench:run failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runBench('bench:run', main);

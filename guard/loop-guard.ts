@@ -433,7 +433,8 @@ export class LoopGuard {
   private enterWindow(key: string, kind: ResultKind, exact?: string): void {
     this.windowLength += 1;
     const entry = this.window.get(key);
-    if (entry === undefined) this.window.set(key, exact === undefined ? { count: 1, kind } : { count: 1, kind, exact });
+    if (entry === undefined)
+      this.window.set(key, exact === undefined ? { count: 1, kind } : { count: 1, kind, exact });
     else {
       entry.count += 1;
       entry.kind = kind;

@@ -18,7 +18,11 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
 
 /** The token set of a text: lower-case letter/digit runs, stop words dropped, unique, sorted. */
 export function similarTokens(text: string): string[] {
-  const words = text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words =
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? [];
   return [...new Set(words.filter((w) => !STOP_WORDS.has(w)))].sort();
 }
 
@@ -27,9 +31,14 @@ export function similarTokens(text: string): string[] {
  * the token sets of the declared ones. Null when the tool declares none, or when none of them
  * is in the args (the exact fingerprint then decides alone).
  */
-export function similarKeyOf(tool: string, canonicalArgs: Json, similarArgs: readonly string[] | undefined): string | null {
+export function similarKeyOf(
+  tool: string,
+  canonicalArgs: Json,
+  similarArgs: readonly string[] | undefined,
+): string | null {
   if (!similarArgs || similarArgs.length === 0) return null;
-  if (canonicalArgs === null || typeof canonicalArgs !== 'object' || Array.isArray(canonicalArgs)) return null;
+  if (canonicalArgs === null || typeof canonicalArgs !== 'object' || Array.isArray(canonicalArgs))
+    return null;
   const rest: Record<string, Json> = {};
   const texts: Record<string, Json> = {};
   let declared = 0;

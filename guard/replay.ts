@@ -119,7 +119,11 @@ export function parseReplayFile(value: unknown): ReplayFile {
 export function fixtureArgsSpecs(file: ReplayFile): Map<string, ArgsSpec> {
   const specs = new Map<string, ArgsSpec>();
   for (const [name, tool] of Object.entries(file.tools ?? {})) {
-    specs.set(name, { defaults: tool.defaults, nonSemantic: tool.nonSemantic, similarArgs: tool.similarArgs });
+    specs.set(name, {
+      defaults: tool.defaults,
+      nonSemantic: tool.nonSemantic,
+      similarArgs: tool.similarArgs,
+    });
   }
   return specs;
 }

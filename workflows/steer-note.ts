@@ -34,7 +34,8 @@ function words(e: SteerEvidence): { what: string; progress: string } {
     case GuardReason.NEAR_CALL_REPEAT:
       return {
         what: `this ${e.tool} call asks, in other words, what an earlier one already asked; it ran ${e.steer.count} time${e.steer.count === 1 ? '' : 's'}${at} without progress`,
-        progress: 'a call that asks for something else (other words that change the request, another tool) or finishing',
+        progress:
+          'a call that asks for something else (other words that change the request, another tool) or finishing',
       };
     case GuardReason.PRECONDITION_UNCHANGED:
       return {

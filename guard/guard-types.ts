@@ -1,0 +1,91 @@
+/**
+ * The loop guard's contract types (guard/loop-guard.ts): the call it judges, what `before()`
+ * and `after()` answer, its options, the rules that may steer, and its sequence error.
+ */
+import { AgentLoopGuardError } from '../common/errors';
+import type { AfterDecision, TerminalState } from './constants';
+import { GuardReason } from './reasons';
+import type { Usage } from './schemas';
+
+/** A proposed call as the guard sees it: fingerprinted already. */
+export interface GuardCall {
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly operationKey?: string | null;
+  /**
+   * The near-repeat key (guard/near.ts) of a tool that declares `similarArgs`: the repeat rules
+   * count calls by it instead of the exact fingerprint (docs/spec.md §3, Near repeats).
+   */
+  readonly similarKey?: string | null;
+  /** Tokens and cost the planner spent proposing this call. */
+  readonly usage?: Partial<Usage>;
+}
+
+/** A decision that stops the run. */
+export interface StopDecision {
+  readonly decision: 'stop';
+  readonly reason: string;
+  readonly terminalState: TerminalState;
+}
+
+/**
+ * A refusal by a repeat rule that goes back to the planner instead of stopping the run
+ * (docs/spec.md §3.3): the call does not run, the step is spent, the planner is told why.
+ */
+export interface SteerDecision {
+  readonly decision: 'steer';
+  /** The rule's reason code. */
+  readonly reason: string;
+  /** How often this call already ran in the current window. */
+  readonly count: number;
+  /** The steers of this run so far, this one included (never more than `steerLimit`). */
+  readonly steers: number;
+}
+
+/** What `before()` decided. */
+export type BeforeResult =
+  | { readonly decision: 'execute'; readonly honouredPoll: boolean }
+  | { readonly decision: 'return_cached_success'; readonly honouredPoll: boolean }
+  | SteerDecision
+  | StopDecision;
+
+/** What `after()` decided. */
+export type AfterResult =
+  | {
+      readonly decision: Exclude<AfterDecision, 'stop'>;
+      /** For `retry_after_backoff` / `wait_bounded`: the server-given wait. */
+      readonly retryAfterMs?: number;
+    }
+  | (StopDecision & { readonly decision: 'stop' });
+
+/** The rules whose refusals may steer (docs/spec.md §3.3); every other stop stops. */
+export const STEERABLE_REASONS: ReadonlySet<string> = new Set([
+  GuardReason.SAME_CALL_REPEAT,
+  GuardReason.NEAR_CALL_REPEAT,
+  GuardReason.SHORT_CYCLE,
+  GuardReason.PRECONDITION_UNCHANGED,
+]);
+
+/** Options for a new guard. */
+export interface LoopGuardOptions {
+  /** When the run's wall clock starts (the replay's run starts at 0). */
+  readonly startMs?: number;
+  /** The checkpoint's progress version on resume, else the world's version at start. */
+  readonly initialProgressVersion?: number;
+  /**
+   * Operation keys already in the completed ledger. A `null` fingerprint (a key known
+   * only by name, e.g. from a replay file's `completed`) matches any call.
+   */
+  readonly completed?: Iterable<readonly [string, string | null]> | Iterable<string>;
+  /**
+   * FATAL codes that end the run NEEDS_HUMAN in addition to docs/spec.md §2's three (the durable
+   * run adds `outcome_unknown` and `idempotency_conflict` from the ledger). Not part of
+   * the serialised config: the runtime passes the same set when it restores a guard.
+   */
+  readonly needsHumanCodes?: Iterable<string>;
+}
+
+/** Raised when the guard is driven out of order (after() without before(), etc.). */
+export class GuardSequenceError extends AgentLoopGuardError {
+  readonly code = 'guard_sequence_violation';
+}

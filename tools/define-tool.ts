@@ -129,11 +129,18 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
   if (!(def.schema instanceof z.ZodType))
     throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
   if (def.similarArgs && def.similarArgs.length > 0) {
-    const shape = def.schema instanceof z.ZodObject ? (def.schema.shape as Record<string, unknown>) : null;
+    // The zod object's keys, else (an MCP tool's compiled schema) its JSON Schema's properties.
+    const props = def.inputJsonSchema?.properties;
+    const shape =
+      def.schema instanceof z.ZodObject
+        ? (def.schema.shape as Record<string, unknown>)
+        : props && typeof props === 'object'
+          ? (props as Record<string, unknown>)
+          : null;
     const missing = def.similarArgs.filter((a) => !shape || !Object.hasOwn(shape, a));
     if (missing.length > 0)
       throw new TypeError(
-        `defineTool(${def.name}): similarArgs names ${missing.map((a) => `"${a}"`).join(', ')}, which the args schema ${shape ? 'does not have' : 'cannot show (not a z.object)'}`,
+        `defineTool(${def.name}): similarArgs names ${missing.map((a) => `"${a}"`).join(', ')}, which the args schema ${shape ? 'does not have' : 'cannot show (neither a z.object nor JSON Schema properties)'}`,
       );
   }
   return def;

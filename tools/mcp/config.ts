@@ -48,6 +48,8 @@ export const toolOverrideSchema = z
     operationKey: operationKeySchema.optional(),
     /** Dot paths the fingerprint ignores (request ids, trace ids). */
     nonSemantic: z.array(nonEmpty).optional(),
+    /** Top-level free-text args whose wording the repeat rules ignore (docs/spec.md §3, Near repeats). */
+    similarArgs: z.array(nonEmpty).optional(),
     /** A person must approve each call (the approval flow: the run stops NEEDS_HUMAN approval_required). */
     requiresApproval: z.boolean().optional(),
     /** Overrides the re-execution safety derived from `idempotentHint`. */

@@ -119,6 +119,7 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
     // planner names one (never a random id: that would defeat the ledger).
     ...(effect === 'write' ? { operationKey: operationKey ?? (() => null) } : {}),
     nonSemantic,
+    ...(o.similarArgs ? { similarArgs: o.similarArgs } : {}),
     vendorIdempotent: o.vendorIdempotent ?? ann.idempotentHint === true,
     // A network call to the server: no world transaction (no lock held, calls run concurrently).
     usesWorldTransaction: false,

@@ -7,12 +7,31 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
+import { agentConfigDir } from '../connection/config-dir';
 import { checkpointSchema, type Checkpoint } from '../common/contracts';
 import { canonicalJson } from '../guard/canonical';
 
-/** Where a worker keeps its checkpoint key when none is given (created on first use, 0600). */
-export const DEFAULT_CHECKPOINT_KEY_FILE = 'data/checkpoint.key';
+/**
+ * Where workers before issue 16's rooms kept the key, relative to the working directory: still
+ * used when it exists there, so a deployment keeps its key (and its sealed checkpoints).
+ */
+export const LEGACY_CHECKPOINT_KEY_FILE = 'data/checkpoint.key';
+
+/**
+ * The checkpoint key file a worker uses when none is named: the legacy `./data/checkpoint.key`
+ * when it exists, else `<config dir>/checkpoint.key` (connection/config-dir.ts: absolute, so
+ * workers started from different directories seal alike).
+ */
+export function defaultCheckpointKeyFile(env: NodeJS.ProcessEnv = process.env): string {
+  if (existsSync(LEGACY_CHECKPOINT_KEY_FILE)) return LEGACY_CHECKPOINT_KEY_FILE;
+  const dir = agentConfigDir(env);
+  if (dir === null)
+    throw new TypeError(
+      'no home directory for the checkpoint key (~/.config/agent-loop-guard/checkpoint.key): set AGENT_CHECKPOINT_KEY_FILE or AGENT_CHECKPOINT_KEY',
+    );
+  return join(dir, 'checkpoint.key');
+}
 
 /** The HMAC key: `AGENT_CHECKPOINT_KEY` (base64, ≥ 32 bytes; every worker of a fleet needs the same), else a local file. */
 export function checkpointKeyFromEnv(env: NodeJS.ProcessEnv = process.env): Buffer {
@@ -22,7 +41,7 @@ export function checkpointKeyFromEnv(env: NodeJS.ProcessEnv = process.env): Buff
     if (key.length < 32) throw new TypeError('AGENT_CHECKPOINT_KEY must be at least 32 bytes, base64');
     return key;
   }
-  const file = env.AGENT_CHECKPOINT_KEY_FILE ?? DEFAULT_CHECKPOINT_KEY_FILE;
+  const file = env.AGENT_CHECKPOINT_KEY_FILE || defaultCheckpointKeyFile(env);
   if (!existsSync(file)) {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });

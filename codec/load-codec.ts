@@ -24,11 +24,11 @@
  *     server, agentctl against a remote server, a production worker) with a key of its own
  *     would decrypt nothing or write what nobody else can read.
  */
-import { homedir } from 'node:os';
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { AesGcmCodec } from './aes-gcm-codec';
+import { agentConfigDir } from '../connection/config-dir';
 import { CodecConfigError } from './errors';
 import { isMissingFile, parseKeyList, readKeyFile, readOrCreateKeyFile, type KeyRing } from './key-ring';
 
@@ -95,22 +95,13 @@ function warnOnce(o: LoadCodecOptions, message: string): void {
  * @throws CodecConfigError when no home directory can be found (set AGENT_CODEC_KEY_FILE)
  */
 export function defaultKeyFile(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CONFIG_HOME?.trim();
-  if (xdg && isAbsolute(xdg)) return join(xdg, DEFAULT_KEY_FILE_NAME);
-  let home = env.HOME?.trim();
-  if (!home || !isAbsolute(home)) {
-    try {
-      home = homedir();
-    } catch {
-      home = '';
-    }
-  }
-  if (!home || !isAbsolute(home))
+  const dir = agentConfigDir(env);
+  if (dir === null)
     throw new CodecConfigError(
       'no home directory for the default payload key file (~/.config/agent-loop-guard/codec-keys.json): ' +
         'set AGENT_CODEC_KEY_FILE to an absolute path, or AGENT_CODEC_KEYS',
     );
-  return join(home, '.config', DEFAULT_KEY_FILE_NAME);
+  return join(dir, 'codec-keys.json');
 }
 
 /** Where a process's key file is (when its keys come from a file), and why there. */

@@ -109,8 +109,9 @@ export const WORKER_ENV_DOCS = {
   AGENT_OPERATORS_FILE:
     'Operators file (JSON: operators with Ed25519 public keys and roles; roles say which stops they may lift, which budgets they may raise how far, stop, approve). Unset: open mode, every resume/stop accepted unverified (docs/security.md).',
   AGENT_CHECKPOINT_KEY:
-    'Checkpoint seal key (base64, >= 32 bytes), the same on every worker of a fleet; unset: a local data/checkpoint.key made on first use.',
-  AGENT_CHECKPOINT_KEY_FILE: 'Where the local checkpoint seal key lives (default data/checkpoint.key).',
+    'Checkpoint seal key (base64, >= 32 bytes), the same on every worker of a fleet; unset: a key file made on first use (AGENT_CHECKPOINT_KEY_FILE).',
+  AGENT_CHECKPOINT_KEY_FILE:
+    'Where the checkpoint seal key file lives (default: ./data/checkpoint.key if it exists, else $XDG_CONFIG_HOME/agent-loop-guard/checkpoint.key, i.e. ~/.config/agent-loop-guard/checkpoint.key).',
   AGENT_APPROVAL_POLICY:
     'Which calls need a person\'s approval besides tools marked requiresApproval: tool names "a,b", or JSON {"minRisk":"write"|"destructive","tools":[…]} (docs/security.md "Approvals"). Unset: only the tools\' own.',
   AGENT_REAPER_INTERVAL: 'Time between reaper passes: ms, or 90s / 15m / 1h / 1d (default 1h, at least 10s).',

@@ -39,7 +39,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
-import { FAST_DISPATCH_DYNAMIC_CONFIG, startDevServer } from '../devserver/dev-server';
+import { FAST_DISPATCH_DYNAMIC_CONFIG, startThrowawayDevServer } from '../devserver/dev-server';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
 import type { agentRun } from '../workflows';
 import {
@@ -362,15 +362,7 @@ async function main(): Promise<void> {
   process.env.ANTHROPIC_API_KEY = 'dummy';
   // A throwaway checkpoint seal key, so the bench writes nothing under ./data.
   process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
-  const server = await startDevServer({
-    ip: '127.0.0.1',
-    port: 0,
-    dbFile: null,
-    headless: true,
-    quiet: true,
-    logLevel: 'error',
-    dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG,
-  });
+  const server = await startThrowawayDevServer({ dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG });
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-long-'));
   const dbFile = join(dir, 'agent.db');
   const dbUrl = `sqlite:${dbFile}`;

@@ -43,7 +43,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { traceQuery, type RunInput, type RunResult } from '../common/contracts';
 import type { TraceRecord } from '../guard';
-import { startDevServer } from '../devserver/dev-server';
+import { startThrowawayDevServer } from '../devserver/dev-server';
 import type { agentRun } from '../workflows';
 import { openDemoWorkerDeps } from '../demo/deps';
 import { runBench, startBenchWorker } from './bench-worker';
@@ -206,14 +206,7 @@ async function main(): Promise<void> {
 
   log('starting an in-memory dev server + worker…');
   const bundle = await quietWorkflowBundle();
-  const server = await startDevServer({
-    ip: '127.0.0.1',
-    port: 0,
-    dbFile: null,
-    headless: true,
-    quiet: true,
-    logLevel: 'error',
-  });
+  const server = await startThrowawayDevServer();
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-loops-'));
   const ledgerUrl = `sqlite:${join(dir, 'agent.db')}`;
   const deps = await openDemoWorkerDeps({ ledgerUrl, worldUrl: ledgerUrl, pollAfterMs: 200 });

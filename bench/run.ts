@@ -2,7 +2,7 @@
  * `npm run bench:run`: throughput and history cost of the durable run (issue 3 item 12).
  *
  * Everything is in-process and throwaway: the bench starts its own in-memory Temporal dev
- * server (`startDevServer({ port: 0, dbFile: null, headless: true })`), one worker with the
+ * server (`startThrowawayDevServer()`: in memory, port 0, headless), one worker with the
  * real workflow + activities on a fresh temp SQLite file (ledger + demo world), and runs
  * fixture-mode scripted runs (`planner: { kind: 'scripted', script }`, the script's own
  * results answer, no tool really runs). Each script is N distinct `search` calls whose
@@ -60,7 +60,7 @@ import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
 import { findPostgresBin } from '../scripts/chaos/postgres';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
-import { startDevServer, type DevServerHandle } from '../devserver/dev-server';
+import { startThrowawayDevServer, type DevServerHandle } from '../devserver/dev-server';
 import { ensureTemporalCli } from '../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
@@ -210,15 +210,7 @@ interface Stack {
 }
 
 async function startStack(bundle: { code: string }, cliPath?: string): Promise<Stack> {
-  const server = await startDevServer({
-    ip: '127.0.0.1',
-    port: 0,
-    dbFile: null,
-    headless: true,
-    quiet: true,
-    logLevel: 'error',
-    ...(cliPath ? { cliPath } : {}),
-  });
+  const server = await startThrowawayDevServer({ ...(cliPath ? { cliPath } : {}) });
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-'));
   const dbUrl = `sqlite:${join(dir, 'agent.db')}`;
   const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });

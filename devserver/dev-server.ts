@@ -143,6 +143,22 @@ export async function waitForServer(
   throw new Error(`Temporal at ${address} did not become ready in time: ${String(lastErr)}`);
 }
 
+/**
+ * A throwaway dev server for a bench or a script: in memory, on a free loopback port, no UI,
+ * quiet; `extra` adds or overrides options (dynamic config, the CLI path).
+ */
+export function startThrowawayDevServer(extra: DevServerOptions = {}): Promise<DevServerHandle> {
+  return startDevServer({
+    ip: '127.0.0.1',
+    port: 0,
+    dbFile: null,
+    headless: true,
+    quiet: true,
+    logLevel: 'error',
+    ...extra,
+  });
+}
+
 /** Start `temporal server start-dev` and wait until it is ready. */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServerHandle> {
   const envAddr = parseAddress(process.env.TEMPORAL_ADDRESS || DEFAULT_TEMPORAL_ADDRESS);

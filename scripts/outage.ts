@@ -25,7 +25,7 @@ import { dataConverterOf, loadPayloadCodec } from '../codec';
 import { resumeUpdate, statusQuery, type RunInput, type RunStatus } from '../common/contracts';
 import { createAgentWorker } from '../worker/create-worker';
 import { agentRun } from '../workflows';
-import { startDevServer } from '../devserver/dev-server';
+import { startThrowawayDevServer } from '../devserver/dev-server';
 import { DatabaseOutage, watchToolAttempts } from './outage/database';
 import { openDemoWorkerDeps } from '../demo/deps';
 
@@ -120,14 +120,7 @@ export async function runOutage(
     const outage = await DatabaseOutage.create(adminUrl);
     cleanups.unshift(() => outage.drop());
     log(`ledger database ${outage.name} created`);
-    const server = await startDevServer({
-      ip: '127.0.0.1',
-      port: 0,
-      dbFile: null,
-      headless: true,
-      quiet: true,
-      logLevel: 'error',
-    });
+    const server = await startThrowawayDevServer();
     cleanups.unshift(() => server.stop());
     log(`dev server at ${server.address}`);
 

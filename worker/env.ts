@@ -44,19 +44,19 @@ export {
  * checked too: one error names every invalid variable, AGENT_REGISTER_SEARCH_ATTRIBUTES included.
  */
 export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
-  const sa = env.AGENT_REGISTER_SEARCH_ATTRIBUTES;
+  const sa = env.AGENT_REGISTER_SEARCH_ATTRIBUTES?.trim();
   const saProblem =
-    sa !== undefined && sa.trim() !== '' && parseSearchAttributesMode(sa) === undefined
+    sa && parseSearchAttributesMode(sa) === undefined
       ? `AGENT_REGISTER_SEARCH_ATTRIBUTES: ${SEARCH_ATTRIBUTES_MODE_HINT}`
       : null;
+  let read: WorkerEnv;
   try {
-    const read = readConnectionEnv(env);
-    if (saProblem) throw new Error(`Invalid worker environment: ${saProblem}`);
-    return read;
+    read = readConnectionEnv(env);
   } catch (err) {
-    if (!saProblem || (err as Error).message.includes(saProblem)) throw err;
-    throw new Error(`${(err as Error).message}; ${saProblem}`);
+    throw saProblem ? new Error(`${(err as Error).message}; ${saProblem}`) : err;
   }
+  if (saProblem) throw new Error(`Invalid worker environment: ${saProblem}`);
+  return read;
 }
 
 /** Every environment variable the worker reads, with what it means. */

@@ -24,7 +24,7 @@ import {
   type ToolResult,
 } from '../guard';
 import { toObservation } from './observation';
-import { steerObservation } from './steer-note';
+import { RecentCalls, steerObservation } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC } from './run-patches';
@@ -72,9 +72,6 @@ export type ToolStep = Stopped | { readonly kind: 'ran'; result: ToolResult; pro
 
 const STOPPED: Stopped = { kind: 'stopped' };
 
-/** How many calls' last results a run keeps for its guard notes (not persisted). */
-const RESULTS_KEPT = 32;
-
 /** The trace fields of a proposal (canonical args; redacted on record). */
 const traced = (p: ProposalInfo) => ({
   tool: p.tool,
@@ -96,8 +93,8 @@ export class RunSteps {
   private memoryBeforeTurn: unknown = null;
   /** The version the worker's progress source reported after this run's last call (not persisted). */
   private lastSourceVersion: number | null = null;
-  /** The last result of recent calls by fingerprint, for guard notes (not persisted). */
-  private readonly lastResults = new Map<string, ToolResult>();
+  /** Recent calls' results and steps, for guard notes (not persisted). */
+  private readonly recentCalls = new RecentCalls();
 
   constructor(
     private readonly run: RunState,
@@ -205,15 +202,14 @@ export class RunSteps {
     if (before.decision === 'steer') {
       run.decide({ index: x.index, tool: p.tool, decision: 'steer', reason: before.reason });
       const stored = p.ledger?.result;
-      const earlier = this.lastResults.get(p.fingerprint);
+      const seen = this.recentCalls.get(x.call.similarKey ?? p.fingerprint);
+      const earlier = seen?.result;
       run.observation = steerObservation({
         callId: x.turn.callId,
         tool: p.tool,
         steer: before,
         steerLimit: run.guard.config.steerLimit,
-        earlierSteps: run.trace
-          .recentWhere((r) => r.phase === 'after' && r.fingerprint === p.fingerprint, 5)
-          .map((r) => r.step),
+        earlierSteps: seen?.steps ?? [],
         earlierResult: stored ?? (earlier?.kind === 'SUCCESS' ? earlier.data : earlier),
         unmet: earlier?.kind === 'PRECONDITION' ? (earlier.unmet ?? null) : null,
       });
@@ -300,9 +296,7 @@ export class RunSteps {
     // The lifted stop's call has run (or was answered): its approvals are spent for good.
     if (run.approvalStop?.fingerprint === p.fingerprint) run.approvalStop = null;
     const after = run.guard.after(x.call, result, progressVersion, Date.now());
-    this.lastResults.delete(p.fingerprint);
-    this.lastResults.set(p.fingerprint, result);
-    if (this.lastResults.size > RESULTS_KEPT) this.lastResults.delete(this.lastResults.keys().next().value!);
+    this.recentCalls.remember(x.call.similarKey ?? p.fingerprint, result, run.guard.stepCount);
     const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
     const reason = after.decision === 'stop' ? after.reason : null;
     run.record({

@@ -78,15 +78,10 @@ export class RunTrace {
 
   /** The newest `n` records whose decision is one of `decisions`, oldest first. */
   recent(decisions: readonly string[], n: number): TraceRecord[] {
-    return this.recentWhere((r) => decisions.includes(r.decision), n);
-  }
-
-  /** The newest `n` records that `keep` keeps, oldest first. */
-  recentWhere(keep: (r: TraceRecord) => boolean, n: number): TraceRecord[] {
     const out: TraceRecord[] = [];
     for (let i = this.records.length - 1; i >= 0 && out.length < n; i--) {
       const r = this.records[i]!;
-      if (keep(r)) out.push(r);
+      if (decisions.includes(r.decision)) out.push(r);
     }
     return out.reverse();
   }

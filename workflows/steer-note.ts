@@ -4,10 +4,35 @@
  * result when the run has it, and what would count as progress. Nothing ran. Workflow code.
  */
 import type { GuardNote, Observation } from '../common/planner';
-import { GuardReason, type SteerDecision } from '../guard';
+import { GuardReason, type SteerDecision, type ToolResult } from '../guard';
 
 /** The most characters of an earlier result the note repeats (the model saw it in full before). */
 const MAX_EARLIER_RESULT_CHARS = 2_000;
+
+/** How many calls a run remembers for its notes, and how many steps of each. */
+const CALLS_KEPT = 32;
+const STEPS_KEPT = 5;
+
+/**
+ * Recent calls by the guard's window key (the near-repeat key, else the fingerprint), so a
+ * reworded repeat's note quotes the call it repeats: their last result and the steps they ran
+ * at. In workflow memory only: rebuilt on replay, empty after a continue-as-new.
+ */
+export class RecentCalls {
+  private readonly calls = new Map<string, { result: ToolResult; steps: number[] }>();
+
+  get(key: string): { readonly result: ToolResult; readonly steps: readonly number[] } | undefined {
+    return this.calls.get(key);
+  }
+
+  /** Keeps a call's result and step; the oldest call goes past {@link CALLS_KEPT}. */
+  remember(key: string, result: ToolResult, step: number): void {
+    const steps = [...(this.calls.get(key)?.steps ?? []), step].slice(-STEPS_KEPT);
+    this.calls.delete(key);
+    this.calls.set(key, { result, steps });
+    if (this.calls.size > CALLS_KEPT) this.calls.delete(this.calls.keys().next().value!);
+  }
+}
 
 /** What the run knows about the refused call. */
 export interface SteerEvidence {

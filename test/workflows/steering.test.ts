@@ -73,7 +73,7 @@ describe('steering (durable, OpenAI protocol)', () => {
     const noted = requests.find((r) => JSON.stringify(r).includes('guard same_call_repeat'));
     const text = JSON.stringify(noted);
     expect(text).toContain('same_call_repeat');
-    expect(text).toMatch(/already ran 2 times/);
+    expect(text).toMatch(/already ran 2 times \(steps 1, 2\)/);
     expect(text).toContain('earlierSteps');
     // The trace records the steer with its rule.
     const trace = await run.handle.query(traceQuery, { decision: 'steer', limit: 100 });

@@ -21,6 +21,10 @@ export interface PlanInput {
    * Absent or null: no approval is offered (a call that needs one stops `approval_required`).
    */
   readonly approvalStopRef?: string | null;
+  /** The tools the run may use (RunInput `tools`); absent: every tool the worker hosts. */
+  readonly tools?: readonly string[] | null;
+  /** The run may delegate with `spawn_agent` (RunInput `subAgents`, docs/spec.md §7.13). */
+  readonly spawnAgents?: boolean;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

@@ -18,6 +18,7 @@ import {
 export type { TracePage, TracePageArgs };
 import { operatorAuthSchema } from './operator-auth';
 import { plannerSpecSchema } from './planner';
+import { subAgentsSchema, treePlaceSchema, type ChildSummary } from './sub-agents';
 
 /** Default task queue of agent runs. */
 export const DEFAULT_TASK_QUEUE = 'agent-loop-guard';
@@ -120,6 +121,15 @@ export const runInputSchema = z
     }),
     /** Only with continue-as-new or `resume --from`: the state to continue from. */
     checkpoint: z.unknown().optional(),
+    /**
+     * The tools this run may use (names the worker hosts); absent: every tool the worker hosts.
+     * A proposal of another tool is PRECONDITION `unknown_tool`, nothing runs.
+     */
+    tools: z.array(z.string().min(1)).max(256).optional(),
+    /** Lets the planner delegate with `spawn_agent` (docs/spec.md §7.13), within these limits. */
+    subAgents: subAgentsSchema.optional(),
+    /** Set by a parent on its child: the child's place in the tree (never by a caller). */
+    tree: treePlaceSchema.optional(),
   })
   .strict();
 /** Workflow input as a caller writes it. */
@@ -158,6 +168,10 @@ export interface RunStatus {
   readonly lastDecision: string | null;
   readonly waitingForResume: boolean;
   readonly goal: string;
+  /** The run's place in its agent tree (absent on a root and on runs that cannot spawn). */
+  readonly tree?: { readonly rootId: string; readonly parentId: string | null; readonly depth: number };
+  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.13); absent when none. */
+  readonly children?: readonly ChildSummary[];
 }
 
 /** Everything a run needs to continue: kept on stop, carried across continue-as-new. */
@@ -178,6 +192,8 @@ export interface Checkpoint {
    * approval the run may still use (docs/security.md "Bound to the stop").
    */
   readonly approvalStop?: { readonly stopRef: string; readonly fingerprint: string };
+  /** The sub-agents this run spawned (absent when none; docs/spec.md §7.13). */
+  readonly children?: ChildSummary[];
   /**
    * Set when the checkpoint was taken while the run was stopped. It names the blocked
    * call's args and operation key so that a run continued from it (`resume --from`)
@@ -210,6 +226,11 @@ export interface RunResult {
   readonly summary: string | null;
   /** Checkpoint to continue from with `agentctl resume --from` (null when COMPLETED). */
   readonly checkpoint: Checkpoint | null;
+  /**
+   * What the run used, its sub-agents included: what a parent charges for this run when it is
+   * a child (docs/spec.md §7.13). Absent from results of runs before sub-agents.
+   */
+  readonly usage?: { readonly steps: number; readonly tokens: number; readonly cost_usd: number };
 }
 
 /** Resume signal: asynchronous; the outcome is recorded in the trace. */
@@ -292,6 +313,25 @@ export const checkpointSchema = z
       .nullable(),
     /** The approval stop a resume lifted whose call has not run yet (workflows/run-state.ts). */
     approvalStop: z.object({ stopRef: z.string(), fingerprint: z.string() }).strict().optional(),
+    children: z
+      .array(
+        z
+          .object({
+            workflowId: z.string(),
+            goal: z.string(),
+            state: z.string(),
+            reason: z.string().nullable(),
+            reserved: z.object({
+              steps: z.number().nullable(),
+              tokens: z.number().nullable(),
+              costUsd: z.number().nullable(),
+              ms: z.number().nullable(),
+            }),
+            used: z.object({ steps: z.number(), tokens: z.number(), costUsd: z.number() }).nullable(),
+          })
+          .strict(),
+      )
+      .optional(),
     seal: z.string().optional(),
   })
   .strict();

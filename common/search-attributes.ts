@@ -16,6 +16,7 @@ export const SEARCH_ATTRIBUTES = {
   AgentState: 'Keyword',
   AgentGuardReason: 'Keyword',
   AgentSteps: 'Int',
+  AgentRootRun: 'Keyword',
 } as const;
 
 export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTES;
@@ -28,8 +29,14 @@ export const AGENT_GUARD_REASON = defineSearchAttributeKey('AgentGuardReason', S
 /** Tool steps executed so far. */
 export const AGENT_STEPS = defineSearchAttributeKey('AgentSteps', SearchAttributeType.INT);
 
+/**
+ * The workflow id of the root of the run's agent tree (docs/spec.md §7.13): set on a run that
+ * may spawn sub-agents and on every sub-agent, so `AgentRootRun="ID"` lists a whole tree.
+ */
+export const AGENT_ROOT_RUN = defineSearchAttributeKey('AgentRootRun', SearchAttributeType.KEYWORD);
+
 /** All typed keys, in declaration order (for `TestWorkflowEnvironment` `searchAttributes`). */
-export const SEARCH_ATTRIBUTE_KEYS = [AGENT_STATE, AGENT_GUARD_REASON, AGENT_STEPS] as const;
+export const SEARCH_ATTRIBUTE_KEYS = [AGENT_STATE, AGENT_GUARD_REASON, AGENT_STEPS, AGENT_ROOT_RUN] as const;
 
 /** `['--search-attribute', 'AgentState=Keyword', …]` for `temporal server start-dev`. */
 export function searchAttributeCliArgs(): string[] {

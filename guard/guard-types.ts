@@ -21,6 +21,14 @@ export interface GuardCall {
   readonly usage?: Partial<Usage>;
 }
 
+/** What is left of each budget (Infinity: unbounded); see `LoopGuard.remaining`. */
+export interface BudgetsLeft {
+  readonly steps: number;
+  readonly tokens: number;
+  readonly costUsd: number;
+  readonly ms: number;
+}
+
 /** A decision that stops the run. */
 export interface StopDecision {
   readonly decision: 'stop';

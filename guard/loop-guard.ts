@@ -35,6 +35,7 @@ import {
   GuardSequenceError,
   type AfterResult,
   type BeforeResult,
+  type BudgetsLeft,
   type GuardCall,
   type LoopGuardOptions,
   type SteerDecision,
@@ -46,6 +47,7 @@ export {
   STEERABLE_REASONS,
   type AfterResult,
   type BeforeResult,
+  type BudgetsLeft,
   type GuardCall,
   type LoopGuardOptions,
   type SteerDecision,
@@ -138,6 +140,43 @@ export class LoopGuard {
   isCompleted(key: string): boolean {
     return this.completed.has(key);
   }
+  /**
+   * What is left of each budget at `nowMs` (Infinity for an unbounded one, never below 0):
+   * what a sub-agent may be given out of this run (docs/spec.md §7.13).
+   */
+  remaining(nowMs: number): BudgetsLeft {
+    const c = this.config;
+    const left = (max: number, used: number) => (Number.isFinite(max) ? Math.max(0, max - used) : Infinity);
+    return {
+      steps: left(c.maxSteps, this.steps),
+      tokens: left(c.maxTokens, this.tokens),
+      costUsd: left(c.maxCostUsd, this.costUsd),
+      ms: left(c.maxMs, nowMs - this.startMs),
+    };
+  }
+
+  /**
+   * Charges what a sub-agent actually used to this run (docs/spec.md §7.13): its steps, tokens
+   * and cost join this run's totals, so a tree's totals are the root's. The budget rules see
+   * them at the next `before()`. Negative or non-finite amounts are a caller's bug.
+   */
+  charge(used: { readonly steps: number; readonly tokens: number; readonly costUsd: number }): void {
+    for (const [k, v] of Object.entries(used))
+      if (!Number.isFinite(v) || v < 0)
+        throw new RangeError(`LoopGuard.charge: ${k} must be a finite number >= 0`);
+    this.steps += Math.trunc(used.steps);
+    this.tokens += used.tokens;
+    this.costUsd += used.costUsd;
+  }
+
+  /**
+   * Takes `ms` of waiting for a person off the wall clock (a sub-agent that stopped and was
+   * resumed): as on a resume, time spent waiting is not the agent running.
+   */
+  discountWait(ms: number): void {
+    if (Number.isFinite(ms) && ms > 0) this.startMs += ms;
+  }
+
   /** The refusals that went back to the planner instead of stopping the run, oldest first. */
   get steers(): readonly Steer[] {
     return this.steerLog;

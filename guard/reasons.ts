@@ -46,6 +46,12 @@ export const GuardReason = {
    * (common/payload-limits.ts): the run stops NEEDS_HUMAN with its checkpoint instead of failing.
    */
   PAYLOAD_TOO_LARGE: 'payload_too_large',
+  /**
+   * A sub-agent (a child run started by `spawn_agent`) stopped and waits for a person: the
+   * parent waits with it, its StopReport naming the child. Resuming the child continues the
+   * parent (docs/spec.md §7.13); the parent itself refuses a resume.
+   */
+  CHILD_STOPPED: 'child_stopped',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -83,6 +89,17 @@ export const ResultCode = {
   APPROVAL_REQUIRED: 'approval_required',
   /** FATAL: the approval given could not be used (used, expired, denied, another run or call); nothing ran. */
   APPROVAL_INVALID: 'approval_invalid',
+  /**
+   * PRECONDITION: `spawn_agent` was refused before anything started (tools the parent lacks,
+   * a budget above what remains, the depth or children limit); the `unmet` text names why.
+   */
+  SPAWN_REFUSED: 'spawn_refused',
+  /** PRECONDITION: a sub-agent ended without completing its goal (its budget, its resume window, a kill switch). */
+  CHILD_STOPPED: 'child_stopped',
+  /** PRECONDITION: a sub-agent's planner gave up (PARTIAL planner_exhausted). */
+  CHILD_PARTIAL: 'child_partial',
+  /** FATAL: a sub-agent FAILED; the parent stops NEEDS_HUMAN with it (docs/spec.md §7.13). */
+  CHILD_FAILED: 'child_failed',
 } as const;
 /** One of {@link ResultCode}. */
 export type ResultCode = (typeof ResultCode)[keyof typeof ResultCode];
@@ -103,6 +120,8 @@ export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
 export const LEDGER_NEEDS_HUMAN_CODES: readonly string[] = Object.freeze([
   ResultCode.OUTCOME_UNKNOWN,
   ResultCode.IDEMPOTENCY_CONFLICT,
+  // A failed sub-agent is a person's to look at; the parent keeps its checkpoint (§7.13).
+  ResultCode.CHILD_FAILED,
 ]);
 
 /** The budget a resume may raise, per budget stop reason. */
@@ -151,10 +170,12 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  * - `retry`: the next attempt is the verification (an infrastructure fault; a write stays
  *   behind the ledger, so retrying it can never run it twice);
  * - `precondition`: an activity re-checks the blocked call's precondition (or that
- *   external state moved past the checkpoint's progress version).
+ *   external state moved past the checkpoint's progress version);
+ * - `child`: never by a resume of this run: the stopped sub-agent is resumed, and this run
+ *   continues by itself when it does.
  */
 export type LiftRule =
-  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'precondition';
+  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'precondition' | 'child';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
@@ -165,6 +186,8 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
   if (reason === GuardReason.PAYLOAD_TOO_LARGE) return 'operator';
   if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
+  if (reason === GuardReason.CHILD_STOPPED) return 'child';
+  if (reason === ResultCode.CHILD_FAILED) return 'operator';
   return 'precondition';
 }
 
@@ -200,6 +223,10 @@ export function resumeConditionOf(
       return 'operator resume after the cause is fixed (payload store reachable, a smaller tool result or planner output)';
     case GuardReason.APPROVAL_REQUIRED:
       return 'a person approved this exact call (agentctl approvals approve)';
+    case GuardReason.CHILD_STOPPED:
+      return 'the stopped sub-agent was resumed (agentctl resume CHILD; agentctl tree shows it)';
+    case ResultCode.CHILD_FAILED:
+      return 'a person looked at the failed sub-agent; operator resume';
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

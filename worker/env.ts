@@ -96,7 +96,7 @@ export const WORKER_ENV_DOCS = {
     'How long a task waits on this worker’s sticky queue before any worker may take it (ms, integer >= 1; SDK default 10000).',
   AGENT_CONFIG: `MCP servers config file (docs/mcp.md; default ./agent.config.json when it exists, else no MCP tools). A malformed file or a server down at start stops the worker.`,
   AGENT_REGISTER_SEARCH_ATTRIBUTES:
-    'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
+    'true (default): at start, register missing search attributes (AgentState, AgentGuardReason, AgentSteps, AgentRootRun) in the namespace; false: only check, and exit with the `temporal operator search-attribute create` commands when some are missing; skip: no check (the credentials may not even list them).',
   AGENT_REAPER:
     'on (default): at start, create or update the ledger reaper Temporal Schedule (agent-loop-guard-ledger-reaper); off: leave it alone (worker/reaper-schedule.ts).',
   AGENT_LEDGER_RETENTION_MS:

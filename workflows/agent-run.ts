@@ -9,8 +9,10 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
+  isCancellation,
   patched,
   setHandler,
   workflowInfo,
@@ -24,16 +26,19 @@ import {
   statusQuery,
   stopSignal,
   traceQuery,
+  type ResolvedRunInput,
   type RunInput,
   type RunResult,
 } from '../common/contracts';
+import { childEventSignal } from '../common/sub-agents';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from './run-gate';
-import { PATCH_SEALED_CHECKPOINTS } from './run-patches';
+import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS } from './run-patches';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
+import { SubAgents } from './sub-agents';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
@@ -51,7 +56,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   await refuseForgedCheckpoint(input.checkpoint, acts);
   const run = new RunState(input, workflowInfo().workflowId, acts);
   const gate = new RunGate(run, acts);
-  const step = new RunSteps(run, acts);
+  const subAgents = new SubAgents(run, gate);
+  const step = new RunSteps(run, acts, subAgents);
+  setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
   setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
   setHandler(stopSignal, (raw) => gate.onStopSignal(raw));
@@ -60,6 +67,40 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(checkpointQuery, () => checkpointOf(run));
   setHandler(traceQuery, (args) => traceOf(run, args));
 
+  try {
+    return await loop(input, rawInput, run, gate, step);
+  } catch (err) {
+    if (!isCancellation(err) || !patched(PATCH_CANCEL_STOPS)) throw err;
+    // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
+    // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.13).
+    return CancellationScope.nonCancellable(async () => {
+      await subAgents.settle();
+      run.childLift('cancelled while waiting on a sub-agent');
+      if (!run.stopped) {
+        run.guard.forceStop(GuardReason.OPERATOR_STOP);
+        run.note('stop', GuardReason.OPERATOR_STOP, { args: { actor: 'temporal', reason: 'cancelled' } });
+        run.stop(
+          TerminalState.STOPPED_LOOP_GUARD,
+          GuardReason.OPERATOR_STOP,
+          null,
+          null,
+          'the run was cancelled',
+        );
+      }
+      return run.finish();
+    });
+  }
+}
+
+/** The loop of one run (docs/spec.md §7.9), until its terminal state. */
+async function loop(
+  input: ResolvedRunInput,
+  rawInput: RunInput,
+  run: RunState,
+  gate: RunGate,
+  step: RunSteps,
+): Promise<RunResult> {
+  const acts = run.activities;
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
   run.publish();
   for (;;) {

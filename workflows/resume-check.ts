@@ -67,6 +67,13 @@ export class ResumeCheck {
     authority: boolean,
   ): Promise<ResumeAnswer> {
     const progressVersion = guard.progressVersion;
+    if (liftRuleOf(stop.reason) === 'child')
+      // The parent waits on its stopped sub-agent: the child is what a person resumes (§7.13).
+      return {
+        accepted: false,
+        reason: `this run waits on a stopped sub-agent (${stop.report.unmet_precondition ?? 'see agentctl tree'}): resume the child; this run continues when it does`,
+        progressVersion,
+      };
     if (authority) {
       const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
       // A raise is for the budget that stopped the run, and only for a budget stop.

@@ -81,7 +81,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     async planTurn(memory, observation, facts, approvalStopRef) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
       // Only while a lifted approval stop's call has not run: the activity offers nothing else.
-      const lifted = approvalStopRef ? { approvalStopRef } : {};
+      const lifted = {
+        ...(approvalStopRef ? { approvalStopRef } : {}),
+        // The run's tool scope (§7.13): absent on runs that name no tools and cannot spawn.
+        ...(input.tools ? { tools: input.tools } : {}),
+        ...(input.subAgents ? { spawnAgents: true } : {}),
+      };
       if (planner.kind !== 'scripted') {
         return plan({
           runId,

@@ -37,11 +37,12 @@ import {
   type ResumeRequest,
   type StopRequest,
 } from '../common/contracts';
-import { GuardReason, raiseKeyOf, TerminalState } from '../guard';
+import { GuardReason, isBudgetReason, raiseKeyOf, TerminalState } from '../guard';
 import { ResumeCheck } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_AUTHORITY } from './run-patches';
 import { RESUMABLE } from './run-phase';
+import { tellParent } from './sub-agents';
 import type { RunState } from './run-state';
 
 /** Whether a resume is being verified, and whether an operator's stop has vetoed it. */
@@ -78,6 +79,11 @@ export class RunGate {
   /** True when an operator's stop arrived and has not been applied yet (verified or not). */
   get stopRequested(): boolean {
     return this.hold.kind !== 'none';
+  }
+
+  /** True when an operator's stop has been verified and waits to be applied (a spawn cancels its child). */
+  get stopHeld(): boolean {
+    return this.hold.kind === 'held';
   }
 
   // ---- the transitions of the states ----
@@ -129,7 +135,11 @@ export class RunGate {
   async waitForResume(): Promise<boolean> {
     const stop = this.run.stopInForce;
     if (!stop || !RESUMABLE.has(stop.terminalState)) return false;
+    // A sub-agent's budget is a reservation out of its parent's: it ends, and its parent's
+    // planner decides (a raise here could make the tree spend more than its root's budget).
+    if (this.run.input.tree && isBudgetReason(stop.reason)) return false;
     this.run.wait();
+    await tellParent(this.run, 'stopped');
     try {
       if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) return false;
     } catch (err) {
@@ -148,6 +158,7 @@ export class RunGate {
       : (req.raise ?? {});
     this.hold = NO_HOLD;
     this.run.lift(raise);
+    await tellParent(this.run, 'resumed');
     return true;
   }
 
@@ -233,8 +244,9 @@ export class RunGate {
       return;
     }
     const vetoing = run.phase === 'WAITING' && this.verification !== 'idle';
-    if (run.phase !== 'RUNNING' && !vetoing)
-      return void run.note('stop_ignored', `run is ${run.phase}`, { args });
+    // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.13).
+    const running = run.phase === 'RUNNING' || run.stopInForce?.reason === GuardReason.CHILD_STOPPED;
+    if (!running && !vetoing) return void run.note('stop_ignored', `run is ${run.phase}`, { args });
     // Until the worker has verified it, the stop already holds the run at its next check.
     if (!vetoing) this.hold = { kind: 'pending', req };
     const who = await this.check.authorise('stop', req, null);

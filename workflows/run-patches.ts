@@ -26,3 +26,9 @@ export const PATCH_PROGRESS_MONOTONIC = 'progress-monotonic-v1';
 
 /** A fresh LLM run steers before it stops: `steerLimit` defaults to 2 (issue 17, docs/spec.md §3.3). */
 export const PATCH_STEER_DEFAULT = 'llm-steer-default-v1';
+
+/**
+ * A cancelled run (its parent's kill switch, `temporal workflow cancel`) ends STOPPED_LOOP_GUARD
+ * `operator_stop` with its StopReport and checkpoint instead of as a bare cancellation (issue 18).
+ */
+export const PATCH_CANCEL_STOPS = 'cancel-stops-run-v1';

@@ -26,6 +26,7 @@ import {
 } from '@temporalio/workflow';
 import type { Checkpoint, ResolvedRunInput, RunDecision, RunPhase, RunResult } from '../common/contracts';
 import type { Observation } from '../common/planner';
+import type { ChildSummary } from '../common/sub-agents';
 import { redactText } from '../common/redact';
 import type { AgentSinks } from '../common/telemetry';
 import {
@@ -98,6 +99,8 @@ export class RunState {
    * again): the one stop whose approval the plan activity may offer and runTool may use.
    */
   approvalStop: ApprovalStop | null;
+  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.13). */
+  readonly children: ChildSummary[];
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
   private phase_: RunPhase;
@@ -107,7 +110,7 @@ export class RunState {
   constructor(
     readonly input: ResolvedRunInput,
     readonly runId: string,
-    private readonly activities: RunActivities,
+    readonly activities: RunActivities,
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
     const settings = resolveRunSettings(
@@ -147,6 +150,7 @@ export class RunState {
       : null;
     this.phase_ = this.stop_ ? 'STOPPED' : 'RUNNING';
     this.approvalStop = cp?.approvalStop ?? null;
+    this.children = cp?.children ? cp.children.map((c) => ({ ...c })) : [];
   }
 
   /** Starts the guard at the world's version (a fresh live run). */
@@ -227,6 +231,26 @@ export class RunState {
   lift(raise: Record<string, number | undefined>): void {
     this.guard.resume(Date.now(), raise);
     this.approvalStop = approvalStopOf(this.stop_);
+    this.stop_ = null;
+    this.to('RUNNING');
+    this.publish();
+  }
+
+  /**
+   * RUNNING → STOPPED → WAITING while a spawned child waits for a person (docs/spec.md §7.13):
+   * the parent shows a StopReport naming the child. The guard is not stopped (the spawn call is
+   * still in flight in it); {@link childLift} goes back to RUNNING when the child resumes.
+   */
+  childStop(terminalState: TerminalState, call: BlockedCall, unmet: string): void {
+    this.note('stop', GuardReason.CHILD_STOPPED, { tool: call.tool, fingerprint: call.fingerprint });
+    this.stop(terminalState, GuardReason.CHILD_STOPPED, call, null, unmet);
+    this.wait();
+  }
+
+  /** WAITING → RUNNING: the stopped child resumed, or ended; the parent goes on awaiting it. */
+  childLift(why = 'the sub-agent resumed'): void {
+    if (this.stop_?.reason !== GuardReason.CHILD_STOPPED) return;
+    this.note('resume_accepted', why);
     this.stop_ = null;
     this.to('RUNNING');
     this.publish();

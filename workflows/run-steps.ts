@@ -29,6 +29,7 @@ import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC } from './run-patches';
 import type { BlockedCall, RunState } from './run-state';
+import type { SubAgents } from './sub-agents';
 
 /**
  * Plan-activity failures that are not the planner's: the stop reason each becomes (any
@@ -99,6 +100,7 @@ export class RunSteps {
   constructor(
     private readonly run: RunState,
     private readonly activities: RunActivities,
+    private readonly subAgents: SubAgents | null = null,
   ) {}
 
   /** Asks the planner for its next turn; `stopped` when the planner failed and the run stopped. */
@@ -251,6 +253,16 @@ export class RunSteps {
     }
     run.executed += 1;
     if (p.rejection) return { kind: 'ran', result: p.rejection, progressVersion: current };
+    if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) {
+      // A sub-agent runs as a child workflow, not an activity (docs/spec.md §7.13); what it
+      // changed is read from the run's progress source afterwards.
+      const result = await this.subAgents.spawn({ args: p.args, call: blockedOf(p) });
+      return {
+        kind: 'ran',
+        result,
+        progressVersion: Math.max(current, await this.activities.currentProgress()),
+      };
+    }
     let out: RunToolOutput;
     try {
       out = await this.activities.runTool(p);

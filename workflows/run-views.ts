@@ -7,7 +7,7 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { redactText } from '../common/redact';
-import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
+import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
 import { boundObservation, boundTrace } from './checkpoint-bounds';
 import { isTerminal } from './run-phase';
@@ -28,11 +28,14 @@ const nullableRedacted = (text: string | null): string | null => (text === null 
 export function publish(run: RunState, upsert = true): void {
   const stop = run.stopInForce;
   const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
+  const rootId = run.input.tree?.rootId ?? (run.input.subAgents ? run.runId : null);
   if (upsert)
     upsertSearchAttributes([
       { key: AGENT_STATE, value: state },
       { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
       { key: AGENT_STEPS, value: run.guard.stepCount },
+      // Only tree runs carry it (runs before sub-agents upsert exactly what they did).
+      ...(rootId ? [{ key: AGENT_ROOT_RUN, value: rootId }] : []),
     ]);
   setCurrentDetails(
     [
@@ -68,6 +71,12 @@ export function statusOf(run: RunState): RunStatus {
     lastDecision: run.trace.lastDecision,
     waitingForResume: phase === 'WAITING',
     goal: run.input.goal,
+    ...(run.input.tree
+      ? { tree: { ...run.input.tree } }
+      : run.input.subAgents
+        ? { tree: { rootId: run.runId, parentId: null, depth: 0 } }
+        : {}),
+    ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
   };
 }
 
@@ -107,6 +116,7 @@ export function checkpointOf(run: RunState): Checkpoint {
         }
       : null,
     ...(run.approvalStop ? { approvalStop: run.approvalStop } : {}),
+    ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
   };
 }
 
@@ -127,5 +137,15 @@ export function resultOf(run: RunState, state: TerminalState, summary: string | 
     report: completed ? null : (stop?.report ?? null),
     summary: nullableRedacted(summary ?? (completed ? null : (stop?.detail ?? null))),
     checkpoint: completed ? null : checkpointOf(run),
+    // A tree node tells its parent what it used (its children included): the parent charges it.
+    ...(run.input.tree || run.input.subAgents
+      ? {
+          usage: {
+            steps: run.guard.stepCount,
+            tokens: run.guard.usage.tokens,
+            cost_usd: run.guard.usage.costUsd,
+          },
+        }
+      : {}),
   };
 }

@@ -16,6 +16,7 @@ import { ConversationStoreFault } from '../../storage/conversation-store';
 import { scriptOf } from '../../planners/scripted';
 import { offloadLarge, resolvePayloadRefs } from '../../storage/payloads';
 import type { NormalizedProposal } from '../../tools/registry';
+import { refuseForeignTools, scopedRegistry } from '../../tools/spawn-agent';
 import type { PlanInput, PlanOutput, ProposalInfo } from '../types';
 import type { ActivityContext } from './context';
 import { unwrapTerminal } from './tool-call';
@@ -80,12 +81,17 @@ export function createPlanActivity(ctx: ActivityContext) {
   async function planTurn(input: PlanInput): Promise<PlanOutput> {
     const planner = ctx.plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
+    // The tools this run may use (its list, plus spawn_agent when it may delegate: §7.13).
+    const tools = scopedRegistry(registry, {
+      tools: input.tools ?? null,
+      spawnAgents: input.spawnAgents === true,
+    });
     const store = llm ? conversations : null;
     const plannerInput: PlannerInput = {
       runId: input.runId,
       goal: input.goal,
       planner: input.planner,
-      tools: registry.descriptors(),
+      tools: tools.descriptors(),
       memory: input.memory,
       // A large tool result reached the workflow as a reference; the model sees its usual preview.
       observation: llm
@@ -128,7 +134,7 @@ export function createPlanActivity(ctx: ActivityContext) {
         },
       };
     }
-    const n = registry.normalize(turn.tool, turn.args, turn.operationKey);
+    const n = refuseForeignTools(tools.normalize(turn.tool, turn.args, turn.operationKey), tools);
     try {
       const proposal: ProposalInfo = {
         ...n,

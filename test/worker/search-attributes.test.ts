@@ -137,6 +137,7 @@ describe('ensureSearchAttributes', () => {
       AgentState: KEYWORD,
       AgentGuardReason: KEYWORD,
       AgentSteps: INT,
+      AgentRootRun: KEYWORD,
     });
     // Through a NativeConnection too (what the worker holds).
     expect(await ensureSearchAttributes(env.nativeConnection, ns)).toEqual({ registered: [] });
@@ -149,7 +150,7 @@ describe('ensureSearchAttributes', () => {
       searchAttributes: { AgentState: KEYWORD },
     });
     expect(await ensureSearchAttributes(env.nativeConnection, ns)).toEqual({
-      registered: ['AgentGuardReason', 'AgentSteps'],
+      registered: ['AgentGuardReason', 'AgentSteps', 'AgentRootRun'],
     });
   });
 

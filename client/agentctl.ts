@@ -11,7 +11,14 @@ import { runReplay } from './replay';
 import { codecServerCommand } from './commands/codec-server';
 import { makeCtx, type Ctx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
-import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
+import {
+  listCommand,
+  reportCommand,
+  statusCommand,
+  traceCommand,
+  treeCommand,
+  watchCommand,
+} from './commands/inspect';
 import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
@@ -53,6 +60,7 @@ export function buildProgram(
   program.addCommand(startCommand(ctx));
   program.addCommand(statusCommand(ctx));
   program.addCommand(reportCommand(ctx));
+  program.addCommand(treeCommand(ctx));
   program.addCommand(traceCommand(ctx));
   program.addCommand(watchCommand(ctx));
   program.addCommand(listCommand(ctx));

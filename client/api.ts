@@ -231,6 +231,9 @@ export type { OperatorKeyFile } from '../operators/sign';
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).
 export { CliError, Exit } from './format';
+export { getAgentRunTree, formatTree } from './tree';
+export type { AgentTreeNode } from './tree';
+export type { ChildSummary } from '../common/sub-agents';
 export type { ExitCode } from './format';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
 export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';

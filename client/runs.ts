@@ -207,10 +207,11 @@ export async function runStatus(
       proposals: cp?.proposals ?? r.decisions.length,
       progressVersion: r.report?.last_progress_version ?? 0,
       noProgress: 0,
-      usage: { tokens: 0, costUsd: 0 },
+      usage: { tokens: r.usage?.tokens ?? 0, costUsd: r.usage?.cost_usd ?? 0 },
       lastDecision: r.decisions[r.decisions.length - 1]?.after ?? null,
       waitingForResume: false,
       goal: '',
+      ...(cp?.children ? { children: cp.children } : {}),
     };
   }
 }

@@ -94,8 +94,10 @@ export const ResultCode = {
    * a budget above what remains, the depth or children limit); the `unmet` text names why.
    */
   SPAWN_REFUSED: 'spawn_refused',
-  /** PRECONDITION: a sub-agent ended without completing its goal (its budget, its resume window, a kill switch). */
+  /** PRECONDITION: a sub-agent ended without completing its goal (its resume window ran out, a kill switch). */
   CHILD_STOPPED: 'child_stopped',
+  /** RETRYABLE: a sub-agent ran out of the budget it was given; spawning it again (with more, if left) may finish it. */
+  CHILD_BUDGET: 'child_budget',
   /** PRECONDITION: a sub-agent's planner gave up (PARTIAL planner_exhausted). */
   CHILD_PARTIAL: 'child_partial',
   /** FATAL: a sub-agent FAILED; the parent stops NEEDS_HUMAN with it (docs/spec.md §7.13). */

@@ -27,7 +27,7 @@ import {
   type SpawnArgs,
 } from '../common/sub-agents';
 import { redactText } from '../common/redact';
-import { ResultCode, TerminalState, type BudgetsLeft, type ToolResult } from '../guard';
+import { isBudgetReason, ResultCode, TerminalState, type BudgetsLeft, type ToolResult } from '../guard';
 import type { RunGate } from './run-gate';
 import type { BlockedCall, RunState } from './run-state';
 
@@ -121,6 +121,14 @@ export function childResult(childId: string, r: RunResult): ToolResult {
         unmet: `sub-agent ${childId} gave up (${r.reason})${said}`,
       };
     default:
+      if (r.reason && isBudgetReason(r.reason))
+        // Its budget was a reservation: the sub-task may be spawned again (its writes are in the
+        // ledger), with a larger budget if the parent has one left.
+        return {
+          kind: 'RETRYABLE',
+          code: ResultCode.CHILD_BUDGET,
+          message: `sub-agent ${childId} used up its ${r.reason.replace('_budget', '')} budget${said}`,
+        };
       return {
         kind: 'PRECONDITION',
         code: ResultCode.CHILD_STOPPED,

@@ -16,6 +16,7 @@ import {
   type Column,
 } from '../format';
 import { followRun, runReport, runStatus, runTrace } from '../runs';
+import { formatTree, getAgentRunTree } from '../tree';
 import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 /** Trace table columns. */
@@ -90,6 +91,19 @@ export function statusCommand(ctx: Ctx): Command {
           ['UI', runLink(ctx, c, id)],
         ]),
       );
+    });
+}
+
+/** The `tree` command: a run and the sub-agents below it (docs/spec.md §7.13). */
+export function treeCommand(ctx: Ctx): Command {
+  return new Command('tree')
+    .description('Show an agent tree: each run with its state, reason and spend, its sub-agents below it')
+    .argument('<id>', 'workflow id (the root, or any run of the tree)')
+    .option('--json', 'machine-readable output (nested nodes)')
+    .action(async (id: string, o: { json?: boolean }) => {
+      const c = await ctx.connect();
+      const tree = await getAgentRunTree(c.client, id);
+      ctx.io.out(o.json ? json(tree) : formatTree(tree));
     });
 }
 

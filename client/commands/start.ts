@@ -28,6 +28,10 @@ interface StartOpts {
   noProgressLimit?: number;
   maxWaitPolls?: number;
   resumeWindowMs?: number;
+  tools?: string[];
+  subAgents?: boolean;
+  maxDepth?: number;
+  maxChildren?: number;
   id?: string;
   taskQueue?: string;
   wait?: boolean;
@@ -97,6 +101,14 @@ export function buildRunInput(o: StartOpts): RunInput {
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) guard[k] = v;
   input.guard = guard;
   if (o.resumeWindowMs !== undefined) input.resumeWindowMs = o.resumeWindowMs;
+  if (o.tools) input.tools = o.tools;
+  if ((o.maxDepth !== undefined || o.maxChildren !== undefined) && !o.subAgents)
+    throw new CliError(Exit.USAGE, 'start: --max-depth and --max-children go with --sub-agents');
+  if (o.subAgents)
+    input.subAgents = {
+      ...(o.maxDepth !== undefined ? { maxDepth: o.maxDepth } : {}),
+      ...(o.maxChildren !== undefined ? { maxChildren: o.maxChildren } : {}),
+    };
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues
@@ -184,6 +196,18 @@ export function startCommand(ctx: Ctx): Command {
       'how long a stopped run waits for resume (default 7 days)',
       positiveInt,
     )
+    .option(
+      '--tools <names>',
+      'comma-separated tools the run may use (default: every tool the worker hosts)',
+      (v: string) =>
+        v
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+    )
+    .option('--sub-agents', 'let the planner delegate with spawn_agent (docs/spec.md §7.13)')
+    .option('--max-depth <n>', 'with --sub-agents: depth limit of the agent tree (default 3)', positiveInt)
+    .option('--max-children <n>', 'with --sub-agents: children one run may spawn (default 16)', positiveInt)
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
     .option('--wait', 'wait until the run completes or stops (waiting for resume), then print the outcome')

@@ -7,6 +7,7 @@
 import { resumeUpdate, statusQuery, stopSignal, type RunStatus } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor, type ScriptCall } from '../helpers/run-inputs';
+import { agentctl, cliEnv } from '../client/cli-helpers';
 
 const write = (id: string): ScriptCall => ({ tool: 'write_record', args: { id, body: `body ${id}` } });
 const done = (summary: string): ScriptCall => ({ tool: 'complete_task', args: { summary } });
@@ -138,6 +139,44 @@ describe('sub-agents', () => {
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'parent done' });
     // The refused deploy did nothing; after the resume it ran once.
     expect(await h.worldCounters(childId)).toEqual({ deploy: 1, complete_task: 1 });
+  });
+
+  it("never repeats a write a re-spawned child's predecessor committed", async () => {
+    // The first child commits its write, then runs out of its own budget (it ends: its budget
+    // is a reservation); the parent spawns the same sub-task again with more budget.
+    const child = [write('shared-1'), write('shared-2'), done('both written')];
+    const run = await h.start(
+      live(
+        [
+          spawn('write both', ['write_record', 'complete_task'], child, { maxSteps: 1 }),
+          spawn('write both', ['write_record', 'complete_task'], child, { maxSteps: 5 }),
+          done('parent done'),
+        ],
+        { ...tree, guard: { maxSteps: 10 } },
+      ),
+    );
+    const result = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'parent done' });
+    const [first, second] = [`${run.workflowId}/sub-1`, `${run.workflowId}/sub-2`];
+    expect(await h.env.client.workflow.getHandle(first).result()).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'step_budget',
+    });
+    // shared-1 ran once, in the first child; the second child got it from the ledger.
+    expect(await h.worldCounters(first)).toEqual({ write_record: 1 });
+    expect(await h.worldCounters(second)).toEqual({ write_record: 1, complete_task: 1 });
+    const st = await status(run.workflowId);
+    expect(st.children?.map((c) => [c.state, c.reason, c.used?.steps])).toEqual([
+      ['STOPPED_LOOP_GUARD', 'step_budget', 1],
+      ['COMPLETED', null, 2],
+    ]);
+    // agentctl tree shows both children with their spend against their reservations.
+    const cli = await agentctl(['tree', run.workflowId], cliEnv(h));
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(`├─ ${first}  STOPPED_LOOP_GUARD  step_budget  steps 1/1`);
+    expect(cli.stdout).toContain(`└─ ${second}  COMPLETED  -  steps 2/5`);
+    const asJson = JSON.parse((await agentctl(['tree', run.workflowId, '--json'], cliEnv(h))).stdout);
+    expect(asJson.children.map((c: { workflowId: string }) => c.workflowId)).toEqual([first, second]);
   });
 
   it("the root's kill switch stops every node of its tree", async () => {

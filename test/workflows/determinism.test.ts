@@ -174,6 +174,34 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
+  async 'sub-agent-stopped-resumed'(h) {
+    // Sub-agents (issue 18): the parent waits on its child's permission stop, the child is
+    // resumed, the parent completes. The parent's history is the one recorded.
+    const deploy = { tool: 'deploy', args: { service: 'hist-tree', version: '1' } };
+    const child = { calls: [deploy, { tool: 'complete_task', args: { summary: 'child' } }] };
+    const run = await h.start(
+      live(
+        [
+          {
+            tool: 'spawn_agent',
+            args: { goal: 'deploy', tools: ['deploy', 'complete_task'], script: child },
+          },
+          { tool: 'complete_task', args: { summary: 'ok' } },
+        ],
+        { subAgents: {}, resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.guardReason === 'child_stopped',
+    );
+    await h.deps.world.grant('deploy:hist-tree');
+    await h.env.client.workflow
+      .getHandle(`${run.workflowId}/sub-1`)
+      .executeUpdate(resumeUpdate, { args: [{ actor: 'oncall', reason: 'granted', requestId: 't-1' }] });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
   async 'continued-as-new-first-run'(h) {
     const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));

@@ -138,6 +138,14 @@ export type {
 } from './common/planner';
 export type { AgentSinks, DecisionEvent, RunEndEvent } from './common/telemetry';
 export { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from './common/search-attributes';
+export {
+  DEFAULT_MAX_CHILDREN,
+  DEFAULT_MAX_DEPTH,
+  SPAWN_AGENT_TOOL,
+  spawnArgsSchema,
+  subAgentsSchema,
+} from './common/sub-agents';
+export type { ChildBudget, ChildSummary, SpawnArgs, SubAgents } from './common/sub-agents';
 
 // ── Client ──
 export {
@@ -146,6 +154,8 @@ export {
   getAgentRunReport,
   getAgentRunStatus,
   getAgentRunTrace,
+  getAgentRunTree,
+  formatTree,
   getApprovalAudit,
   getPendingApproval,
   listApprovals,
@@ -157,6 +167,7 @@ export {
 } from './client/api';
 export type {
   AgentRunSettled,
+  AgentTreeNode,
   ApprovalAuditOptions,
   ApprovalRecord,
   ApprovalState,

@@ -1,7 +1,7 @@
 /**
  * The worker's start-up check of the namespace's custom search attributes (issue #8).
  *
- * The agent-run workflow upserts AgentState / AgentGuardReason / AgentSteps
+ * The agent-run workflow upserts AgentState / AgentGuardReason / AgentSteps (and AgentRootRun in agent trees)
  * (common/search-attributes.ts, docs/spec.md §7). On a namespace without them every workflow
  * task fails with `BadSearchAttributes` and is retried forever, so a run never gets going
  * and `agentctl start --wait` ends in "Failed to query Workflow". A worker therefore checks

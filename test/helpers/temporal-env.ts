@@ -22,7 +22,7 @@
  *    CLI (`existing-path`, never the SDK's cached download), with the search attributes from
  *    common/search-attributes.ts registered; teardown() stops it.
  *
- * Either way the three search attributes (AgentState, AgentGuardReason, AgentSteps) exist in the
+ * Either way the search attributes (AgentState, AgentGuardReason, AgentSteps, AgentRootRun) exist in the
  * `default` namespace when createTestEnv() resolves.
  *
  * Payloads are encrypted, as by default in production (docs/security.md): the env's client

@@ -382,6 +382,7 @@ describe('npm run worker on a namespace without the search attributes', () => {
         AgentState: KEYWORD,
         AgentGuardReason: KEYWORD,
         AgentSteps: INT,
+        AgentRootRun: KEYWORD,
       });
     } finally {
       w.kill();

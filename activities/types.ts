@@ -21,6 +21,8 @@ export interface PlanInput {
    * Absent or null: no approval is offered (a call that needs one stops `approval_required`).
    */
   readonly approvalStopRef?: string | null;
+  /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
+  readonly tenant?: string;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

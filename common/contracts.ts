@@ -90,6 +90,14 @@ export const timeoutsSchema = z
   })
   .strict();
 
+/** The tenant of a run that names none. */
+export const DEFAULT_TENANT = 'default';
+
+/** A tenant name (the key of `AGENT_SPEND_LIMITS`). */
+export const tenantSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit)');
+
 /** Input of the `agentRun` workflow. */
 export const runInputSchema = z
   .object({
@@ -120,6 +128,11 @@ export const runInputSchema = z
     }),
     /** Only with continue-as-new or `resume --from`: the state to continue from. */
     checkpoint: z.unknown().optional(),
+    /**
+     * Who pays for the run's model calls: the tenant whose spend limit (`AGENT_SPEND_LIMITS`
+     * on the worker, docs/spec.md §7.10) every model call is reserved under.
+     */
+    tenant: tenantSchema.default(DEFAULT_TENANT),
   })
   .strict();
 /** Workflow input as a caller writes it. */

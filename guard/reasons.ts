@@ -46,6 +46,12 @@ export const GuardReason = {
    * (common/payload-limits.ts): the run stops NEEDS_HUMAN with its checkpoint instead of failing.
    */
   PAYLOAD_TOO_LARGE: 'payload_too_large',
+  /**
+   * The run's tenant spend limit (`AGENT_SPEND_LIMITS`) refused the reservation of the next
+   * model call's worst-case price, or the model has no price under that cap: the model was
+   * not called and the run stops NEEDS_HUMAN with its checkpoint (issue 18).
+   */
+  SPEND_LIMIT: 'spend_limit',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -150,11 +156,21 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  *   (checked by an activity; it is consumed when the call runs);
  * - `retry`: the next attempt is the verification (an infrastructure fault; a write stays
  *   behind the ledger, so retrying it can never run it twice);
+ * - `spend`: the tenant's spend window has room again for the call that was refused (spend
+ *   aged out of the window, or an operator's signed raise of the tenant's cap), checked by
+ *   an activity against the worker's spend store;
  * - `precondition`: an activity re-checks the blocked call's precondition (or that
  *   external state moved past the checkpoint's progress version).
  */
 export type LiftRule =
-  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'precondition';
+  | 'raise'
+  | 'operator'
+  | 'planner'
+  | 'ledger_settled'
+  | 'approval'
+  | 'retry'
+  | 'spend'
+  | 'precondition';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
@@ -163,6 +179,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
+  if (reason === GuardReason.SPEND_LIMIT) return 'spend';
   if (reason === GuardReason.PAYLOAD_TOO_LARGE) return 'operator';
   if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
   return 'precondition';
@@ -200,6 +217,8 @@ export function resumeConditionOf(
       return 'operator resume after the cause is fixed (payload store reachable, a smaller tool result or planner output)';
     case GuardReason.APPROVAL_REQUIRED:
       return 'a person approved this exact call (agentctl approvals approve)';
+    case GuardReason.SPEND_LIMIT:
+      return "the tenant's spend window has room for the call again, or an operator raised the tenant's cap (agentctl spend raise)";
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

@@ -91,6 +91,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           observation,
           ...(facts ? { facts } : {}),
           ...lifted,
+          tenant: input.tenant,
         });
       }
       if (typeof raw !== 'object' || raw === null) {

@@ -96,7 +96,10 @@ export const DEFAULT_TENANT = 'default';
 /** A tenant name (the key of `AGENT_SPEND_LIMITS`). */
 export const tenantSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit)');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit)',
+  );
 
 /** Input of the `agentRun` workflow. */
 export const runInputSchema = z

@@ -163,14 +163,7 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  *   external state moved past the checkpoint's progress version).
  */
 export type LiftRule =
-  | 'raise'
-  | 'operator'
-  | 'planner'
-  | 'ledger_settled'
-  | 'approval'
-  | 'retry'
-  | 'spend'
-  | 'precondition';
+  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'spend' | 'precondition';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {

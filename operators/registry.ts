@@ -225,7 +225,9 @@ export class OperatorRegistry {
   /** Null unless the signing time is ahead of the worker's clock by more than the skew. */
   private fromTheFuture(auth: OperatorAuth): string | null {
     const ahead = auth.issuedAtMs - this.now();
-    return ahead > MAX_SIGNATURE_SKEW_MS ? `signature from the future (${Math.round(ahead / 1000)} s ahead)` : null;
+    return ahead > MAX_SIGNATURE_SKEW_MS
+      ? `signature from the future (${Math.round(ahead / 1000)} s ahead)`
+      : null;
   }
 
   /** Null when the signed expiry is still ahead (and the signature not from the future), else why not. */
@@ -257,7 +259,9 @@ export class OperatorRegistry {
         const value = c.fields.raise?.maxUsd ?? Infinity;
         const limit = Math.max(0, ...roles.map((r) => r.raiseSpendUsd ?? 0));
         if (limit === 0) return `operator ${who} may not raise a tenant's spend cap`;
-        return value > limit ? `operator ${who} may raise a tenant's spend cap to at most $${limit}, not $${value}` : null;
+        return value > limit
+          ? `operator ${who} may raise a tenant's spend cap to at most $${limit}, not $${value}`
+          : null;
       }
       case 'resume': {
         const reason = c.stopReason ?? '';

@@ -109,7 +109,8 @@ const NOTHING_TO_SETTLE: GatedCall = { answered: async () => {}, failed: async (
 
 function answeredWithError(err: unknown): boolean {
   if (err instanceof PlannerAuthError || err instanceof ContextLengthExceededError) return true;
-  if (err instanceof PlannerRequestError || err instanceof PlannerUnavailableError) return err.status !== null;
+  if (err instanceof PlannerRequestError || err instanceof PlannerUnavailableError)
+    return err.status !== null;
   return false;
 }
 

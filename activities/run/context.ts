@@ -147,8 +147,11 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
   // Malformed limits fail the worker at start, naming the variable and the field.
   const spendLimits =
-    deps.spendLimits !== undefined ? (deps.spendLimits && checkSpendLimits(deps.spendLimits, 'spendLimits')) : spendLimitsFromEnv();
-  const spendStore = deps.spend !== undefined ? deps.spend : spendLimits ? SpendStore.over(ledger, spendLimits) : null;
+    deps.spendLimits !== undefined
+      ? deps.spendLimits && checkSpendLimits(deps.spendLimits, 'spendLimits')
+      : spendLimitsFromEnv();
+  const spendStore =
+    deps.spend !== undefined ? deps.spend : spendLimits ? SpendStore.over(ledger, spendLimits) : null;
   const spend = spendStore?.verifiedBy(raiseVerifier(operators)) ?? null;
 
   function plannerFor(kind: string): Planner {

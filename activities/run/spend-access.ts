@@ -28,14 +28,17 @@ export function spendAccess(store: SpendStore, tenant: string, runId: string): S
           `spend store unavailable: ${redactText((err as Error)?.message ?? String(err))}`,
         );
       }
-      if (r.kind === 'refused') throw worstUsd === null ? unpricedRefusal(access, model) : spendRefusal(access, r.detail);
+      if (r.kind === 'refused')
+        throw worstUsd === null ? unpricedRefusal(access, model) : spendRefusal(access, r.detail);
       const id = r.id;
       return {
         async settle(actualUsd) {
           try {
             await store.settle(id, actualUsd);
           } catch (err) {
-            warn(`spend: could not settle reservation ${id} ($${actualUsd}); it keeps counting at its worst case: ${redactText((err as Error)?.message ?? String(err))}`);
+            warn(
+              `spend: could not settle reservation ${id} ($${actualUsd}); it keeps counting at its worst case: ${redactText((err as Error)?.message ?? String(err))}`,
+            );
           }
         },
       };

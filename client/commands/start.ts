@@ -28,6 +28,7 @@ interface StartOpts {
   noProgressLimit?: number;
   maxWaitPolls?: number;
   resumeWindowMs?: number;
+  tenant?: string;
   id?: string;
   taskQueue?: string;
   wait?: boolean;
@@ -97,6 +98,7 @@ export function buildRunInput(o: StartOpts): RunInput {
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) guard[k] = v;
   input.guard = guard;
   if (o.resumeWindowMs !== undefined) input.resumeWindowMs = o.resumeWindowMs;
+  if (o.tenant !== undefined) input.tenant = o.tenant;
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues
@@ -183,6 +185,10 @@ export function startCommand(ctx: Ctx): Command {
       '--resume-window-ms <ms>',
       'how long a stopped run waits for resume (default 7 days)',
       positiveInt,
+    )
+    .option(
+      '--tenant <name>',
+      'who pays for the model calls: the tenant whose spend limit applies (default "default")',
     )
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')

@@ -249,7 +249,10 @@ export class SpendStore {
       };
     const need = Number(refused.reserved_usd);
     return need <= st.availableUsd
-      ? { ok: true, detail: `tenant "${st.tenant}" has $${st.availableUsd} left, the call needs up to $${need}` }
+      ? {
+          ok: true,
+          detail: `tenant "${st.tenant}" has $${st.availableUsd} left, the call needs up to $${need}`,
+        }
       : {
           ok: false,
           detail:
@@ -273,7 +276,17 @@ export class SpendStore {
       await tx.run(
         `INSERT INTO agent_spend_caps (id, tenant, max_usd, window_ms, actor, reason, created_at, signed_by, signed_at_ms, signature)
          VALUES (?, ?, ?, ?, ?, ?, ${this.db.now}, ?, ?, ?)`,
-        [id, input.tenant, input.maxUsd, windowMs, input.actor, input.reason, a?.operator ?? null, a?.issuedAtMs ?? null, a?.signature ?? null],
+        [
+          id,
+          input.tenant,
+          input.maxUsd,
+          windowMs,
+          input.actor,
+          input.reason,
+          a?.operator ?? null,
+          a?.issuedAtMs ?? null,
+          a?.signature ?? null,
+        ],
       );
       const row = await tx.get<CapRow>('SELECT * FROM agent_spend_caps WHERE id = ?', [id]);
       return this.decodeCap(row as CapRow);

@@ -17,6 +17,8 @@ import {
   SpendStore,
 } from '../../storage/spend';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
+import { createActivities } from '../../activities/create-activities';
+import { ToolRegistry } from '../../tools/registry';
 
 const LIMITS = { acme: { maxUsd: 1, windowMs: 3_600_000 } };
 
@@ -61,7 +63,10 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
   test("a crashed worker's reservation expires: no longer in flight, still counted until it leaves the window", async () => {
     const a = await store.reserve('acme', 'run-1', 'm', 0.6);
     if (a.kind !== 'reserved') throw new Error('expected a reservation');
-    const past = backend === 'postgres' ? "clock_timestamp() - interval '1 second'" : "CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000";
+    const past =
+      backend === 'postgres'
+        ? "clock_timestamp() - interval '1 second'"
+        : "CAST(unixepoch('subsec') * 1000 AS INTEGER) - 1000";
     await db.exec(`UPDATE agent_spend_reservations SET lease_until = ${past} WHERE id = ?`, [a.id]);
     let st = await store.status('acme');
     expect(st).toMatchObject({ inFlightUsd: 0, expiredUsd: 0.6, usedUsd: 0.6 });
@@ -69,7 +74,10 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
     // The model may have billed it before the crash: a call that would cross the cap is still refused.
     expect((await store.reserve('acme', 'run-2', 'm', 0.5)).kind).toBe('refused');
     // Out of the window, it no longer counts.
-    const older = backend === 'postgres' ? "clock_timestamp() - interval '2 hours'" : "CAST(unixepoch('subsec') * 1000 AS INTEGER) - 7200000";
+    const older =
+      backend === 'postgres'
+        ? "clock_timestamp() - interval '2 hours'"
+        : "CAST(unixepoch('subsec') * 1000 AS INTEGER) - 7200000";
     await db.exec(`UPDATE agent_spend_reservations SET created_at = ${older} WHERE id = ?`, [a.id]);
     st = await store.status('acme');
     expect(st.usedUsd).toBe(0);
@@ -83,7 +91,9 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
     const more = async () => (backend === 'postgres' ? SpendStore.over(await db.open(), LIMITS) : store);
     const stores = [store, await more(), await more()];
     const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => (stores[i % 3] as SpendStore).reserve('acme', `run-${i}`, 'm', 0.07)),
+      Array.from({ length: 30 }, (_, i) =>
+        (stores[i % 3] as SpendStore).reserve('acme', `run-${i}`, 'm', 0.07),
+      ),
     );
     const reserved = results.filter((r) => r.kind === 'reserved').length;
     // 14 × 0.07 = 0.98 ≤ 1 < 15 × 0.07.
@@ -96,31 +106,77 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
     expect((await store.reserve('acme', 'run-2', 'm', 0.5)).kind).toBe('refused');
     expect(await store.roomFor('run-2')).toMatchObject({ ok: false });
     await store.raise({ tenant: 'acme', maxUsd: 2, actor: 'ops', reason: 'quarter end' });
-    expect((await store.status('acme')).cap).toMatchObject({ maxUsd: 2, windowMs: 3_600_000, source: 'raise' });
+    expect((await store.status('acme')).cap).toMatchObject({
+      maxUsd: 2,
+      windowMs: 3_600_000,
+      source: 'raise',
+    });
     expect(await store.roomFor('run-2')).toMatchObject({ ok: true });
-    await expect(store.raise({ tenant: 'acme', maxUsd: -1, actor: 'ops', reason: 'x' })).rejects.toThrow(SpendInputError);
+    await expect(store.raise({ tenant: 'acme', maxUsd: -1, actor: 'ops', reason: 'x' })).rejects.toThrow(
+      SpendInputError,
+    );
   });
 
   test('with operators, only a raise signed by an operator whose role allows that cap is in force', async () => {
     const alice = generateOperatorKey('alice');
     const bob = generateOperatorKey('bob');
     const operators = OperatorRegistry.fromFile({
-      operators: { alice: { publicKey: alice.publicKey, roles: ['finance'] }, bob: { publicKey: bob.publicKey, roles: ['oncall'] } },
+      operators: {
+        alice: { publicKey: alice.publicKey, roles: ['finance'] },
+        bob: { publicKey: bob.publicKey, roles: ['oncall'] },
+      },
       roles: { finance: { raiseSpendUsd: 5 }, oncall: { stop: true } },
     });
     const trusted = store.verifiedBy(raiseVerifier(operators));
     const signed = (key: typeof alice, id: string, maxUsd: number) =>
-      signRequest(key.keyFile, 'raise_spend', raiseSubject('acme'), raiseSignedFields({ id, actor: key.keyFile.operator, reason: 'more', maxUsd, windowMs: 3_600_000 }));
+      signRequest(
+        key.keyFile,
+        'raise_spend',
+        raiseSubject('acme'),
+        raiseSignedFields({ id, actor: key.keyFile.operator, reason: 'more', maxUsd, windowMs: 3_600_000 }),
+      );
     // Unsigned, signed by a role without the permission, above the role's ceiling: not in force.
     await trusted.raise({ tenant: 'acme', maxUsd: 3, actor: 'alice', reason: 'more' });
-    await trusted.raise({ id: 'spr_bob', tenant: 'acme', maxUsd: 3, actor: 'bob', reason: 'more', auth: signed(bob, 'spr_bob', 3) });
-    await trusted.raise({ id: 'spr_big', tenant: 'acme', maxUsd: 9, actor: 'alice', reason: 'more', auth: signed(alice, 'spr_big', 9) });
+    await trusted.raise({
+      id: 'spr_bob',
+      tenant: 'acme',
+      maxUsd: 3,
+      actor: 'bob',
+      reason: 'more',
+      auth: signed(bob, 'spr_bob', 3),
+    });
+    await trusted.raise({
+      id: 'spr_big',
+      tenant: 'acme',
+      maxUsd: 9,
+      actor: 'alice',
+      reason: 'more',
+      auth: signed(alice, 'spr_big', 9),
+    });
     expect((await trusted.status('acme')).cap).toMatchObject({ maxUsd: 1, source: 'config' });
     // A signature over other fields (the cap edited after signing) does not verify either.
-    await trusted.raise({ id: 'spr_edit', tenant: 'acme', maxUsd: 4, actor: 'alice', reason: 'more', auth: signed(alice, 'spr_edit', 2) });
+    await trusted.raise({
+      id: 'spr_edit',
+      tenant: 'acme',
+      maxUsd: 4,
+      actor: 'alice',
+      reason: 'more',
+      auth: signed(alice, 'spr_edit', 2),
+    });
     expect((await trusted.status('acme')).cap).toMatchObject({ maxUsd: 1, source: 'config' });
-    await trusted.raise({ id: 'spr_ok', tenant: 'acme', maxUsd: 3, actor: 'alice', reason: 'more', auth: signed(alice, 'spr_ok', 3) });
-    expect((await trusted.status('acme')).cap).toMatchObject({ maxUsd: 3, source: 'raise', raiseId: 'spr_ok' });
+    await trusted.raise({
+      id: 'spr_ok',
+      tenant: 'acme',
+      maxUsd: 3,
+      actor: 'alice',
+      reason: 'more',
+      auth: signed(alice, 'spr_ok', 3),
+    });
+    expect((await trusted.status('acme')).cap).toMatchObject({
+      maxUsd: 3,
+      source: 'raise',
+      raiseId: 'spr_ok',
+    });
   });
 });
 
@@ -145,10 +201,40 @@ describe('AGENT_SPEND_LIMITS', () => {
     expect((err as Error).message).toMatch(message);
   });
 
+  test('the worker refuses to start with malformed limits, naming the variable and the field', async () => {
+    const db = await createTestDb('sqlite');
+    const saved = process.env.AGENT_SPEND_LIMITS;
+    try {
+      const ledger = await db.open();
+      process.env.AGENT_SPEND_LIMITS = '{"acme": {"maxUsd": -1, "windowMs": 60000}}';
+      expect(() => createActivities({ registry: new ToolRegistry(), ledger })).toThrow(
+        /AGENT_SPEND_LIMITS\.acme\.maxUsd: must be ≥ 0/,
+      );
+      // Limits given in code are checked the same way.
+      delete process.env.AGENT_SPEND_LIMITS;
+      expect(() =>
+        createActivities({
+          registry: new ToolRegistry(),
+          ledger,
+          spendLimits: { acme: { maxUsd: 1, windowMs: -1 } },
+        }),
+      ).toThrow(/spendLimits\.acme\.windowMs: must be > 0/);
+      expect(() =>
+        createActivities({ registry: new ToolRegistry(), ledger, spendLimits: LIMITS }),
+      ).not.toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.AGENT_SPEND_LIMITS;
+      else process.env.AGENT_SPEND_LIMITS = saved;
+      await db.cleanup();
+    }
+  });
+
   test('unset or blank: no limits; valid: parsed', () => {
     expect(spendLimitsFromEnv({})).toBeNull();
     expect(spendLimitsFromEnv({ AGENT_SPEND_LIMITS: ' ' })).toBeNull();
     expect(spendLimitsFromEnv({ AGENT_SPEND_LIMITS: JSON.stringify(LIMITS) })).toEqual(LIMITS);
-    expect(() => checkSpendLimits({ acme: { maxUsd: -2, windowMs: 1 } }, 'spendLimits')).toThrow(/spendLimits\.acme\.maxUsd/);
+    expect(() => checkSpendLimits({ acme: { maxUsd: -2, windowMs: 1 } }, 'spendLimits')).toThrow(
+      /spendLimits\.acme\.maxUsd/,
+    );
   });
 });

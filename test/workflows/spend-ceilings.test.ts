@@ -34,7 +34,9 @@ describe('money is checked before each model call', () => {
   beforeAll(async () => {
     // A model that never finishes: each reply searches for another word.
     server = await startOpenAIServer((i) => ({
-      tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `${WORDS[i % WORDS.length]}${i}` }) }],
+      tool_calls: [
+        { name: 'search', arguments: JSON.stringify({ query: `${WORDS[i % WORDS.length]}${i}` }) },
+      ],
       usage: { prompt_tokens: PROMPT, completion_tokens: COMPLETION },
     }));
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
@@ -116,7 +118,13 @@ describe('money is checked before each model call', () => {
 
   it("a tenant's cap: the run stops NEEDS_HUMAN spend_limit; its resume waits for room, and an operator's raise gives it", async () => {
     const before = requests();
-    const run = await h.start({ goal: 'research every word', planner: planner(), guard: LOOSE, tenant: 'acme', resumeWindowMs: 60_000 });
+    const run = await h.start({
+      goal: 'research every word',
+      planner: planner(),
+      guard: LOOSE,
+      tenant: 'acme',
+      resumeWindowMs: 60_000,
+    });
     const stopped = await waitFor(
       () => run.handle.query(statusQuery),
       (s) => s.waitingForResume,
@@ -157,7 +165,13 @@ describe('money is checked before each model call', () => {
 
   it('a model without a price under a tenant cap is refused before the call (NEEDS_HUMAN, not FAILED)', async () => {
     const before = requests();
-    const run = await h.start({ goal: 'research', planner: planner('local-llama-3'), guard: LOOSE, tenant: 'acme', resumeWindowMs: 60_000 });
+    const run = await h.start({
+      goal: 'research',
+      planner: planner('local-llama-3'),
+      guard: LOOSE,
+      tenant: 'acme',
+      resumeWindowMs: 60_000,
+    });
     const stopped = await waitFor(
       () => run.handle.query(statusQuery),
       (s) => s.waitingForResume,

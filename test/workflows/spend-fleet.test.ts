@@ -35,7 +35,9 @@ describe('a tenant spend limit across two workers on PostgreSQL', () => {
       tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `topic${i}` }) }],
       usage: { prompt_tokens: PROMPT, completion_tokens: COMPLETION },
     }));
-    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({ 'local-openai': { provider: 'openai', baseURL: server.baseURL } });
+    process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
+      'local-openai': { provider: 'openai', baseURL: server.baseURL },
+    });
     for (let w = 0; w < 2; w++) {
       const worldUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-world-')), 'world.db')}`;
       workers.push(await startHarness({ dbUrl: db.url, worldUrl, deps: () => ({ spendLimits: LIMITS }) }));
@@ -62,9 +64,16 @@ describe('a tenant spend limit across two workers on PostgreSQL', () => {
       ),
     );
     const stops = await Promise.all(
-      runs.map((r) => waitFor(() => r.handle.query(statusQuery), (s) => s.waitingForResume, 110_000)),
+      runs.map((r) =>
+        waitFor(
+          () => r.handle.query(statusQuery),
+          (s) => s.waitingForResume,
+          110_000,
+        ),
+      ),
     );
-    for (const s of stops) expect(s).toMatchObject({ terminalState: 'NEEDS_HUMAN', guardReason: 'spend_limit' });
+    for (const s of stops)
+      expect(s).toMatchObject({ terminalState: 'NEEDS_HUMAN', guardReason: 'spend_limit' });
 
     const billed = server.completionRequests().length * PER_CALL_USD;
     expect(billed).toBeLessThanOrEqual(CAP);

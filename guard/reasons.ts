@@ -211,7 +211,7 @@ export function resumeConditionOf(
     case GuardReason.APPROVAL_REQUIRED:
       return 'a person approved this exact call (agentctl approvals approve)';
     case GuardReason.SPEND_LIMIT:
-      return "the tenant's spend window has room for the call again, or an operator raised the tenant's cap (agentctl spend raise)";
+      return "the tenant's spend window has room again, or its cap was raised (agentctl spend raise)";
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

@@ -181,7 +181,10 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
         env,
         endpoint,
         tools: input.tools,
-        client: { apiKey, ...client },
+        // Under a tenant spend limit every HTTP request must be behind its own reservation: no
+        // SDK-internal retries (a timed-out request may have been billed); the activity's
+        // retries (each a new turn with a new reservation) take their place.
+        client: { apiKey, ...client, ...(input.spend ? { maxRetries: 0 } : {}) },
         async send(request) {
           const signal = cancellationSignal();
           try {

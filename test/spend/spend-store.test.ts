@@ -73,6 +73,7 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
     expect(st.calls.inFlight).toBe(0);
     // The model may have billed it before the crash: a call that would cross the cap is still refused.
     expect((await store.reserve('acme', 'run-2', 'm', 0.5)).kind).toBe('refused');
+    expect(await store.roomFor('run-2')).toMatchObject({ ok: false });
     // Out of the window, it no longer counts.
     const older =
       backend === 'postgres'
@@ -81,6 +82,8 @@ describe.each(backendNames)('the spend store on %s', (backend) => {
     await db.exec(`UPDATE agent_spend_reservations SET created_at = ${older} WHERE id = ?`, [a.id]);
     st = await store.status('acme');
     expect(st.usedUsd).toBe(0);
+    // The window has room again for run-2's refused call: its spend_limit stop lifts.
+    expect(await store.roomFor('run-2')).toMatchObject({ ok: true });
     expect((await store.reserve('acme', 'run-2', 'm', 0.5)).kind).toBe('reserved');
   });
 

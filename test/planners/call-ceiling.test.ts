@@ -13,6 +13,11 @@ import {
   TokenCeilingError,
 } from '../../planners/errors';
 import { DEFAULT_PRICE_TABLE } from '../../planners/pricing';
+import { createAnthropicPlanner } from '../../planners/anthropic';
+import { createOpenAIPlanner } from '../../planners/openai';
+import { turnInput } from './helpers';
+import { startAnthropicServer } from './servers/anthropic-server';
+import { startOpenAIServer } from './servers/openai-server';
 
 const REQUEST = [{ role: 'user', content: 'héllo' }];
 const BYTES = Buffer.byteLength(JSON.stringify(REQUEST));
@@ -112,5 +117,63 @@ describe('ceilingGate', () => {
     const r = recordingSpend();
     await ceilingGate({ ...opts(input({}, r.spend)), model: 'local-llama' })(REQUEST);
     expect(r.reserved).toEqual([null]);
+  });
+});
+
+describe('every planner on createLlmPlanner gets the gate (the real SDKs, local servers)', () => {
+  const facts = (budgetsLeft: BudgetsLeft): PlannerInput['facts'] => ({
+    steps: 3,
+    progressVersion: 0,
+    completedOperations: 0,
+    recentCompleted: [],
+    stops: [],
+    refusedResumes: [],
+    budgetsLeft,
+  });
+
+  it.each(['openai', 'anthropic'] as const)('%s: a request that does not fit is never sent', async (kind) => {
+    const server =
+      kind === 'openai'
+        ? await startOpenAIServer(() => ({
+            content: 'done',
+            usage: { prompt_tokens: 10, completion_tokens: 5 },
+          }))
+        : await startAnthropicServer(() => ({
+            content: [{ type: 'text', text: 'done' }],
+            usage: { input_tokens: 10, output_tokens: 5 },
+          }));
+    const requests = () => server.requests.length;
+    try {
+      const planner =
+        kind === 'openai'
+          ? createOpenAIPlanner({
+              endpoints: { local: { provider: 'openai', baseURL: (server as { baseURL: string }).baseURL } },
+              maxRetries: 0,
+              warn: () => {},
+            })
+          : createAnthropicPlanner({
+              endpoints: { local: { provider: 'anthropic', baseURL: server.origin } },
+              maxRetries: 0,
+              warn: () => {},
+            });
+      const spec =
+        kind === 'openai'
+          ? ({ kind, model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'local' } as const)
+          : ({ kind, model: 'claude-sonnet-4-6', maxTokens: 256, endpoint: 'local' } as const);
+      const base = turnInput(spec, null);
+      await expect(planner.next({ ...base, facts: facts({ costUsd: 0.0001 }) })).rejects.toThrow(
+        CostCeilingError,
+      );
+      await expect(planner.next({ ...base, facts: facts({ tokens: 200 }) })).rejects.toThrow(
+        TokenCeilingError,
+      );
+      expect(requests()).toBe(0);
+      // With room, the same turn is sent once.
+      const out = await planner.next({ ...base, facts: facts({ costUsd: 1, tokens: 100_000 }) });
+      expect(out.turn.type).toBe('finish');
+      expect(requests()).toBe(1);
+    } finally {
+      await server.close();
+    }
   });
 });

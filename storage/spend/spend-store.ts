@@ -321,8 +321,10 @@ export class SpendStore {
          SUM(CASE WHEN state = 'settled' AND ${inWindow} THEN 1 ELSE 0 END) AS n_settled,
          SUM(CASE WHEN ${live} THEN 1 ELSE 0 END) AS n_in_flight,
          SUM(CASE WHEN state = 'refused' AND ${inWindow} THEN 1 ELSE 0 END) AS n_refused
-       FROM agent_spend_reservations WHERE tenant = ?`,
-      [windowMs, windowMs, windowMs, windowMs, tenant],
+       FROM agent_spend_reservations WHERE tenant = ? AND created_at > ${now} - ${this.db.ms('?')}`,
+      // Only rows that can still count are read (an index range, however long the history):
+      // those within the window, and those whose lease may not be over yet.
+      [windowMs, windowMs, windowMs, windowMs, tenant, Math.max(windowMs, this.leaseMs)],
     );
     const settled = num(row?.settled);
     const inFlight = num(row?.in_flight);

@@ -91,6 +91,15 @@ export { loadModelEndpoints } from './planners/endpoints';
 
 // ── Ledger ──
 export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './storage/ledger';
+// Tenant spend limits (issue 18, docs/spec.md §7.10).
+export {
+  SPEND_LIMITS_ENV,
+  SpendError,
+  SpendLimitsInvalidError,
+  SpendStore,
+  spendLimitsFromEnv,
+} from './storage/spend';
+export type { SpendLimit, SpendLimits, SpendStatus } from './storage/spend';
 export type { Ledger, LedgerRecord, OpenLedgerOptions, ReconcileAnswer } from './storage/ledger';
 
 // ── Contracts ──

@@ -23,8 +23,10 @@ export interface PlanInput {
   readonly approvalStopRef?: string | null;
   /** The tools the run may use (RunInput `tools`); absent: every tool the worker hosts. */
   readonly tools?: readonly string[] | null;
-  /** The run may delegate with `spawn_agent` (RunInput `subAgents`, docs/spec.md §7.13). */
+  /** The run may delegate with `spawn_agent` (RunInput `subAgents`, docs/spec.md §7.14). */
   readonly spawnAgents?: boolean;
+  /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
+  readonly tenant?: string;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

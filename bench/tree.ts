@@ -1,5 +1,5 @@
 /**
- * `npm run bench:tree`: does a tree of agents stay within its root's budget (docs/spec.md §7.13)?
+ * `npm run bench:tree`: does a tree of agents stay within its root's budget (docs/spec.md §7.14)?
  *
  * One REAL durable root run through the official `openai` SDK against a local Chat Completions
  * server that bills a fixed usage per request (the server's own request count is the bill). The

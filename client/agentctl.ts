@@ -1,7 +1,7 @@
 /**
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
- *   start · status · report · trace · watch · list · resume · stop · ledger · world · replay
+ *   start · status · report · trace · watch · list · resume · stop · ledger · approvals · spend · world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
  * 4 Temporal server unreachable.
@@ -24,6 +24,7 @@ import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
 import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
+import { spendCommand } from './commands/spend';
 import { connectionSettings, unreachableMessage } from './connect';
 import { CliError, Exit, stdio, type Output } from './format';
 
@@ -69,6 +70,7 @@ export function buildProgram(
   program.addCommand(ledgerCommand(ctx));
   program.addCommand(conversationCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
+  program.addCommand(spendCommand(ctx));
   for (const make of extra) program.addCommand(make(ctx));
   program.addCommand(codecServerCommand(ctx));
   program.addCommand(operatorCommand(ctx));

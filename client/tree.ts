@@ -1,5 +1,5 @@
 /**
- * An agent tree (docs/spec.md §7.13) as operators read it: each run's state, reason and spend,
+ * An agent tree (docs/spec.md §7.14) as operators read it: each run's state, reason and spend,
  * with the sub-agents it spawned below it (`agentctl tree`, `getAgentRunTree`). Read from
  * each run's `status` query (a closed run without a worker: from its result).
  */

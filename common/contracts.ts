@@ -91,6 +91,17 @@ export const timeoutsSchema = z
   })
   .strict();
 
+/** The tenant of a run that names none. */
+export const DEFAULT_TENANT = 'default';
+
+/** A tenant name (the key of `AGENT_SPEND_LIMITS`). */
+export const tenantSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit)',
+  );
+
 /** Input of the `agentRun` workflow. */
 export const runInputSchema = z
   .object({
@@ -126,10 +137,15 @@ export const runInputSchema = z
      * A proposal of another tool is PRECONDITION `unknown_tool`, nothing runs.
      */
     tools: z.array(z.string().min(1)).max(256).optional(),
-    /** Lets the planner delegate with `spawn_agent` (docs/spec.md §7.13), within these limits. */
+    /** Lets the planner delegate with `spawn_agent` (docs/spec.md §7.14), within these limits. */
     subAgents: subAgentsSchema.optional(),
     /** Set by a parent on its child: the child's place in the tree (never by a caller). */
     tree: treePlaceSchema.optional(),
+    /**
+     * Who pays for the run's model calls: the tenant whose spend limit (`AGENT_SPEND_LIMITS`
+     * on the worker, docs/spec.md §7.13) every model call is reserved under.
+     */
+    tenant: tenantSchema.default(DEFAULT_TENANT),
   })
   .strict();
 /** Workflow input as a caller writes it. */
@@ -170,7 +186,7 @@ export interface RunStatus {
   readonly goal: string;
   /** The run's place in its agent tree (absent on a root and on runs that cannot spawn). */
   readonly tree?: { readonly rootId: string; readonly parentId: string | null; readonly depth: number };
-  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.13); absent when none. */
+  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.14); absent when none. */
   readonly children?: readonly ChildSummary[];
 }
 
@@ -192,7 +208,7 @@ export interface Checkpoint {
    * approval the run may still use (docs/security.md "Bound to the stop").
    */
   readonly approvalStop?: { readonly stopRef: string; readonly fingerprint: string };
-  /** The sub-agents this run spawned (absent when none; docs/spec.md §7.13). */
+  /** The sub-agents this run spawned (absent when none; docs/spec.md §7.14). */
   readonly children?: ChildSummary[];
   /**
    * Set when the checkpoint was taken while the run was stopped. It names the blocked
@@ -228,7 +244,7 @@ export interface RunResult {
   readonly checkpoint: Checkpoint | null;
   /**
    * What the run used, its sub-agents included: what a parent charges for this run when it is
-   * a child (docs/spec.md §7.13). Absent from results of runs before sub-agents.
+   * a child (docs/spec.md §7.14). Absent from results of runs before sub-agents.
    */
   readonly usage?: { readonly steps: number; readonly tokens: number; readonly cost_usd: number };
 }

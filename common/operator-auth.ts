@@ -22,7 +22,7 @@ export const operatorAuthSchema = z
 export type OperatorAuth = z.output<typeof operatorAuthSchema>;
 
 /** What an operator may ask a run. */
-export type OperatorAction = 'resume' | 'stop' | 'approve' | 'deny';
+export type OperatorAction = 'resume' | 'stop' | 'approve' | 'deny' | 'raise_spend';
 
 /** The request fields a signature covers (everything that changes what the request does). */
 export interface SignedFields {

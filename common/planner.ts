@@ -108,6 +108,33 @@ export interface PlannerInput {
    * Not JSON: never part of any workflow payload.
    */
   readonly conversations?: ConversationAccess;
+  /**
+   * The tenant's spend limit for this turn (storage/spend): set by the `plan` activity when
+   * the run's tenant has a cap on this worker. An LLM planner reserves each model call's
+   * worst-case price before it sends the request and settles the actual usage after.
+   * Not JSON: never part of any workflow payload.
+   */
+  readonly spend?: SpendAccess;
+}
+
+/** A model call's reservation under a tenant spend limit (see {@link SpendAccess}). */
+export interface SpendTicket {
+  /** Charges the call's actual cost (USD) and ends the reservation. */
+  settle(actualUsd: number): Promise<void>;
+}
+
+/**
+ * The tenant spend limit as a planner sees it: one reservation per model call, refused (a
+ * `SpendLimitError`) when the worst case would cross the tenant's cap in its window.
+ */
+export interface SpendAccess {
+  /** The tenant the run bills to. */
+  readonly tenant: string;
+  /**
+   * Reserves `worstUsd` for one model call of `model` (null: the model has no price, which a
+   * tenant with a cap refuses). Throws when refused; nothing is sent then.
+   */
+  reserve(worstUsd: number | null, model: string): Promise<SpendTicket>;
 }
 
 /** Output of one planner turn: the turn and the planner's new memory. */
@@ -222,7 +249,22 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'ContextExhaustedError',
   // The provider's SDK is an optional package that is not installed (common/optional-dep.ts).
   'OptionalDependencyError',
+  // The next model call does not fit the run's budget or the tenant's spend limit (no call made).
+  'CostCeilingError',
+  'TokenCeilingError',
+  'SpendLimitError',
+  'UnpricedModelError',
 ]);
+
+/**
+ * Error types of a `plan` activity that refused the next model call before sending it: the
+ * run's budget stop each becomes (docs/spec.md §3 rule 3, checked before the call).
+ */
+export const COST_CEILING_ERROR = 'CostCeilingError';
+/** See {@link COST_CEILING_ERROR}; for the run's `maxTokens`. */
+export const TOKEN_CEILING_ERROR = 'TokenCeilingError';
+/** Error types of a refusal by the tenant's spend limit: the run stops NEEDS_HUMAN `spend_limit`. */
+export const SPEND_LIMIT_ERRORS: readonly string[] = Object.freeze(['SpendLimitError', 'UnpricedModelError']);
 
 /**
  * Error type of a `plan` activity whose next request cannot fit the model's context window

@@ -30,7 +30,7 @@ export const AGENT_GUARD_REASON = defineSearchAttributeKey('AgentGuardReason', S
 export const AGENT_STEPS = defineSearchAttributeKey('AgentSteps', SearchAttributeType.INT);
 
 /**
- * The workflow id of the root of the run's agent tree (docs/spec.md §7.13): set on a run that
+ * The workflow id of the root of the run's agent tree (docs/spec.md §7.14): set on a run that
  * may spawn sub-agents and on every sub-agent, so `AgentRootRun="ID"` lists a whole tree.
  */
 export const AGENT_ROOT_RUN = defineSearchAttributeKey('AgentRootRun', SearchAttributeType.KEYWORD);

@@ -1,5 +1,5 @@
 /**
- * Sub-agents (docs/spec.md §7.13): the built-in `spawn_agent` tool's args, a run's tree
+ * Sub-agents (docs/spec.md §7.14): the built-in `spawn_agent` tool's args, a run's tree
  * settings and place in its tree, the signal a child sends its parent, and what the parent
  * keeps of each child. Sandbox-safe: the workflow, the plan activity and agentctl read it.
  */
@@ -79,7 +79,7 @@ export interface ChildEvent {
   readonly detail?: string | null;
 }
 
-/** Signal a child sends its parent (docs/spec.md §7.13). */
+/** Signal a child sends its parent (docs/spec.md §7.14). */
 export const childEventSignal = defineSignal<[ChildEvent]>('childEvent');
 
 /** What a parent keeps of each child it spawned (status `children`, `agentctl tree`). */

@@ -142,7 +142,7 @@ export class LoopGuard {
   }
   /**
    * What is left of each budget at `nowMs` (Infinity for an unbounded one, never below 0):
-   * what a sub-agent may be given out of this run (docs/spec.md §7.13).
+   * what a sub-agent may be given out of this run (docs/spec.md §7.14).
    */
   remaining(nowMs: number): BudgetsLeft {
     const c = this.config;
@@ -156,7 +156,7 @@ export class LoopGuard {
   }
 
   /**
-   * Charges what a sub-agent actually used to this run (docs/spec.md §7.13): its steps, tokens
+   * Charges what a sub-agent actually used to this run (docs/spec.md §7.14): its steps, tokens
    * and cost join this run's totals, so a tree's totals are the root's. The budget rules see
    * them at the next `before()`. Negative or non-finite amounts are a caller's bug.
    */

@@ -49,9 +49,15 @@ export const GuardReason = {
   /**
    * A sub-agent (a child run started by `spawn_agent`) stopped and waits for a person: the
    * parent waits with it, its StopReport naming the child. Resuming the child continues the
-   * parent (docs/spec.md §7.13); the parent itself refuses a resume.
+   * parent (docs/spec.md §7.14); the parent itself refuses a resume.
    */
   CHILD_STOPPED: 'child_stopped',
+  /**
+   * The run's tenant spend limit (`AGENT_SPEND_LIMITS`) refused the reservation of the next
+   * model call's worst-case price, or the model has no price under that cap: the model was
+   * not called and the run stops NEEDS_HUMAN with its checkpoint (issue 18).
+   */
+  SPEND_LIMIT: 'spend_limit',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -100,7 +106,7 @@ export const ResultCode = {
   CHILD_BUDGET: 'child_budget',
   /** PRECONDITION: a sub-agent's planner gave up (PARTIAL planner_exhausted). */
   CHILD_PARTIAL: 'child_partial',
-  /** FATAL: a sub-agent FAILED; the parent stops NEEDS_HUMAN with it (docs/spec.md §7.13). */
+  /** FATAL: a sub-agent FAILED; the parent stops NEEDS_HUMAN with it (docs/spec.md §7.14). */
   CHILD_FAILED: 'child_failed',
 } as const;
 /** One of {@link ResultCode}. */
@@ -122,7 +128,7 @@ export const NEEDS_HUMAN_CODES: ReadonlySet<string> = new Set([
 export const LEDGER_NEEDS_HUMAN_CODES: readonly string[] = Object.freeze([
   ResultCode.OUTCOME_UNKNOWN,
   ResultCode.IDEMPOTENCY_CONFLICT,
-  // A failed sub-agent is a person's to look at; the parent keeps its checkpoint (§7.13).
+  // A failed sub-agent is a person's to look at; the parent keeps its checkpoint (§7.14).
   ResultCode.CHILD_FAILED,
 ]);
 
@@ -171,13 +177,24 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
  *   (checked by an activity; it is consumed when the call runs);
  * - `retry`: the next attempt is the verification (an infrastructure fault; a write stays
  *   behind the ledger, so retrying it can never run it twice);
+ * - `spend`: the tenant's spend window has room again for the call that was refused (spend
+ *   aged out of the window, or an operator's signed raise of the tenant's cap), checked by
+ *   an activity against the worker's spend store;
  * - `precondition`: an activity re-checks the blocked call's precondition (or that
  *   external state moved past the checkpoint's progress version);
  * - `child`: never by a resume of this run: the stopped sub-agent is resumed, and this run
  *   continues by itself when it does.
  */
 export type LiftRule =
-  'raise' | 'operator' | 'planner' | 'ledger_settled' | 'approval' | 'retry' | 'precondition' | 'child';
+  | 'raise'
+  | 'operator'
+  | 'planner'
+  | 'ledger_settled'
+  | 'approval'
+  | 'retry'
+  | 'spend'
+  | 'precondition'
+  | 'child';
 
 /** The lift rule of a stop reason (see {@link LiftRule}). */
 export function liftRuleOf(reason: string): LiftRule {
@@ -186,6 +203,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.PLANNER_FAILED) return 'planner';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
+  if (reason === GuardReason.SPEND_LIMIT) return 'spend';
   if (reason === GuardReason.PAYLOAD_TOO_LARGE) return 'operator';
   if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
   if (reason === GuardReason.CHILD_STOPPED) return 'child';
@@ -229,6 +247,8 @@ export function resumeConditionOf(
       return 'the stopped sub-agent was resumed (agentctl resume CHILD; agentctl tree shows it)';
     case ResultCode.CHILD_FAILED:
       return 'a person looked at the failed sub-agent; operator resume';
+    case GuardReason.SPEND_LIMIT:
+      return "the tenant's spend window has room again, or its cap was raised (agentctl spend raise)";
     default:
       return NEEDS_HUMAN_CODES.has(reason)
         ? 'a person approved the action'

@@ -38,6 +38,11 @@ const roleSchema = z
     stop: z.boolean().default(false),
     /** May approve or deny high-risk calls. */
     approve: z.boolean().default(false),
+    /**
+     * The highest tenant spend cap (USD) this role may set with `agentctl spend raise`
+     * (absent: may not raise a tenant's cap).
+     */
+    raiseSpendUsd: z.number().positive().optional(),
   })
   .strict();
 
@@ -73,9 +78,10 @@ export interface OperatorCheck {
    * How the signature's age is judged. `skew` (default, resume and stop): the signing time
    * must be within {@link MAX_SIGNATURE_SKEW_MS} of the worker's clock. `signed-expiry`
    * (approvals, which may wait for hours): any past signing time, but the signed
-   * `fields.expiresAtMs` must be present and still ahead of the worker's clock.
+   * `fields.expiresAtMs` must be present and still ahead of the worker's clock. `stored`
+   * (a raise of a tenant's spend cap, in force until a newer one): any past signing time.
    */
-  readonly freshness?: 'skew' | 'signed-expiry';
+  readonly freshness?: 'skew' | 'signed-expiry' | 'stored';
 }
 
 /** The verdict. */
@@ -178,7 +184,12 @@ export class OperatorRegistry {
         auth.operator,
         `actor "${c.fields.actor}" does not match the signing operator "${auth.operator}"`,
       );
-    const stale = c.freshness === 'signed-expiry' ? this.pastExpiry(c.fields, auth) : this.skewed(auth);
+    const stale =
+      c.freshness === 'signed-expiry'
+        ? this.pastExpiry(c.fields, auth)
+        : c.freshness === 'stored'
+          ? this.fromTheFuture(auth)
+          : this.skewed(auth);
     if (stale) return refuse(auth.operator, stale);
     const payload = signedPayload(c.action, c.workflowId, c.fields, auth.issuedAtMs);
     let valid = false;
@@ -211,6 +222,14 @@ export class OperatorRegistry {
       : null;
   }
 
+  /** Null unless the signing time is ahead of the worker's clock by more than the skew. */
+  private fromTheFuture(auth: OperatorAuth): string | null {
+    const ahead = auth.issuedAtMs - this.now();
+    return ahead > MAX_SIGNATURE_SKEW_MS
+      ? `signature from the future (${Math.round(ahead / 1000)} s ahead)`
+      : null;
+  }
+
   /** Null when the signed expiry is still ahead (and the signature not from the future), else why not. */
   private pastExpiry(fields: SignedFields, auth: OperatorAuth): string | null {
     const now = this.now();
@@ -236,6 +255,14 @@ export class OperatorRegistry {
       case 'approve':
       case 'deny':
         return roles.some((r) => r.approve) ? null : `operator ${who} may not approve or deny calls`;
+      case 'raise_spend': {
+        const value = c.fields.raise?.maxUsd ?? Infinity;
+        const limit = Math.max(0, ...roles.map((r) => r.raiseSpendUsd ?? 0));
+        if (limit === 0) return `operator ${who} may not raise a tenant's spend cap`;
+        return value > limit
+          ? `operator ${who} may raise a tenant's spend cap to at most $${limit}, not $${value}`
+          : null;
+      }
       case 'resume': {
         const reason = c.stopReason ?? '';
         if (!roles.some((r) => r.lift.includes('*') || r.lift.includes(reason)))

@@ -145,3 +145,33 @@ export class ContextLengthExceededError extends PlannerError {
 export class ContextExhaustedError extends PlannerError {
   readonly code = 'context_exhausted';
 }
+
+/**
+ * The next model call's worst case (the request's token bound plus its `maxTokens` of output,
+ * at the model's price) does not fit what the run's `maxCostUsd` has left: the model is not
+ * called and the run stops STOPPED_LOOP_GUARD `cost_budget`, resumable with a raise.
+ */
+export class CostCeilingError extends PlannerError {
+  readonly code = 'cost_ceiling';
+}
+
+/** Like {@link CostCeilingError} for the run's `maxTokens`: the run stops `token_budget`. */
+export class TokenCeilingError extends PlannerError {
+  readonly code = 'token_ceiling';
+}
+
+/**
+ * The tenant's spend limit (`AGENT_SPEND_LIMITS`) refused the reservation of the next model
+ * call's worst-case price: the model is not called and the run stops NEEDS_HUMAN `spend_limit`.
+ */
+export class SpendLimitError extends PlannerError {
+  readonly code = 'spend_limit';
+}
+
+/**
+ * The model has no price while its tenant has a spend limit: a cap that cannot price a call
+ * must not let it through. The model is not called; the run stops NEEDS_HUMAN `spend_limit`.
+ */
+export class UnpricedModelError extends PlannerError {
+  readonly code = 'spend_limit_unpriced_model';
+}

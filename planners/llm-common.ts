@@ -215,7 +215,24 @@ export interface TurnOptions {
   readonly maxObservationChars: number;
   /** Characters of message JSON one request may carry (context-window.ts). */
   readonly budgetChars: number;
+  /**
+   * Called with each request just before it is sent (after compaction): it may refuse the
+   * call by throwing (the run's budget or the tenant's spend limit cannot take its worst
+   * case: llm-planner.ts), so the model is never asked; its answer is told how the call ended.
+   */
+  readonly gate?: RequestGate<unknown>;
 }
+
+/** What a {@link RequestGate} is told about the call it let through. */
+export interface GatedCall {
+  /** The model answered with this usage. */
+  answered(usage: Usage): Promise<void>;
+  /** The request failed with `err` (the model may or may not have billed it). */
+  failed(err: unknown): Promise<void>;
+}
+
+/** Checks one request before it is sent; throws to refuse it (see {@link TurnOptions.gate}). */
+export type RequestGate<M> = (request: readonly M[]) => Promise<GatedCall>;
 
 /** Text sent when the planner is asked again after the model already gave its answer. */
 export const CONTINUE_PROMPT = 'Continue working on the goal.';
@@ -268,6 +285,7 @@ async function askWithin<M>(
   messages: readonly M[],
   hidden: number,
   budgetChars: number,
+  gate: RequestGate<M> | undefined,
 ): Promise<ModelReply<M>> {
   const head = (omitted: number) =>
     adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`);
@@ -284,7 +302,7 @@ async function askWithin<M>(
       );
     }
     try {
-      return await adapter.request(request);
+      return await gatedRequest(adapter, request, gate);
     } catch (err) {
       if (!(err instanceof ContextLengthExceededError)) throw err;
       if (attempt > 0) {
@@ -305,6 +323,25 @@ async function askWithin<M>(
       budget = tighter;
     }
   }
+}
+
+/** Sends one request through the gate: refused before it is sent, or told how it ended. */
+async function gatedRequest<M>(
+  adapter: ProviderAdapter<M>,
+  request: readonly M[],
+  gate: RequestGate<M> | undefined,
+): Promise<ModelReply<M>> {
+  if (!gate) return adapter.request(request);
+  const call = await gate(request);
+  let reply: ModelReply<M>;
+  try {
+    reply = await adapter.request(request);
+  } catch (err) {
+    await call.failed(err);
+    throw err;
+  }
+  await call.answered(reply.usage);
+  return reply;
 }
 
 /**
@@ -354,7 +391,14 @@ export async function runTurn<M>(
   if (last === undefined) messages.push(adapter.userMessage(input.goal));
   else if (adapter.isAssistant(last)) messages.push(adapter.userMessage(CONTINUE_PROMPT));
 
-  const reply = await askWithin(adapter, input, messages, loaded.hidden, options.budgetChars);
+  const reply = await askWithin(
+    adapter,
+    input,
+    messages,
+    loaded.hidden,
+    options.budgetChars,
+    options.gate as RequestGate<M> | undefined,
+  );
   messages.push(reply.message);
   if (isNonEmpty(reply.calls)) return handOut(reply.calls, reply.usage);
   return {

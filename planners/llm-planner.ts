@@ -15,6 +15,7 @@ import { cancellationSignal, warn as activityWarn } from '../activities/activity
 import { resolveEndpoint, loadModelEndpoints, type ModelEndpoints, type ResolvedEndpoint } from './endpoints';
 import { InvalidPlannerSpecError, MissingApiKeyError, PlannerProtocolError } from './errors';
 import { messageBudgetChars } from './context-window';
+import { ceilingGate } from './call-ceiling';
 import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
 import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
 import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
@@ -180,7 +181,10 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
         env,
         endpoint,
         tools: input.tools,
-        client: { apiKey, ...client },
+        // Under a tenant spend limit every HTTP request must be behind its own reservation: no
+        // SDK-internal retries (a timed-out request may have been billed); the activity's
+        // retries (each a new turn with a new reservation) take their place.
+        client: { apiKey, ...client, ...(input.spend ? { maxRetries: 0 } : {}) },
         async send(request) {
           const signal = cancellationSignal();
           try {
@@ -192,12 +196,19 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
         usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
       };
       // Tools go with every request: their size comes off the conversation's budget.
-      const toolsChars = JSON.stringify(
-        input.tools.map((t) => [t.name, t.description, t.inputSchema]),
-      ).length;
+      const toolsJson = JSON.stringify(input.tools.map((t) => [t.name, t.description, t.inputSchema]));
+      const toolsChars = toolsJson.length;
       return runTurn(input, provider.adapter(turn, sdk), {
         maxObservationChars,
         budgetChars: messageBudgetChars(spec, toolsChars),
+        // Before each request: its worst case must fit the run's budgets and the tenant's cap.
+        gate: ceilingGate({
+          input,
+          model: spec.model,
+          maxTokens: spec.maxTokens,
+          fixedBytes: Buffer.byteLength(spec.system ?? '') + Buffer.byteLength(toolsJson),
+          table,
+        }),
       });
     },
   };

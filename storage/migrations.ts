@@ -3,6 +3,8 @@
  * applied one. Both lists must keep the same version numbers and meaning.
  */
 
+import { POSTGRES_SPEND_STATEMENTS, SPEND_MIGRATION_NAME, SQLITE_SPEND_STATEMENTS } from './spend/schema';
+
 /** One schema change. */
 export interface Migration {
   /** Strictly increasing, starting at 1. */
@@ -223,6 +225,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  { version: 7, name: SPEND_MIGRATION_NAME, statements: SQLITE_SPEND_STATEMENTS },
 ];
 
 /**
@@ -429,6 +432,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  { version: 7, name: SPEND_MIGRATION_NAME, statements: POSTGRES_SPEND_STATEMENTS },
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

@@ -1,5 +1,5 @@
 /**
- * The built-in `spawn_agent` tool (docs/spec.md §7.13) and the view of a worker's tools one
+ * The built-in `spawn_agent` tool (docs/spec.md §7.14) and the view of a worker's tools one
  * run may use. `spawn_agent` is validated and fingerprinted here like any tool (its goal and
  * tools; the budget and a scripted child's script do not change what it asks for), but it
  * never runs in an activity: the workflow starts the child run.

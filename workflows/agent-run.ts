@@ -72,7 +72,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   } catch (err) {
     if (!isCancellation(err) || !patched(PATCH_CANCEL_STOPS)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
-    // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.13).
+    // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.14).
     return CancellationScope.nonCancellable(async () => {
       await subAgents.settle();
       run.childLift('cancelled while waiting on a sub-agent');

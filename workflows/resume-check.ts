@@ -68,7 +68,7 @@ export class ResumeCheck {
   ): Promise<ResumeAnswer> {
     const progressVersion = guard.progressVersion;
     if (liftRuleOf(stop.reason) === 'child')
-      // The parent waits on its stopped sub-agent: the child is what a person resumes (§7.13).
+      // The parent waits on its stopped sub-agent: the child is what a person resumes (§7.14).
       return {
         accepted: false,
         reason: `this run waits on a stopped sub-agent (${stop.report.unmet_precondition ?? 'see agentctl tree'}): resume the child; this run continues when it does`,

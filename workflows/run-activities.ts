@@ -83,7 +83,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       // Only while a lifted approval stop's call has not run: the activity offers nothing else.
       const lifted = {
         ...(approvalStopRef ? { approvalStopRef } : {}),
-        // The run's tool scope (§7.13): absent on runs that name no tools and cannot spawn.
+        // The run's tool scope (§7.14): absent on runs that name no tools and cannot spawn.
         ...(input.tools ? { tools: input.tools } : {}),
         ...(input.subAgents ? { spawnAgents: true } : {}),
       };
@@ -96,6 +96,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           observation,
           ...(facts ? { facts } : {}),
           ...lifted,
+          tenant: input.tenant,
         });
       }
       if (typeof raw !== 'object' || raw === null) {

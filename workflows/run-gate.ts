@@ -244,7 +244,7 @@ export class RunGate {
       return;
     }
     const vetoing = run.phase === 'WAITING' && this.verification !== 'idle';
-    // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.13).
+    // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.14).
     const running = run.phase === 'RUNNING' || run.stopInForce?.reason === GuardReason.CHILD_STOPPED;
     if (!running && !vetoing) return void run.note('stop_ignored', `run is ${run.phase}`, { args });
     // Until the worker has verified it, the stop already holds the run at its next check.

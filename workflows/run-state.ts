@@ -99,7 +99,7 @@ export class RunState {
    * again): the one stop whose approval the plan activity may offer and runTool may use.
    */
   approvalStop: ApprovalStop | null;
-  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.13). */
+  /** The sub-agents this run spawned, oldest first (docs/spec.md §7.14). */
   readonly children: ChildSummary[];
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
@@ -237,7 +237,7 @@ export class RunState {
   }
 
   /**
-   * RUNNING → STOPPED → WAITING while a spawned child waits for a person (docs/spec.md §7.13):
+   * RUNNING → STOPPED → WAITING while a spawned child waits for a person (docs/spec.md §7.14):
    * the parent shows a StopReport naming the child. The guard is not stopped (the spawn call is
    * still in flight in it); {@link childLift} goes back to RUNNING when the child resumes.
    */

@@ -9,7 +9,10 @@ import type { ProposalInfo, RunToolOutput } from '../activities/types';
 import type { RunDecision } from '../common/contracts';
 import {
   CONTEXT_EXHAUSTED_ERROR,
+  COST_CEILING_ERROR,
   LEDGER_UNAVAILABLE,
+  SPEND_LIMIT_ERRORS,
+  TOKEN_CEILING_ERROR,
   type PlannerTurn,
   type RunFacts,
 } from '../common/planner';
@@ -32,16 +35,24 @@ import type { BlockedCall, RunState } from './run-state';
 import type { SubAgents } from './sub-agents';
 
 /**
- * Plan-activity failures that are not the planner's: the stop reason each becomes (any
- * other failure is `planner_failed`).
+ * Plan-activity failures that are not the planner's: the stop reason each becomes, and its
+ * terminal state (any other failure is `planner_failed`).
  */
-const PLAN_FAILURE_REASONS: Readonly<Record<string, GuardReason>> = {
+const PLAN_FAILURE_REASONS: Readonly<Record<string, readonly [GuardReason, TerminalState]>> = {
   // The planner answered but the ledger or the conversation store could not be read.
-  [LEDGER_UNAVAILABLE]: GuardReason.INFRASTRUCTURE_FAULT,
+  [LEDGER_UNAVAILABLE]: [GuardReason.INFRASTRUCTURE_FAULT, TerminalState.NEEDS_HUMAN],
   // Even compacted, the next request does not fit the model's window.
-  [CONTEXT_EXHAUSTED_ERROR]: GuardReason.CONTEXT_EXHAUSTED,
+  [CONTEXT_EXHAUSTED_ERROR]: [GuardReason.CONTEXT_EXHAUSTED, TerminalState.NEEDS_HUMAN],
   // The planner's answer is too big for history (e.g. a huge reply).
-  [PAYLOAD_TOO_LARGE]: GuardReason.PAYLOAD_TOO_LARGE,
+  [PAYLOAD_TOO_LARGE]: [GuardReason.PAYLOAD_TOO_LARGE, TerminalState.NEEDS_HUMAN],
+  // The next model call's worst case does not fit the run's budget: rule 3 before the call,
+  // the usual budget stop (resumable with a raise); the model was not called.
+  [COST_CEILING_ERROR]: [GuardReason.COST_BUDGET, TerminalState.STOPPED_LOOP_GUARD],
+  [TOKEN_CEILING_ERROR]: [GuardReason.TOKEN_BUDGET, TerminalState.STOPPED_LOOP_GUARD],
+  // The tenant's spend limit refused the call (or cannot price it); the model was not called.
+  ...Object.fromEntries(
+    SPEND_LIMIT_ERRORS.map((type) => [type, [GuardReason.SPEND_LIMIT, TerminalState.NEEDS_HUMAN] as const]),
+  ),
 };
 
 /** How many completed keys, stops and refused resumes the planner's run facts name. */
@@ -123,7 +134,7 @@ export class RunSteps {
       const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
       const known = cause?.type ? PLAN_FAILURE_REASONS[cause.type] : undefined;
       if (cause?.type && known) {
-        run.runtimeStop(known, TerminalState.NEEDS_HUMAN, cause.type, failureMessage(err));
+        run.runtimeStop(known[0], known[1], cause.type, failureMessage(err));
         return STOPPED;
       }
       const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${failureMessage(err)}`;
@@ -254,7 +265,7 @@ export class RunSteps {
     run.executed += 1;
     if (p.rejection) return { kind: 'ran', result: p.rejection, progressVersion: current };
     if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) {
-      // A sub-agent runs as a child workflow, not an activity (docs/spec.md §7.13); what it
+      // A sub-agent runs as a child workflow, not an activity (docs/spec.md §7.14); what it
       // changed is read from the run's progress source afterwards.
       const result = await this.subAgents.spawn({ args: p.args, call: blockedOf(p) });
       return {

@@ -1,5 +1,5 @@
 /**
- * Sub-agents (docs/spec.md §7.13): a `spawn_agent` call the guard let through starts a child
+ * Sub-agents (docs/spec.md §7.14): a `spawn_agent` call the guard let through starts a child
  * run as a Temporal child workflow, with a budget reserved out of what this run has left, its
  * own guard, ledger scope and StopReport. The parent awaits it: while the child waits for a
  * person the parent waits too (its StopReport names the child), the parent's kill switch
@@ -93,7 +93,7 @@ export function reserveBudget(left: BudgetsLeft, asked: ChildBudget | undefined)
   return out;
 }
 
-/** What a child's end means to its parent's planner: a tool result (docs/spec.md §7.13 table). */
+/** What a child's end means to its parent's planner: a tool result (docs/spec.md §7.14 table). */
 export function childResult(childId: string, r: RunResult): ToolResult {
   const said = r.summary ? `: ${r.summary}` : '';
   switch (r.terminal_state) {
@@ -214,6 +214,8 @@ export class SubAgents {
       tools: args.tools,
       subAgents: limits,
       tree: { rootId, parentId: run.runId, depth },
+      // The child's model calls bill to the same tenant, under the same spend limit (§7.13).
+      tenant: input.tenant,
       resumeWindowMs: input.resumeWindowMs,
       maxHistoryEvents: input.maxHistoryEvents,
       traceLimit: input.traceLimit,

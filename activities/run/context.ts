@@ -23,6 +23,13 @@ import { PLAIN_ROWS, type RowCodec } from '../../storage/row-codec';
 import { factOf, ObservedProgress, ToolCounters, type ProgressSource } from '../progress';
 import type { ToolRegistry } from '../../tools/registry';
 import type { ToolStore } from '../../tools/store';
+import {
+  checkSpendLimits,
+  raiseVerifier,
+  spendLimitsFromEnv,
+  SpendStore,
+  type SpendLimits,
+} from '../../storage/spend';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -77,6 +84,14 @@ export interface ActivityDeps {
   readonly payloads?: PayloadStore | null;
   /** Results whose data JSON is above this many bytes go by reference; default `AGENT_PAYLOAD_REF_BYTES` (64 KB). */
   readonly payloadRefBytes?: number;
+  /**
+   * Tenant spend limits (storage/spend, docs/spec.md §7.10); default `AGENT_SPEND_LIMITS`
+   * (malformed: the worker refuses to start). With limits, every model call is reserved in
+   * the spend store beside the ledger first; null or absent env: no spend limits.
+   */
+  readonly spendLimits?: SpendLimits | null;
+  /** The spend store (default: beside the ledger when there are limits); null: none. */
+  readonly spend?: SpendStore | null;
 }
 
 /** The worker's dependencies, resolved once and shared by every activity. */
@@ -97,6 +112,8 @@ export interface ActivityContext {
   readonly conversations: ConversationAccess | null;
   readonly payloads: PayloadStore | null;
   readonly payloadRefBytes: number;
+  /** Tenant spend limits' store, trusting only raises the worker's operators signed; null: no limits. */
+  readonly spend: SpendStore | null;
   /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
   plannerFor(kind: string): Planner;
 }
@@ -128,6 +145,14 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   // Large results go to the payload store; the workflow gets a reference (issue 9).
   const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger, rows);
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
+  // Malformed limits fail the worker at start, naming the variable and the field.
+  const spendLimits =
+    deps.spendLimits !== undefined
+      ? deps.spendLimits && checkSpendLimits(deps.spendLimits, 'spendLimits')
+      : spendLimitsFromEnv();
+  const spendStore =
+    deps.spend !== undefined ? deps.spend : spendLimits ? SpendStore.over(ledger, spendLimits) : null;
+  const spend = spendStore?.verifiedBy(raiseVerifier(operators)) ?? null;
 
   function plannerFor(kind: string): Planner {
     if (kind === 'scripted') return scripted;
@@ -156,6 +181,7 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     conversations,
     payloads,
     payloadRefBytes,
+    spend,
     plannerFor,
   };
 }

@@ -20,6 +20,9 @@ import { refuseForeignTools, scopedRegistry } from '../../tools/spawn-agent';
 import type { PlanInput, PlanOutput, ProposalInfo } from '../types';
 import type { ActivityContext } from './context';
 import { unwrapTerminal } from './tool-call';
+import { spendAccess } from './spend-access';
+import { SpendStoreUnavailableError } from '../../storage/spend';
+import { DEFAULT_TENANT } from '../../common/contracts';
 
 /** The `plan` activity over the worker's context. */
 export function createPlanActivity(ctx: ActivityContext) {
@@ -63,6 +66,8 @@ export function createPlanActivity(ctx: ActivityContext) {
       const out = await planner.next(plannerInput);
       return (await store.saveTurn(key, plannerInput.runId, out)) as PlannerOutput;
     } catch (err) {
+      if (err instanceof SpendStoreUnavailableError)
+        throw ApplicationFailure.create({ type: LEDGER_UNAVAILABLE, message: err.message });
       if (!(err instanceof ConversationStoreFault)) throw err;
       // The database is down, not the planner: after its retries the run stops infrastructure_fault.
       throw ApplicationFailure.create({
@@ -81,7 +86,7 @@ export function createPlanActivity(ctx: ActivityContext) {
   async function planTurn(input: PlanInput): Promise<PlanOutput> {
     const planner = ctx.plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
-    // The tools this run may use (its list, plus spawn_agent when it may delegate: §7.13).
+    // The tools this run may use (its list, plus spawn_agent when it may delegate: §7.14).
     const tools = scopedRegistry(registry, {
       tools: input.tools ?? null,
       spawnAgents: input.spawnAgents === true,
@@ -106,6 +111,10 @@ export function createPlanActivity(ctx: ActivityContext) {
         : ((input.observation as PlannerInput['observation']) ?? null),
       facts: input.facts ?? null,
       ...(store ? { conversations: store } : {}),
+      // Every model call of the turn is reserved under the run's tenant's spend limit first.
+      ...(llm && ctx.spend
+        ? { spend: spendAccess(ctx.spend, input.tenant ?? DEFAULT_TENANT, input.runId) }
+        : {}),
     };
     const out = await plannerTurn(planner, plannerInput, store);
     const turn = out.turn;

@@ -29,6 +29,14 @@ export function createVerifyActivity(ctx: ActivityContext) {
     if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
       return { ...(await approvalLifts(input)), progressVersion: version };
     }
+    if (input.reason === GuardReason.SPEND_LIMIT) {
+      // The tenant's window must have room for the refused call again (spend aged out, or an
+      // operator's signed raise of the cap); a worker without limits has nothing to wait for.
+      const room = ctx.spend
+        ? await ctx.spend.roomFor(input.runId)
+        : { ok: true, detail: 'this worker has no spend limits' };
+      return { changed: room.ok, progressVersion: version, detail: room.detail };
+    }
     if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
       const rec = await ledger.get(input.operationKey);
       const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;

@@ -94,7 +94,7 @@ export function statusCommand(ctx: Ctx): Command {
     });
 }
 
-/** The `tree` command: a run and the sub-agents below it (docs/spec.md §7.13). */
+/** The `tree` command: a run and the sub-agents below it (docs/spec.md §7.14). */
 export function treeCommand(ctx: Ctx): Command {
   return new Command('tree')
     .description('Show an agent tree: each run with its state, reason and spend, its sub-agents below it')

@@ -32,6 +32,7 @@ interface StartOpts {
   subAgents?: boolean;
   maxDepth?: number;
   maxChildren?: number;
+  tenant?: string;
   id?: string;
   taskQueue?: string;
   wait?: boolean;
@@ -109,6 +110,7 @@ export function buildRunInput(o: StartOpts): RunInput {
       ...(o.maxDepth !== undefined ? { maxDepth: o.maxDepth } : {}),
       ...(o.maxChildren !== undefined ? { maxChildren: o.maxChildren } : {}),
     };
+  if (o.tenant !== undefined) input.tenant = o.tenant;
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues
@@ -205,9 +207,13 @@ export function startCommand(ctx: Ctx): Command {
           .map((t) => t.trim())
           .filter(Boolean),
     )
-    .option('--sub-agents', 'let the planner delegate with spawn_agent (docs/spec.md §7.13)')
+    .option('--sub-agents', 'let the planner delegate with spawn_agent (docs/spec.md §7.14)')
     .option('--max-depth <n>', 'with --sub-agents: depth limit of the agent tree (default 3)', positiveInt)
     .option('--max-children <n>', 'with --sub-agents: children one run may spawn (default 16)', positiveInt)
+    .option(
+      '--tenant <name>',
+      'who pays for the model calls: the tenant whose spend limit applies (default "default")',
+    )
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
     .option('--wait', 'wait until the run completes or stops (waiting for resume), then print the outcome')

@@ -33,7 +33,17 @@ import {
   PlannerRequestError,
   PlannerUnavailableError,
   PriceTableError,
+  CostCeilingError,
+  TokenCeilingError,
+  SpendLimitError,
+  UnpricedModelError,
 } from '../../planners/errors';
+import {
+  SpendError,
+  SpendInputError,
+  SpendLimitsInvalidError,
+  SpendStoreUnavailableError,
+} from '../../storage/spend/errors';
 import { ConversationStoreFault } from '../../storage/conversation-store';
 import {
   PayloadCorruptError,
@@ -118,6 +128,14 @@ describe('the error root', () => {
     [new InvalidPlannerSpecError('m'), 'planner_spec_invalid'],
     [new ContextLengthExceededError('m'), 'context_length_exceeded'],
     [new ContextExhaustedError('m'), 'context_exhausted'],
+    [new CostCeilingError('m'), 'cost_ceiling'],
+    [new TokenCeilingError('m'), 'token_ceiling'],
+    [new SpendLimitError('m'), 'spend_limit'],
+    [new UnpricedModelError('m'), 'spend_limit_unpriced_model'],
+    [new SpendError('m'), 'spend_error'],
+    [new SpendLimitsInvalidError('m'), 'spend_limits_invalid'],
+    [new SpendInputError('m'), 'spend_invalid_input'],
+    [new SpendStoreUnavailableError('m'), 'spend_store_unavailable'],
     [new ConversationStoreFault('m'), 'conversation_store_failed'],
     [new PayloadStoreError('m'), 'payload_store_error'],
     [new PayloadNotFoundError('r', 'i'), 'payload_not_found'],

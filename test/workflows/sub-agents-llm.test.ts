@@ -1,5 +1,5 @@
 /**
- * Sub-agents under an LLM planner (docs/spec.md §7.13), durable, through the official OpenAI
+ * Sub-agents under an LLM planner (docs/spec.md §7.14), durable, through the official OpenAI
  * SDK against a local Chat Completions server: the root model delegates with `spawn_agent`,
  * the child model (the same planner spec, its own conversation) sees only the tools it was
  * given and writes once; the root's usage includes the child's, priced per model.

@@ -1,5 +1,5 @@
 /**
- * Sub-agents (docs/spec.md §7.13) on a real dev server with the real demo tools: a scripted
+ * Sub-agents (docs/spec.md §7.14) on a real dev server with the real demo tools: a scripted
  * parent delegates with `spawn_agent`, the child runs as a child workflow with a budget
  * reserved out of the parent's, its usage is charged back, its stop makes the parent wait,
  * resuming the child continues the parent, and the root's kill switch stops the subtree.

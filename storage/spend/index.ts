@@ -1,0 +1,5 @@
+/** The tenant spend limit (issue 18): limits, the store and signed raises. */
+export * from './errors';
+export * from './limits';
+export * from './spend-store';
+export * from './verify';

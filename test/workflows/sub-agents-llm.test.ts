@@ -23,6 +23,7 @@ const toolResults = (req: RecordedRequest) => messages(req).filter((m) => m.role
 describe('sub-agents under an LLM planner (durable, OpenAI protocol)', () => {
   let h: Harness;
   let model: OpenAIServer;
+  let looping: OpenAIServer;
 
   beforeAll(async () => {
     process.env[KEY_ENV] = 'sk-test-tree';
@@ -54,14 +55,28 @@ describe('sub-agents under an LLM planner (durable, OpenAI protocol)', () => {
         };
       return { tool_calls: [{ name: 'complete_task', arguments: '{"summary":"delegated"}' }], usage: USAGE };
     });
+    // A root that keeps spawning children whose models loop on cost (a new search each turn).
+    looping = await startOpenAIServer((_i, req) => {
+      const goal = goalOf(req);
+      const n = toolResults(req);
+      if (goal.startsWith('LOOP-CHILD'))
+        return {
+          tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `${goal} ${n}` }) }],
+          usage: USAGE,
+        };
+      const spawn = { goal: `LOOP-CHILD-${n}`, tools: ['search'], budget: { maxCostUsd: 0.002 } };
+      return { tool_calls: [{ name: 'spawn_agent', arguments: JSON.stringify(spawn) }], usage: USAGE };
+    });
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
       'tree-llm': { provider: 'openai', baseURL: model.baseURL, apiKeyEnv: KEY_ENV },
+      'tree-loop': { provider: 'openai', baseURL: looping.baseURL, apiKeyEnv: KEY_ENV },
     });
     h = await startHarness();
   });
   afterAll(async () => {
     await h?.close();
     await model?.close();
+    await looping?.close();
     delete process.env[KEY_ENV];
     delete process.env.AGENT_MODEL_ENDPOINTS;
   });
@@ -96,5 +111,31 @@ describe('sub-agents under an LLM planner (durable, OpenAI protocol)', () => {
     expect(st.usage.costUsd).toBeCloseTo(4 * perCall, 10);
     expect(st.children?.[0]?.used).toMatchObject({ steps: 2, tokens: 2200 });
     expect(st.children?.[0]?.used?.costUsd).toBeCloseTo(2 * perCall, 10);
+  });
+
+  it("a tree whose children loop on cost is billed no more than the root's maxCostUsd", async () => {
+    const cap = 0.005;
+    const run = await h.start({
+      goal: 'LOOP-ROOT delegate',
+      planner: { ...PLANNER, endpoint: 'tree-loop' },
+      subAgents: {},
+      guard: { maxSteps: 500, noProgressLimit: 500, maxCostUsd: cap },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'cost_budget' });
+    const st = await run.handle.query(statusQuery);
+    // Each child got at most 0.002 and was stopped by its own budget; the tree stopped on the root's.
+    expect((st.children ?? []).length).toBeGreaterThanOrEqual(2);
+    for (const c of st.children ?? []) {
+      expect(c.state).toBe('STOPPED_LOOP_GUARD');
+      expect(c.used!.costUsd).toBeLessThanOrEqual(0.002 + 1e-12);
+    }
+    // The bill, by the server's own count, stays within the root's budget and uses most of it.
+    const perCall = (1000 * 0.15 + 100 * 0.6) / 1e6;
+    const billed = looping.completionRequests().length * perCall;
+    expect(billed).toBeLessThanOrEqual(cap + 1e-12);
+    expect(billed).toBeGreaterThan(cap * 0.6);
+    expect(st.usage.costUsd).toBeCloseTo(billed, 10);
   });
 });

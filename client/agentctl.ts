@@ -1,7 +1,7 @@
 /**
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
- *   start · status · report · trace · watch · list · resume · stop · ledger · world · replay
+ *   start · status · report · trace · watch · list · resume · stop · ledger · approvals · console · world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
  * 4 Temporal server unreachable.
@@ -9,6 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
 import { codecServerCommand } from './commands/codec-server';
+import { consoleCommand } from './commands/console';
 import { makeCtx, type Ctx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import { listCommand, reportCommand, statusCommand, traceCommand, watchCommand } from './commands/inspect';
@@ -61,6 +62,7 @@ export function buildProgram(
   program.addCommand(ledgerCommand(ctx));
   program.addCommand(conversationCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
+  program.addCommand(consoleCommand(ctx));
   for (const make of extra) program.addCommand(make(ctx));
   program.addCommand(codecServerCommand(ctx));
   program.addCommand(operatorCommand(ctx));

@@ -103,8 +103,8 @@ export function parseAction<A extends ActionName>(
   const parsed = schemas[action].safeParse(body);
   if (parsed.success) return { ok: true, value: parsed.data as z.output<(typeof schemas)[A]> };
   const issue = parsed.error.issues[0];
-  const field =
-    issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue?.path.join('.') || '(body)';
+  const path = issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]] : (issue?.path ?? []);
+  const field = path.join('.') || '(body)';
   const why = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid');
   return { ok: false, answer: fail(400, `${action}: ${field}: ${why}`, field) };
 }

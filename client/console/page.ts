@@ -33,7 +33,8 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d233
 header{background:#1d2330;color:#fff;padding:10px 18px;display:flex;gap:18px;align-items:baseline;flex-wrap:wrap}
 header h1{font-size:17px;margin:0}header .who,header .at{opacity:.8;font-size:13px}
 main{padding:12px 18px;max-width:1200px}
-h2{font-size:15px;margin:18px 0 6px;border-bottom:1px solid #ccd;padding-bottom:3px}
+h2{font-size:16px;margin:16px 0 6px;border-bottom:2px solid #ccd;padding-bottom:3px}
+section h2{font-size:14px;border-bottom:1px dashed #ccd;color:#6a3b00}
 .card{background:#fff;border:1px solid #d8dbe3;border-radius:6px;padding:10px 12px;margin:8px 0}
 .card h3{font-size:14px;margin:0 0 4px;font-family:ui-monospace,monospace;word-break:break-all}
 .meta{color:#555;font-size:12px;margin-bottom:6px}.meta span{margin-right:12px}
@@ -42,12 +43,12 @@ pre{background:#f2f3f6;padding:6px 8px;border-radius:4px;overflow:auto;max-heigh
 details{margin:4px 0}summary{cursor:pointer;color:#345}
 table{border-collapse:collapse;font-size:12px;width:100%}td,th{border-bottom:1px solid #e3e5ea;padding:2px 6px;text-align:left;vertical-align:top}
 form{display:flex;gap:8px;flex-wrap:wrap;align-items:center;margin-top:8px}
-input[type=text]{min-width:260px}input{padding:3px 6px}
+input{padding:3px 6px}input[name=reason]{min-width:320px}input[name=ttl]{width:60px}input[name=raise]{width:110px}
 button{padding:4px 10px;border-radius:4px;border:1px solid #889;background:#fff;cursor:pointer}
 button.approve{background:#1f7a3a;color:#fff;border-color:#1f7a3a}button.deny,button.stop{background:#a32020;color:#fff;border-color:#a32020}
 button.resume{background:#1d4fa3;color:#fff;border-color:#1d4fa3}
 .msg{margin-top:6px;font-size:13px}.msg.bad{color:#a32020}.msg.good{color:#1f7a3a}
-#flash div{padding:4px 8px;margin:4px 0;border-radius:4px}#flash .bad{background:#fde8e8}#flash .good{background:#e6f6ea}
+#flash{padding:0 18px;max-width:1200px}#flash div{padding:4px 8px;margin:6px 0;border-radius:4px}#flash .bad{background:#fde8e8}#flash .good{background:#e6f6ea}
 .empty{color:#666;font-style:italic}
 `;
 
@@ -115,11 +116,19 @@ function input(runId, name, attrs) {
   return e;
 }
 
-function traceTable(records, total) {
+/** A <details> that stays open across redraws when the person opened it. */
+function details(key, summary, body) {
+  const d = el('details', { 'data-key': key }, el('summary', { text: summary }), body);
+  const kept = document.querySelector('details[data-key="' + CSS.escape(key) + '"]');
+  if (kept && kept.open) d.open = true;
+  return d;
+}
+
+function traceTable(runId, records, total) {
   const t = el('table', {}, el('tr', {}, ...['step', 'phase', 'tool', 'decision', 'reason'].map((h) => el('th', { text: h }))));
   for (const r of records)
     t.append(el('tr', {}, ...[r.step, r.phase, r.fingerprint || r.tool || '', r.decision, r.reason || ''].map((v) => el('td', { text: String(v) }))));
-  return el('details', {}, el('summary', { text: 'trace: last ' + records.length + ' of ' + total + ' records' }), t);
+  return details(runId + ':trace', 'trace: last ' + records.length + ' of ' + total + ' records', t);
 }
 
 function waitingCard(r) {
@@ -136,14 +145,14 @@ function waitingCard(r) {
       el('div', { text: 'blocked call: ' + r.blockedCall.tool + '  ' + r.blockedCall.fingerprint }),
       el('pre', { cls: 'args', text: pretty(r.blockedCall.args) })));
   }
-  card.append(el('details', {}, el('summary', { text: 'StopReport' }), el('pre', { text: pretty(r.report) })));
-  card.append(traceTable(r.trace, r.traceTotal));
+  card.append(details(r.runId + ':report', 'StopReport: ' + (r.report.resume_condition || r.report.next_allowed_action), el('pre', { text: pretty(r.report) })));
+  card.append(traceTable(r.runId, r.trace, r.traceTotal));
   const form = el('form', {});
   form.addEventListener('submit', (e) => e.preventDefault());
   const reason = input(r.runId, 'reason', { type: 'text', placeholder: 'reason (what you checked)', 'aria-label': 'reason' });
   form.append(reason);
   if (r.needsApproval) {
-    form.append(el('label', { text: 'valid for ' }), input(r.runId, 'ttl', { type: 'text', value: '15m', size: '5', 'aria-label': 'ttl' }));
+    form.append(el('label', { text: 'valid for ' }), input(r.runId, 'ttl', { type: 'text', value: '15m', 'aria-label': 'ttl' }));
     const yes = el('button', { cls: 'approve', type: 'button', text: 'Approve & resume' });
     yes.onclick = () => act('approve', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, reason: field(form, 'reason'), ttl: field(form, 'ttl') }, yes);
     const no = el('button', { cls: 'deny', type: 'button', text: 'Deny' });

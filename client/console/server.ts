@@ -226,12 +226,17 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     return send(res, answer.status, answer.body);
   };
 
+  // Requests being answered: close() waits for them, so none outlives the caller's client.
+  const inflight = new Set<Promise<void>>();
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(req, res).catch((err: unknown) => {
-      log(`error: ${(err as Error).message}`);
-      if (!res.headersSent) send(res, 502, { ok: false, message: (err as Error).message });
-      else res.destroy();
-    });
+    const p = handle(req, res)
+      .catch((err: unknown) => {
+        log(`error: ${(err as Error).message}`);
+        if (!res.headersSent) send(res, 502, { ok: false, message: (err as Error).message });
+        else res.destroy();
+      })
+      .finally(() => inflight.delete(p));
+    inflight.add(p);
   };
   const server: Server = o.tls ? createHttpsServer(tlsOf(o.tls), listener) : createHttpServer(listener);
   await new Promise<void>((resolve, reject) => {
@@ -255,10 +260,13 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     port,
     token,
     origins: [...origins],
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: async () => {
+      const closed = new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+      await Promise.allSettled([...inflight]);
+      await closed;
+    },
   };
 }

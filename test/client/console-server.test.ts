@@ -18,7 +18,7 @@ import { isLoopback, startConsoleServer, type ConsoleServerHandle } from '../../
 import { statusQuery } from '../../common/contracts';
 import { OperatorRegistry } from '../../operators/registry';
 import { makeCerts } from '../../scripts/make-certs';
-import { alice, testOperators } from '../approvals/signing';
+import { alice, bob, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { agentctl } from './cli-helpers';
@@ -289,7 +289,8 @@ describe('agentctl console over HTTP (open worker)', () => {
 describe('agentctl console: operators and binding', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ operators: testOperators() });
+    // poll_job asks to be polled again after 2 s: a job run stays RUNNING long enough to stop it.
+    h = await startHarness({ operators: testOperators(), pollAfterMs: 2000 });
   });
   afterAll(async () => {
     await h?.close();
@@ -317,6 +318,54 @@ describe('agentctl console: operators and binding', () => {
       await server.close();
     }
   });
+
+  it('lists a running run and stops it with the signed stop of an operator who may (bob)', async () => {
+    const jobId = `console-job-${Date.now()}`;
+    const run = await h.start(
+      live(
+        [
+          { tool: 'start_job', args: { name: jobId, pollsNeeded: 20 } },
+          ...Array.from({ length: 20 }, () => ({ tool: 'poll_job', args: { jobId } })),
+          { tool: 'complete_task', args: { summary: 'done' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    const server = await startConsoleServer({
+      client: h.env.client,
+      operator: { key: bob.keyFile, actor: 'bob', operators: testOperators(), env: {} },
+      linkOf: (id) => id,
+      port: 0,
+    });
+    try {
+      const inbox = async () =>
+        (await (
+          await fetch(`${server.base}/api/inbox`, { headers: { authorization: `Bearer ${server.token}` } })
+        ).json()) as Inbox;
+      await waitFor(inbox, (i) => i.running.some((r) => r.runId === run.workflowId));
+      const r = await fetch(`${server.base}/api/stop`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ runId: run.workflowId, reason: 'job takes too long' }),
+      });
+      expect(r.status).toBe(200);
+      const stopped = await waitFor(
+        () => run.handle.query(statusQuery),
+        (st) => st.waitingForResume,
+      );
+      expect(stopped.guardReason).toBe('operator_stop');
+      const listed = await waitFor(inbox, (i) => i.waiting.some((w) => w.runId === run.workflowId));
+      expect(listed.waiting.find((w) => w.runId === run.workflowId)).toMatchObject({
+        reason: 'operator_stop',
+        needsApproval: false,
+        raise: null,
+      });
+      expect(listed.running.some((x) => x.runId === run.workflowId)).toBe(false);
+    } finally {
+      await server.close();
+      await run.handle.terminate('test done');
+    }
+  }, 60_000);
 
   it('refuses to bind off loopback without TLS; serves HTTPS there with a certificate', async () => {
     expect(['127.0.0.1', '127.0.0.2', 'localhost', '::1', '[::1]'].every(isLoopback)).toBe(true);

@@ -162,7 +162,13 @@ export async function runAction(
   return fail(404, `unknown action ${String(action)}`);
 }
 
-const decider = (op: ConsoleOperator) => ({ env: op.env, key: op.key, actor: op.actor });
+/** The approval API's options for `op`: its key and actor, and the workers' operators it knows. */
+const decider = (op: ConsoleOperator) => ({
+  env: op.env,
+  key: op.key,
+  actor: op.actor,
+  ...(op.operators.isOpen ? {} : { operators: op.operators }),
+});
 
 async function approve(
   client: Client,

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listApprovals } from '../../client/api';
+import { getApprovalAudit, getPendingApproval, listApprovals } from '../../client/api';
 import { CliError, Exit } from '../../client/format';
 import type { ConsoleOperator } from '../../client/console/actions';
 import type { Inbox, WaitingRun } from '../../client/console/inbox';
@@ -316,6 +316,48 @@ describe('agentctl console: operators and binding', () => {
       );
     } finally {
       await server.close();
+    }
+  });
+
+  it('with the operators file, an approval the workers would not trust is stored audited refused, 403, and not resumed', async () => {
+    const run = await h.start(transferRun('console-untrusted'));
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (st) => st.waitingForResume,
+    );
+    const pending = await getPendingApproval(h.env.client, run.workflowId);
+    const server = await startConsoleServer({
+      client: h.env.client,
+      operator: { key: bob.keyFile, actor: 'bob', operators: testOperators(), env: { LEDGER_URL: h.dbUrl } },
+      linkOf: (id) => id,
+      port: 0,
+    });
+    try {
+      const r = await fetch(`${server.base}/api/approve`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          runId: run.workflowId,
+          stopRef: pending.stopRef,
+          fingerprint: pending.fingerprint,
+          reason: 'fine by me',
+          ttl: '5m',
+        }),
+      });
+      expect(r.status).toBe(403);
+      expect(((await r.json()) as { message: string }).message).toMatch(
+        /^refused: the workers will not use this approval .*may not approve or deny calls/,
+      );
+      const audit = await getApprovalAudit({ ledgerUrl: h.dbUrl, env: {}, runId: run.workflowId });
+      expect(audit.map((e) => [e.action, e.actor])).toContainEqual(['refused', 'bob']);
+      expect(audit.map((e) => e.action)).not.toContain('approved');
+      // No resume was sent: the run still waits at the same stop, nothing ran.
+      const status = await run.handle.query(statusQuery);
+      expect(status.waitingForResume).toBe(true);
+      expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+    } finally {
+      await server.close();
+      await run.handle.terminate('test done');
     }
   });
 

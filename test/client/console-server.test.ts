@@ -6,6 +6,7 @@
  * raise, the operator pre-check of a stop, and the bind refusal without TLS (also as the real
  * `agentctl console` process), with HTTPS accepted off loopback.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -15,13 +16,13 @@ import { CliError, Exit } from '../../client/format';
 import type { ConsoleOperator } from '../../client/console/actions';
 import type { Inbox, WaitingRun } from '../../client/console/inbox';
 import { isLoopback, startConsoleServer, type ConsoleServerHandle } from '../../client/console/server';
-import { statusQuery } from '../../common/contracts';
+import { checkpointQuery, statusQuery } from '../../common/contracts';
 import { OperatorRegistry } from '../../operators/registry';
 import { makeCerts } from '../../scripts/make-certs';
 import { alice, bob, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
-import { agentctl } from './cli-helpers';
+import { agentctl, ROOT } from './cli-helpers';
 
 const transferRun = (reference: string) =>
   live(
@@ -237,7 +238,8 @@ describe('agentctl console over HTTP (open worker)', () => {
       live(
         [
           q,
-          search('console budget 2'),
+          // The call the budget blocks carries URL credentials: the inbox shows them redacted.
+          search('fetch https://carol:hunter2pass@intranet.example/doc'),
           search('console budget 3'),
           { tool: 'complete_task', args: { summary: 'done' } },
         ],
@@ -252,7 +254,10 @@ describe('agentctl console over HTTP (open worker)', () => {
       reason: 'step_budget',
       needsApproval: false,
       raise: { key: 'maxSteps', current: 1 },
+      blockedCall: { tool: 'search' },
     });
+    expect(JSON.stringify(w)).not.toContain('hunter2pass');
+    expect(JSON.stringify(w.blockedCall?.args)).toContain('[REDACTED]');
     const other = await answer(
       await post('resume', {
         runId: run.workflowId,
@@ -361,6 +366,54 @@ describe('agentctl console: operators and binding', () => {
     }
   });
 
+  it('a raise beyond the operator role is refused by the worker, and the page gets its words', async () => {
+    const run = await h.start(
+      live(
+        [
+          search('console role 1'),
+          search('console role 2'),
+          { tool: 'complete_task', args: { summary: 'x' } },
+        ],
+        {
+          guard: { maxSteps: 1 },
+          resumeWindowMs: 60_000,
+        },
+      ),
+    );
+    const stopped = await waitFor(
+      () => run.handle.query(checkpointQuery),
+      (cp) => cp.stop !== null,
+    );
+    // alice may lift any stop but raise no budget (test/approvals/signing.ts).
+    const server = await startConsoleServer({
+      client: h.env.client,
+      operator: { key: alice.keyFile, actor: 'alice', operators: testOperators(), env: {} },
+      linkOf: (id) => id,
+      port: 0,
+    });
+    try {
+      const r = await fetch(`${server.base}/api/resume`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          runId: run.workflowId,
+          stopRef: stopped.stop?.report.last_safe_checkpoint,
+          reason: 'five more',
+          raise: { maxSteps: 5 },
+        }),
+      });
+      expect(r.status).toBe(409);
+      expect(((await r.json()) as { message: string }).message).toMatch(
+        /^resume refused: .*operator alice may not raise maxSteps/,
+      );
+      expect((await run.handle.query(statusQuery)).guardReason).toBe('step_budget');
+      expect((await h.counters(run.workflowId)).search).toBe(1);
+    } finally {
+      await server.close();
+      await run.handle.terminate('test done');
+    }
+  });
+
   it('lists a running run and stops it with the signed stop of an operator who may (bob)', async () => {
     const jobId = `console-job-${Date.now()}`;
     const run = await h.start(
@@ -462,6 +515,49 @@ describe('agentctl console: operators and binding', () => {
       await server.close();
     }
   });
+
+  it('agentctl console as a process: prints the URL with its token, serves the inbox, stops on SIGTERM', async () => {
+    const child = spawn(
+      join(ROOT, 'node_modules/.bin/tsx'),
+      ['bin/agentctl.ts', 'console', '--port', '0', '--quiet'],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+          TEMPORAL_NAMESPACE: 'default',
+          LEDGER_URL: h.dbUrl,
+          AGENT_OPERATOR_KEY_FILE: '',
+          AGENTCTL_ACTOR: 'dana',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          const m = /open: (http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      expect(out).toContain('acting as dana (unsigned');
+      const token = new URL(url).searchParams.get('token') as string;
+      expect(token.length).toBeGreaterThanOrEqual(40);
+      expect((await fetch(url)).status).toBe(200);
+      const inbox = await fetch(new URL('/api/inbox', url), {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(inbox.status).toBe(200);
+      expect(await inbox.json()).toMatchObject({ waiting: expect.any(Array), running: expect.any(Array) });
+    } finally {
+      const exited = new Promise<number | null>((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+  }, 60_000);
 
   it('agentctl console --host 0.0.0.0 without TLS exits 2 at start; half a TLS pair and a bad key file too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'alg-console-cli-'));

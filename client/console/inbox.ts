@@ -75,10 +75,19 @@ export interface RunningRun {
   readonly uiUrl: string;
 }
 
+/** A waiting run whose queries got no answer in time (no worker on its task queue, say). */
+export interface UnansweredRun {
+  readonly runId: string;
+  readonly why: string;
+  readonly uiUrl: string;
+}
+
 /** The page's data. */
 export interface Inbox {
   readonly waiting: readonly WaitingRun[];
   readonly running: readonly RunningRun[];
+  /** Listed as waiting, but their queries failed or timed out: shown apart, without actions. */
+  readonly unanswered: readonly UnansweredRun[];
   /** When it was read (ISO). */
   readonly at: string;
 }
@@ -89,6 +98,11 @@ export interface InboxOptions {
   readonly linkOf: (runId: string) => string;
   /** At most this many runs per list (default 100). */
   readonly limit?: number;
+  /**
+   * How long a run's queries may take, ms (default 4000). A run whose worker is down does not
+   * answer (the server gives up after about 30 s): it must not hold up the rest of the inbox.
+   */
+  readonly queryTimeoutMs?: number;
 }
 
 /** A run's view from its checkpoint and status; null when it is not stopped (any more). */
@@ -127,8 +141,8 @@ export function waitingRunOf(
 /**
  * Reads the inbox: the waiting runs (newest first, as visibility lists them) and the running
  * ones. A run that moved on between the list and its queries (visibility lags a second or so)
- * is left out; one whose queries fail (no worker on its queue) is left out too, as the page
- * could not act on it either.
+ * is left out; one whose queries fail or time out (no worker on its queue) is listed as
+ * unanswered, as the page could not act on it either.
  */
 export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox> {
   const limit = o.limit ?? 100;
@@ -148,16 +162,24 @@ export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox>
     });
     if (running.length >= limit) break;
   }
+  const timeoutMs = o.queryTimeoutMs ?? 4000;
+  const unanswered: UnansweredRun[] = [];
   const waiting = await Promise.all(
     waitingIds.map(async (id) => {
       const handle = client.workflow.getHandle(id);
       try {
-        const [cp, status] = await Promise.all([
-          handle.query(checkpointQuery),
-          handle.query(statusQuery).catch(() => null),
-        ]);
+        // A gRPC deadline, not a race: the call itself ends, nothing is left running.
+        const [cp, status] = await client.withDeadline(Date.now() + timeoutMs, () =>
+          Promise.all([handle.query(checkpointQuery), handle.query(statusQuery).catch(() => null)]),
+        );
         return waitingRunOf(id, cp, status, o.linkOf(id));
-      } catch {
+      } catch (err) {
+        const message = (err as Error).message.split('\n')[0] ?? 'query failed';
+        unanswered.push({
+          runId: id,
+          why: `${message} (is a worker running on its task queue?)`,
+          uiUrl: o.linkOf(id),
+        });
         return null;
       }
     }),
@@ -165,6 +187,7 @@ export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox>
   return {
     waiting: waiting.filter((w): w is WaitingRun => w !== null),
     running,
+    unanswered,
     at: new Date().toISOString(),
   };
 }

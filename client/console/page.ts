@@ -202,6 +202,13 @@ function draw(inbox) {
     for (const r of runs) sec.append(waitingCard(r));
     main.append(sec);
   }
+  if (inbox.unanswered.length) {
+    const sec = el('section', { 'data-reason': 'unanswered' }, el('h2', { text: 'Not answering (' + inbox.unanswered.length + ')' }));
+    for (const u of inbox.unanswered)
+      sec.append(el('div', { cls: 'card', 'data-run': u.runId }, el('h3', { text: u.runId }),
+        el('div', { cls: 'meta' }, el('span', { text: u.why }), el('a', { href: u.uiUrl, target: '_blank', rel: 'noopener noreferrer', text: 'open in Temporal Web UI' }))));
+    main.append(sec);
+  }
   main.append(el('h2', { text: 'Running (' + inbox.running.length + ')' }));
   if (inbox.running.length === 0) main.append(el('div', { cls: 'empty', text: 'no run is running' }));
   for (const r of inbox.running) main.append(runningCard(r));
@@ -213,7 +220,7 @@ async function refresh() {
     const { status, data } = await api('/api/inbox');
     document.getElementById('at').textContent = status === 200 ? 'updated ' + new Date().toLocaleTimeString() : 'error: ' + data.message;
     if (status !== 200) return;
-    const json = JSON.stringify({ w: data.waiting, r: data.running, m: [...messages] });
+    const json = JSON.stringify({ w: data.waiting, r: data.running, u: data.unanswered, m: [...messages] });
     if (json === lastJson) return;
     lastJson = json;
     draw(data);

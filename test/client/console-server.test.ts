@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { getApprovalAudit, getPendingApproval, listApprovals } from '../../client/api';
 import { CliError, Exit } from '../../client/format';
 import type { ConsoleOperator } from '../../client/console/actions';
-import type { Inbox, WaitingRun } from '../../client/console/inbox';
+import { readInbox, type Inbox, type WaitingRun } from '../../client/console/inbox';
 import { isLoopback, startConsoleServer, type ConsoleServerHandle } from '../../client/console/server';
 import { checkpointQuery, statusQuery } from '../../common/contracts';
 import { OperatorRegistry } from '../../operators/registry';
@@ -231,6 +231,25 @@ describe('agentctl console over HTTP (open worker)', () => {
     expect(late).toMatchObject({ status: 409, message: expect.stringContaining('is closed (COMPLETED)') });
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
   });
+
+  it('a waiting run whose worker is gone is listed as not answering within the query timeout, not waited on', async () => {
+    const gone = await startHarness();
+    const run = await gone.start(transferRun('console-gone'));
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (st) => st.waitingForResume,
+    );
+    await gone.close();
+    const read = () => readInbox(h.env.client, { linkOf: (id) => id, queryTimeoutMs: 1000 });
+    const inbox = await waitFor(read, (i) => i.unanswered.some((u) => u.runId === run.workflowId));
+    const started = Date.now();
+    const again = await read();
+    // Without the deadline the server answers a query to a run without a worker after ~30 s.
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(again.unanswered.find((u) => u.runId === run.workflowId)?.why).toContain('is a worker running');
+    expect(inbox.waiting.some((w) => w.runId === run.workflowId)).toBe(false);
+    await h.env.client.workflow.getHandle(run.workflowId).terminate('test done');
+  }, 60_000);
 
   it('raises only the stopping budget; a stop of a stopped run is refused', async () => {
     const q = search('console budget');

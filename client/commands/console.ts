@@ -25,6 +25,7 @@ export interface ConsoleOpts {
   tlsCert?: string;
   tlsKey?: string;
   origin?: string[];
+  taskQueue?: string;
   quiet?: boolean;
 }
 
@@ -62,11 +63,12 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
     port: o.port,
     ...(tls ? { tls } : {}),
     ...(o.origin?.length ? { origins: o.origin } : {}),
+    ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
     ...(o.quiet ? {} : { log: (line: string) => ctx.io.err(`console: ${line}\n`) }),
   });
   ctx.io.out(
     [
-      `approvals inbox on ${server.base} (Temporal ${c.address}, namespace ${c.namespace})`,
+      `approvals inbox on ${server.base} (Temporal ${c.address}, namespace ${c.namespace}${o.taskQueue ? `, task queue ${o.taskQueue}` : ''})`,
       `  open: ${server.url}`,
       `  acting as ${operator.actor}${operator.key ? ' (signed with the operator key)' : ' (unsigned: only workers in open mode accept it)'}`,
       `  origins: ${server.origins.join(', ')}`,
@@ -95,6 +97,10 @@ export function consoleCommand(ctx: Ctx): Command {
       '--origin <url>',
       "another origin allowed to call it besides its own (a proxy's), repeatable",
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option(
+      '--task-queue <name>',
+      'only runs on this task queue (default: every task queue of the namespace)',
     )
     .option('--quiet', 'no log line per action or refused request')
     .action(async (o: ConsoleOpts) => {

@@ -17,7 +17,7 @@ import {
   type RunStatus,
 } from '../../common/contracts';
 import { redact } from '../../common/redact';
-import { AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
+import { AGENT_STEPS } from '../../common/search-attributes';
 import { raiseKeyOf, TerminalState, type BudgetKey, type StopReport, type TraceRecord } from '../../guard';
 import { pendingApprovalOf } from '../approvals';
 
@@ -27,13 +27,19 @@ export const WAITING_STATES: readonly string[] = [
   TerminalState.STOPPED_LOOP_GUARD,
 ];
 
-/** Open runs stopped and waiting for a person, by the search attribute the workflow keeps. */
-export const WAITING_QUERY =
-  `WorkflowType = "${WORKFLOW_TYPE}" AND ExecutionStatus = "Running"` +
-  ` AND AgentState IN (${WAITING_STATES.map((s) => `"${s}"`).join(', ')})`;
+const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
-/** Open runs that are running (a person may stop them). */
-export const RUNNING_QUERY = `WorkflowType = "${WORKFLOW_TYPE}" AND ExecutionStatus = "Running" AND AgentState = "RUNNING"`;
+/**
+ * The visibility query of the open runs in `states` (by the `AgentState` search attribute the
+ * workflow keeps), on one task queue when given.
+ */
+export function inboxQuery(states: readonly string[], taskQueue?: string): string {
+  return (
+    `WorkflowType = ${quote(WORKFLOW_TYPE)} AND ExecutionStatus = "Running"` +
+    ` AND AgentState IN (${states.map(quote).join(', ')})` +
+    (taskQueue ? ` AND TaskQueue = ${quote(taskQueue)}` : '')
+  );
+}
 
 /** How many trace records a waiting run shows (the newest). */
 export const TRACE_TAIL = 20;
@@ -96,6 +102,8 @@ export interface Inbox {
 export interface InboxOptions {
   /** The Web UI link of a run. */
   readonly linkOf: (runId: string) => string;
+  /** Only runs on this task queue (default: every task queue of the namespace). */
+  readonly taskQueue?: string;
   /** At most this many runs per list (default 100). */
   readonly limit?: number;
   /**
@@ -147,13 +155,18 @@ export function waitingRunOf(
 export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox> {
   const limit = o.limit ?? 100;
   const waitingIds: string[] = [];
-  for await (const wf of client.workflow.list({ query: WAITING_QUERY, pageSize: Math.min(limit, 1000) })) {
+  for await (const wf of client.workflow.list({
+    query: inboxQuery(WAITING_STATES, o.taskQueue),
+    pageSize: Math.min(limit, 1000),
+  })) {
     waitingIds.push(wf.workflowId);
     if (waitingIds.length >= limit) break;
   }
   const running: RunningRun[] = [];
-  for await (const wf of client.workflow.list({ query: RUNNING_QUERY, pageSize: Math.min(limit, 1000) })) {
-    if (wf.typedSearchAttributes.get(AGENT_STATE) !== 'RUNNING') continue;
+  for await (const wf of client.workflow.list({
+    query: inboxQuery(['RUNNING'], o.taskQueue),
+    pageSize: Math.min(limit, 1000),
+  })) {
     running.push({
       runId: wf.workflowId,
       steps: wf.typedSearchAttributes.get(AGENT_STEPS) ?? null,

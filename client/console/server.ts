@@ -47,6 +47,8 @@ export interface ConsoleServerOptions {
   readonly operator: ConsoleOperator;
   /** The Web UI link of a run. */
   readonly linkOf: (runId: string) => string;
+  /** Only runs on this task queue (default: all of the namespace). */
+  readonly taskQueue?: string;
   /** Bind address (default 127.0.0.1). Any non-loopback address needs `tls`. */
   readonly host?: string;
   /** Port (default {@link DEFAULT_CONSOLE_PORT}; 0 picks a free one). */
@@ -209,7 +211,14 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     if (url.pathname === '/api/inbox') {
       if (req.method !== 'GET') return send(res, 405, { ok: false, message: 'use GET' });
-      return send(res, 200, await readInbox(o.client, { linkOf: o.linkOf }));
+      return send(
+        res,
+        200,
+        await readInbox(o.client, {
+          linkOf: o.linkOf,
+          ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
+        }),
+      );
     }
     const action = /^\/api\/([a-z]+)$/.exec(url.pathname)?.[1];
     if (!action || !isActionName(action)) return send(res, 404, { ok: false, message: 'no such page' });

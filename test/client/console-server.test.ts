@@ -47,6 +47,7 @@ describe('agentctl console over HTTP (open worker)', () => {
       linkOf: (id) => `http://localhost:8233/namespaces/default/workflows/${id}`,
       port: 0,
       origins: ['https://proxy.example'],
+      taskQueue: h.taskQueue,
     });
   });
   afterAll(async () => {
@@ -240,7 +241,8 @@ describe('agentctl console over HTTP (open worker)', () => {
       (st) => st.waitingForResume,
     );
     await gone.close();
-    const read = () => readInbox(h.env.client, { linkOf: (id) => id, queryTimeoutMs: 1000 });
+    const read = () =>
+      readInbox(h.env.client, { linkOf: (id) => id, queryTimeoutMs: 1000, taskQueue: gone.taskQueue });
     const inbox = await waitFor(read, (i) => i.unanswered.some((u) => u.runId === run.workflowId));
     const started = Date.now();
     const again = await read();
@@ -248,6 +250,9 @@ describe('agentctl console over HTTP (open worker)', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(again.unanswered.find((u) => u.runId === run.workflowId)?.why).toContain('is a worker running');
     expect(inbox.waiting.some((w) => w.runId === run.workflowId)).toBe(false);
+    // Another task queue's console does not list it at all.
+    const other = await readInbox(h.env.client, { linkOf: (id) => id, taskQueue: h.taskQueue });
+    expect([...other.waiting, ...other.unanswered].some((w) => w.runId === run.workflowId)).toBe(false);
     await h.env.client.workflow.getHandle(run.workflowId).terminate('test done');
   }, 60_000);
 

@@ -77,6 +77,8 @@ if (!HAVE_CHROMIUM) {
       linkOf: (id) => `http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`,
       port: 0,
       refreshMs: 500,
+      // This test's runs only: the shared dev server also holds other test files' runs.
+      taskQueue: h.taskQueue,
     });
     consoles.push(server);
     return server;

@@ -9,7 +9,8 @@
  *  - bob's console: his approval is refused by the worker (it verifies his signed approval
  *    against its operators file) and the page says why; the transfer has not run;
  *  - alice approves in her page: the call runs exactly once (the runtime's tool counter), the
- *    run completes, and the card leaves the inbox.
+ *    run completes, and the card leaves the inbox;
+ *  - bob's page, gone stale meanwhile, denies the call: refused, and the page says the run is closed.
  * Screenshots: docs/console.png (the inbox), docs/console-refused.png (bob's refusal).
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
@@ -64,7 +65,7 @@ if (!HAVE_CHROMIUM) {
   }, 30_000);
 
   /** A console signing with `key`, as `agentctl console --key` starts it (the ledger of the harness). */
-  async function consoleOf(key: OperatorKeyFile): Promise<ConsoleServerHandle> {
+  async function consoleOf(key: OperatorKeyFile, refreshMs = 500): Promise<ConsoleServerHandle> {
     const operator: ConsoleOperator = {
       key,
       actor: key.operator,
@@ -76,7 +77,7 @@ if (!HAVE_CHROMIUM) {
       operator,
       linkOf: (id) => `http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`,
       port: 0,
-      refreshMs: 500,
+      refreshMs,
       // This test's runs only: the shared dev server also holds other test files' runs.
       taskQueue: h.taskQueue,
     });
@@ -141,7 +142,8 @@ if (!HAVE_CHROMIUM) {
     await alicePage.screenshot({ path: join(DOCS, 'console.png') });
 
     // bob (may lift stops, may not approve) approves in his own console: the worker refuses.
-    const bobPage = await openPage(await consoleOf(bob.keyFile));
+    // bob's page refreshes only after his own actions here: it goes stale below.
+    const bobPage = await openPage(await consoleOf(bob.keyFile, 600_000));
     const bobCard = card(bobPage, run.workflowId);
     await bobCard.waitFor({ timeout: 20_000 });
     await bobCard.locator('input[name="reason"]').fill('looks fine to me');
@@ -169,6 +171,14 @@ if (!HAVE_CHROMIUM) {
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     // The run left the inbox.
     await aliceCard.waitFor({ state: 'detached', timeout: 20_000 });
+
+    // bob's stale page still shows the call; denying it now is refused, and the page says why.
+    await bobCard.locator('input[name="reason"]').fill('changed my mind');
+    await bobCard.getByRole('button', { name: 'Deny' }).click();
+    const stale = bobPage.locator('#flash .bad', { hasText: 'is closed' });
+    await stale.waitFor({ timeout: 20_000 });
+    expect(await stale.innerText()).toContain(`refused: run ${run.workflowId} is closed (COMPLETED)`);
+    expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     await alicePage.close();
     await bobPage.close();
   }, 120_000);

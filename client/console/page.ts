@@ -238,7 +238,7 @@ export function renderPage(o: PageOptions): string {
   const who = o.operator.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>agent-loop-guard · approvals inbox</title><style nonce="${o.nonce}">${STYLE}</style></head>
+<link rel="icon" href="data:,"><title>agent-loop-guard · approvals inbox</title><style nonce="${o.nonce}">${STYLE}</style></head>
 <body><header><h1>agent-loop-guard · approvals inbox</h1><span class="who">acting as ${who}</span><span class="at" id="at">loading…</span></header>
 <div id="flash" aria-live="polite"></div>
 <main id="main"><div class="empty">loading…</div></main>

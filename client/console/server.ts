@@ -203,7 +203,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       res.setHeader(
         'Content-Security-Policy',
         `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; ` +
-          "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+          "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
       );
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
       res.writeHead(200).end(renderPage({ token, nonce, operator: operatorLine, refreshMs }));

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getApprovalAudit, getPendingApproval, listApprovals } from '../../client/api';
+import { getApprovalAudit, getPendingApproval, listApprovals, resumeAgentRun } from '../../client/api';
 import { CliError, Exit } from '../../client/format';
 import type { ConsoleOperator } from '../../client/console/actions';
 import { readInbox, type Inbox, type WaitingRun } from '../../client/console/inbox';
@@ -377,6 +377,10 @@ describe('agentctl console: operators and binding', () => {
       expect(((await r.json()) as { message: string }).message).toMatch(
         /^refused: the workers will not use this approval .*may not approve or deny calls/,
       );
+      // The client API signs only as the key's operator, as agentctl does.
+      await expect(
+        resumeAgentRun(h.env.client, run.workflowId, { actor: 'bob', key: alice.keyFile }),
+      ).rejects.toMatchObject({ exitCode: Exit.USAGE, message: expect.stringContaining('"alice"') });
       const audit = await getApprovalAudit({ ledgerUrl: h.dbUrl, env: {}, runId: run.workflowId });
       expect(audit.map((e) => [e.action, e.actor])).toContainEqual(['refused', 'bob']);
       expect(audit.map((e) => e.action)).not.toContain('approved');

@@ -83,12 +83,7 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
 export function consoleCommand(ctx: Ctx): Command {
   return new Command('console')
     .description('Approvals inbox in the browser: runs waiting for a person; approve, deny, resume, stop')
-    .option(
-      '--port <port>',
-      `port (0 picks a free one; default ${DEFAULT_CONSOLE_PORT})`,
-      nonNegativeInt,
-      DEFAULT_CONSOLE_PORT,
-    )
+    .option('--port <port>', 'port (0 picks a free one)', nonNegativeInt, DEFAULT_CONSOLE_PORT)
     .option('--host <host>', 'bind address; anything but loopback needs --tls-cert/--tls-key', '127.0.0.1')
     .option('--key <file>', 'operator key file every action is signed with (default AGENT_OPERATOR_KEY_FILE)')
     .option('--tls-cert <file>', 'PEM certificate: serve HTTPS (required off loopback)')

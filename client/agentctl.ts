@@ -1,7 +1,8 @@
 /**
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
- *   start · status · report · trace · watch · list · resume · stop · ledger · approvals · spend · world · replay
+ *   start · status · report · tree · trace · watch · list · resume · stop · ledger · approvals · spend · console ·
+ *   world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
  * 4 Temporal server unreachable.
@@ -9,6 +10,7 @@
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
 import { codecServerCommand } from './commands/codec-server';
+import { consoleCommand } from './commands/console';
 import { makeCtx, type Ctx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
 import {
@@ -71,6 +73,7 @@ export function buildProgram(
   program.addCommand(conversationCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(spendCommand(ctx));
+  program.addCommand(consoleCommand(ctx));
   for (const make of extra) program.addCommand(make(ctx));
   program.addCommand(codecServerCommand(ctx));
   program.addCommand(operatorCommand(ctx));

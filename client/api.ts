@@ -28,6 +28,7 @@ import {
   type TracePageArgs,
 } from '../common/contracts';
 import type { StopReport } from '../guard';
+import { signRequest, type OperatorKeyFile } from '../operators/sign';
 import { CliError, Exit } from './format';
 import {
   describeRun,
@@ -93,6 +94,11 @@ export interface ResumeAgentRunOptions {
   readonly requestId?: string;
   /** Budgets to raise (lifts a budget stop). */
   readonly raise?: BudgetRaise;
+  /**
+   * The operator key to sign with, as `agentctl resume --key` signs (default: unsigned, which
+   * only a worker in open mode accepts). The actor must be the key's operator (exit 2 otherwise).
+   */
+  readonly key?: OperatorKeyFile | null;
 }
 
 /**
@@ -117,7 +123,25 @@ export async function resumeAgentRun(
     requestId: o.requestId ?? randomUUID(),
     ...(o.raise ? { raise: o.raise } : {}),
   };
-  return sendResume(handle, req);
+  return sendResume(handle, o.key ? signedBy(o.key, 'resume', workflowId, req) : req);
+}
+
+/**
+ * The request with the operator's signature (operators/sign.ts), as agentctl signs it; an
+ * actor other than the key's operator is bad input (exit 2), as in agentctl.
+ */
+function signedBy<T extends ResumeRequest | StopRequest>(
+  key: OperatorKeyFile,
+  action: 'resume' | 'stop',
+  workflowId: string,
+  req: T,
+): T {
+  if (key.operator !== req.actor)
+    throw new CliError(
+      Exit.USAGE,
+      `actor ${req.actor} does not match the signing key's operator "${key.operator}"`,
+    );
+  return { ...req, auth: signRequest(key, action, workflowId, req) };
 }
 
 /** Who stops a run and why (the `stop` signal's payload, with defaults). */
@@ -127,6 +151,8 @@ export interface StopAgentRunOptions {
   readonly reason?: string;
   /** Idempotency id of this request (default random). */
   readonly requestId?: string;
+  /** The operator key to sign with, as `agentctl stop --key` signs (default: unsigned). */
+  readonly key?: OperatorKeyFile | null;
 }
 
 /**
@@ -155,8 +181,9 @@ export async function stopAgentRun(
     reason: o.reason ?? 'stop',
     requestId: o.requestId ?? randomUUID(),
   };
-  await handle.signal(stopSignal, req);
-  return req;
+  const sent = o.key ? signedBy(o.key, 'stop', workflowId, req) : req;
+  await handle.signal(stopSignal, sent);
+  return sent;
 }
 
 /** The run's status (from its result once it is closed and no worker answers queries). */

@@ -114,6 +114,12 @@ export interface DecideOptions extends ApprovalStoreOptions {
    * AGENT_OPERATOR_KEY_FILE; `null`: unsigned (a worker with an operators file will not use it).
    */
   readonly key?: OperatorKeyFile | string | null;
+  /**
+   * The stop and call the decider saw (a page, a list printed earlier): when the run now waits
+   * on another stop or call, the decision is refused (exit 3) and nothing is stored, so nobody
+   * approves a call they were not shown. Default: whatever the run waits on now.
+   */
+  readonly expectedStop?: { readonly stopRef: string; readonly fingerprint: string };
 }
 
 /** What {@link approveRun} approves. */
@@ -232,7 +238,7 @@ export async function approveRun(
   if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0 || ttlMs > MAX_APPROVAL_TTL_MS)
     throw new CliError(Exit.USAGE, `approval TTL must be > 0 and at most 7 days, got ${String(ttlMs)} ms`);
   const { actor, key } = operatorOf(o);
-  const { handle, pending } = await currentStop(client, runId);
+  const { handle, pending } = await currentStop(client, runId, o.expectedStop);
   const call = { runId, stopRef: pending.stopRef, tool: pending.tool, fingerprint: pending.fingerprint };
   let signed: SignedGrant | undefined;
   if (key) {
@@ -267,7 +273,7 @@ export async function approveRun(
 export async function denyRun(client: Client, runId: string, o: DecideOptions): Promise<DenyRunResult> {
   const reason = reasonOf(o.reason);
   const { actor, key } = operatorOf(o);
-  const { pending } = await currentStop(client, runId);
+  const { pending } = await currentStop(client, runId, o.expectedStop);
   const call = { runId, stopRef: pending.stopRef, tool: pending.tool, fingerprint: pending.fingerprint };
   const id = `${DENIAL_ID_PREFIX}${randomUUID()}`;
   const signed = key
@@ -331,10 +337,14 @@ function resumeOf(key: OperatorKeyFile | null, runId: string, req: ResumeRequest
   return { ...fields, auth: signRequest(key, 'resume', runId, fields) };
 }
 
-/** The run's current approval stop, or exit 3 saying what the run is doing instead. */
+/**
+ * The run's current approval stop, or exit 3 saying what the run is doing instead (or, with
+ * `expected`, that it has moved on from the stop and call the caller saw).
+ */
 async function currentStop(
   client: Client,
   runId: string,
+  expected?: { readonly stopRef: string; readonly fingerprint: string },
 ): Promise<{ handle: WorkflowHandle; pending: PendingApproval }> {
   const { handle, desc } = await describeRun(client, runId);
   if (isClosed(desc))
@@ -345,6 +355,12 @@ async function currentStop(
     const why = cp.stop ? `it is stopped for ${cp.stop.reason}` : 'it is not stopped';
     throw new CliError(Exit.REFUSED, `run ${runId} is not waiting for an approval (${why})`);
   }
+  if (expected && (expected.stopRef !== pending.stopRef || expected.fingerprint !== pending.fingerprint))
+    throw new CliError(
+      Exit.REFUSED,
+      `run ${runId} has moved on: it now waits at ${pending.stopRef} on ${pending.fingerprint}, not at ` +
+        `${expected.stopRef} on ${expected.fingerprint}; look at the call again before deciding`,
+    );
   return { handle, pending };
 }
 

@@ -3,7 +3,7 @@
  * the official SDKs' (sdk-errors.ts), read from the AI SDK's own fields. `generateText`
  * throws an `APICallError` (`statusCode`, `responseHeaders`, `data`, `isRetryable`; no
  * status for a network failure), wrapped in a `RetryError` once its own retries are spent,
- * or the abort of its `abortSignal` / `timeout`.
+ * or the abort of its `abortSignal` / `timeout`, or (a `fetch` of another realm) `fetch failed`.
  *
  * | AI SDK failure                                            | planner error             |
  * | --------------------------------------------------------- | ------------------------- |
@@ -73,9 +73,17 @@ export function wrapAiSdkError(
       codeOf(e.data),
     );
   }
-  if (e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError')) {
-    return byStatus(redacted(`${provider} API request failed: ${e.name}: ${e.message}`), null, null);
+  // By name, not class: a DOMException or a fetch TypeError may come from another realm (the
+  // AI SDK itself wraps `fetch failed` only when `instanceof TypeError` holds).
+  const { name, message } = (e && typeof e === 'object' ? e : {}) as { name?: unknown; message?: unknown };
+  const network = name === 'TypeError' && message === 'fetch failed';
+  if (name === 'AbortError' || name === 'TimeoutError' || network) {
+    return byStatus(
+      redacted(`${provider} API request failed: ${String(name)}: ${String(message)}`),
+      null,
+      null,
+    );
   }
-  const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  const text = typeof name === 'string' && typeof message === 'string' ? `${name}: ${message}` : String(e);
   return new PlannerRequestError(redacted(`${provider} client failed: ${text}`), null);
 }

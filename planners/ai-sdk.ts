@@ -23,7 +23,12 @@ import type * as CompatibleProviderModule from '@ai-sdk/openai-compatible';
 import { loadOptional, type OptionalPeer } from '../common/optional-dep';
 import type { Planner } from '../common/planner';
 import { wrapAiSdkError } from './ai-sdk-errors';
-import { ENDPOINT_PROVIDERS, type EndpointProvider, type ResolvedEndpoint } from './endpoints';
+import {
+  DEFAULT_API_KEY_ENVS,
+  ENDPOINT_PROVIDERS,
+  type EndpointProvider,
+  type ResolvedEndpoint,
+} from './endpoints';
 import { toolParameters, type PendingCall } from './llm-common';
 import {
   createLlmPlanner,
@@ -31,7 +36,6 @@ import {
   type LlmPlannerOptions,
   type LlmProviderDefinition,
 } from './llm-planner';
-import { OPENAI_API_KEY_ENV } from './openai';
 
 type ModelMessage = Ai.ModelMessage;
 type ToolResultPart = Extract<Ai.ToolModelMessage['content'][number], { type: 'tool-result' }>;
@@ -78,7 +82,7 @@ function loadAiSdk(endpoint: ResolvedEndpoint): AiSdk {
         ai,
         languageModel(modelId, { apiKey, env }) {
           // As in openai.ts: organisation and project belong to OPENAI_API_KEY's account only.
-          const ownAccount = endpoint.apiKeyEnv === OPENAI_API_KEY_ENV;
+          const ownAccount = endpoint.apiKeyEnv === DEFAULT_API_KEY_ENVS.openai;
           return createOpenAI({
             // Always given, so the package never falls back to the worker's OPENAI_API_KEY.
             apiKey: apiKey ?? NO_API_KEY,

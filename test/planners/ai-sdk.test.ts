@@ -214,6 +214,29 @@ describe('the AI SDK planner, openai endpoint (Chat Completions through @ai-sdk/
   });
 });
 
+describe('the AI SDK planner on the built-in openai endpoint', () => {
+  it('sends OPENAI_API_KEY with the organisation and project headers there, and only there', async () => {
+    const server = await startOpenAIServer([{ content: 'one' }, { content: 'two' }], { apiKey: KEY });
+    servers.push(server);
+    const env: NodeJS.ProcessEnv = {
+      OPENAI_BASE_URL: server.baseURL,
+      OPENAI_API_KEY: KEY,
+      OPENAI_ORG_ID: 'org-test',
+      OPENAI_PROJECT_ID: 'proj-test',
+      [KEY_ENV]: KEY,
+      [MODEL_ENDPOINTS_ENV]: JSON.stringify({
+        other: { provider: 'openai', baseURL: server.baseURL, apiKeyEnv: KEY_ENV },
+      }),
+    };
+    await aiSdk(env).next(turnInput(spec('openai'), null));
+    await aiSdk(env).next(turnInput(spec('other'), null));
+    const [own, other] = server.requests;
+    expect(own!.headers).toMatchObject({ 'openai-organization': 'org-test', 'openai-project': 'proj-test' });
+    expect(other!.headers['openai-organization']).toBeUndefined();
+    expect(other!.headers['openai-project']).toBeUndefined();
+  });
+});
+
 describe('the AI SDK planner, anthropic endpoint (@ai-sdk/anthropic)', () => {
   const script: AnthropicScript = [
     {

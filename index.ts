@@ -57,6 +57,7 @@ export { ensureSearchAttributes, SearchAttributesError } from './worker/search-a
 export type { SearchAttributesMode } from './worker/search-attributes';
 export { createAnthropicPlanner } from './planners/anthropic';
 export { createOpenAIPlanner } from './planners/openai';
+export { createAiSdkPlanner, type AiSdkPlannerOptions } from './planners/ai-sdk';
 
 // ── MCP tools (docs/mcp.md) ──
 export {

@@ -215,6 +215,24 @@ export const plannerSpecSchema = z.discriminatedUnion('kind', [
     },
     { error: unknownPlannerField },
   ),
+  z.strictObject(
+    {
+      /**
+       * The AI SDK planner (planners/ai-sdk.ts): `generateText` through the provider package
+       * the named endpoint's `provider` says (`openai`, `anthropic`, `openai-compatible`).
+       */
+      kind: z.literal('ai-sdk'),
+      /** Required: the endpoint's provider picks the AI SDK provider package, so there is no default. */
+      endpoint: endpointNameSchema,
+      /** Required: no default model fits every provider. */
+      model: z.string().min(1, 'planner.model must name the model (e.g. gpt-4o-mini)'),
+      maxTokens: z.number().int().positive().default(1024),
+      system: z.string().optional(),
+      /** As for the other LLM planners: the window every request is compacted to. */
+      contextTokens: z.number().int().min(1024).optional(),
+    },
+    { error: unknownPlannerField },
+  ),
 ]);
 /** Planner selection. */
 export type PlannerSpec = z.output<typeof plannerSpecSchema>;

@@ -21,7 +21,19 @@ import * as fs from 'node:fs';
 import { z } from 'zod';
 import { endpointNameSchema } from '../common/planner';
 import { EndpointConfigError, EndpointNotConfiguredError } from './errors';
-import { LLM_PROVIDERS, type LlmProvider } from './llm-common';
+
+/**
+ * The wire protocols an endpoint can speak. `openai` and `anthropic` serve every planner of
+ * that kind and the AI SDK planner; `openai-compatible` (vLLM, Ollama, LM Studio through
+ * `@ai-sdk/openai-compatible`) only the AI SDK planner (`kind: 'ai-sdk'`, planners/ai-sdk.ts).
+ */
+export const ENDPOINT_PROVIDERS = ['anthropic', 'openai', 'openai-compatible'] as const;
+/** One of {@link ENDPOINT_PROVIDERS}. */
+export type EndpointProvider = (typeof ENDPOINT_PROVIDERS)[number];
+/** The providers with a built-in endpoint, a default key and a `*_BASE_URL` variable. */
+export const BUILT_IN_PROVIDERS = ['anthropic', 'openai'] as const;
+/** One of {@link BUILT_IN_PROVIDERS}. */
+export type BuiltInProvider = (typeof BUILT_IN_PROVIDERS)[number];
 
 /** Env var holding extra endpoints as JSON `{name: {provider, baseURL, apiKeyEnv?, maxTokensParam?}}`. */
 export const MODEL_ENDPOINTS_ENV = 'AGENT_MODEL_ENDPOINTS';
@@ -29,24 +41,24 @@ export const MODEL_ENDPOINTS_ENV = 'AGENT_MODEL_ENDPOINTS';
 export const MODEL_ENDPOINTS_FILE_ENV = 'AGENT_MODEL_ENDPOINTS_FILE';
 
 /** The providers' official API base URLs (the built-in endpoints when no `*_BASE_URL` is set). */
-export const OFFICIAL_BASE_URLS: Readonly<Record<LlmProvider, string>> = Object.freeze({
+export const OFFICIAL_BASE_URLS: Readonly<Record<BuiltInProvider, string>> = Object.freeze({
   anthropic: 'https://api.anthropic.com',
   openai: 'https://api.openai.com/v1',
 });
 /** The env vars of the providers' default API keys. */
-export const DEFAULT_API_KEY_ENVS: Readonly<Record<LlmProvider, string>> = Object.freeze({
+export const DEFAULT_API_KEY_ENVS: Readonly<Record<BuiltInProvider, string>> = Object.freeze({
   anthropic: 'ANTHROPIC_API_KEY',
   openai: 'OPENAI_API_KEY',
 });
 /** The worker env vars that move a built-in endpoint (operator configuration, never a run's). */
-export const BASE_URL_ENVS: Readonly<Record<LlmProvider, string>> = Object.freeze({
+export const BASE_URL_ENVS: Readonly<Record<BuiltInProvider, string>> = Object.freeze({
   anthropic: 'ANTHROPIC_BASE_URL',
   openai: 'OPENAI_BASE_URL',
 });
 
 /** One model endpoint as the worker configures it. */
 export interface ModelEndpoint {
-  readonly provider: LlmProvider;
+  readonly provider: EndpointProvider;
   /** The API base URL (`http:` or `https:`; for OpenAI-compatible servers including `/v1`). */
   readonly baseURL: string;
   /** The env var holding this endpoint's API key; absent for a server that needs none. */
@@ -66,7 +78,10 @@ export interface ResolvedEndpoint extends ModelEndpoint {
 }
 
 const endpointSchema = z.strictObject({
-  provider: z.enum(LLM_PROVIDERS),
+  provider: z.enum(ENDPOINT_PROVIDERS, {
+    error: (issue) =>
+      `provider ${JSON.stringify(issue.input)} is not a known provider (known: ${ENDPOINT_PROVIDERS.join(', ')})`,
+  }),
   baseURL: z
     .string()
     .url()
@@ -85,13 +100,13 @@ const endpointSchema = z.strictObject({
 const trimSlash = (u: string): string => u.replace(/\/+$/, '');
 
 /** The base URL the provider's default key may go to: `*_BASE_URL` from the worker env, else the official one. */
-export function defaultBaseURL(provider: LlmProvider, env: NodeJS.ProcessEnv): string {
+export function defaultBaseURL(provider: BuiltInProvider, env: NodeJS.ProcessEnv): string {
   const configured = env[BASE_URL_ENVS[provider]]?.trim();
   return configured ? configured : OFFICIAL_BASE_URLS[provider];
 }
 
 /** The two built-in endpoints, named after their provider. */
-export function builtInEndpoints(env: NodeJS.ProcessEnv): Record<LlmProvider, ModelEndpoint> {
+export function builtInEndpoints(env: NodeJS.ProcessEnv): Record<BuiltInProvider, ModelEndpoint> {
   return {
     anthropic: {
       provider: 'anthropic',
@@ -132,7 +147,7 @@ function parseEndpoints(raw: unknown, source: string): Map<string, ModelEndpoint
  * default base URL; any other endpoint names a key of its own.
  */
 function checkKeyDestination(name: string, e: ModelEndpoint, env: NodeJS.ProcessEnv): void {
-  for (const provider of LLM_PROVIDERS) {
+  for (const provider of BUILT_IN_PROVIDERS) {
     if (e.apiKeyEnv !== DEFAULT_API_KEY_ENVS[provider]) continue;
     const allowed = defaultBaseURL(provider, env);
     if (e.provider !== provider || trimSlash(e.baseURL) !== trimSlash(allowed)) {
@@ -184,19 +199,22 @@ function parseJson(text: string, source: string): unknown {
 }
 
 /**
- * The endpoint a run named (or the provider's built-in one when it named none).
+ * The endpoint a run named (or the planner's built-in one when it named none).
  *
- * @throws EndpointNotConfiguredError naming the endpoints configured for `provider`
+ * @param planner the run's planner kind (`openai`, `anthropic`, `ai-sdk`), as messages say it
+ * @param accepts the endpoint providers that planner speaks; default the planner's own kind
+ * @throws EndpointNotConfiguredError naming the endpoints configured for `accepts`
  */
 export function resolveEndpoint(
-  provider: LlmProvider,
+  planner: string,
   name: string | undefined,
   endpoints: ModelEndpoints,
+  accepts: readonly EndpointProvider[] = [planner as EndpointProvider],
 ): ResolvedEndpoint {
-  const wanted = name ?? provider;
-  const configured = Object.keys(endpoints).filter((k) => endpoints[k]!.provider === provider);
+  const wanted = name ?? planner;
+  const configured = Object.keys(endpoints).filter((k) => accepts.includes(endpoints[k]!.provider));
   const hint =
-    `configured ${provider} endpoints: ${configured.join(', ') || '(none)'} ` +
+    `configured ${accepts.join('/')} endpoints: ${configured.join(', ') || '(none)'} ` +
     `(set ${MODEL_ENDPOINTS_ENV} or ${MODEL_ENDPOINTS_FILE_ENV} on the worker)`;
   // Own properties only: a name like "constructor" must not find Object.prototype's.
   const e = Object.hasOwn(endpoints, wanted) ? endpoints[wanted] : undefined;
@@ -207,12 +225,14 @@ export function resolveEndpoint(
       configured,
     );
   }
-  if (e.provider !== provider) {
+  if (!accepts.includes(e.provider)) {
     throw new EndpointNotConfiguredError(
-      `planner endpoint "${wanted}" is a ${e.provider} endpoint, but the run's planner is ${provider}; ${hint}`,
+      `planner endpoint "${wanted}" is a ${e.provider} endpoint, but the run's planner is ${planner}; ${hint}`,
       wanted,
       configured,
     );
   }
-  return { ...e, name: wanted, official: trimSlash(e.baseURL) === trimSlash(OFFICIAL_BASE_URLS[provider]) };
+  const official =
+    e.provider !== 'openai-compatible' && trimSlash(e.baseURL) === trimSlash(OFFICIAL_BASE_URLS[e.provider]);
+  return { ...e, name: wanted, official };
 }

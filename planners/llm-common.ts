@@ -20,8 +20,11 @@ import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 export { compactMessages, runStateNote } from './compaction';
 export { DEFAULT_MAX_OBSERVATION_CHARS, NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 
-/** The LLM providers with a planner. */
-export const LLM_PROVIDERS = ['anthropic', 'openai'] as const;
+/**
+ * The LLM planner kinds, each with its own message format in the memory: the two
+ * hand-written wires and the AI SDK's `ModelMessage` (planners/ai-sdk.ts).
+ */
+export const LLM_PROVIDERS = ['anthropic', 'openai', 'ai-sdk'] as const;
 /** One of {@link LLM_PROVIDERS}. */
 export type LlmProvider = (typeof LLM_PROVIDERS)[number];
 

@@ -12,8 +12,19 @@ import type { Planner, PlannerInput, PlannerOutput, PlannerSpec, ToolDescriptor 
 import { plannerSpecSchema } from '../common/planner';
 import type { Usage } from '../guard/schemas';
 import { cancellationSignal, warn as activityWarn } from '../activities/activity-context';
-import { resolveEndpoint, loadModelEndpoints, type ModelEndpoints, type ResolvedEndpoint } from './endpoints';
-import { InvalidPlannerSpecError, MissingApiKeyError, PlannerProtocolError } from './errors';
+import {
+  resolveEndpoint,
+  loadModelEndpoints,
+  type EndpointProvider,
+  type ModelEndpoints,
+  type ResolvedEndpoint,
+} from './endpoints';
+import {
+  InvalidPlannerSpecError,
+  MissingApiKeyError,
+  PlannerProtocolError,
+  type PlannerError,
+} from './errors';
 import { messageBudgetChars } from './context-window';
 import { ceilingGate } from './call-ceiling';
 import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
@@ -91,20 +102,27 @@ export interface TurnContext<K extends LlmProvider> {
 }
 
 /** A provider's half of a planner. */
-export interface LlmProviderDefinition<
-  K extends LlmProvider,
-  M,
-  S extends SdkErrorClasses = SdkErrorClasses,
-> {
+export interface LlmProviderDefinition<K extends LlmProvider, M, S = SdkErrorClasses> {
   readonly kind: K;
   /** The provider's name as error messages say it (`Anthropic`, `OpenAI`). */
   readonly displayName: string;
   /**
+   * The endpoint providers this planner can talk to; default the planner's own kind (the AI
+   * SDK planner speaks all of them, through the provider package each names).
+   */
+  readonly endpointProviders?: readonly EndpointProvider[];
+  /**
    * The provider's SDK (its default export: the client class, with the error classes
    * {@link wrapSdkError} needs), loaded at the first turn: the SDK is an optional package
    * (common/optional-dep.ts), so a missing one throws `OptionalDependencyError` naming it.
+   * The turn's endpoint is given for a planner whose package depends on it (the AI SDK's).
    */
-  sdk(): S;
+  sdk(endpoint: ResolvedEndpoint): S;
+  /**
+   * Turns what a request threw into a scrubbed planner error; default {@link wrapSdkError},
+   * which needs `S` to be an official SDK's default export (an {@link SdkErrorClasses}).
+   */
+  wrapError?(sdk: S, err: unknown, secrets: readonly string[]): PlannerError;
   /** Builds this turn's adapter (client, tools, request) from the turn's context and the SDK. */
   adapter(turn: TurnContext<K>, sdk: S): ProviderAdapter<M>;
 }
@@ -114,7 +132,7 @@ export interface LlmProviderDefinition<
  * table are read on every turn, inside the activity, so a changed environment takes effect
  * without a restart and the key is never part of the planner's input, memory or output.
  */
-export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorClasses>(
+export function createLlmPlanner<K extends LlmProvider, M, S>(
   provider: LlmProviderDefinition<K, M, S>,
   opts: LlmPlannerOptions = {},
 ): Planner {
@@ -142,10 +160,11 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
           provider.kind,
           spec.endpoint,
           loadModelEndpoints(env, opts.endpoints),
+          provider.endpointProviders,
         );
         if (endpoint.apiKeyEnv) readApiKey(env, endpoint.apiKeyEnv, provider.kind);
         loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
-        provider.sdk();
+        provider.sdk(endpoint);
         await fetch(endpoint.baseURL, { method: 'GET', signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
         return null;
       } catch (err) {
@@ -165,7 +184,12 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
       const spec = parsed.data;
       if (spec.kind !== provider.kind)
         throw new PlannerProtocolError(`the ${provider.kind} planner got a "${spec.kind}" planner spec`);
-      const endpoint = resolveEndpoint(provider.kind, spec.endpoint, loadModelEndpoints(env, opts.endpoints));
+      const endpoint = resolveEndpoint(
+        provider.kind,
+        spec.endpoint,
+        loadModelEndpoints(env, opts.endpoints),
+        provider.endpointProviders,
+      );
       const apiKey = endpoint.apiKeyEnv
         ? readApiKey(
             env,
@@ -174,7 +198,12 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
           )
         : NO_API_KEY;
       const table = loadPriceTable(env, opts.priceTable ?? DEFAULT_PRICE_TABLE);
-      const sdk = provider.sdk();
+      const sdk = provider.sdk(endpoint);
+      const wrap = (e: unknown): PlannerError =>
+        provider.wrapError
+          ? provider.wrapError(sdk, e, [apiKey])
+          : // Without wrapError, S is an official SDK's default export (see wrapError).
+            wrapSdkError(provider.displayName, sdk as unknown as SdkErrorClasses, e, [apiKey]);
       const turn: TurnContext<K> = {
         // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
         spec: spec as Extract<PlannerSpec, { kind: K }>,
@@ -190,7 +219,7 @@ export function createLlmPlanner<K extends LlmProvider, M, S extends SdkErrorCla
           try {
             return await request(signal ? { signal } : undefined);
           } catch (err) {
-            throw failureToThrow(err, signal, (e) => wrapSdkError(provider.displayName, sdk, e, [apiKey]));
+            throw failureToThrow(err, signal, wrap);
           }
         },
         usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),

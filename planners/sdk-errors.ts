@@ -58,7 +58,12 @@ export function isContextLengthError(status: number | null, code: unknown, messa
   return code === 'context_length_exceeded' || CONTEXT_EXCEEDED.test(message);
 }
 
-function byStatus(
+/**
+ * The planner error of a failed request from its HTTP status (null: no response), the
+ * server's `retry-after` and its error code: the table above. Shared with the AI SDK
+ * planner's mapping (ai-sdk-errors.ts), whose errors carry the same facts in other fields.
+ */
+export function byStatus(
   message: string,
   status: number | null,
   retryAfter: string | null,

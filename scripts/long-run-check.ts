@@ -2,7 +2,7 @@
  * `npm run long-run-check` (`tsx scripts/long-run-check.ts`): issue 9's acceptance check,
  * run the way a user would, every part a separate process started from this checkout:
  *
- *  1. a throwaway Temporal dev server — `npm run dev:server` (`tsx devserver/dev-server.ts`)
+ *  1. a throwaway Temporal dev server — `npm run dev:server` (`tsx scripts/dev-server.ts`)
  *     with TEMPORAL_ADDRESS on a free loopback port, TEMPORAL_UI_PORT free, in memory;
  *  2. the long-run model server — `npm run long-model-server -- --protocol openai --turns 600
  *     --note-chars 3000 --window-chars 300000 --port 0` (scripts/long-model/server.ts);
@@ -25,7 +25,12 @@
  * start, a timeout). Every process it started is stopped (its process group: SIGTERM, then
  * SIGKILL after 10 s) and the temp directory removed, on success, failure, error or Ctrl-C.
  *
- * Flags: --turns N (600)  --note-chars N (3000)  --window-chars N (300000)
+ * `--planner ai-sdk` (issue 20) runs the same check through the AI SDK planner: the worker gets
+ * an AGENT_MODEL_ENDPOINTS entry `long` (provider `--endpoint-provider`: openai, the default, or
+ * openai-compatible) at the model server, and agentctl starts `--planner ai-sdk --endpoint long`.
+ *
+ * Flags: --planner openai|ai-sdk (openai)  --endpoint-provider openai|openai-compatible (openai)
+ *        --turns N (600)  --note-chars N (3000)  --window-chars N (300000)
  *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (1800)  --max-kb N (25)
  *        --keep (keep the temp directory: the ledger/world SQLite file, the logs)  --json
  */
@@ -43,6 +48,8 @@ import { PROJECT_ROOT } from '../devserver/temporal-cli';
 import { cliFlags, intFlag } from './cli-args';
 
 interface Options {
+  planner: 'openai' | 'ai-sdk';
+  endpointProvider: 'openai' | 'openai-compatible';
   turns: number;
   noteChars: number;
   windowChars: number;
@@ -55,6 +62,8 @@ interface Options {
 
 function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
+    planner: 'openai',
+    endpointProvider: 'openai',
     turns: 600,
     noteChars: 3000,
     windowChars: 300_000,
@@ -67,6 +76,12 @@ function parseArgs(argv: readonly string[]): Options {
   const int = intFlag;
   for (const { flag, value } of cliFlags(argv)) {
     switch (flag) {
+      case '--planner':
+        o.planner = oneOf(flag, value(), ['openai', 'ai-sdk'] as const);
+        break;
+      case '--endpoint-provider':
+        o.endpointProvider = oneOf(flag, value(), ['openai', 'openai-compatible'] as const);
+        break;
       case '--turns':
         o.turns = int(flag, value(), 1);
         break;
@@ -94,7 +109,7 @@ function parseArgs(argv: readonly string[]): Options {
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx scripts/long-run-check.ts [--turns 600] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 1800] [--max-kb 25] [--keep] [--json]\n',
+          'usage: tsx scripts/long-run-check.ts [--planner openai|ai-sdk] [--endpoint-provider openai|openai-compatible] [--turns 600] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 1800] [--max-kb 25] [--keep] [--json]\n',
         );
         process.exit(0);
         break;
@@ -103,6 +118,12 @@ function parseArgs(argv: readonly string[]): Options {
     }
   }
   return o;
+}
+
+function oneOf<T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T {
+  if (v === undefined || !(allowed as readonly string[]).includes(v))
+    throw new Error(`${flag} must be one of ${allowed.join(', ')}`);
+  return v as T;
 }
 
 // ---------------------------------------------------------------- processes
@@ -275,7 +296,7 @@ async function main(): Promise<number> {
     log(`dev server on ${address} (npm run dev:server, in memory)…`);
     const devServer = startTsx(
       'dev-server',
-      ['devserver/dev-server.ts'],
+      ['scripts/dev-server.ts'],
       { ...base, ...temporalEnv, TEMPORAL_UI_PORT: String(await freePort()), TEMPORAL_DB_FILE: ':memory:' },
       dir,
     );
@@ -313,17 +334,21 @@ async function main(): Promise<number> {
       OPENAI_BASE_URL: baseURL,
       OPENAI_API_KEY: 'dummy',
       AGENT_REAPER: 'off',
+      ...(o.planner === 'ai-sdk'
+        ? { AGENT_MODEL_ENDPOINTS: JSON.stringify({ long: { provider: o.endpointProvider, baseURL } }) }
+        : {}),
     };
     const worker = startTsx('worker', ['demo/worker.ts'], workerEnv, dir);
     await waitForLine(worker, /worker: task queue/, 90_000);
-    log(`worker on task queue ${taskQueue}; agentctl start --planner openai … --wait`);
+    log(`worker on task queue ${taskQueue}; agentctl start --planner ${o.planner} … --wait`);
 
     const workflowId = `long-check-${randomUUID()}`;
     const startArgs = [
       'bin/agentctl.ts',
       'start',
       '--planner',
-      'openai',
+      o.planner,
+      ...(o.planner === 'ai-sdk' ? ['--endpoint', 'long'] : []),
       '--model',
       'long-model',
       '--goal',
@@ -419,13 +444,13 @@ async function main(): Promise<number> {
     const wallS = (performance.now() - t0) / 1000;
     if (o.json) {
       process.stdout.write(
-        `${JSON.stringify({ ok, workflowId, turns: o.turns, rows, historyBytes: chain.bytes, historyRuns: chain.runs, wallS })}\n`,
+        `${JSON.stringify({ ok, planner: o.planner, workflowId, turns: o.turns, rows, historyBytes: chain.bytes, historyRuns: chain.runs, wallS })}\n`,
       );
     } else {
       process.stdout.write(
         [
           '',
-          `Long-run check: ${o.turns} turns, agentctl start --planner openai against a worker on the long-model server (${o.noteChars}-char notes, ${o.windowChars}-char window${o.contextTokens > 0 ? `, --context-tokens ${o.contextTokens}` : ''})`,
+          `Long-run check: ${o.turns} turns, agentctl start --planner ${o.planner}${o.planner === 'ai-sdk' ? ` (${o.endpointProvider} endpoint)` : ''} against a worker on the long-model server (${o.noteChars}-char notes, ${o.windowChars}-char window${o.contextTokens > 0 ? `, --context-tokens ${o.contextTokens}` : ''})`,
           '',
           '| check | value | |',
           '|---|---|---|',

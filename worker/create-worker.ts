@@ -13,7 +13,9 @@ import { createActivities, type ActivityDeps } from '../activities/create-activi
 import { RowCodec } from '../storage/row-codec';
 import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../storage/ledger';
 import type { ProgressSource } from '../activities/progress';
+import { createAiSdkPlanner } from '../planners/ai-sdk';
 import { createAnthropicPlanner } from '../planners/anthropic';
+import { loadModelEndpoints } from '../planners/endpoints';
 import { createOpenAIPlanner } from '../planners/openai';
 import { ToolRegistry } from '../tools/registry';
 import type { AnyTool } from '../tools/define-tool';
@@ -85,7 +87,11 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
       `openWorkerDeps: unknown option(s) ${unknown.join(', ')} (known: ${[...WORKER_DEPS_OPTIONS].join(', ')})`,
     );
   const ledgerUrl = o.ledgerUrl ?? DEFAULT_LEDGER_URL;
-  // First: a malformed config or an unreachable MCP server stops the start before anything opens.
+  // The planners read the endpoints on every turn (edits apply without a restart), but a
+  // worker whose endpoints are already unusable (an unknown provider, a bad URL, a default key
+  // sent elsewhere) does not start: EndpointConfigError names the variable, endpoint and field.
+  loadModelEndpoints(process.env);
+  // Next: a malformed config or an unreachable MCP server stops the start before anything opens.
   const mcp = await openMcpTools({ config: o.mcpConfig, configPath: o.configPath });
   let ledger: Ledger;
   try {
@@ -103,7 +109,11 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
     ledger,
     storeSharesLedger: ledgerFile !== null && ledgerFile === storeFile,
     ...(o.progress ? { progress: o.progress } : {}),
-    planners: { anthropic: createAnthropicPlanner(), openai: createOpenAIPlanner() },
+    planners: {
+      anthropic: createAnthropicPlanner(),
+      openai: createOpenAIPlanner(),
+      'ai-sdk': createAiSdkPlanner(),
+    },
     leaseMs: o.leaseMs,
     identity: o.identity,
     mcp,

@@ -102,7 +102,7 @@ export const WORKER_ENV_DOCS = {
   AGENT_LEDGER_RETENTION_MS:
     'Settled ledger records older than this are reaped once their run is closed (default 2592000000 = 30 days; a value below the 7-day resume window is raised to it with a warning).',
   AGENT_MODEL_ENDPOINTS:
-    'Named model endpoints a run may pick by name (JSON {"name": {"provider": "openai"|"anthropic", "baseURL", "apiKeyEnv"?}}); a run can never give a URL (docs/planners.md).',
+    'Named model endpoints a run may pick by name (JSON {"name": {"provider": "openai"|"anthropic"|"openai-compatible", "baseURL", "apiKeyEnv"?}}); a run can never give a URL (docs/planners.md).',
   AGENT_MODEL_ENDPOINTS_FILE: 'The same as AGENT_MODEL_ENDPOINTS, from a JSON file.',
   ANTHROPIC_BASE_URL: 'Base URL of the built-in `anthropic` endpoint (default the official API).',
   OPENAI_BASE_URL: 'Base URL of the built-in `openai` endpoint (default the official API).',

@@ -1,4 +1,4 @@
-/** `agentctl start`: start an agent run (scripted, Anthropic or OpenAI planner). */
+/** `agentctl start`: start an agent run (scripted, Anthropic, OpenAI or AI SDK planner). */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
@@ -11,7 +11,7 @@ import type { Counters } from '../counters';
 import { budgetOption, nonNegativeInt, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 interface StartOpts {
-  planner: 'scripted' | 'anthropic' | 'openai';
+  planner: 'scripted' | 'anthropic' | 'openai' | 'ai-sdk';
   goal?: string;
   script?: string;
   live?: boolean;
@@ -78,6 +78,12 @@ export function buildRunInput(o: StartOpts): RunInput {
         '--live is for --planner scripted (LLM planners always use the real tools)',
       );
     if (!o.goal) throw new CliError(Exit.USAGE, `start: --planner ${o.planner} needs --goal TEXT`);
+    // The endpoint's provider (worker configuration) picks the AI SDK package: no default fits.
+    if (o.planner === 'ai-sdk' && (!o.endpoint || !o.model))
+      throw new CliError(
+        Exit.USAGE,
+        'start: --planner ai-sdk needs --endpoint NAME (a model endpoint configured on the worker) and --model NAME',
+      );
     input = {
       goal: o.goal,
       planner: {
@@ -161,7 +167,7 @@ export function startCommand(ctx: Ctx): Command {
     .description('Start an agent run')
     .addOption(
       new Option('--planner <kind>', 'planner')
-        .choices(['scripted', 'anthropic', 'openai'])
+        .choices(['scripted', 'anthropic', 'openai', 'ai-sdk'])
         .default('scripted'),
     )
     .option('--goal <text>', 'the goal (required for LLM planners)')
@@ -173,7 +179,7 @@ export function startCommand(ctx: Ctx): Command {
     .option('--model <name>', 'LLM planner model')
     .option(
       '--endpoint <name>',
-      "name of a model endpoint configured on the worker (AGENT_MODEL_ENDPOINTS, e.g. a local vLLM); default the provider's own",
+      "name of a model endpoint configured on the worker (AGENT_MODEL_ENDPOINTS, e.g. a local vLLM); default the provider's own (required for --planner ai-sdk)",
     )
     .option('--system <text>', 'LLM system prompt')
     .option(

@@ -213,6 +213,7 @@ describe('agentctl against a real server', () => {
       ['start'],
       ['start', '--script', bad],
       ['start', '--planner', 'gpt'],
+      ['start', '--planner', 'ai-sdk', '--goal', 'g', '--model', 'm'],
       ['resume'],
       ['frobnicate'],
       ['list', '--state', 'SLEEPING'],

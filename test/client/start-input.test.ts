@@ -56,6 +56,29 @@ describe('agentctl start builds a valid run input', () => {
     );
   });
 
+  it('--planner ai-sdk takes --endpoint and --model, both required (exit 2 naming them)', () => {
+    const input = buildRunInput({
+      planner: 'ai-sdk',
+      goal: 'g',
+      endpoint: 'local-vllm',
+      model: 'qwen2.5-7b',
+      contextTokens: 32_768,
+      timeout: 300,
+    });
+    expect(runInputSchema.parse(input).planner).toEqual({
+      kind: 'ai-sdk',
+      endpoint: 'local-vllm',
+      model: 'qwen2.5-7b',
+      maxTokens: 1024,
+      contextTokens: 32_768,
+    });
+    for (const missing of [{ model: 'm' }, { endpoint: 'e' }]) {
+      expect(() => buildRunInput({ planner: 'ai-sdk', goal: 'g', timeout: 300, ...missing })).toThrow(
+        /--planner ai-sdk needs --endpoint NAME .* and --model NAME/,
+      );
+    }
+  });
+
   it('refuses an LLM planner without a goal (exit 2)', () => {
     expect(() => buildRunInput({ planner: 'anthropic', timeout: 300 })).toThrow(/needs --goal/);
   });

@@ -164,6 +164,43 @@ describe('features behind an optional package', () => {
     },
   );
 
+  it.each([
+    ['anthropic', '@ai-sdk/anthropic'],
+    ['openai-compatible', '@ai-sdk/openai-compatible'],
+    ['openai', 'ai'],
+  ] as const)(
+    'the AI SDK planner on a %s endpoint without %s: an error naming the package and the command installing both',
+    async (provider, missing) => {
+      const spec: PlannerSpec = { kind: 'ai-sdk', endpoint: 'e', model: 'm', maxTokens: 16 };
+      const pkg = provider === 'openai' ? '@ai-sdk/openai' : missing;
+      const { next, health } = await without([missing], async () => {
+        // An earlier test's doMock of every peer outlives its isolated registry: the one
+        // package this case leaves installed must load for real.
+        for (const present of ['ai', pkg].filter((n) => n !== missing)) jest.dontMock(present);
+        const { createAiSdkPlanner } = await import('../../planners/ai-sdk');
+        const planner = createAiSdkPlanner({
+          env: {
+            AGENT_MODEL_ENDPOINTS: JSON.stringify({ e: { provider, baseURL: 'http://127.0.0.1:9/v1' } }),
+          },
+        });
+        return {
+          next: await planner.next(turnInput(spec, null)).catch((e: Error) => e),
+          health: await planner.health?.(spec),
+        };
+      });
+      expect(next).toBeInstanceOf(Error);
+      expect(next).toMatchObject({ name: 'OptionalDependencyError', packageName: missing });
+      expect((next as Error).message).toContain(
+        `the AI SDK planner (endpoint "e", provider ${provider}) needs the optional package "${missing}"`,
+      );
+      expect((next as OptionalDependencyError).install).toBe(
+        `npm install "ai@${OPTIONAL_PEERS.ai}" "${pkg}@${OPTIONAL_PEERS[pkg]}"`,
+      );
+      expect(NON_RETRYABLE_PLANNER_ERRORS).toContain((next as Error).name);
+      expect(health).toContain(`needs the optional package "${missing}"`);
+    },
+  );
+
   it('MCP servers without the MCP SDK: an error naming it; no servers need none', async () => {
     const { none, err } = await without(['@modelcontextprotocol/sdk'], async () => {
       const { openMcpTools } = await import('../../tools/mcp');

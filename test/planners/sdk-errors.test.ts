@@ -10,7 +10,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
+import { createAiSdkPlanner } from '../../planners/ai-sdk';
 import { createAnthropicPlanner } from '../../planners/anthropic';
+import type { EndpointProvider } from '../../planners/endpoints';
 import {
   PlannerAuthError,
   PlannerError,
@@ -33,9 +35,27 @@ interface Provider {
   /** A planner whose `test-server` endpoint (configured in code, with a key of its own) is `baseURL`. */
   planner(baseURL: string, opts?: { timeoutMs?: number }): Planner;
   spec: PlannerSpec;
+  /** The first word of its error messages. */
+  display: string;
 }
 
-const providers: Record<'anthropic' | 'openai', Provider> = {
+/** The AI SDK planner on an endpoint of `provider`, against that protocol's failing server. */
+function aiSdk(provider: EndpointProvider, failing: Provider['failing']): Provider {
+  return {
+    failing,
+    planner: (baseURL, opts) =>
+      createAiSdkPlanner({
+        env: { TEST_LLM_KEY: KEY },
+        endpoints: { 'test-server': { provider, baseURL, apiKeyEnv: 'TEST_LLM_KEY' } },
+        maxRetries: 0,
+        ...opts,
+      }),
+    spec: { kind: 'ai-sdk', model: 'some-model', maxTokens: 16, endpoint: 'test-server' },
+    display: 'AI SDK',
+  };
+}
+
+const providers: Record<string, Provider> = {
   anthropic: {
     async failing(status, headers) {
       const s = await startAnthropicServer([
@@ -51,6 +71,7 @@ const providers: Record<'anthropic' | 'openai', Provider> = {
         ...opts,
       }),
     spec: { kind: 'anthropic', model: 'claude-haiku-4-5', maxTokens: 16, endpoint: 'test-server' },
+    display: 'Anthropic',
   },
   openai: {
     async failing(status, headers) {
@@ -66,8 +87,13 @@ const providers: Record<'anthropic' | 'openai', Provider> = {
         ...opts,
       }),
     spec: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 16, endpoint: 'test-server' },
+    display: 'OpenAI',
   },
 };
+// The AI SDK planner maps the same failures to the same planner errors on each protocol.
+providers['ai-sdk (openai endpoint)'] = aiSdk('openai', providers.openai!.failing);
+providers['ai-sdk (openai-compatible endpoint)'] = aiSdk('openai-compatible', providers.openai!.failing);
+providers['ai-sdk (anthropic endpoint)'] = aiSdk('anthropic', providers.anthropic!.failing);
 
 const servers: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -115,7 +141,7 @@ const STATUS_TABLE: Array<[number, new (...args: never[]) => PlannerError, boole
   [529, PlannerUnavailableError, true],
 ];
 
-describe.each(Object.entries(providers))('wrapSdkError through the %s SDK', (name, provider) => {
+describe.each(Object.entries(providers))('wrapSdkError through the %s SDK', (_name, provider) => {
   it.each(STATUS_TABLE)(
     'maps %i to %p (retryable: %p), key scrubbed',
     async (status, errorClass, retryable) => {
@@ -125,9 +151,7 @@ describe.each(Object.entries(providers))('wrapSdkError through the %s SDK', (nam
       expect(err).toBeInstanceOf(errorClass);
       expect(err).toMatchObject({ retryable, status });
       expect(err.message).toMatch(
-        new RegExp(
-          `^${name === 'anthropic' ? 'Anthropic' : 'OpenAI'} API ${status} failed \\(request req_test_${status}\\): `,
-        ),
+        new RegExp(`^${provider.display} API ${status} failed \\(request req_test_${status}\\): `),
       );
       expect(err.message).not.toContain(KEY);
       expect(err.stack ?? '').not.toContain(KEY);

@@ -55,6 +55,12 @@ export type AnthropicScript = Script<AnthropicStep>;
 export interface AnthropicServerOptions {
   /** When set, requests without this key (x-api-key or Bearer) get a 401. */
   readonly apiKey?: string;
+  /**
+   * Text blocks carry `citations: null` (default, as `@anthropic-ai/sdk` types them and as
+   * gateways such as OpenRouter send them) or no `citations` field at all: `@ai-sdk/anthropic`
+   * refuses the `null` form (docs/planners.md, "AI SDK planner").
+   */
+  readonly nullCitations?: boolean;
 }
 
 /** A running scripted Anthropic server. */
@@ -107,7 +113,9 @@ export async function startAnthropicServer(
       const content = step.content.map((b) =>
         b.type === 'tool_use'
           ? { ...b, id: b.id ?? `toolu_${String(++toolUseCounter).padStart(4, '0')}` }
-          : { ...b, citations: null },
+          : options.nullCitations === false
+            ? { ...b }
+            : { ...b, citations: null },
       );
       const hasToolUse = content.some((b) => b.type === 'tool_use');
       return {

@@ -18,7 +18,14 @@ import {
 } from '../../common/contracts';
 import { redact } from '../../common/redact';
 import { AGENT_STEPS } from '../../common/search-attributes';
-import { raiseKeyOf, TerminalState, type BudgetKey, type StopReport, type TraceRecord } from '../../guard';
+import {
+  GuardReason,
+  raiseKeyOf,
+  TerminalState,
+  type BudgetKey,
+  type StopReport,
+  type TraceRecord,
+} from '../../guard';
 import { pendingApprovalOf } from '../approvals';
 
 /** Terminal states of a run that waits for a person (its execution is still open). */
@@ -63,6 +70,11 @@ export interface WaitingRun {
   } | null;
   /** True when the stop is lifted by an approval of the blocked call. */
   readonly needsApproval: boolean;
+  /**
+   * For a `child_stopped` run: the sub-agent it waits on (docs/spec.md §7.14). A person acts on
+   * that run; this one continues by itself when it does (its own resume is refused).
+   */
+  readonly waitsOnChild: string | null;
   /** The budget a resume must raise to lift a budget stop, and its current value. */
   readonly raise: { readonly key: BudgetKey; readonly current: number | null } | null;
   readonly report: StopReport;
@@ -138,6 +150,10 @@ export function waitingRunOf(
       ? { tool: call.tool, fingerprint: call.fingerprint, args: redact(stop.blockedArgs ?? null) }
       : null,
     needsApproval: pendingApprovalOf(runId, cp) !== null,
+    waitsOnChild:
+      stop.reason === GuardReason.CHILD_STOPPED
+        ? (cp.children?.find((c) => c.state === 'WAITING')?.workflowId ?? null)
+        : null,
     raise: key ? { key, current: cp.guard.config[key] ?? null } : null,
     report: redact(report) as StopReport,
     trace: records.map((r) => redact(r) as TraceRecord),

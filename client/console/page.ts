@@ -151,7 +151,13 @@ function waitingCard(r) {
   form.addEventListener('submit', (e) => e.preventDefault());
   const reason = input(r.runId, 'reason', { type: 'text', placeholder: 'reason (what you checked)', 'aria-label': 'reason' });
   form.append(reason);
-  if (r.needsApproval) {
+  if (r.waitsOnChild) {
+    // The parent waits on its stopped sub-agent: act on the child; Stop here stops the subtree.
+    form.append(el('div', { cls: 'empty', text: 'waits on its sub-agent ' + r.waitsOnChild + ': act on that run; this one continues when it does' }));
+    const b = el('button', { cls: 'stop', type: 'button', text: 'Stop the tree' });
+    b.onclick = () => act('stop', r.runId, { runId: r.runId, reason: field(form, 'reason') }, b);
+    form.append(b);
+  } else if (r.needsApproval) {
     form.append(el('label', { text: 'valid for ' }), input(r.runId, 'ttl', { type: 'text', value: '15m', 'aria-label': 'ttl' }));
     const yes = el('button', { cls: 'approve', type: 'button', text: 'Approve & resume' });
     yes.onclick = () => act('approve', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, reason: field(form, 'reason'), ttl: field(form, 'ttl') }, yes);

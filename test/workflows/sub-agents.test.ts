@@ -8,6 +8,7 @@ import { resumeUpdate, statusQuery, stopSignal, type RunStatus } from '../../com
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor, type ScriptCall } from '../helpers/run-inputs';
 import { agentctl, cliEnv } from '../client/cli-helpers';
+import { readInbox } from '../../client/console/inbox';
 
 const write = (id: string): ScriptCall => ({ tool: 'write_record', args: { id, body: `body ${id}` } });
 const done = (summary: string): ScriptCall => ({ tool: 'complete_task', args: { summary } });
@@ -120,6 +121,19 @@ describe('sub-agents', () => {
     );
     expect(parked).toMatchObject({ guardReason: 'child_stopped', terminalState: 'NEEDS_HUMAN' });
     expect(parked.children?.[0]).toMatchObject({ state: 'WAITING', reason: 'permission_denied' });
+    // The approvals inbox lists both: the child to act on, the parent pointing at it.
+    const inbox = await waitFor(
+      () => readInbox(h.env.client, { linkOf: (id) => id, taskQueue: h.taskQueue }),
+      (i) => i.waiting.some((w) => w.runId === run.workflowId) && i.waiting.some((w) => w.runId === childId),
+    );
+    expect(inbox.waiting.find((w) => w.runId === run.workflowId)).toMatchObject({
+      reason: 'child_stopped',
+      waitsOnChild: childId,
+    });
+    expect(inbox.waiting.find((w) => w.runId === childId)).toMatchObject({
+      reason: 'permission_denied',
+      waitsOnChild: null,
+    });
     const report = await run.handle.query('report' as never);
     expect(JSON.stringify(report)).toContain(childId);
     expect(JSON.stringify(report)).toContain('permission_denied');

@@ -154,9 +154,7 @@ function waitingCard(r) {
   if (r.waitsOnChild) {
     // The parent waits on its stopped sub-agent: act on the child; Stop here stops the subtree.
     form.append(el('div', { cls: 'empty', text: 'waits on its sub-agent ' + r.waitsOnChild + ': act on that run; this one continues when it does' }));
-    const b = el('button', { cls: 'stop', type: 'button', text: 'Stop the tree' });
-    b.onclick = () => act('stop', r.runId, { runId: r.runId, reason: field(form, 'reason') }, b);
-    form.append(b);
+    form.append(stopButton(form, r.runId, 'Stop the tree'));
   } else if (r.needsApproval) {
     form.append(el('label', { text: 'valid for ' }), input(r.runId, 'ttl', { type: 'text', value: '15m', 'aria-label': 'ttl' }));
     const yes = el('button', { cls: 'approve', type: 'button', text: 'Approve & resume' });
@@ -174,10 +172,22 @@ function waitingCard(r) {
     };
     form.append(go);
   }
+  return withMessage(card, form, r.runId);
+}
+
+/** The card with its form and the answer to its last action. */
+function withMessage(card, form, runId) {
   card.append(form);
-  const m = messages.get(r.runId);
+  const m = messages.get(runId);
   if (m) card.append(el('div', { cls: 'msg ' + (m.ok ? 'good' : 'bad'), role: 'status', text: m.text }));
   return card;
+}
+
+/** A Stop button (the kill switch) for the run, with the form's reason. */
+function stopButton(form, runId, text) {
+  const b = el('button', { cls: 'stop', type: 'button', text });
+  b.onclick = () => act('stop', runId, { runId, reason: field(form, 'reason') }, b);
+  return b;
 }
 
 function runningCard(r) {
@@ -188,13 +198,8 @@ function runningCard(r) {
   const form = el('form', {});
   form.addEventListener('submit', (e) => e.preventDefault());
   form.append(input(r.runId, 'reason', { type: 'text', placeholder: 'reason', 'aria-label': 'reason' }));
-  const b = el('button', { cls: 'stop', type: 'button', text: 'Stop' });
-  b.onclick = () => act('stop', r.runId, { runId: r.runId, reason: field(form, 'reason') }, b);
-  form.append(b);
-  card.append(form);
-  const m = messages.get(r.runId);
-  if (m) card.append(el('div', { cls: 'msg ' + (m.ok ? 'good' : 'bad'), role: 'status', text: m.text }));
-  return card;
+  form.append(stopButton(form, r.runId, 'Stop'));
+  return withMessage(card, form, r.runId);
 }
 
 function draw(inbox) {

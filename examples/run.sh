@@ -11,7 +11,7 @@
 # dist/ requires is a declared dependency, which is what that shortcut would otherwise hide.
 # EXAMPLE_NPM_INSTALL=1 runs a real `npm install` in the example instead.
 #
-# Environment: TEMPORAL_CLI (default: devserver/temporal-cli.ts finds or installs it).
+# Environment: TEMPORAL_CLI (default: scripts/temporal-cli.ts finds or installs it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,7 +49,7 @@ step "typecheck the examples against the package's types"
 "$TSC" -p "$OWN"
 
 step "Temporal dev server"
-TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx devserver/temporal-cli.ts install < /dev/null | tail -n 1)}"
+TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
 free_port() { node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
 PORT="$(free_port)"
 ADDRESS="127.0.0.1:$PORT"

@@ -9,7 +9,10 @@
  *  (d) a page that needs approval stops `approval_required` and is approved from this code;
  *  (e) an LLM planner (`kind: 'openai'`) against a local OpenAI-compatible server
  *      (src/model-server.ts) triages an incident with those tools and completes; the server
- *      saw only this worker's tools, no API key, and exactly the requests the run needed.
+ *      saw only this worker's tools, no API key, and exactly the requests the run needed;
+ *  (f) a run with `subAgents` delegates filing a ticket to a sub-agent (a child workflow with
+ *      only the tools it was given and a budget out of the parent's): the ticket is filed once,
+ *      and the package's tree view shows the child and what it spent.
  * Exits 0 only when all of that is what happened.
  *
  * Environment: TEMPORAL_ADDRESS (default localhost:7233). The model endpoint is set here, in
@@ -22,6 +25,7 @@ import { NativeConnection } from '@temporalio/worker';
 import {
   approveRun,
   connectClient,
+  getAgentRunTree,
   createAgentWorker,
   loadConnectionOptions,
   openWorkerDeps,
@@ -195,6 +199,42 @@ async function main(): Promise<boolean> {
         `(e) the run's summary is the model's: ${se.result?.summary ?? '(none)'}`,
         se.result?.summary === triageSummary('INC-7', ['INC-2']),
       );
+
+      // (f)
+      const filedBeforeF = desk.calls.file_ticket;
+      const child = {
+        calls: [
+          { tool: 'file_ticket', args: { id: 'INC-9', title: 'cert expiry' } },
+          { tool: 'close_triage', args: { summary: 'filed INC-9' } },
+        ],
+      };
+      const f = await start({
+        ...script([
+          {
+            tool: 'spawn_agent',
+            args: { goal: 'File INC-9', tools: ['file_ticket', 'close_triage'], script: child },
+          },
+          { tool: 'close_triage', args: { summary: 'delegated INC-9' } },
+        ]),
+        subAgents: {},
+        guard: { maxSteps: 10 },
+      });
+      const rf = (await settle(f, false)).outcome;
+      check(
+        `(f) the delegating run completed (${rf.terminal_state} ${rf.reason ?? ''})`,
+        rf.terminal_state === 'COMPLETED',
+      );
+      check('(f) the sub-agent filed INC-9 once', desk.calls.file_ticket === filedBeforeF + 1);
+      const tree = await getAgentRunTree(client.client, f.workflowId);
+      const sub = tree.children[0];
+      check(
+        `(f) the tree: ${sub?.workflowId ?? '(no child)'} ${sub?.phase ?? ''}, ${sub?.steps ?? 0} of ${sub?.reserved?.steps ?? '-'} steps`,
+        tree.children.length === 1 &&
+          sub?.phase === 'COMPLETED' &&
+          sub.steps === 2 &&
+          sub.reserved?.steps === 9,
+      );
+      check("(f) the parent's steps include the child's", tree.steps === 1 + 2 + 1);
     });
     return checks.every(([, ok]) => ok);
   } finally {

@@ -15,7 +15,7 @@
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { ConsoleOperator } from '../../client/console/actions';
@@ -26,20 +26,9 @@ import type { OperatorKeyFile } from '../../operators/sign';
 import { alice, bob, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
+import { CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM } from '../helpers/chromium';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const DOCS = resolve(__dirname, '../../docs');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** In the transfer's args: untrusted text that would run if the page rendered it as HTML. */
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>inv-2026-07</b>';
 

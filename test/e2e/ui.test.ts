@@ -18,7 +18,7 @@
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -34,22 +34,11 @@ import { ensureTemporalCli } from '../../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../../worker/create-worker';
 import type { agentRun } from '../../workflows';
 import { workflowBundle } from '../helpers/run-harness';
+import { CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM } from '../helpers/chromium';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { openDemoWorkerDeps } from '../../demo/deps';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const DOCS = resolve(__dirname, '../../docs');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** In the tool args of every run here; must never reach the server in plain text. */
 const MARKER = 'marker-ui-5ecret-7d2a';
 const CLI_TOKEN = 'ui-test-cli-token';

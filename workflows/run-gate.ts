@@ -40,7 +40,7 @@ import {
 import { GuardReason, isBudgetReason, raiseKeyOf, TerminalState } from '../guard';
 import { ResumeCheck } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY } from './run-patches';
+import { PATCH_AUTHORITY, PATCH_RESUME_WINDOW_WAITS } from './run-patches';
 import { RESUMABLE } from './run-phase';
 import { tellParent } from './sub-agents';
 import type { RunState } from './run-state';
@@ -141,7 +141,13 @@ export class RunGate {
     this.run.wait();
     await tellParent(this.run, 'stopped');
     try {
-      if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) return false;
+      if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) {
+        // The window ran out while a resume was being verified: that verification decides,
+        // or its caller would be told `accepted` by a run that has already closed.
+        if (this.verification === 'idle' || !patched(PATCH_RESUME_WINDOW_WAITS)) return false;
+        await condition(() => this.verification === 'idle');
+        if (this.accepted === null) return false;
+      }
     } catch (err) {
       if (isCancellation(err)) return false;
       throw err;

@@ -32,3 +32,9 @@ export const PATCH_STEER_DEFAULT = 'llm-steer-default-v1';
  * `operator_stop` with its StopReport and checkpoint instead of as a bare cancellation (issue 18).
  */
 export const PATCH_CANCEL_STOPS = 'cancel-stops-run-v1';
+
+/**
+ * A resume window that runs out while a resume is being verified waits for that verification:
+ * an accepted resume lifts the stop instead of being answered `accepted` by a closing run (issue 19).
+ */
+export const PATCH_RESUME_WINDOW_WAITS = 'resume-window-waits-check-v1';

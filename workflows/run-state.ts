@@ -42,7 +42,7 @@ import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { resolveRunSettings } from './run-settings';
@@ -52,6 +52,9 @@ import { checkpointOf, publish, resultOf } from './run-views';
 const { agentTelemetry } = proxySinks<AgentSinks>();
 
 const MAX_DECISIONS_KEPT = 5000;
+
+/** The ledger-backed completed keys a lean run's guard keeps (what its StopReport lists). */
+export const LEDGER_WINDOW_KEYS = 100;
 
 /** The call a stop names. */
 export interface BlockedCall {
@@ -103,6 +106,12 @@ export class RunState {
   readonly children: ChildSummary[];
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
+  /**
+   * A lean checkpoint (docs/spec.md §7.11): the run's writes go through the persistent ledger,
+   * so its guard keeps only the newest ledger-backed keys and its checkpoint stays bounded.
+   * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
+   */
+  readonly lean: boolean;
   private phase_: RunPhase;
   private stop_: Stop | null;
   private readonly newGuard: (initial: number) => LoopGuard;
@@ -119,6 +128,8 @@ export class RunState {
     );
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
+    const fixture = input.planner.kind === 'scripted' && !input.planner.live;
+    this.lean = !fixture && patched(PATCH_LEAN_CHECKPOINT);
     this.newGuard = (initial) =>
       new LoopGuard(settings.guardConfig, {
         startMs: Date.now(),
@@ -131,6 +142,8 @@ export class RunState {
     this.guard = cp
       ? LoopGuard.fromJSON(cp.guard, { needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES })
       : this.newGuard(initial ?? 0);
+    // A checkpoint written before the window keeps its keys exactly; new ones join the window.
+    if (this.lean) this.guard.useLedgerWindow(LEDGER_WINDOW_KEYS);
     this.memory = cp?.plannerMemory ?? null;
     this.observation = (cp?.observation as Observation | null) ?? null;
     this.proposals = cp?.proposals ?? 0;
@@ -156,6 +169,7 @@ export class RunState {
   /** Starts the guard at the world's version (a fresh live run). */
   startAt(progressVersion: number): void {
     this.guard = this.newGuard(progressVersion);
+    if (this.lean) this.guard.useLedgerWindow(LEDGER_WINDOW_KEYS);
   }
 
   /** The phase (workflows/run-phase.ts); it changes only through the transitions below. */

@@ -171,7 +171,8 @@ export class LoopGuard {
    */
   useLedgerWindow(keep: number): void {
     if (this.ledgerRecent) return;
-    if (!Number.isInteger(keep) || keep < 1) throw new RangeError('LoopGuard.useLedgerWindow: keep must be >= 1');
+    if (!Number.isInteger(keep) || keep < 1)
+      throw new RangeError('LoopGuard.useLedgerWindow: keep must be >= 1');
     this.ledgerRecent = new Map();
     this.ledgerKeep = keep;
   }

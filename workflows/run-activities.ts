@@ -11,6 +11,7 @@ import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
+import { scriptCallAt } from '../guard/script-calls';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -104,7 +105,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
-      const call = Array.isArray(calls) ? calls[offset] : undefined;
+      // The one call at the script index (a `repeat` entry expanded: guard/script-calls.ts).
+      const call = Array.isArray(calls) ? scriptCallAt(calls, offset) : undefined;
       const out = await plan({
         runId,
         goal: input.goal,

@@ -61,7 +61,7 @@ export interface GuardStateJson {
   /** The completed keys the guard keeps exactly (all of them, without a ledger window). */
   readonly completed: ReadonlyArray<readonly [string, string | null]>;
   /**
-   * The ledger window (docs/spec.md §7.11): the newest `keep` ledger-backed keys and how many
+   * The ledger window (docs/spec.md §7.10): the newest `keep` ledger-backed keys and how many
    * such keys the run completed (`total`); absent on guards without one (states before it).
    */
   readonly ledgerCompleted?: {

@@ -22,7 +22,7 @@ export interface GuardCall {
   /**
    * The call's operation key is recorded in the persistent ledger when it succeeds (a live
    * write): a guard with a ledger window may forget the key, since the ledger hands it back
-   * (`markCompleted`) before the key is proposed again (docs/spec.md §7.11).
+   * (`markCompleted`) before the key is proposed again (docs/spec.md §7.10).
    */
   readonly ledgerBacked?: boolean;
 }

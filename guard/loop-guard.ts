@@ -165,7 +165,7 @@ export class LoopGuard {
     return this.ledgerRecent ? this.ledgerKeep : null;
   }
   /**
-   * Gives the guard a ledger window of `keep` keys (docs/spec.md §7.11): from now on a
+   * Gives the guard a ledger window of `keep` keys (docs/spec.md §7.10): from now on a
    * ledger-backed key (`GuardCall.ledgerBacked`, or learned through {@link markCompleted})
    * is kept among the newest `keep` only. Keys held already stay exact. No-op when it has one.
    */

@@ -22,7 +22,7 @@ import type { TraceRecord } from '../guard';
 
 /** The most JSON a checkpoint's trace carries. */
 export const CHECKPOINT_TRACE_BYTES = 64 * 1024;
-/** The most JSON a lean checkpoint's trace carries (docs/spec.md §7.11); older records are paged out. */
+/** The most JSON a lean checkpoint's trace carries (docs/spec.md §7.10); older records are paged out. */
 export const LEAN_CHECKPOINT_TRACE_BYTES = 16 * 1024;
 /** A trace record's args above this many bytes of JSON travel as a preview. */
 export const CHECKPOINT_ARGS_BYTES = 1024;

@@ -107,7 +107,7 @@ export class RunState {
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
   /**
-   * A lean checkpoint (docs/spec.md §7.11): the run's writes go through the persistent ledger,
+   * A lean checkpoint (docs/spec.md §7.10): the run's writes go through the persistent ledger,
    * so its guard keeps only the newest ledger-backed keys and its checkpoint stays bounded.
    * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
    */

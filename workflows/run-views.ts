@@ -18,7 +18,7 @@ const CHECKPOINT_TRACE = 200;
 const CHECKPOINT_DECISIONS = 1000;
 const CHECKPOINT_REQUEST_IDS = 1000;
 /**
- * A lean checkpoint's (docs/spec.md §7.11): newest 100 decisions and operator request ids.
+ * A lean checkpoint's (docs/spec.md §7.10): newest 100 decisions and operator request ids.
  * An operator request older than the newest 100 cannot be replayed in practice: a signed one
  * expires after 5 minutes (operators/registry.ts MAX_SIGNATURE_SKEW_MS), and an unsigned one
  * (open mode) gives no more than a fresh request id would.

@@ -1,5 +1,5 @@
 /**
- * The guard's ledger window (docs/spec.md §7.11, issue 19): a guard with one keeps only the
+ * The guard's ledger window (docs/spec.md §7.10, issue 19): a guard with one keeps only the
  * newest ledger-backed completed keys, and its answers do not depend on what it forgot as long
  * as the ledger hands a key back (`markCompleted`) before the key is proposed again; keys that
  * are not ledger-backed stay exact. Also the compact script form (`repeat`, guard/script-calls.ts).

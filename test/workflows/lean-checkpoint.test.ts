@@ -99,7 +99,8 @@ describe('a lean checkpoint (SQLite ledger)', () => {
     const { seal: _seal, ...rest } = a.checkpoint!;
     const old: Checkpoint = {
       ...rest,
-      guard: { ...guard, completed: [...legacy, ...(ledgerCompleted?.recent ?? [])] },
+      // Taken while running (a continue-as-new's): no stop in force.
+      guard: { ...guard, completed: [...legacy, ...(ledgerCompleted?.recent ?? [])], stop: null },
       plannerMemory: { next: 0 },
       stop: null,
     };

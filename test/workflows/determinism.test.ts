@@ -15,6 +15,9 @@
  * old recordings as they are: they keep the old paths behind `patched()` covered).
  * `AGENT_CODEC=off`: the files hold plain payloads, which the replay below reads without a codec.
  *
+ * `lean-checkpoint-continued` (issue 19) is the last run of a continue-as-new chain taken with
+ * `lean-checkpoint-v2`: restored from a lean checkpoint, it answers a write from the ledger.
+ *
  * WHICH CODE. The first five were recorded before the `patched()` branches of
  * workflows/run-patches.ts existed, so they replay the old paths; `approval-stop-resumed`
  * and `operator-stop-resumed` were recorded on the current code (all patches taken), before
@@ -207,6 +210,21 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  /** Issue 19 (`lean-checkpoint-v2`): the last run of a chain, restored from a lean checkpoint. */
+  async 'lean-checkpoint-continued'(h) {
+    const write = (i: number) => ({ tool: 'write_record', args: { id: `lean-${i}`, body: 'b' } });
+    const calls = [
+      ...Array.from({ length: 6 }, (_, i) => write(i)),
+      write(0),
+      { tool: 'complete_task', args: { summary: 'ok' } },
+    ];
+    const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
+    const r = await run.result();
+    if (r.terminal_state !== 'COMPLETED' || r.cached !== 1)
+      throw new Error(`unexpected ${JSON.stringify(r)}`);
+    const latest = await h.env.client.workflow.getHandle(run.workflowId).describe();
+    return { workflowId: run.workflowId, runId: latest.runId };
   },
 };
 

@@ -33,8 +33,8 @@ export const CHECKPOINT_OBSERVATION_BYTES = 64 * 1024;
 /** The preview kept of its data (the planner's own `data_preview` length, 20,000 characters). */
 export const CHECKPOINT_OBSERVATION_PREVIEW_CHARS = 20_000;
 
-/** A record as it travels in a checkpoint: its args cut to a preview when long. */
-function boundedRecord(r: TraceRecord): TraceRecord {
+/** A record as it travels in a checkpoint (or to the trace store): its args cut to a preview when long. */
+export function boundedRecord(r: TraceRecord): TraceRecord {
   if (r.args === null || r.args === undefined) return r;
   const json = JSON.stringify(r.args);
   if (json === undefined || json.length <= CHECKPOINT_ARGS_BYTES / 3) return r;

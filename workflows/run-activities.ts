@@ -7,6 +7,7 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
+import type { SaveTraceInput } from '../activities/run/trace-activity';
 import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
@@ -38,6 +39,8 @@ export interface RunActivities {
   checkpointSeal(cp: Checkpoint): Promise<string>;
   /** Validates a checkpoint given back to a run (shape and seal). */
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
+  /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
+  saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
 }
 
 /** Proxies the activities with the run's timeouts. */
@@ -60,11 +63,18 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
-  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
-    proxyActivities<Activities>({
-      startToCloseTimeout: '1 minute',
-      retry: { maximumAttempts: 5 },
-    });
+  const {
+    verifyPrecondition,
+    verifyOperator,
+    checkPlanner,
+    sealCheckpoint,
+    checkpointSeal,
+    openCheckpoint,
+    saveTrace,
+  } = proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 5 },
+  });
   // Reading the world's version at start loses nothing by waiting: an outage delays the
   // run's first step instead of failing it.
   const { currentProgress } = proxyActivities<Activities>({
@@ -148,5 +158,6 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     sealCheckpoint,
     checkpointSeal,
     openCheckpoint,
+    saveTrace,
   };
 }

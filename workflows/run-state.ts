@@ -39,7 +39,7 @@ import {
   TerminalState,
 } from '../guard';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
-import { checkpointTooLarge, fitResult } from './checkpoint-bounds';
+import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
@@ -52,6 +52,8 @@ import { checkpointOf, publish, resultOf } from './run-views';
 const { agentTelemetry } = proxySinks<AgentSinks>();
 
 const MAX_DECISIONS_KEPT = 5000;
+/** The most JSON one `saveTrace` call carries (a continue-as-new saves in as few calls as fit). */
+const TRACE_SAVE_BYTES = 512 * 1024;
 
 /** The ledger-backed completed keys a lean run's guard keeps (what its StopReport lists). */
 export const LEDGER_WINDOW_KEYS = 100;
@@ -151,6 +153,8 @@ export class RunState {
     this.cached = cp?.cached ?? 0;
     this.decisions = cp?.decisions ? [...cp.decisions] : [];
     this.trace = new RunTrace(input.traceLimit, cp?.trace ?? [], cp?.traceTotal ?? 0);
+    // A lean run pages out what leaves its checkpoint's trace at each continue-as-new.
+    this.trace.keepLeaving = this.lean;
     this.seenRequestIds = new Set(cp?.seenRequestIds ?? []);
     this.stop_ = cp?.stop
       ? {
@@ -310,6 +314,36 @@ export class RunState {
       return null;
     }
     return patched(PATCH_AUTHORITY) ? this.seal(cp) : cp;
+  }
+
+  /**
+   * A lean run's continue-as-new: the trace records that do not travel in the checkpoint (its
+   * newest `kept` do) go to the worker's database, in one `saveTrace` call (more only above
+   * 512 KB). A save that fails after its retries loses nothing of the run: the records stay in
+   * the earlier runs' histories, and the run goes on.
+   */
+  async pageOutTrace(kept: number): Promise<void> {
+    const leaving = this.trace.leave(kept).map((r) => ({ seq: r.seq, record: boundedRecord(r.record) }));
+    let batch: typeof leaving = [];
+    let bytes = 0;
+    const save = async () => {
+      if (batch.length === 0) return;
+      const records = batch;
+      batch = [];
+      bytes = 0;
+      try {
+        await this.activities.saveTrace({ runId: this.runId, records });
+      } catch (err) {
+        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      }
+    };
+    for (const r of leaving) {
+      const size = JSON.stringify(r).length;
+      if (bytes + size > TRACE_SAVE_BYTES) await save();
+      batch.push(r);
+      bytes += size;
+    }
+    await save();
   }
 
   private async seal(cp: Checkpoint): Promise<Checkpoint> {

@@ -29,6 +29,7 @@ import { DatabaseOutage } from '../../scripts/outage/database';
 import { TEST_PG_URL } from '../ledger/helpers/backends';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor, type ScriptCall } from '../helpers/run-inputs';
+import { agentctl, cliEnv } from '../client/cli-helpers';
 
 /** `times` distinct writes `<tag>-{i}` under keys `<tag>-{i}`, in the compact script form. */
 const writes = (tag: string, times: number) =>
@@ -85,6 +86,24 @@ describe('a lean checkpoint (SQLite ledger)', () => {
     // It really continued as new, several times.
     const latest = await h.env.client.workflow.getHandle(run.workflowId).describe();
     expect(latest.runId).not.toBe(run.handle.firstExecutionRunId);
+
+    // The trace records that left the checkpoint are in the worker's database, each once, in
+    // order from the first; `agentctl trace --stored` pages them.
+    const cli = await agentctl(['trace', run.workflowId, '--stored', '--limit', '1000', '--json'], cliEnv(h));
+    expect(cli.stderr).toBe('');
+    expect(cli.code).toBe(0);
+    const stored = JSON.parse(cli.stdout) as { total: number; records: { seq: number; decision: string }[] };
+    expect(stored.total).toBeGreaterThan(100);
+    expect(stored.records.map((x) => x.seq)).toEqual(stored.records.map((_, i) => i));
+    expect(stored.records[0]).toMatchObject({
+      seq: 0,
+      phase: 'before',
+      tool: 'write_record',
+      decision: 'execute',
+    });
+    const none = await agentctl(['trace', 'no-such-run', '--stored'], cliEnv(h));
+    expect(none.code).toBe(3);
+    expect(none.stderr).toMatch(/no paged-out trace stored for no-such-run/);
   }, 180_000);
 
   it('continues from a checkpoint written before the window, its old keys still answered', async () => {

@@ -8,6 +8,7 @@ import type { Ledger } from '../../storage/ledger';
 import { TraceStore } from '../../storage/trace-store';
 import { createReaperActivities } from '../../activities/reaper';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
+import { agentctl } from '../client/cli-helpers';
 
 const DAY = 24 * 3600_000;
 const rec = (seq: number) => ({ seq, record: { step: seq, decision: 'execute', args: { n: seq } } });
@@ -58,4 +59,18 @@ describe.each(backendNames)('the trace store on %s', (backend) => {
     // The recent run is untouched.
     expect(await store.page('run-t', 0, 1)).toMatchObject({ kind: 'page', total: 5 });
   });
+
+  it('agentctl trace --stored pages the records, and says "reaped" for a reaped run', async () => {
+    const env = { LEDGER_URL: db.url, AGENT_CODEC: 'off' };
+    const page = await agentctl(['trace', 'run-t', '--stored', '--offset', '3', '--json'], env);
+    expect(page.code).toBe(0);
+    expect(JSON.parse(page.stdout)).toEqual({
+      total: 5,
+      records: [3, 4].map((n) => ({ ...rec(n).record, seq: n })),
+    });
+    const reaped = await agentctl(['trace', 'run-old', '--stored'], env);
+    expect(reaped.code).toBe(3);
+    expect(reaped.stderr).toMatch(/the paged-out trace of run-old was reaped at \d{4}-.*\(3 records deleted/);
+    expect(reaped.stdout).toBe('');
+  }, 60_000);
 });

@@ -857,7 +857,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 7\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 8\)/,
         );
       } finally {
         await newer.cleanup();

@@ -71,6 +71,8 @@ export interface OpsBenchResult {
   worldRecords: number | null;
   ledgerSucceeded: number | null;
   runs: number;
+  /** Ops scheduled before each continue-as-new. */
+  continuedAtOp: number[];
   checkpointBytes: number[];
   largestCheckpoint: number;
   historyBytes: number;
@@ -79,6 +81,10 @@ export interface OpsBenchResult {
   last: { ops: number; bytesPerOp: number };
   lastOverFirst: number | null;
   lastOverFirstNoBoundary: number | null;
+  /** Boundary events (CONTINUE_AS_NEW_KINDS) over the whole chain, per op. */
+  boundaryBytesPerOp: number;
+  /** Per op without the boundary events, plus the chain's boundary bytes spread evenly over all ops. */
+  amortized: { first: number; last: number; ratio: number | null };
   wallS: number;
 }
 
@@ -137,7 +143,7 @@ export async function measureOpsChain(
   workflowId: string,
   ops: number,
 ): Promise<
-  Pick<OpsBenchResult, 'runs' | 'checkpointBytes' | 'historyBytes' | 'events'> & {
+  Pick<OpsBenchResult, 'runs' | 'checkpointBytes' | 'historyBytes' | 'events' | 'continuedAtOp'> & {
     perTurn: number[];
     perTurnNoBoundary: number[];
   }
@@ -146,6 +152,7 @@ export async function measureOpsChain(
   const perTurn: number[] = [0];
   const perTurnNoBoundary: number[] = [0];
   const checkpointBytes: number[] = [];
+  const continuedAtOp: number[] = [];
   let turn = 0;
   let pending = 0;
   let pendingNoBoundary = 0;
@@ -175,6 +182,7 @@ export async function measureOpsChain(
       if (!isBoundary(kind)) pendingNoBoundary += size;
       const started = e.workflowExecutionStartedEventAttributes;
       if (started?.continuedExecutionRunId) {
+        continuedAtOp.push(turn);
         const input = (await decodePayload(client, started.input!.payloads![0]!)) as RunInput;
         checkpointBytes.push(input.checkpoint === undefined ? 0 : jsonBytes(input.checkpoint));
       }
@@ -190,7 +198,15 @@ export async function measureOpsChain(
   perTurn[turn + 1] = pending;
   perTurnNoBoundary[turn + 1] = pendingNoBoundary;
   void ops;
-  return { runs: runIds.length, checkpointBytes, historyBytes, events, perTurn, perTurnNoBoundary };
+  return {
+    runs: runIds.length,
+    continuedAtOp,
+    checkpointBytes,
+    historyBytes,
+    events,
+    perTurn,
+    perTurnNoBoundary,
+  };
 }
 
 const sum = (a: readonly number[], from: number, to: number): number => {
@@ -260,6 +276,10 @@ export async function runOpsBench(
     const lastBytes = sum(m.perTurn, n - w + 1, n);
     const firstNb = sum(m.perTurnNoBoundary, 1, w);
     const lastNb = sum(m.perTurnNoBoundary, n - w + 1, n);
+    const allOps = Math.max(1, n);
+    const boundaryBytesPerOp = (sum(m.perTurn, 0, n + 1) - sum(m.perTurnNoBoundary, 0, n + 1)) / allOps;
+    const amortFirst = w > 0 ? firstNb / w + boundaryBytesPerOp : 0;
+    const amortLast = w > 0 ? lastNb / w + boundaryBytesPerOp : 0;
     return {
       ops,
       inputBytes: jsonBytes(input),
@@ -269,6 +289,7 @@ export async function runOpsBench(
       worldRecords: countRows(dbFile, 'world_records'),
       ledgerSucceeded,
       runs: m.runs,
+      continuedAtOp: m.continuedAtOp,
       checkpointBytes: m.checkpointBytes,
       largestCheckpoint: Math.max(0, ...m.checkpointBytes),
       historyBytes: m.historyBytes,
@@ -277,6 +298,12 @@ export async function runOpsBench(
       last: { ops: w, bytesPerOp: w > 0 ? lastBytes / w : 0 },
       lastOverFirst: firstBytes > 0 ? lastBytes / firstBytes : null,
       lastOverFirstNoBoundary: firstNb > 0 ? lastNb / firstNb : null,
+      boundaryBytesPerOp,
+      amortized: {
+        first: amortFirst,
+        last: amortLast,
+        ratio: amortFirst > 0 ? amortLast / amortFirst : null,
+      },
       wallS: (performance.now() - wall0) / 1000,
     };
   } finally {
@@ -324,7 +351,11 @@ export function opsTable(b: OpsBenchResult): string {
       ok(b.worldWrites === b.ops),
     ],
     ['run input', `${fmt(b.inputBytes)} bytes`, ''],
-    ['runs in the continue-as-new chain', fmt(b.runs), ''],
+    [
+      'runs in the continue-as-new chain',
+      `${fmt(b.runs)}${b.continuedAtOp.length > 0 ? ` (continued after ops ${b.continuedAtOp.slice(0, 8).join(', ')}${b.continuedAtOp.length > 8 ? ', …' : ''})` : ''}`,
+      '',
+    ],
     [
       'largest checkpoint at a continue-as-new (target ≤ 64 KB)',
       `${fmt(b.largestCheckpoint / 1024, 1)} KB (of ${fmt(b.checkpointBytes.length)} measured; first ${fmt((b.checkpointBytes[0] ?? 0) / 1024, 1)} KB, last ${fmt((b.checkpointBytes[b.checkpointBytes.length - 1] ?? 0) / 1024, 1)} KB)`,
@@ -343,6 +374,16 @@ export function opsTable(b: OpsBenchResult): string {
       b.lastOverFirstNoBoundary === null ? 'n/a' : `${fmt(b.lastOverFirstNoBoundary, 3)}×`,
       '',
     ],
+    [
+      'boundary events (checkpoint, seal, saveTrace) over the chain, per op',
+      `${fmt(b.boundaryBytesPerOp)} B`,
+      '',
+    ],
+    [
+      'per op, boundary bytes spread evenly: first / last',
+      `${fmt(b.amortized.first)} B / ${fmt(b.amortized.last)} B (${b.amortized.ratio === null ? 'n/a' : `${fmt(b.amortized.ratio, 3)}×`})`,
+      '',
+    ],
     ['wall time', `${fmt(b.wallS, 1)} s`, ''],
   ];
   return [
@@ -354,6 +395,8 @@ export function opsTable(b: OpsBenchResult): string {
     ...rows.map(([k, v, t]) => `| ${k} | ${v} | ${t} |`),
     '',
     `Checkpoint bytes at each continue-as-new: ${b.checkpointBytes.join(', ')}`,
+    '',
+    `Continued after ops: ${b.continuedAtOp.join(', ')}`,
     '',
   ].join('\n');
 }

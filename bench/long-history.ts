@@ -186,7 +186,8 @@ export function kindBytesOfTurns(m: ChainMeasure, from: number, to: number): Rec
 /**
  * The event kinds a continue-as-new adds once per run, not per turn: the new run's
  * WorkflowExecutionStarted (its input: the checkpoint), the old run's ContinuedAsNew event,
- * the `sealCheckpoint` / `checkpointSeal` activity and a lean run's `saveTrace`. A window of turns holding a run boundary carries them.
+ * the `sealCheckpoint` / `checkpointSeal` activity (a lean run's `saveTrace` is a local activity: its
+ * input is not in history). A window of turns holding a run boundary carries them.
  */
 export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
   'WORKFLOW_EXECUTION_STARTED',
@@ -198,10 +199,6 @@ export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
   'ACTIVITY_TASK_SCHEDULED checkpointSeal',
   'ACTIVITY_TASK_STARTED checkpointSeal',
   'ACTIVITY_TASK_COMPLETED checkpointSeal',
-  // a lean run's paged-out trace, saved once per continue-as-new (issue 19)
-  'ACTIVITY_TASK_SCHEDULED saveTrace',
-  'ACTIVITY_TASK_STARTED saveTrace',
-  'ACTIVITY_TASK_COMPLETED saveTrace',
 ];
 
 /**

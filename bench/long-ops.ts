@@ -374,11 +374,7 @@ export function opsTable(b: OpsBenchResult): string {
       b.lastOverFirstNoBoundary === null ? 'n/a' : `${fmt(b.lastOverFirstNoBoundary, 3)}×`,
       '',
     ],
-    [
-      'boundary events (checkpoint, seal, saveTrace) over the chain, per op',
-      `${fmt(b.boundaryBytesPerOp)} B`,
-      '',
-    ],
+    ['boundary events (checkpoint, seal) over the chain, per op', `${fmt(b.boundaryBytesPerOp)} B`, ''],
     [
       'per op, boundary bytes spread evenly: first / last',
       `${fmt(b.amortized.first)} B / ${fmt(b.amortized.last)} B (${b.amortized.ratio === null ? 'n/a' : `${fmt(b.amortized.ratio, 3)}×`})`,

@@ -3,7 +3,7 @@
  * verification), and the two call shapes the loop needs: one planner turn and one tool
  * call. Workflow code: activities are imported as types only.
  */
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
@@ -63,15 +63,14 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
-  const {
-    verifyPrecondition,
-    verifyOperator,
-    checkPlanner,
-    sealCheckpoint,
-    checkpointSeal,
-    openCheckpoint,
-    saveTrace,
-  } = proxyActivities<Activities>({
+  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
+    proxyActivities<Activities>({
+      startToCloseTimeout: '1 minute',
+      retry: { maximumAttempts: 5 },
+    });
+  // A local activity: its input (the paged-out records) never enters history, only its small
+  // answer does, so saving the trace costs history nothing per record (issue 19).
+  const { saveTrace } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumAttempts: 5 },
   });

@@ -239,8 +239,9 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     const runId = chain.at(-2);
     if (!runId) throw new Error('the run did not continue as new');
     const hist = await h.env.client.workflow.getHandle(run.workflowId, runId).fetchHistory();
-    const types = hist.events?.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
-    if (!types?.includes('saveTrace')) throw new Error('the run paged out no trace');
+    // saveTrace is a local activity: its marker, not a scheduled activity.
+    if (!hist.events?.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'))
+      throw new Error('the run paged out no trace');
     return { workflowId: run.workflowId, runId };
   },
 };

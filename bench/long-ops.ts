@@ -249,24 +249,42 @@ export async function runOpsBench(
       args: [input],
       staticSummary: input.goal,
     });
+    // Each continue-as-new's checkpoint is logged as it happens, so a run cut short still tells.
+    let lastRunId = handle.firstExecutionRunId;
     const progress = setInterval(() => {
-      void deps.world.counters(workflowId).then(
-        (c) => log(`  … ${c.write_record ?? 0} writes (${Math.round((performance.now() - wall0) / 1000)} s)`),
-        () => undefined,
-      );
+      void (async () => {
+        const c = await deps.world.counters(workflowId);
+        const runId = (await handle.describe()).runId;
+        let cp = '';
+        if (runId !== lastRunId) {
+          lastRunId = runId;
+          const first = await client.workflowService.getWorkflowExecutionHistory({
+            namespace: client.options.namespace,
+            execution: { workflowId, runId },
+            maximumPageSize: 1,
+          });
+          const started = first.history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+          const payload = started?.input?.payloads?.[0];
+          const next = payload ? ((await decodePayload(client, payload)) as RunInput) : undefined;
+          cp = next?.checkpoint === undefined ? '' : `; latest checkpoint ${jsonBytes(next.checkpoint)} B`;
+        }
+        log(`  … ${c.write_record ?? 0} writes (${Math.round((performance.now() - wall0) / 1000)} s)${cp}`);
+      })().catch(() => undefined);
     }, 30_000);
-    let result: RunResult;
+    let result: RunResult | null;
     try {
       result = await Promise.race([
         handle.result(),
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error(`no result after ${timeoutS} s`)), timeoutS * 1000).unref(),
-        ),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), timeoutS * 1000).unref()),
       ]);
     } finally {
       clearInterval(progress);
     }
-    log(`  run ended ${result.terminal_state} (${result.reason ?? ''}); measuring the chain…`);
+    if (result === null) {
+      // Cut short: the chain so far is measured (the open run up to now), and the row says so.
+      log(`  no result after ${timeoutS} s: terminating the run, measuring the chain so far…`);
+      await handle.terminate('bench:long --ops timed out');
+    } else log(`  run ended ${result.terminal_state} (${result.reason ?? ''}); measuring the chain…`);
     const worldWrites = (await deps.world.counters(workflowId)).write_record ?? 0;
     const m = await measureOpsChain(client, workflowId, ops);
     const ledgerSucceeded = succeededRows(dbFile);
@@ -283,8 +301,8 @@ export async function runOpsBench(
     return {
       ops,
       inputBytes: jsonBytes(input),
-      terminalState: result.terminal_state,
-      reason: result.reason ?? null,
+      terminalState: result?.terminal_state ?? `TIMED OUT after ${timeoutS} s`,
+      reason: result?.reason ?? null,
       worldWrites,
       worldRecords: countRows(dbFile, 'world_records'),
       ledgerSucceeded,

@@ -6,6 +6,7 @@
  * - `verifyPrecondition` (re-check external state before a stopped run may resume),
  *   `currentProgress` and `checkPlanner`: run/verify-activity.ts;
  * - `reapLedger` (the ledger reaper's pass): reaper.ts;
+ * - `saveTrace` (a long run's paged-out trace, once per continue-as-new): run/trace-activity.ts;
  * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts).
  */
 import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
@@ -15,6 +16,7 @@ import { createActivityContext, type ActivityDeps } from './run/context';
 import { createPlanActivity } from './run/plan-activity';
 import { createRunToolActivity } from './run/run-tool-activity';
 import { createVerifyActivity } from './run/verify-activity';
+import { createTraceActivity } from './run/trace-activity';
 
 export type { ActivityDeps } from './run/context';
 
@@ -24,6 +26,7 @@ export function createActivities(deps: ActivityDeps) {
   const { plan } = createPlanActivity(ctx);
   const { runTool } = createRunToolActivity(ctx);
   const { verifyPrecondition, currentProgress, checkPlanner } = createVerifyActivity(ctx);
+  const { saveTrace } = createTraceActivity(ctx);
   const { reapLedger } = createReaperActivities({ ledger: ctx.ledger, ...deps.reaper });
   return {
     plan,
@@ -32,6 +35,7 @@ export function createActivities(deps: ActivityDeps) {
     currentProgress,
     reapLedger,
     checkPlanner,
+    saveTrace,
     ...createOperatorActivities(ctx.operators),
     ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
   };

@@ -185,8 +185,9 @@ export function kindBytesOfTurns(m: ChainMeasure, from: number, to: number): Rec
 
 /**
  * The event kinds a continue-as-new adds once per run, not per turn: the new run's
- * WorkflowExecutionStarted (its input: the checkpoint), the old run's ContinuedAsNew event and
- * the `sealCheckpoint` / `checkpointSeal` activity. A window of turns holding a run boundary carries them.
+ * WorkflowExecutionStarted (its input: the checkpoint), the old run's ContinuedAsNew event,
+ * the `sealCheckpoint` / `checkpointSeal` activity (a lean run's `saveTrace` is a local activity: its
+ * input is not in history). A window of turns holding a run boundary carries them.
  */
 export const CONTINUE_AS_NEW_KINDS: readonly string[] = [
   'WORKFLOW_EXECUTION_STARTED',

@@ -26,7 +26,10 @@
  *  - rows in the conversation store (`agent_conversation`) and the payload store
  *    (`agent_payloads`) of the ledger file (n/a when the table does not exist).
  *
- * Flags: --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
+ * `--ops N` runs the scripted row instead (bench/long-ops.ts): a live scripted run of N
+ * distinct writes, no model; its checkpoint size at every continue-as-new and history per op.
+ *
+ * Flags: --ops N (scripted row)  --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
  *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)
  *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
@@ -54,8 +57,11 @@ import {
 import { cliFlags, intFlag } from '../scripts/cli-args';
 import { openDemoWorkerDeps } from '../demo/deps';
 import { runBench, startBenchWorker } from './bench-worker';
+import { opsTable, runOpsBench } from './long-ops';
 
 interface Options {
+  /** The scripted row's writes (null: the LLM run). */
+  ops: number | null;
   turns: number;
   noteChars: number;
   windowChars: number;
@@ -67,6 +73,7 @@ interface Options {
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
+    ops: null,
     turns: 1000,
     noteChars: 3000,
     windowChars: 300_000,
@@ -78,6 +85,9 @@ function parseArgs(argv: string[]): Options {
   const int = intFlag;
   for (const { flag, value } of cliFlags(argv)) {
     switch (flag) {
+      case '--ops':
+        o.ops = int(flag, value(), 1);
+        break;
       case '--turns':
         o.turns = int(flag, value(), 20);
         break;
@@ -106,7 +116,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/long.ts [--turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--provider openai|anthropic] [--json]\n',
+          'usage: tsx bench/long.ts [--ops N | --turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--provider openai|anthropic] [--json]\n',
         );
         process.exit(0);
         break;
@@ -346,6 +356,11 @@ async function main(): Promise<void> {
   const log = (msg: string): void => {
     if (!o.json) process.stderr.write(`${msg}\n`);
   };
+  if (o.ops !== null) {
+    const r = await runOpsBench(o.ops, o.timeoutS, log);
+    process.stdout.write(o.json ? `${JSON.stringify(r)}\n` : opsTable(r));
+    return;
+  }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const wall0 = performance.now();
   const bundle = await quietWorkflowBundle();

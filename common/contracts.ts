@@ -286,6 +286,14 @@ const guardStateSchema = z
       z.tuple([z.string(), z.object({ kind: z.string(), retryAfterMs: z.number(), atMs: z.number() })]),
     ),
     completed: z.array(z.tuple([z.string(), z.string().nullable()])),
+    ledgerCompleted: z
+      .object({
+        keep: z.number().int().positive(),
+        recent: z.array(z.tuple([z.string(), z.string().nullable()])),
+        total: count,
+      })
+      .strict()
+      .optional(),
     lastUnmet: z.string().nullable(),
     lastFatal: z.string().nullable().optional(),
     inFlight: z.unknown().nullable(),

@@ -58,7 +58,17 @@ export interface GuardStateJson {
   readonly lastThree: readonly string[];
   readonly honoured: ReadonlyArray<readonly [string, number]>;
   readonly lastExecutions: ReadonlyArray<readonly [string, LastExecution]>;
+  /** The completed keys the guard keeps exactly (all of them, without a ledger window). */
   readonly completed: ReadonlyArray<readonly [string, string | null]>;
+  /**
+   * The ledger window (docs/spec.md §7.10): the newest `keep` ledger-backed keys and how many
+   * such keys the run completed (`total`); absent on guards without one (states before it).
+   */
+  readonly ledgerCompleted?: {
+    readonly keep: number;
+    readonly recent: ReadonlyArray<readonly [string, string | null]>;
+    readonly total: number;
+  };
   readonly lastUnmet: string | null;
   /** Message of the FATAL result that stopped the run (absent in older states). */
   readonly lastFatal?: string | null;

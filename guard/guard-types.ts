@@ -19,6 +19,12 @@ export interface GuardCall {
   readonly similarKey?: string | null;
   /** Tokens and cost the planner spent proposing this call. */
   readonly usage?: Partial<Usage>;
+  /**
+   * The call's operation key is recorded in the persistent ledger when it succeeds (a live
+   * write): a guard with a ledger window may forget the key, since the ledger hands it back
+   * (`markCompleted`) before the key is proposed again (docs/spec.md §7.10).
+   */
+  readonly ledgerBacked?: boolean;
 }
 
 /** What is left of each budget (Infinity: unbounded); see `LoopGuard.remaining`. */

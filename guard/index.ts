@@ -12,3 +12,4 @@ export * from './loop-guard';
 export * from './report';
 export * from './outcome';
 export * from './replay';
+export * from './script-calls';

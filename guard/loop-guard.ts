@@ -86,8 +86,17 @@ export class LoopGuard {
   private honoured = new Map<string, number>();
   /** Fingerprints whose latest execution asked to be polled again after a wait. */
   private lastExecutions = new Map<string, LastExecution>();
-  /** The completed ledger: operation key → fingerprint that completed it (null: any). */
+  /** The completed ledger: operation key → fingerprint that completed it (null: any). Kept exactly. */
   private completed = new Map<string, string | null>();
+  /**
+   * The ledger window, when the run has one: the newest ledger-backed keys, oldest first.
+   * Older ones are forgotten; the persistent ledger hands a key back before it is proposed
+   * again ({@link markCompleted}), so no decision depends on what was forgotten.
+   */
+  private ledgerRecent: Map<string, string | null> | null = null;
+  private ledgerKeep = 0;
+  /** Ledger-backed keys this run completed itself (with a ledger window). */
+  private ledgerTotal = 0;
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
@@ -132,13 +141,40 @@ export class LoopGuard {
   get stopped(): { reason: string; terminalState: TerminalState } | null {
     return this.stopState;
   }
-  /** Completed operation keys, in the order they completed. */
+  /**
+   * Completed operation keys the guard holds, in the order they completed; with a ledger
+   * window, the exact ones first, then the newest ledger-backed ones.
+   */
   completedKeys(): string[] {
-    return [...this.completed.keys()];
+    const exact = [...this.completed.keys()];
+    return this.ledgerRecent ? [...exact, ...this.ledgerRecent.keys()] : exact;
   }
-  /** Whether an operation key is in the completed ledger. */
+  /** Whether the guard holds an operation key as completed. */
   isCompleted(key: string): boolean {
-    return this.completed.has(key);
+    return this.completed.has(key) || (this.ledgerRecent?.has(key) ?? false);
+  }
+  /**
+   * Completed operations: every key the guard holds, or with a ledger window the exact keys
+   * plus the ledger-backed keys this run completed itself (forgotten ones included).
+   */
+  get completedTotal(): number {
+    return this.completed.size + (this.ledgerRecent ? this.ledgerTotal : 0);
+  }
+  /** How many ledger-backed keys the guard keeps (null: no ledger window, it keeps every key). */
+  get ledgerWindow(): number | null {
+    return this.ledgerRecent ? this.ledgerKeep : null;
+  }
+  /**
+   * Gives the guard a ledger window of `keep` keys (docs/spec.md §7.10): from now on a
+   * ledger-backed key (`GuardCall.ledgerBacked`, or learned through {@link markCompleted})
+   * is kept among the newest `keep` only. Keys held already stay exact. No-op when it has one.
+   */
+  useLedgerWindow(keep: number): void {
+    if (this.ledgerRecent) return;
+    if (!Number.isInteger(keep) || keep < 1)
+      throw new RangeError('LoopGuard.useLedgerWindow: keep must be >= 1');
+    this.ledgerRecent = new Map();
+    this.ledgerKeep = keep;
   }
   /**
    * What is left of each budget at `nowMs` (Infinity for an unbounded one, never below 0):
@@ -231,8 +267,8 @@ export class LoopGuard {
       return this.refuse(GuardReason.PRECONDITION_UNCHANGED, fp, entry.count);
 
     const key = call.operationKey;
-    if (key !== undefined && key !== null && this.completed.has(key)) {
-      const owner = this.completed.get(key);
+    if (key !== undefined && key !== null && this.isCompleted(key)) {
+      const owner = this.completed.has(key) ? this.completed.get(key) : this.ledgerRecent?.get(key);
       if (owner !== null && owner !== undefined && owner !== fp) {
         return this.stop(GuardReason.IDEMPOTENCY_CONFLICT, TerminalState.NEEDS_HUMAN);
       }
@@ -286,7 +322,12 @@ export class LoopGuard {
     }
     if (kind === 'SUCCESS') {
       const key = call.operationKey;
-      if (!flight.cached && key !== undefined && key !== null) this.completed.set(key, fp);
+      if (!flight.cached && key !== undefined && key !== null) {
+        if (this.ledgerRecent && call.ledgerBacked === true) {
+          this.keepRecent(key, fp);
+          this.ledgerTotal += 1;
+        } else this.completed.set(key, fp);
+      }
       if (!flight.cached && result.kind === 'SUCCESS' && result.terminal === true) {
         return COMPLETE;
       }
@@ -341,9 +382,14 @@ export class LoopGuard {
     this.lastExecutions.clear();
   }
 
-  /** Adds operation keys to the completed ledger (e.g. what the persistent ledger knows). */
+  /**
+   * Adds an operation key to the completed ledger (what the persistent ledger knows of a
+   * proposal, handed over before `before()`); with a ledger window it joins the newest.
+   */
   markCompleted(key: string, fingerprint: string | null): void {
-    if (!this.completed.has(key)) this.completed.set(key, fingerprint);
+    if (this.isCompleted(key)) return;
+    if (this.ledgerRecent) this.keepRecent(key, fingerprint);
+    else this.completed.set(key, fingerprint);
   }
 
   /** The whole state as JSON. */
@@ -363,6 +409,15 @@ export class LoopGuard {
       honoured: [...this.honoured],
       lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
       completed: [...this.completed],
+      ...(this.ledgerRecent
+        ? {
+            ledgerCompleted: {
+              keep: this.ledgerKeep,
+              recent: [...this.ledgerRecent],
+              total: this.ledgerTotal,
+            },
+          }
+        : {}),
       lastUnmet: this.lastUnmet,
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
@@ -387,12 +442,24 @@ export class LoopGuard {
     guard.honoured = new Map(state.honoured);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
     guard.completed = new Map(state.completed);
+    if (state.ledgerCompleted) {
+      guard.ledgerRecent = new Map(state.ledgerCompleted.recent);
+      guard.ledgerKeep = state.ledgerCompleted.keep;
+      guard.ledgerTotal = state.ledgerCompleted.total;
+    }
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
     guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
     guard.stopState = state.stop ? { ...state.stop } : null;
     return guard;
+  }
+
+  /** Keeps a ledger-backed key among the newest, forgetting the oldest beyond the window. */
+  private keepRecent(key: string, fingerprint: string | null): void {
+    const recent = this.ledgerRecent!;
+    recent.set(key, fingerprint);
+    if (recent.size > this.ledgerKeep) recent.delete(recent.keys().next().value as string);
   }
 
   private openWindow(): void {

@@ -11,6 +11,7 @@ import { LoopGuard } from './loop-guard';
 import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
 import { buildStopReport } from './report';
+import { isRepeatEntry, scriptCallAt, scriptLength } from './script-calls';
 import {
   guardConfigSchema,
   toolResultSchema,
@@ -39,6 +40,21 @@ const replayCallSchema = z.object({
   usage: usageSchema.optional(),
 });
 
+/** The most calls one repeat entry stands for. */
+export const MAX_REPEAT_TIMES = 10_000_000;
+
+/** `{ repeat: { times, call } }`: `times` copies of `call`, `{i}` substituted (guard/script-calls.ts). */
+const repeatEntrySchema = z
+  .object({
+    repeat: z
+      .object({
+        times: z.number({ error: 'must be a number' }).int().min(0).max(MAX_REPEAT_TIMES),
+        call: replayCallSchema,
+      })
+      .strict(),
+  })
+  .strict();
+
 /** A replay file (docs/spec.md §6). */
 export const replayFileSchema = z.object({
   name: z.string().optional(),
@@ -46,12 +62,14 @@ export const replayFileSchema = z.object({
   initialProgressVersion: z.number().finite().optional(),
   tools: z.record(z.string(), fixtureToolSchema).optional(),
   completed: z.array(z.string()).optional(),
-  calls: z.array(replayCallSchema, { error: 'required array' }),
+  calls: z.array(z.union([repeatEntrySchema, replayCallSchema]), { error: 'required array' }),
 });
 /** A parsed replay file. */
 export type ReplayFile = z.output<typeof replayFileSchema>;
 /** One call of a replay file. */
 export type ReplayCall = z.output<typeof replayCallSchema>;
+/** One entry of a replay file's `calls`: a call, or a repeat of one. */
+export type ReplayEntry = ReplayFile['calls'][number];
 
 /** One entry of the replay output's `decisions`. */
 export interface ReplayDecision {
@@ -99,7 +117,7 @@ export function parseReplayFile(value: unknown): ReplayFile {
   }
   const parsed = replayFileSchema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    const issue = entryIssue(parsed.error.issues[0], value);
     const field = formatPath(issue?.path ?? []);
     let message = issue?.message ?? 'invalid';
     if (issue?.code === 'unrecognized_keys')
@@ -113,6 +131,19 @@ export function parseReplayFile(value: unknown): ReplayFile {
     throw new ReplayFormatError(`${field}: ${message}`, field);
   }
   return parsed.data;
+}
+
+type Issue = z.core.$ZodIssue;
+
+/**
+ * A `calls` entry that fits neither form is reported as the form it meant (a repeat when it
+ * has a `repeat` key, else a call), with that form's own issue and path.
+ */
+function entryIssue(issue: Issue | undefined, value: object): Issue | undefined {
+  if (issue?.code !== 'invalid_union' || issue.path.length !== 2 || issue.path[0] !== 'calls') return issue;
+  const entry = (value as { calls?: unknown[] }).calls?.[issue.path[1] as number];
+  const inner = issue.errors[isRepeatEntry(entry) ? 0 : 1]?.[0];
+  return inner ? { ...inner, path: [...issue.path, ...inner.path] } : issue;
 }
 
 /** Args specs of a file's fixture tools (a tool it does not list is a read with no defaults). */
@@ -161,8 +192,9 @@ export function replay(file: ReplayFile): ReplayOutcome {
         : buildStopReport(guard, { terminalState: state, reason: reason ?? 'unknown', blockedCall: blocked }),
   });
 
-  for (let index = 0; index < file.calls.length; index++) {
-    const raw = file.calls[index] as ReplayCall;
+  const length = scriptLength(file.calls);
+  for (let index = 0; index < length; index++) {
+    const raw = scriptCallAt(file.calls, index) as ReplayCall;
     atMs = raw.atMs ?? atMs;
     const spec = specs.get(raw.tool);
     const n = spec?.similarArgs ? normalizeCall(raw.tool, raw.args ?? {}, spec) : null;

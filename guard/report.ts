@@ -22,6 +22,12 @@ export interface StopContext {
   readonly completedExtra?: readonly string[];
 }
 
+/** The completed keys a report lists: all of them, or the newest with a ledger window. */
+function keysOf(guard: LoopGuard): string[] {
+  const keys = guard.completedKeys();
+  return guard.ledgerWindow === null ? keys : keys.slice(-REPORT_COMPLETED_KEYS);
+}
+
 function unmetFor(reason: string, guard: LoopGuard): string | null {
   switch (reason) {
     case GuardReason.STEP_BUDGET:
@@ -50,6 +56,9 @@ function unmetFor(reason: string, guard: LoopGuard): string | null {
   }
 }
 
+/** The newest completed keys a StopReport lists when the guard has a ledger window. */
+export const REPORT_COMPLETED_KEYS = 100;
+
 /** Builds the StopReport for a run that did not end COMPLETED. */
 export function buildStopReport(guard: LoopGuard, ctx: StopContext): StopReport {
   const state = ctx.terminalState;
@@ -61,7 +70,9 @@ export function buildStopReport(guard: LoopGuard, ctx: StopContext): StopReport 
   return {
     terminal_state: state,
     guard_reason: ctx.reason,
-    completed: [...guard.completedKeys(), ...(ctx.completedExtra ?? [])],
+    // With a ledger window: the newest keys and the count (`agentctl ledger list --run` lists all).
+    completed: [...keysOf(guard), ...(ctx.completedExtra ?? [])],
+    ...(guard.ledgerWindow !== null ? { completed_total: guard.completedTotal } : {}),
     last_safe_checkpoint: checkpoint,
     unmet_precondition: ctx.unmet ?? unmetFor(ctx.reason, guard),
     resume_condition: resume,

@@ -102,6 +102,8 @@ export const stopReportSchema = z.object({
   terminal_state: z.enum(TERMINAL_STATES),
   guard_reason: z.string(),
   completed: z.array(z.string()),
+  /** Every completed operation, when `completed` lists only the newest (a run with a ledger window). */
+  completed_total: z.number().int().nonnegative().optional(),
   last_safe_checkpoint: z.string().nullable(),
   unmet_precondition: z.string().nullable(),
   resume_condition: z.string().nullable(),

@@ -4,7 +4,7 @@
  * a model. Its memory is just the index of the next proposal.
  */
 import { NO_USAGE, type Planner, type PlannerInput, type PlannerOutput } from '../common/planner';
-import { parseReplayFile, type ReplayFile } from '../guard';
+import { parseReplayFile, scriptCallAt, type ReplayFile } from '../guard';
 
 interface ScriptMemory {
   next: number;
@@ -25,7 +25,7 @@ export function createScriptedPlanner(): Planner {
       const script = scriptOf(input);
       const memory = (input.memory as ScriptMemory | null) ?? { next: 0 };
       const index = memory.next;
-      const call = script.calls[index];
+      const call = scriptCallAt(script.calls, index);
       if (!call) return { turn: { type: 'exhausted', usage: NO_USAGE }, memory };
       return {
         turn: {

@@ -5,6 +5,9 @@
 
 import { POSTGRES_SPEND_STATEMENTS, SPEND_MIGRATION_NAME, SQLITE_SPEND_STATEMENTS } from './spend/schema';
 
+/** Migration 8's name (issue 19). */
+export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs (issue 19)';
+
 /** One schema change. */
 export interface Migration {
   /** Strictly increasing, starting at 1. */
@@ -226,6 +229,23 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     ],
   },
   { version: 7, name: SPEND_MIGRATION_NAME, statements: SQLITE_SPEND_STATEMENTS },
+  {
+    version: 8,
+    name: TRACE_MIGRATION_NAME,
+    statements: [
+      // The trace records that left a run's checkpoint at a continue-as-new (storage/trace-store.ts):
+      // `seq` is the record's position in the run's whole trace (0-based), so a retried save is a no-op.
+      `CREATE TABLE agent_trace (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      )`,
+      // A run whose paged-out trace the reaper deleted: `agentctl trace --stored` says so.
+      `CREATE TABLE agent_trace_reaped (run_id TEXT PRIMARY KEY, records INTEGER NOT NULL, reaped_at INTEGER NOT NULL)`,
+    ],
+  },
 ];
 
 /**
@@ -433,6 +453,20 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     ],
   },
   { version: 7, name: SPEND_MIGRATION_NAME, statements: POSTGRES_SPEND_STATEMENTS },
+  {
+    version: 8,
+    name: TRACE_MIGRATION_NAME,
+    statements: [
+      `CREATE TABLE agent_trace (
+        run_id text NOT NULL,
+        seq bigint NOT NULL,
+        record text NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      )`,
+      `CREATE TABLE agent_trace_reaped (run_id text PRIMARY KEY, records bigint NOT NULL, reaped_at timestamptz NOT NULL)`,
+    ],
+  },
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

@@ -110,7 +110,11 @@ async function loop(
       await condition(allHandlersFinished);
       // A checkpoint too large for the new run's input stops the run payload_too_large instead.
       const checkpoint = await run.sealedCheckpoint({ ...rawInput, checkpoint: undefined });
-      if (checkpoint) await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint });
+      if (checkpoint) {
+        // A lean run's trace records that do not travel go to the worker's database (issue 19).
+        if (run.lean) await run.pageOutTrace(checkpoint.trace.length);
+        await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint });
+      }
       continue;
     }
     if (await gate.applyStopRequest()) continue;

@@ -22,6 +22,8 @@ import type { TraceRecord } from '../guard';
 
 /** The most JSON a checkpoint's trace carries. */
 export const CHECKPOINT_TRACE_BYTES = 64 * 1024;
+/** The most JSON a lean checkpoint's trace carries (docs/spec.md §7.10); older records are paged out. */
+export const LEAN_CHECKPOINT_TRACE_BYTES = 16 * 1024;
 /** A trace record's args above this many bytes of JSON travel as a preview. */
 export const CHECKPOINT_ARGS_BYTES = 1024;
 /** The preview kept of such args. */
@@ -31,8 +33,8 @@ export const CHECKPOINT_OBSERVATION_BYTES = 64 * 1024;
 /** The preview kept of its data (the planner's own `data_preview` length, 20,000 characters). */
 export const CHECKPOINT_OBSERVATION_PREVIEW_CHARS = 20_000;
 
-/** A record as it travels in a checkpoint: its args cut to a preview when long. */
-function boundedRecord(r: TraceRecord): TraceRecord {
+/** A record as it travels in a checkpoint (or to the trace store): its args cut to a preview when long. */
+export function boundedRecord(r: TraceRecord): TraceRecord {
   if (r.args === null || r.args === undefined) return r;
   const json = JSON.stringify(r.args);
   if (json === undefined || json.length <= CHECKPOINT_ARGS_BYTES / 3) return r;

@@ -3,14 +3,16 @@
  * verification), and the two call shapes the loop needs: one planner turn and one tool
  * call. Workflow code: activities are imported as types only.
  */
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
+import type { SaveTraceInput } from '../activities/run/trace-activity';
 import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
+import { scriptCallAt } from '../guard/script-calls';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -37,6 +39,8 @@ export interface RunActivities {
   checkpointSeal(cp: Checkpoint): Promise<string>;
   /** Validates a checkpoint given back to a run (shape and seal). */
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
+  /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
+  saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
 }
 
 /** Proxies the activities with the run's timeouts. */
@@ -64,6 +68,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 5 },
     });
+  // A local activity: its input (the paged-out records) never enters history, only its small
+  // answer does, so saving the trace costs history nothing per record (issue 19).
+  const { saveTrace } = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 5 },
+  });
   // Reading the world's version at start loses nothing by waiting: an outage delays the
   // run's first step instead of failing it.
   const { currentProgress } = proxyActivities<Activities>({
@@ -104,7 +114,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
-      const call = Array.isArray(calls) ? calls[offset] : undefined;
+      // The one call at the script index (a `repeat` entry expanded: guard/script-calls.ts).
+      const call = Array.isArray(calls) ? scriptCallAt(calls, offset) : undefined;
       const out = await plan({
         runId,
         goal: input.goal,
@@ -146,5 +157,6 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     sealCheckpoint,
     checkpointSeal,
     openCheckpoint,
+    saveTrace,
   };
 }

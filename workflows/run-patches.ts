@@ -38,3 +38,11 @@ export const PATCH_CANCEL_STOPS = 'cancel-stops-run-v1';
  * an accepted resume lifts the stop instead of being answered `accepted` by a closing run (issue 19).
  */
 export const PATCH_RESUME_WINDOW_WAITS = 'resume-window-waits-check-v1';
+
+/**
+ * A checkpoint of constant size (issue 19): a live run's guard keeps only its newest
+ * ledger-backed completed keys (the ledger hands older ones back when proposed again), the
+ * checkpoint carries the newest 100 decisions and request ids and a 16 KB trace, and the
+ * trace records that leave it are kept in the worker's database at each continue-as-new.
+ */
+export const PATCH_LEAN_CHECKPOINT = 'lean-checkpoint-v2';

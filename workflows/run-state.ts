@@ -39,10 +39,10 @@ import {
   TerminalState,
 } from '../guard';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
-import { checkpointTooLarge, fitResult } from './checkpoint-bounds';
+import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { resolveRunSettings } from './run-settings';
@@ -52,6 +52,11 @@ import { checkpointOf, publish, resultOf } from './run-views';
 const { agentTelemetry } = proxySinks<AgentSinks>();
 
 const MAX_DECISIONS_KEPT = 5000;
+/** The most JSON one `saveTrace` call carries (a continue-as-new saves in as few calls as fit). */
+const TRACE_SAVE_BYTES = 512 * 1024;
+
+/** The ledger-backed completed keys a lean run's guard keeps (what its StopReport lists). */
+export const LEDGER_WINDOW_KEYS = 100;
 
 /** The call a stop names. */
 export interface BlockedCall {
@@ -103,6 +108,12 @@ export class RunState {
   readonly children: ChildSummary[];
   /** True for a fresh run whose starting progress version must come from external state. */
   readonly needsWorldVersion: boolean;
+  /**
+   * A lean checkpoint (docs/spec.md §7.10): the run's writes go through the persistent ledger,
+   * so its guard keeps only the newest ledger-backed keys and its checkpoint stays bounded.
+   * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
+   */
+  readonly lean: boolean;
   private phase_: RunPhase;
   private stop_: Stop | null;
   private readonly newGuard: (initial: number) => LoopGuard;
@@ -119,6 +130,8 @@ export class RunState {
     );
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
+    const fixture = input.planner.kind === 'scripted' && !input.planner.live;
+    this.lean = !fixture && patched(PATCH_LEAN_CHECKPOINT);
     this.newGuard = (initial) =>
       new LoopGuard(settings.guardConfig, {
         startMs: Date.now(),
@@ -131,6 +144,8 @@ export class RunState {
     this.guard = cp
       ? LoopGuard.fromJSON(cp.guard, { needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES })
       : this.newGuard(initial ?? 0);
+    // A checkpoint written before the window keeps its keys exactly; new ones join the window.
+    if (this.lean) this.guard.useLedgerWindow(LEDGER_WINDOW_KEYS);
     this.memory = cp?.plannerMemory ?? null;
     this.observation = (cp?.observation as Observation | null) ?? null;
     this.proposals = cp?.proposals ?? 0;
@@ -138,6 +153,8 @@ export class RunState {
     this.cached = cp?.cached ?? 0;
     this.decisions = cp?.decisions ? [...cp.decisions] : [];
     this.trace = new RunTrace(input.traceLimit, cp?.trace ?? [], cp?.traceTotal ?? 0);
+    // A lean run pages out what leaves its checkpoint's trace at each continue-as-new.
+    this.trace.keepLeaving = this.lean;
     this.seenRequestIds = new Set(cp?.seenRequestIds ?? []);
     this.stop_ = cp?.stop
       ? {
@@ -156,6 +173,7 @@ export class RunState {
   /** Starts the guard at the world's version (a fresh live run). */
   startAt(progressVersion: number): void {
     this.guard = this.newGuard(progressVersion);
+    if (this.lean) this.guard.useLedgerWindow(LEDGER_WINDOW_KEYS);
   }
 
   /** The phase (workflows/run-phase.ts); it changes only through the transitions below. */
@@ -296,6 +314,36 @@ export class RunState {
       return null;
     }
     return patched(PATCH_AUTHORITY) ? this.seal(cp) : cp;
+  }
+
+  /**
+   * A lean run's continue-as-new: the trace records that do not travel in the checkpoint (its
+   * newest `kept` do) go to the worker's database, in one `saveTrace` call (more only above
+   * 512 KB). A save that fails after its retries loses nothing of the run: the records stay in
+   * the earlier runs' histories, and the run goes on.
+   */
+  async pageOutTrace(kept: number): Promise<void> {
+    const leaving = this.trace.leave(kept).map((r) => ({ seq: r.seq, record: boundedRecord(r.record) }));
+    let batch: typeof leaving = [];
+    let bytes = 0;
+    const save = async () => {
+      if (batch.length === 0) return;
+      const records = batch;
+      batch = [];
+      bytes = 0;
+      try {
+        await this.activities.saveTrace({ runId: this.runId, records });
+      } catch (err) {
+        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      }
+    };
+    for (const r of leaving) {
+      const size = JSON.stringify(r).length;
+      if (bytes + size > TRACE_SAVE_BYTES) await save();
+      batch.push(r);
+      bytes += size;
+    }
+    await save();
   }
 
   private async seal(cp: Checkpoint): Promise<Checkpoint> {

@@ -165,7 +165,7 @@ export class RunSteps {
     return {
       steps: g.stepCount,
       progressVersion: g.progressVersion,
-      completedOperations: keys.length,
+      completedOperations: g.completedTotal,
       recentCompleted: keys.slice(-FACT_KEYS),
       stops: trace.recent(['stop'], FACT_ITEMS).map(at),
       refusedResumes: trace.recent(['resume_refused'], FACT_ITEMS).map(at),
@@ -188,6 +188,11 @@ export class RunSteps {
       similarKey: p.similarKey ?? null,
       operationKey: p.operationKey,
       usage: turn.usage,
+      // A live write's key is in the persistent ledger once it succeeds: the plan activity
+      // hands it back with the proposal (ledgerView), so a lean guard may forget it.
+      ...(this.run.lean && p.effect === 'write' && p.fixture === null && p.rejection === null
+        ? { ledgerBacked: true }
+        : {}),
     };
     return { index, turn, p, call };
   }
@@ -200,7 +205,9 @@ export class RunSteps {
   before(x: Proposal): BeforeResult {
     const { p } = x;
     const run = this.run;
-    // The persistent ledger is the one truth about completed writes.
+    // The persistent ledger is the one truth about completed writes: a lean guard learns a key
+    // it forgot here, before any decision reads it (the plan activity looked it up, or the
+    // run stopped infrastructure_fault when the ledger could not be read).
     if (p.ledger && p.operationKey) run.guard.markCompleted(p.operationKey, p.ledger.fingerprint);
     const before = run.guard.before(x.call, Date.now());
     const refused = before.decision === 'stop' || before.decision === 'steer' ? before.reason : null;

@@ -16,10 +16,20 @@ export interface TraceStamp {
   readonly progressVersion: number;
 }
 
+/** A record with its position in the run's whole trace (0-based). */
+export interface NumberedRecord {
+  readonly seq: number;
+  readonly record: TraceRecord;
+}
+
 /** A bounded, paged trace. */
 export class RunTrace {
   private records: TraceRecord[];
   private written: number;
+  /** Records past the limit not yet paged out (only while {@link keepLeaving} is on). */
+  private leaving: NumberedRecord[] = [];
+  /** Keep records that pass the limit until {@link leave} pages them out (a lean run, issue 19). */
+  keepLeaving = false;
   /** The last decision, as the UI's details and `status` show it. */
   lastDecision: string | null = null;
 
@@ -48,7 +58,14 @@ export class RunTrace {
       args: rec.args === undefined ? null : redact(rec.args),
     });
     this.written += 1;
-    if (this.records.length > this.limit) this.records = this.records.slice(this.records.length - this.limit);
+    if (this.records.length > this.limit) {
+      const cut = this.records.length - this.limit;
+      if (this.keepLeaving) {
+        const first = this.written - this.records.length;
+        this.records.slice(0, cut).forEach((record, i) => this.leaving.push({ seq: first + i, record }));
+      }
+      this.records = this.records.slice(cut);
+    }
     this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
   }
 
@@ -84,6 +101,20 @@ export class RunTrace {
       if (decisions.includes(r.decision)) out.push(r);
     }
     return out.reverse();
+  }
+
+  /**
+   * The records that leave the trace when only its newest `kept` stay (a continue-as-new's
+   * checkpoint), oldest first with their positions; the ones kept past the limit are handed
+   * over once.
+   */
+  leave(kept: number): NumberedRecord[] {
+    const first = this.written - this.records.length;
+    const out = this.leaving;
+    this.leaving = [];
+    const n = Math.max(0, this.records.length - kept);
+    for (let i = 0; i < n; i++) out.push({ seq: first + i, record: this.records[i]! });
+    return out;
   }
 
   /** The newest `n` records (for a checkpoint). */

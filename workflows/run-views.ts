@@ -9,7 +9,7 @@ import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
-import { boundObservation, boundTrace } from './checkpoint-bounds';
+import { boundObservation, boundTrace, LEAN_CHECKPOINT_TRACE_BYTES } from './checkpoint-bounds';
 import { isTerminal } from './run-phase';
 import type { RunState } from './run-state';
 
@@ -17,6 +17,14 @@ import type { RunState } from './run-state';
 const CHECKPOINT_TRACE = 200;
 const CHECKPOINT_DECISIONS = 1000;
 const CHECKPOINT_REQUEST_IDS = 1000;
+/**
+ * A lean checkpoint's (docs/spec.md §7.10): newest 100 decisions and operator request ids.
+ * An operator request older than the newest 100 cannot be replayed in practice: a signed one
+ * expires after 5 minutes (operators/registry.ts MAX_SIGNATURE_SKEW_MS), and an unsigned one
+ * (open mode) gives no more than a fresh request id would.
+ */
+const LEAN_DECISIONS = 100;
+const LEAN_REQUEST_IDS = 100;
 
 const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
 
@@ -102,10 +110,12 @@ export function checkpointOf(run: RunState): Checkpoint {
     proposals: run.proposals,
     executed: run.executed,
     cached: run.cached,
-    decisions: run.decisions.slice(-CHECKPOINT_DECISIONS),
-    trace: boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
+    decisions: run.decisions.slice(-(run.lean ? LEAN_DECISIONS : CHECKPOINT_DECISIONS)),
+    trace: run.lean
+      ? boundTrace(run.trace.newest(CHECKPOINT_TRACE), LEAN_CHECKPOINT_TRACE_BYTES)
+      : boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
     traceTotal: run.trace.total,
-    seenRequestIds: [...run.seenRequestIds].slice(-CHECKPOINT_REQUEST_IDS),
+    seenRequestIds: [...run.seenRequestIds].slice(-(run.lean ? LEAN_REQUEST_IDS : CHECKPOINT_REQUEST_IDS)),
     stop: stop
       ? {
           terminalState: stop.terminalState,

@@ -14,6 +14,7 @@ import {
 } from '../../storage/approvals';
 import { SqlLedger, type Ledger } from '../../storage/ledger';
 import type { LlmProvider } from '../../planners/llm-common';
+import { TraceStore } from '../../storage/trace-store';
 import { ConversationStore, storeFaultsTyped } from '../../storage/conversation-store';
 import { createScriptedPlanner } from '../../planners/scripted';
 import { OperatorRegistry } from '../../operators/registry';
@@ -112,6 +113,8 @@ export interface ActivityContext {
   readonly conversations: ConversationAccess | null;
   readonly payloads: PayloadStore | null;
   readonly payloadRefBytes: number;
+  /** Where trace records that left a long run's checkpoint are kept (issue 19); null: nowhere. */
+  readonly traces: TraceStore | null;
   /** Tenant spend limits' store, trusting only raises the worker's operators signed; null: no limits. */
   readonly spend: SpendStore | null;
   /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
@@ -145,6 +148,8 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   // Large results go to the payload store; the workflow gets a reference (issue 9).
   const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger, rows);
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
+  // The paged-out trace of long runs, sealed like the conversation (issue 19).
+  const traces = TraceStore.over(ledger, rows);
   // Malformed limits fail the worker at start, naming the variable and the field.
   const spendLimits =
     deps.spendLimits !== undefined
@@ -181,6 +186,7 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     conversations,
     payloads,
     payloadRefBytes,
+    traces,
     spend,
     plannerFor,
   };

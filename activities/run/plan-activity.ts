@@ -8,7 +8,7 @@ import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner'
 import { LEDGER_UNAVAILABLE } from '../../common/planner';
 import { guardOutputSize, jsonBytes } from '../../common/payload-limits';
 import { redact, redactText } from '../../common/redact';
-import { fixtureArgsSpecs, normalizeCall } from '../../guard';
+import { fixtureArgsSpecs, normalizeCall, scriptCallAt } from '../../guard';
 import { activityTurnKey } from '../activity-context';
 import { approvalRequired } from '../../storage/approvals';
 import { LedgerState, sameArgsHash, sha256ArgsHash } from '../../storage/ledger';
@@ -124,7 +124,7 @@ export function createPlanActivity(ctx: ActivityContext) {
       // Script mode plays both planner and tools: fixture tools normalise as the replay does.
       const file = scriptOf(input);
       const n = normalizeCall(turn.tool, turn.args, fixtureArgsSpecs(file).get(turn.tool));
-      const call = file.calls[turn.scriptIndex ?? -1];
+      const call = scriptCallAt(file.calls, turn.scriptIndex ?? -1);
       return {
         turn,
         memory: out.memory,

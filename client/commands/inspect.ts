@@ -17,6 +17,7 @@ import {
 } from '../format';
 import { followRun, runReport, runStatus, runTrace } from '../runs';
 import { formatTree, getAgentRunTree } from '../tree';
+import { storedTracePage } from './stored-trace';
 import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, type Ctx } from './common';
 
 /** Trace table columns. */
@@ -135,11 +136,31 @@ export function traceCommand(ctx: Ctx): Command {
     .option('--offset <n>', 'skip this many (filtered) records', nonNegativeInt, 0)
     .option('--limit <n>', 'at most this many records', positiveInt, 200)
     .option('--json', 'machine-readable output: {total, kept, records}')
+    .option(
+      '--stored',
+      "the records the run paged out of its checkpoint, from the worker's database (LEDGER_URL); --offset/--limit page them",
+    )
     .action(
       async (
         id: string,
-        o: { decision?: string; reason?: string; offset: number; limit: number; json?: boolean },
+        o: {
+          decision?: string;
+          reason?: string;
+          offset: number;
+          limit: number;
+          json?: boolean;
+          stored?: boolean;
+        },
       ) => {
+        if (o.stored) {
+          const stored = await storedTracePage(ctx, id, o.offset, Math.min(o.limit, 1000));
+          if (o.json) return void ctx.io.out(json(stored));
+          ctx.io.out(table(stored.records, [{ header: 'SEQ', value: (r) => r.seq }, ...TRACE_COLUMNS]));
+          ctx.io.out(
+            `(${stored.total} paged-out records; these are ${o.offset}–${o.offset + stored.records.length - 1})\n`,
+          );
+          return;
+        }
         const { handle, desc } = await openRun(ctx, id);
         const page = await runTrace(handle, desc, {
           decision: o.decision,
@@ -153,7 +174,9 @@ export function traceCommand(ctx: Ctx): Command {
         }
         ctx.io.out(table(page.records, TRACE_COLUMNS));
         if (page.kept < page.total)
-          ctx.io.out(`(${page.total} records in all; the run keeps the last ${page.kept})\n`);
+          ctx.io.out(
+            `(${page.total} records in all; the run keeps the last ${page.kept}; a long run's older ones: agentctl trace ${id} --stored)\n`,
+          );
       },
     );
 }

@@ -1,6 +1,6 @@
 /**
  * What the reaper deletes (docs/ledger.md "Retention"): settled ledger records finished
- * `ttlMs` ago, and the conversation, planner turns, payloads, progress facts and tool calls
+ * `ttlMs` ago, and the conversation, planner turns, payloads, progress facts, tool calls and paged-out trace
  * of runs idle that long, all in database time.
  */
 import { inList, SETTLED_STATES } from './ledger-row';
@@ -30,6 +30,7 @@ export function runDataIdleBefore(d: UnitDialect, ttlMs: number, runIds?: readon
         SELECT conversation_id AS run_id, created_at FROM agent_conversation
         UNION ALL SELECT conversation_id AS run_id, created_at FROM agent_planner_turns
         UNION ALL SELECT run_id, created_at FROM agent_payloads
+        UNION ALL SELECT run_id, created_at FROM agent_trace
       ) AS d${among} GROUP BY run_id HAVING MAX(created_at) <= ${d.now} - ${d.ms('?')}`,
     params: [...(runIds ?? []), Math.floor(ttlMs)],
   };
@@ -58,8 +59,12 @@ export function reapableRunsQuery(d: UnitDialect, ttlMs: number, options: Reapab
   };
 }
 
-/** Deletes the conversation, planner turns and payloads of the runs `idle` selects; answers the rows deleted. */
-export function* reapRunDataUnit(idle: SqlFragment): Unit<number> {
+/**
+ * Deletes the conversation, planner turns, payloads and paged-out trace of the runs `idle`
+ * selects, leaving a line in `agent_trace_reaped` for each run that had a trace; answers the
+ * rows deleted.
+ */
+export function* reapRunDataUnit(d: UnitDialect, idle: SqlFragment): Unit<number> {
   const runs = (yield* query<{ run_id: string }>(idle.sql, idle.params)).map((r) => r.run_id);
   if (runs.length === 0) return 0;
   const marks = runs.map(() => '?').join(', ');
@@ -69,5 +74,12 @@ export function* reapRunDataUnit(idle: SqlFragment): Unit<number> {
   removed += yield* exec(`DELETE FROM agent_payloads WHERE run_id IN (${marks})`, runs);
   removed += yield* exec(`DELETE FROM agent_progress_facts WHERE run_id IN (${marks})`, runs);
   removed += yield* exec(`DELETE FROM agent_tool_calls WHERE run_id IN (${marks})`, runs);
+  yield* exec(
+    `INSERT INTO agent_trace_reaped (run_id, records, reaped_at)
+     SELECT run_id, count(*), ${d.now} FROM agent_trace WHERE run_id IN (${marks}) GROUP BY run_id
+     ON CONFLICT DO NOTHING`,
+    runs,
+  );
+  removed += yield* exec(`DELETE FROM agent_trace WHERE run_id IN (${marks})`, runs);
   return removed;
 }

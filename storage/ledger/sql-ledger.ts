@@ -249,7 +249,7 @@ export abstract class SqlLedger<C> implements Ledger {
   async reapRunData(ttlMs: number, runIds: readonly string[]): Promise<number> {
     if (runIds.length === 0) return 0;
     const idle = runDataIdleBefore(this.dialect, ttlMs, runIds);
-    return this.run('transaction', () => reapRunDataUnit(idle));
+    return this.run('transaction', () => reapRunDataUnit(this.dialect, idle));
   }
 
   // ---- Units of work ----------------------------------------------------------------

@@ -13,7 +13,14 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadReplayFile, runReplay } from '../../client/replay';
-import { normalizeCall, parseReplayFile, replay, stopReportSchema, type ReplayOutcome } from '../../guard';
+import {
+  normalizeCall,
+  parseReplayFile,
+  replay,
+  scriptCallAt,
+  stopReportSchema,
+  type ReplayOutcome,
+} from '../../guard';
 
 const ROOT = resolve(__dirname, '../..');
 const TRACES = join(ROOT, 'test/fixtures/traces');
@@ -151,7 +158,7 @@ describe('replay fixtures (hand-derived expectations)', () => {
     it('names the refused call by its fingerprint when a call ended the run', () => {
       if (got.terminal_state === 'COMPLETED' || got.stopped_at === null) return;
       const parsed = parseReplayFile(raw);
-      const call = parsed.calls[got.stopped_at]!;
+      const call = scriptCallAt(parsed.calls, got.stopped_at)!;
       const spec = parsed.tools?.[call.tool];
       const fp = normalizeCall(call.tool, call.args ?? {}, {
         defaults: spec?.defaults,

@@ -836,6 +836,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 5, name: expect.stringContaining('approval uses') },
         { version: 6, name: expect.stringContaining('progress facts') },
         { version: 7, name: expect.stringContaining('tenant spend') },
+        { version: 8, name: expect.stringContaining('paged-out trace') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -856,7 +857,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 7\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 8\)/,
         );
       } finally {
         await newer.cleanup();

@@ -15,6 +15,9 @@
  * old recordings as they are: they keep the old paths behind `patched()` covered).
  * `AGENT_CODEC=off`: the files hold plain payloads, which the replay below reads without a codec.
  *
+ * `lean-checkpoint-continued` (issue 19) is the second run of a continue-as-new chain taken with
+ * `lean-checkpoint-v2`: restored from a lean checkpoint, it pages its trace out and continues.
+ *
  * WHICH CODE. The first five were recorded before the `patched()` branches of
  * workflows/run-patches.ts existed, so they replay the old paths; `approval-stop-resumed`
  * and `operator-stop-resumed` were recorded on the current code (all patches taken), before
@@ -207,6 +210,39 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  /**
+   * Issue 19 (`lean-checkpoint-v2`): the next-to-last run of a chain of 30 writes — restored
+   * from a lean checkpoint whose trace is full (16 KB), it pages its oldest records out
+   * (`saveTrace`) and continues as new again.
+   */
+  async 'lean-checkpoint-continued'(h) {
+    const write = (i: number) => ({ tool: 'write_record', args: { id: `lean-${i}`, body: 'b' } });
+    const calls = [
+      ...Array.from({ length: 30 }, (_, i) => write(i)),
+      write(0),
+      { tool: 'complete_task', args: { summary: 'ok' } },
+    ];
+    const run = await h.start(
+      live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
+    );
+    const r = await run.result();
+    if (r.terminal_state !== 'COMPLETED' || r.cached !== 1)
+      throw new Error(`unexpected ${JSON.stringify(r)}`);
+    const chain: string[] = [];
+    for (let id: string | undefined = run.handle.firstExecutionRunId; id;) {
+      chain.push(id);
+      const hist = await h.env.client.workflow.getHandle(run.workflowId, id).fetchHistory();
+      id =
+        hist.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    }
+    const runId = chain.at(-2);
+    if (!runId) throw new Error('the run did not continue as new');
+    const hist = await h.env.client.workflow.getHandle(run.workflowId, runId).fetchHistory();
+    // saveTrace is a local activity: its marker, not a scheduled activity.
+    if (!hist.events?.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'))
+      throw new Error('the run paged out no trace');
+    return { workflowId: run.workflowId, runId };
   },
 };
 

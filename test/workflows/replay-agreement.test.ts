@@ -23,7 +23,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunInput } from '../../common/contracts';
-import { parseReplayFile, replay, type ReplayFile, type ReplayOutcome } from '../../guard';
+import { parseReplayFile, replay, type ReplayCall, type ReplayFile, type ReplayOutcome } from '../../guard';
 import { buildRunInput } from '../../client/commands/start';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
@@ -55,7 +55,7 @@ function withWorkflowClock(file: ReplayFile): { file: ReplayFile; endMs: number 
     const d = out.decisions[i];
     if (!d) break; // the run ended before this call
     if (d.after === 'retry_after_backoff' || d.after === 'wait_bounded') {
-      const r = calls[i]!.result as { retryAfterMs?: number } | undefined;
+      const r = (calls[i] as ReplayCall).result as { retryAfterMs?: number } | undefined;
       clock += r?.retryAfterMs ?? DEFAULT_WAIT_MS;
     }
   }

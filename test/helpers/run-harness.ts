@@ -13,11 +13,7 @@ import type { OperatorRegistry } from '../../operators/registry';
 import type { AnyTool } from '../../tools/define-tool';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
-import {
-  createAgentWorker,
-  type AgentWorkerOptions,
-  type WorkerDeps,
-} from '../../worker/create-worker';
+import { createAgentWorker, type AgentWorkerOptions, type WorkerDeps } from '../../worker/create-worker';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './temporal-env';
 import { runCounters } from '../../client/counters';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';

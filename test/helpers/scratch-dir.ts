@@ -8,8 +8,8 @@
  * Its parent is AGENT_TEST_TMPDIR when set; else /dev/shm when it has room (a RAM disk: SQLite's
  * fsyncs cost nothing); else the system's temporary directory.
  */
-import { chmodSync, existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync, symlinkSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
 /** The variable that chooses the parent of the scratch directory. */
@@ -38,11 +38,28 @@ export function scratchParent(env: NodeJS.ProcessEnv = process.env): string {
   return tmpdir();
 }
 
+/**
+ * tsx's compile cache (content-addressed: safe to share) lives in `$TMPDIR/tsx-<uid>`: the
+ * scratch directory's is a link to the usual one, so the CLI processes the tests start do not
+ * compile the project afresh on every run. Best effort.
+ */
+function keepTsxCache(dir: string): void {
+  const name = `tsx-${process.geteuid?.() ?? userInfo().username}`;
+  try {
+    const cache = join(tmpdir(), name);
+    mkdirSync(cache, { recursive: true });
+    symlinkSync(cache, join(dir, name));
+  } catch {
+    // A cold cache costs time, nothing else.
+  }
+}
+
 /** globalSetup: makes the scratch directory and points TMPDIR at it; returns its path. */
 export function enterScratchDir(): string {
   const dir = mkdtempSync(join(scratchParent(), 'alg-jest-'));
   // Others may need to reach into it: the chaos test's PostgreSQL runs as the postgres user.
   chmodSync(dir, 0o755);
+  keepTsxCache(dir);
   process.env[SCRATCH_DIR_ENV] = dir;
   process.env.TMPDIR = dir;
   return dir;

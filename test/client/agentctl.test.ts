@@ -209,8 +209,11 @@ describe('agentctl against a real server', () => {
     it('resume --from continues a closed run as a new run, after the world changed', async () => {
       const id = uniqueId('ctl-from');
       const script = join(ROOT, 'demo', 'scripts', 'research-loop.json');
+      // The continued run inherits this window and must get its verified resume within it (a
+      // resume whose check outlasts the window is answered accepted while the run closes): 3 s,
+      // not 300 ms, now that the test server fires timers on time (the stock server made it ~1 s).
       const first = await agentctl(
-        ['start', '--script', script, '--live', '--id', id, '--resume-window-ms', '300', '--json', '--wait'],
+        ['start', '--script', script, '--live', '--id', id, '--resume-window-ms', '3000', '--json', '--wait'],
         env,
       );
       expect(first.code).toBe(0);

@@ -88,6 +88,12 @@ export const timeoutsSchema = z
      * classified results, not failures, and are never retried this way.
      */
     toolMaxAttempts: z.number().int().positive().default(10),
+    /**
+     * The wait before the first retry of a failed activity (plan, tool, verification, the
+     * progress read), doubling from there; absent: 1 s. Short for tests and for backends that
+     * recover fast.
+     */
+    retryInitialMs: z.number().int().positive().optional(),
   })
   .strict();
 

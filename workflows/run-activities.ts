@@ -46,10 +46,13 @@ export interface RunActivities {
 /** Proxies the activities with the run's timeouts. */
 export function runActivities(input: ResolvedRunInput, runId: string): RunActivities {
   const t = input.timeouts;
+  // Only a run that sets `retryInitialMs` schedules other retry policies than before.
+  const firstRetry = t.retryInitialMs === undefined ? {} : { initialInterval: t.retryInitialMs };
   const planOptions: ActivityOptions = {
     startToCloseTimeout: t.plannerStartToCloseMs,
     retry: {
       initialInterval: '1s',
+      ...firstRetry,
       maximumInterval: '30s',
       maximumAttempts: 5,
       nonRetryableErrorTypes: [...NON_RETRYABLE_PLANNER_ERRORS, 'TypeError'],
@@ -60,13 +63,18 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     heartbeatTimeout: t.toolHeartbeatMs,
     // Tools classify their own errors; Temporal retries only lost attempts (crash, timeout),
     // and the ledger makes those retries safe for writes.
-    retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '20s',
+      maximumAttempts: t.toolMaxAttempts,
+      ...firstRetry,
+    },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
   const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
-      retry: { maximumAttempts: 5 },
+      retry: { maximumAttempts: 5, ...firstRetry },
     });
   // A local activity: its input (the paged-out records) never enters history, only its small
   // answer does, so saving the trace costs history nothing per record (issue 19).
@@ -78,7 +86,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   // run's first step instead of failing it.
   const { currentProgress } = proxyActivities<Activities>({
     startToCloseTimeout: '1 minute',
-    retry: { initialInterval: '1s', maximumInterval: '30s' },
+    retry: { initialInterval: '1s', maximumInterval: '30s', ...firstRetry },
   });
   const planner = input.planner;
 

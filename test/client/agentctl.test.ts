@@ -1,6 +1,8 @@
 /**
  * agentctl end to end: the real CLI process against the shared dev server, with an
- * in-process worker (test/helpers/run-harness.ts) on a unique task queue.
+ * in-process worker (test/helpers/run-harness.ts) on a unique task queue. The tests run side
+ * by side (`it.concurrent`; each CLI process mostly waits on the server) with their own run
+ * ids, except the two that change the world the others' resume checks read: those go last.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,7 +40,7 @@ describe('agentctl against a real server', () => {
     await h?.close();
   });
 
-  describe.each([
+  it.concurrent.each([
     ['jitter-same-fingerprint', 'STOPPED_LOOP_GUARD'],
     ['seed-05-repeated-notification', null],
     ['terminal-success-completed', 'COMPLETED'],
@@ -48,8 +50,9 @@ describe('agentctl against a real server', () => {
     ['step-budget-beats-repeat', 'STOPPED_LOOP_GUARD'],
     ['semantic-changes-are-new-calls', null],
     ['resume-with-completed-keys', null],
-  ])('start --script %s --wait --json', (name, state) => {
-    it('prints the replay object plus workflow_id and counters', async () => {
+  ])(
+    'start --script %s --wait --json prints the replay object plus workflow_id and counters',
+    async (name, state) => {
       const id = uniqueId(`ctl-${name}`);
       const r = await agentctl(['start', '--script', fixture(name), '--id', id, '--wait', '--json'], env);
       expect(r.stderr).toBe('');
@@ -59,8 +62,8 @@ describe('agentctl against a real server', () => {
       expect(out).toEqual({ ...expected, workflow_id: id, counters: await h.counters(id) });
       if (state) expect(out.terminal_state).toBe(state);
       expect(Object.keys(out.counters as object).length).toBeGreaterThan(0);
-    });
-  });
+    },
+  );
 
   describe('on a stopped run', () => {
     const id = uniqueId('ctl-stopped');
@@ -72,7 +75,7 @@ describe('agentctl against a real server', () => {
       expect(r.code).toBe(0);
     });
 
-    it('status shows it waiting for resume', async () => {
+    it.concurrent('status shows it waiting for resume', async () => {
       const json = await agentctl(['status', id, '--json'], env);
       expect(json.code).toBe(0);
       const s = JSON.parse(json.stdout) as Record<string, unknown>;
@@ -90,7 +93,7 @@ describe('agentctl against a real server', () => {
       expect(text.stdout).toContain(`/namespaces/default/workflows/${id}`);
     });
 
-    it('report prints the StopReport', async () => {
+    it.concurrent('report prints the StopReport', async () => {
       const json = await agentctl(['report', id, '--json'], env);
       expect(json.code).toBe(0);
       expect(JSON.parse(json.stdout)).toMatchObject({
@@ -103,7 +106,7 @@ describe('agentctl against a real server', () => {
       expect(text.stdout).toMatch(/guard reason\s+same_call_repeat/);
     });
 
-    it('trace shows which rule refused which call, with filters', async () => {
+    it.concurrent('trace shows which rule refused which call, with filters', async () => {
       const all = await agentctl(['trace', id], env);
       expect(all.code).toBe(0);
       expect(all.stdout.split('\n')[0]).toMatch(/^STEP\s+PHASE\s+TOOL\s+DECISION\s+REASON/);
@@ -119,7 +122,7 @@ describe('agentctl against a real server', () => {
       expect((JSON.parse(none.stdout) as { records: unknown[] }).records).toEqual([]);
     });
 
-    it('resume with nothing changed is refused: exit 3 with the reason', async () => {
+    it.concurrent('resume with nothing changed is refused: exit 3 with the reason', async () => {
       const r = await agentctl(['resume', id, '--actor', 'test', '--reason', 'nothing changed'], env);
       expect(r.code).toBe(3);
       expect(r.stdout).toMatch(/resume\s+REFUSED/);
@@ -128,13 +131,13 @@ describe('agentctl against a real server', () => {
       expect((JSON.parse(refused.stdout) as { records: unknown[] }).records).toHaveLength(1);
     });
 
-    it('stop on an already stopped run is refused (exit 3)', async () => {
+    it.concurrent('stop on an already stopped run is refused (exit 3)', async () => {
       const r = await agentctl(['stop', id, '--reason', 'kill'], env);
       expect(r.code).toBe(3);
       expect(r.stderr).toContain('already stopped');
     });
 
-    it('list filters by AgentState / AgentGuardReason', async () => {
+    it.concurrent('list filters by AgentState / AgentGuardReason', async () => {
       let rows: { id: string; state: string; reason: string; steps: number }[] = [];
       for (let i = 0; i < 20; i++) {
         const r = await agentctl(
@@ -165,39 +168,7 @@ describe('agentctl against a real server', () => {
     });
   });
 
-  it('resume --from continues a closed run as a new run, after the world changed', async () => {
-    const id = uniqueId('ctl-from');
-    const script = join(ROOT, 'demo', 'scripts', 'research-loop.json');
-    const first = await agentctl(
-      ['start', '--script', script, '--live', '--id', id, '--resume-window-ms', '300', '--json', '--wait'],
-      env,
-    );
-    expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({
-      terminal_state: 'STOPPED_LOOP_GUARD',
-      reason: 'same_call_repeat',
-      counters: { search: 2 },
-    });
-    await h.env.client.workflow.getHandle(id).result(); // closes after the resume window
-    const open = await agentctl(['resume', id], env);
-    expect(open.code).toBe(3);
-    expect(open.stderr).toContain(`resume --from ${id}`);
-    await h.deps.world.addDoc(uniqueId('doc'), 'temporal', 'New fact', 'The world changed.');
-    const r = await agentctl(
-      ['resume', '--from', id, '--actor', 'test', '--reason', 'new docs', '--wait', '--json'],
-      env,
-    );
-    expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(out).toMatchObject({ workflow_id: id, terminal_state: 'COMPLETED', resume: { accepted: true } });
-    // Continued from the checkpoint (a new execution of the same id): the search the guard
-    // refused is asked again once — the world changed, so now it finds the new document —
-    // then the script's next call. The two searches before the stop are not repeated.
-    expect(await h.counters(id)).toEqual({ search: 3, complete_task: 1 });
-    expect(out).toMatchObject({ executed: 4 }); // 2 before the stop (from the checkpoint) + 2 after
-  });
-
-  it('exit 4 with a hint when the server is unreachable', async () => {
+  it.concurrent('exit 4 with a hint when the server is unreachable', async () => {
     const port = await freePort();
     const r = await agentctl(['status', 'whatever'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
     expect(r.code).toBe(4);
@@ -205,7 +176,7 @@ describe('agentctl against a real server', () => {
     expect(r.stderr).toContain('npm run dev:server');
   });
 
-  it('exit 2 on malformed arguments or input', async () => {
+  it.concurrent('exit 2 on malformed arguments or input', async () => {
     const bad = join(tmp, 'bad.json');
     writeFileSync(bad, JSON.stringify({ calls: [{ args: {} }] }));
     const cases: string[][] = [
@@ -219,48 +190,87 @@ describe('agentctl against a real server', () => {
       ['list', '--state', 'SLEEPING'],
       ['replay', bad],
     ];
-    for (const args of cases) {
-      const r = await agentctl(args, env);
-      expect({ args, code: r.code }).toEqual({ args, code: 2 });
-      expect(r.stderr).not.toBe('');
-    }
+    const runs = await Promise.all(cases.map((args) => agentctl(args, env)));
+    cases.forEach((args, i) => {
+      expect({ args, code: runs[i]?.code }).toEqual({ args, code: 2 });
+      expect(runs[i]?.stderr).not.toBe('');
+    });
   });
 
-  it('exit 1 for an unknown run', async () => {
+  it.concurrent('exit 1 for an unknown run', async () => {
     const r = await agentctl(['report', uniqueId('nope')], env);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('no run with id');
   });
 
-  it('world grant changes what verifyPrecondition sees, and world counters reads the real executions', async () => {
-    const id = uniqueId('cli-world');
-    const script = join(tmp, 'deploy.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        calls: [
-          { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
-          { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
-          { tool: 'complete_task', args: { summary: 'deployed' } },
-        ],
-      }),
-    );
-    const start = await agentctl(
-      ['start', '--script', script, '--live', '--id', id, '--wait', '--json'],
-      env,
-    );
-    expect(JSON.parse(start.stdout)).toMatchObject({
-      terminal_state: 'NEEDS_HUMAN',
-      reason: 'permission_denied',
+  // These change the world (a new document, a grant), which the resume checks of the other
+  // runs read: they go last, one after the other.
+  describe('changing the world', () => {
+    it('resume --from continues a closed run as a new run, after the world changed', async () => {
+      const id = uniqueId('ctl-from');
+      const script = join(ROOT, 'demo', 'scripts', 'research-loop.json');
+      // The continued run inherits this window and must get its verified resume within it (a
+      // resume whose check outlasts the window is answered accepted while the run closes): 3 s,
+      // not 300 ms, now that the test server fires timers on time (the stock server made it ~1 s).
+      const first = await agentctl(
+        ['start', '--script', script, '--live', '--id', id, '--resume-window-ms', '3000', '--json', '--wait'],
+        env,
+      );
+      expect(first.code).toBe(0);
+      expect(JSON.parse(first.stdout)).toMatchObject({
+        terminal_state: 'STOPPED_LOOP_GUARD',
+        reason: 'same_call_repeat',
+        counters: { search: 2 },
+      });
+      await h.env.client.workflow.getHandle(id).result(); // closes after the resume window
+      const open = await agentctl(['resume', id], env);
+      expect(open.code).toBe(3);
+      expect(open.stderr).toContain(`resume --from ${id}`);
+      await h.deps.world.addDoc(uniqueId('doc'), 'temporal', 'New fact', 'The world changed.');
+      const r = await agentctl(
+        ['resume', '--from', id, '--actor', 'test', '--reason', 'new docs', '--wait', '--json'],
+        env,
+      );
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      expect(out).toMatchObject({ workflow_id: id, terminal_state: 'COMPLETED', resume: { accepted: true } });
+      // Continued from the checkpoint (a new execution of the same id): the search the guard
+      // refused is asked again once — the world changed, so now it finds the new document —
+      // then the script's next call. The two searches before the stop are not repeated.
+      expect(await h.counters(id)).toEqual({ search: 3, complete_task: 1 });
+      expect(out).toMatchObject({ executed: 4 }); // 2 before the stop (from the checkpoint) + 2 after
     });
-    const refused = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'nothing yet'], env);
-    expect(refused.code).toBe(3);
-    expect((await agentctl(['world', 'grant', 'deploy:cli-svc'], env)).code).toBe(0);
-    const accepted = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'granted'], env);
-    expect(accepted.code).toBe(0);
-    await h.env.client.workflow.getHandle(id).result();
-    const counters = await agentctl(['world', 'counters', id, '--json'], env);
-    // The refused deploy never reached its write; the resumed one ran once.
-    expect(JSON.parse(counters.stdout)).toEqual({ deploy: 1, complete_task: 1 });
+
+    it('world grant changes what verifyPrecondition sees, and world counters reads the real executions', async () => {
+      const id = uniqueId('cli-world');
+      const script = join(tmp, 'deploy.json');
+      writeFileSync(
+        script,
+        JSON.stringify({
+          calls: [
+            { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
+            { tool: 'deploy', args: { service: 'cli-svc', version: '1' } },
+            { tool: 'complete_task', args: { summary: 'deployed' } },
+          ],
+        }),
+      );
+      const start = await agentctl(
+        ['start', '--script', script, '--live', '--id', id, '--wait', '--json'],
+        env,
+      );
+      expect(JSON.parse(start.stdout)).toMatchObject({
+        terminal_state: 'NEEDS_HUMAN',
+        reason: 'permission_denied',
+      });
+      const refused = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'nothing yet'], env);
+      expect(refused.code).toBe(3);
+      expect((await agentctl(['world', 'grant', 'deploy:cli-svc'], env)).code).toBe(0);
+      const accepted = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'granted'], env);
+      expect(accepted.code).toBe(0);
+      await h.env.client.workflow.getHandle(id).result();
+      const counters = await agentctl(['world', 'counters', id, '--json'], env);
+      // The refused deploy never reached its write; the resumed one ran once.
+      expect(JSON.parse(counters.stdout)).toEqual({ deploy: 1, complete_task: 1 });
+    });
   });
 });

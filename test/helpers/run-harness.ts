@@ -8,20 +8,16 @@ import { join } from 'node:path';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { OperatorRegistry } from '../../operators/registry';
 import type { AnyTool } from '../../tools/define-tool';
 import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
-import {
-  createAgentWorker,
-  WORKFLOWS_PATH,
-  type AgentWorkerOptions,
-  type WorkerDeps,
-} from '../../worker/create-worker';
+import { createAgentWorker, type AgentWorkerOptions, type WorkerDeps } from '../../worker/create-worker';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './temporal-env';
 import { runCounters } from '../../client/counters';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
+import { sharedWorkflowBundle } from './shared-bundle';
 
 try {
   // Worker state chatter drowns test output; warnings and errors still show.
@@ -30,14 +26,8 @@ try {
   // Already installed by another module in this test file.
 }
 
-let bundle: Promise<{ code: string }> | null = null;
-/** One workflow bundle per test file (bundling takes seconds). */
-export function workflowBundle(): Promise<{ code: string }> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
-  return bundle;
-}
-const noop = (): void => undefined;
-const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+/** The workflow bundle of every test worker: one per jest run (shared-bundle.ts). */
+export const workflowBundle = sharedWorkflowBundle;
 
 /** A running harness. */
 export interface Harness {

@@ -72,10 +72,23 @@ export function testDataConverter(): DataConverter {
   return dataConverterOf(loadPayloadCodec(process.env));
 }
 
+/**
+ * The test server's `--dynamic-config-value`s: fast workflow-task dispatch
+ * (devserver/dev-server.ts FAST_DISPATCH_DYNAMIC_CONFIG), and timers that fire on time. The
+ * server never fires a timer (a `sleep`, a `condition` timeout, an activity retry's backoff)
+ * earlier than its timer queue's read level, now + `history.timerProcessorMaxTimeShift`
+ * (default 1 s): a 100 ms poll wait or a 300 ms resume window takes a second. At 50 ms the
+ * tests' short timers last what they say.
+ */
+export const TEST_DYNAMIC_CONFIG: readonly string[] = [
+  ...FAST_DISPATCH_DYNAMIC_CONFIG,
+  'history.timerProcessorMaxTimeShift="50ms"',
+];
+
 export interface CreateTestEnvOptions {
   /** Force a private server even when a shared one is available (e.g. a test that kills the server). */
   ownServer?: boolean;
-  /** Extra `temporal server start-dev` args for a private server (default: the fast-dispatch `--dynamic-config-value`). */
+  /** Extra `temporal server start-dev` args for a private server (default: {@link TEST_DYNAMIC_CONFIG}). */
   extraArgs?: string[];
 }
 
@@ -98,9 +111,8 @@ export async function createTestEnv(options: CreateTestEnvOptions = {}): Promise
       searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
       // The SDK's default log format "pretty" is accepted by the CLI; keep the noise down.
       log: { format: 'pretty', level: 'error' },
-      // Fast workflow-task dispatch (devserver/dev-server.ts FAST_DISPATCH_DYNAMIC_CONFIG) unless told otherwise.
-      extraArgs:
-        options.extraArgs ?? FAST_DISPATCH_DYNAMIC_CONFIG.flatMap((v) => ['--dynamic-config-value', v]),
+      // Fast dispatch and prompt timers (TEST_DYNAMIC_CONFIG) unless told otherwise.
+      extraArgs: options.extraArgs ?? TEST_DYNAMIC_CONFIG.flatMap((v) => ['--dynamic-config-value', v]),
     },
   });
 }

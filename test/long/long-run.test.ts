@@ -5,7 +5,8 @@
  * context window, `contextTokens: 100000` (≈ 300,000 characters at the planner's 3 chars a
  * token). Without compaction the conversation outgrows the window after ~90 turns; with it
  * every request fits, the model is asked exactly once per turn, and write_record runs
- * exactly once per note.
+ * exactly once per note. The two providers' runs go side by side (each waits on the server
+ * and its model most of the time), not one after the other.
  */
 import type { RunInput } from '../../common/contracts';
 import { longRunGoal, startLongModelServer, type LongModelServer } from '../../scripts/long-model/server';
@@ -13,37 +14,36 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 
 const TURNS = 1000;
 const WINDOW_CHARS = 300_000;
+const KINDS = ['openai', 'anthropic'] as const;
+type Kind = (typeof KINDS)[number];
 
 const ENV_KEYS = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY'] as const;
 const savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
 
-let h: Harness | undefined;
-let model: LongModelServer;
+// The two providers run side by side, each with its own model server (its stats are its
+// run's alone) and its own harness: a fresh ledger and world, since the two runs' notes (same
+// ids and bodies, so the same operation keys) would otherwise be ledger hits, not executions.
+const models = {} as Record<Kind, LongModelServer>;
 
 beforeAll(async () => {
-  model = await startLongModelServer({ turns: TURNS, noteChars: 3000, windowChars: WINDOW_CHARS });
+  for (const kind of KINDS)
+    models[kind] = await startLongModelServer({ turns: TURNS, noteChars: 3000, windowChars: WINDOW_CHARS });
   // The planners read their endpoint and key from process.env on every turn.
-  process.env.OPENAI_BASE_URL = model.baseURL;
+  process.env.OPENAI_BASE_URL = models.openai.baseURL;
   process.env.OPENAI_API_KEY = 'dummy';
-  process.env.ANTHROPIC_BASE_URL = model.origin;
+  process.env.ANTHROPIC_BASE_URL = models.anthropic.origin;
   process.env.ANTHROPIC_API_KEY = 'dummy';
 });
 
-// A fresh ledger and world per provider: the second run's notes (same ids and bodies, so the
-// same operation keys) would otherwise be ledger hits, not executions.
-afterEach(async () => {
-  await h?.close();
-});
-
 afterAll(async () => {
-  await model?.close();
+  for (const kind of KINDS) await models[kind]?.close();
   for (const k of ENV_KEYS) {
     if (savedEnv[k] === undefined) delete process.env[k];
     else process.env[k] = savedEnv[k];
   }
 });
 
-function input(kind: 'openai' | 'anthropic'): RunInput {
+function input(kind: Kind): RunInput {
   return {
     goal: longRunGoal(TURNS),
     planner: { kind, model: 'long-model', contextTokens: 100_000 } as RunInput['planner'],
@@ -52,30 +52,38 @@ function input(kind: 'openai' | 'anthropic'): RunInput {
   };
 }
 
-describe.each(['openai', 'anthropic'] as const)('a %s run of 1,000 note-writing turns', (kind) => {
-  test('COMPLETES with write_record executed exactly 1,000 times and no request refused', async () => {
-    h = await startHarness();
-    const before = model.stats();
-    const run = await h!.start(input(kind));
-    const result = await run.result();
-    const after = model.stats();
-    const mine = after.perRequest.slice(before.perRequest.length);
+describe('a run of 1,000 note-writing turns, per provider (side by side)', () => {
+  test.concurrent.each(KINDS)(
+    '%s: COMPLETES with write_record executed exactly 1,000 times and no request refused',
+    async (kind) => {
+      const model = models[kind];
+      const h: Harness = await startHarness();
+      try {
+        const run = await h.start(input(kind));
+        const result = await run.result();
+        const stats = model.stats();
+        const mine = stats.perRequest;
 
-    if (result.terminal_state !== 'COMPLETED')
-      throw new Error(
-        `run ended ${result.terminal_state} (${result.reason}) after ${result.executed} calls; last note ${after.lastNote}, ${after.refusedForContext - before.refusedForContext} refused`,
-      );
-    expect(result.terminal_state).toBe('COMPLETED');
-    expect(await h!.counters(run.workflowId)).toEqual({ write_record: TURNS });
-    expect(mine.every((r) => r.protocol === kind)).toBe(true);
-    // One model request per turn plus the final answer; none refused, none malformed.
-    expect(after.requests - before.requests).toBe(TURNS + 1);
-    expect(after.refusedForContext - before.refusedForContext).toBe(0);
-    expect(after.protocolErrors - before.protocolErrors).toBe(0);
-    expect(after.finished - before.finished).toBe(1);
-    expect(mine.map((r) => r.note)).toEqual([...Array.from({ length: TURNS }, (_, i) => i + 1), 0]);
-    expect(Math.max(...mine.map((r) => r.chars))).toBeLessThanOrEqual(WINDOW_CHARS);
-    // The last request holds far less than the 1,000 notes written: compaction really ran.
-    expect(mine[TURNS - 1]!.chars).toBeLessThan(TURNS * 3000);
-  }, 540_000);
+        if (result.terminal_state !== 'COMPLETED')
+          throw new Error(
+            `run ended ${result.terminal_state} (${result.reason}) after ${result.executed} calls; last note ${stats.lastNote}, ${stats.refusedForContext} refused`,
+          );
+        expect(result.terminal_state).toBe('COMPLETED');
+        expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS });
+        expect(mine.every((r) => r.protocol === kind)).toBe(true);
+        // One model request per turn plus the final answer; none refused, none malformed.
+        expect(stats.requests).toBe(TURNS + 1);
+        expect(stats.refusedForContext).toBe(0);
+        expect(stats.protocolErrors).toBe(0);
+        expect(stats.finished).toBe(1);
+        expect(mine.map((r) => r.note)).toEqual([...Array.from({ length: TURNS }, (_, i) => i + 1), 0]);
+        expect(Math.max(...mine.map((r) => r.chars))).toBeLessThanOrEqual(WINDOW_CHARS);
+        // The last request holds far less than the 1,000 notes written: compaction really ran.
+        expect(mine[TURNS - 1]!.chars).toBeLessThan(TURNS * 3000);
+      } finally {
+        await h.close();
+      }
+    },
+    540_000,
+  );
 });

@@ -77,6 +77,7 @@ describe('infrastructure faults stop the run with its checkpoint', () => {
         toolStartToCloseMs: 5_000,
         toolHeartbeatMs: 2_000,
         toolMaxAttempts: 2,
+        retryInitialMs: 100,
       },
     });
     down = true;
@@ -120,7 +121,16 @@ describe('infrastructure faults stop the run with its checkpoint', () => {
 
   it('a verification that fails refuses the resume and leaves the run waiting', async () => {
     const deploy = { tool: 'deploy', args: { service: 'fault-svc', version: '1' } };
-    const input = live([deploy, deploy], { resumeWindowMs: 60_000 });
+    // The verification's five attempts 100 ms apart and doubling (1 s by default: 15 s in all).
+    const input = live([deploy, deploy], {
+      resumeWindowMs: 60_000,
+      timeouts: {
+        plannerStartToCloseMs: 10_000,
+        toolStartToCloseMs: 10_000,
+        toolHeartbeatMs: 5_000,
+        retryInitialMs: 100,
+      },
+    });
     const handle = await env.client.workflow.start(agentRun, {
       taskQueue,
       workflowId: uniqueId('fault-v'),

@@ -6,7 +6,9 @@
  * TEMPORAL_ADDRESS = the shared test server, a unique TEMPORAL_TASK_QUEUE and
  * LEDGER_URL=sqlite:<tmp>/agent.db (the demo world defaults to the same file). The test
  * reads the same file for the counters and the ledger. Tool timeouts are small through
- * `RunInput.timeouts` so a lost activity is retried quickly.
+ * `RunInput.timeouts` so a lost activity is retried quickly, and the sticky queue's
+ * schedule-to-start timeout (AGENT_STICKY_SCHEDULE_TO_START_MS) is 1 s so the dead worker's
+ * sticky queue lets go of the run's next workflow task soon.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -77,6 +79,9 @@ describe('worker process killed mid-run', () => {
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: taskQueue,
       LEDGER_URL: dbUrl,
+      // The killed worker's sticky queue holds the run's next workflow task this long before
+      // the new worker may take it (SDK default 10 s).
+      AGENT_STICKY_SCHEDULE_TO_START_MS: '1000',
     };
 
     const w1 = startWorker(workerEnv);

@@ -8,6 +8,8 @@ module.exports = {
   // Most tests wait on the Temporal server, not the CPU: two files at a time on 2 cores.
   // Every file uses its own task queues, ids, databases and namespaces, so they never collide.
   maxWorkers: 2,
+  // The slowest files first, so they overlap the rest (test/helpers/sequencer.js).
+  testSequencer: '<rootDir>/test/helpers/sequencer.js',
   // One Temporal dev server (and one workflow bundle) for the whole run.
   globalSetup: '<rootDir>/test/helpers/temporal-global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/temporal-global-teardown.ts',

@@ -83,7 +83,14 @@ interface Options {
   fleet: number[];
   fleetRuns: number;
   fleetWrites: number;
+  /** The scripted plan paths the latency rows compare (the first also runs every other row). */
+  planPaths: PlanPath[];
+  /** The dev servers of the latency rows. */
+  latencyServers: ('stock' | 'fast')[];
 }
+
+/** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
+type PlanPath = 'local' | 'activity';
 
 /**
  * `npm run bench` runs every bench in a row and must stay within ~5 minutes on 2 busy cores:
@@ -106,6 +113,8 @@ function parseArgs(argv: string[]): Options {
     fleet: QUICK_PROFILE ? [] : [1, 3],
     fleetRuns: 100,
     fleetWrites: 5,
+    planPaths: ['local', 'activity'],
+    latencyServers: ['stock', 'fast'],
   };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -122,9 +131,30 @@ function parseArgs(argv: string[]): Options {
       case '--steps':
         o.steps = int(flag, value(), 1);
         break;
-      case '--concurrency':
-        o.concurrency = (value() ?? '').split(',').map((s) => int(flag, s.trim(), 1));
+      case '--concurrency': {
+        const v = value() ?? '';
+        o.concurrency = v === 'none' ? [] : v.split(',').map((s) => int(flag, s.trim(), 1));
         break;
+      }
+      case '--plan-path':
+        o.planPaths = (value() ?? '').split(',').map((v) => {
+          if (v !== 'local' && v !== 'activity')
+            throw new Error(`--plan-path: expected local or activity, got ${v}`);
+          return v;
+        });
+        break;
+      case '--latency-servers': {
+        const v = value() ?? '';
+        o.latencyServers =
+          v === 'none'
+            ? []
+            : v.split(',').map((x) => {
+                if (x !== 'fast' && x !== 'stock')
+                  throw new Error(`--latency-servers: expected stock, fast or none, got ${x}`);
+                return x;
+              });
+        break;
+      }
       case '--replay-steps':
         o.replaySteps = int(flag, value(), 0);
         break;
@@ -183,12 +213,13 @@ function script(steps: number): unknown {
   return { name: `bench-${steps}`, calls };
 }
 
-function runInput(steps: number, guardEnabled: boolean): RunInput {
+function runInput(steps: number, guardEnabled: boolean, scriptedPlan: PlanPath): RunInput {
   return {
-    goal: `bench: ${steps} steps, guard ${guardEnabled ? 'on' : 'off'}`,
+    goal: `bench: ${steps} steps, guard ${guardEnabled ? 'on' : 'off'}, ${scriptedPlan} plan`,
     planner: { kind: 'scripted', script: script(steps) },
     guard: { maxSteps: steps + 10, maxMs: 1e12 },
     guardEnabled,
+    scriptedPlan,
     maxHistoryEvents: 10_000_000,
     resumeWindowMs: 1000,
   };
@@ -293,8 +324,9 @@ async function measure(
   concurrency: number,
   steps: number,
   guardEnabled: boolean,
+  plan: PlanPath,
 ): Promise<{ ms: number; handles: WorkflowHandle<typeof agentRun>[] }> {
-  const input = runInput(steps, guardEnabled);
+  const input = runInput(steps, guardEnabled, plan);
   const t0 = performance.now();
   const handles = await Promise.all(
     Array.from({ length: concurrency }, (_, i) =>
@@ -368,8 +400,8 @@ interface LongRun {
   replayedHistories: number;
 }
 
-async function longRun(s: Stack, bundle: { code: string }, steps: number): Promise<LongRun> {
-  const input = runInput(steps, true);
+async function longRun(s: Stack, bundle: { code: string }, steps: number, plan: PlanPath): Promise<LongRun> {
+  const input = runInput(steps, true, plan);
   const t0 = performance.now();
   const handle = await startRun(s, input, `long-${steps}`);
   const r = await handle.result();
@@ -455,28 +487,50 @@ async function singleRunProfile(
   s: Stack,
   steps: number,
   guardEnabled: boolean,
+  plan: PlanPath,
   tries: number,
 ): Promise<StepBreakdown> {
   let best: StepBreakdown | null = null;
   for (let i = 0; i < tries; i++) {
-    const { handles } = await measure(s, 1, steps, guardEnabled);
+    const { handles } = await measure(s, 1, steps, guardEnabled, plan);
     const b = stepBreakdown(await handles[0]!.fetchHistory());
     if (!best || b.p50Ms < best.p50Ms) best = b;
   }
   return best!;
 }
 
-/** Single-run latency, guard on and off, on a fresh dev server started with `cliPath`. */
+/** One latency row: a plan path and a guard mode on one dev server. */
+interface LatencyRow {
+  readonly server: 'stock' | 'fast';
+  readonly plan: PlanPath;
+  readonly guard: 'on' | 'off';
+  readonly b: StepBreakdown;
+}
+
+/**
+ * Single-run latency of every plan path, guard on and off, on one fresh dev server started
+ * with `cliPath` (the baseline path in the same server and worker process).
+ */
 async function latencyOn(
   bundle: { code: string },
+  server: 'stock' | 'fast',
   cliPath: string | undefined,
   steps: number,
-): Promise<{ on: StepBreakdown; off: StepBreakdown }> {
+  plans: readonly PlanPath[],
+): Promise<LatencyRow[]> {
   const s = await startStack(bundle, cliPath);
   try {
-    await measure(s, 2, 10, true); // warm-up
-    await measure(s, 2, 10, false);
-    return { on: await singleRunProfile(s, steps, true, 3), off: await singleRunProfile(s, steps, false, 3) };
+    for (const plan of plans) {
+      await measure(s, 2, 10, true, plan); // warm-up
+      await measure(s, 2, 10, false, plan);
+    }
+    const rows: LatencyRow[] = [];
+    for (const guard of ['on', 'off'] as const) {
+      for (const plan of plans) {
+        rows.push({ server, plan, guard, b: await singleRunProfile(s, steps, guard === 'on', plan, 3) });
+      }
+    }
+    return rows;
   } finally {
     await s.close();
   }
@@ -498,11 +552,16 @@ async function main(): Promise<void> {
 
   const cliDir = mkdtempSync(join(tmpdir(), 'alg-bench-cli-'));
   const fastCli = await cliWithDynamicConfig(cliDir, FAST_DISPATCH_DYNAMIC_CONFIG);
-  log('single-run step latency: stock dev server, then fast dispatch (best of 3 runs each)…');
-  const latency = {
-    stock: await latencyOn(bundle, undefined, o.steps),
-    fast: await latencyOn(bundle, fastCli, o.steps),
-  };
+  const plan = o.planPaths[0]!;
+  const latency: LatencyRow[] = [];
+  for (const server of o.latencyServers) {
+    log(
+      `single-run step latency: ${server} dev server, plan ${o.planPaths.join(' vs ')} (best of 3 runs each)…`,
+    );
+    latency.push(
+      ...(await latencyOn(bundle, server, server === 'fast' ? fastCli : undefined, o.steps, o.planPaths)),
+    );
+  }
 
   log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
   const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
@@ -515,19 +574,19 @@ async function main(): Promise<void> {
   let single: LongRun | null = null;
   try {
     // Warm-up: JIT, workflow cache, SQLite pages. Not counted.
-    await measure(s, 2, 10, true);
-    await measure(s, 2, 10, false);
+    await measure(s, 2, 10, true, plan);
+    await measure(s, 2, 10, false, plan);
 
     for (const [i, c] of o.concurrency.entries()) {
       const steps = Math.max(1, Math.min(o.steps, Math.floor(o.maxRowSteps / c)));
       // Alternate the order so neither mode always runs first (on a fresher server).
       let on, off;
       if (i % 2 === 0) {
-        on = await measure(s, c, steps, true);
-        off = await measure(s, c, steps, false);
+        on = await measure(s, c, steps, true, plan);
+        off = await measure(s, c, steps, false, plan);
       } else {
-        off = await measure(s, c, steps, false);
-        on = await measure(s, c, steps, true);
+        off = await measure(s, c, steps, false, plan);
+        on = await measure(s, c, steps, true, plan);
       }
       const total = c * (steps + 1);
       const row: ConcurrencyRow = {
@@ -560,7 +619,7 @@ async function main(): Promise<void> {
 
     if (o.replaySteps > 0) {
       log(`long run: ${o.replaySteps} steps on the stock dev server…`);
-      long = await longRun(s, bundle, o.replaySteps);
+      long = await longRun(s, bundle, o.replaySteps, plan);
     }
   } finally {
     await s.close();
@@ -574,7 +633,7 @@ async function main(): Promise<void> {
     try {
       const s2 = await startStack(bundle, await raisedLimitsCli(dir));
       try {
-        single = await longRun(s2, bundle, o.replaySteps);
+        single = await longRun(s2, bundle, o.replaySteps, plan);
       } finally {
         await s2.close();
       }
@@ -605,17 +664,18 @@ async function main(): Promise<void> {
   const out: string[] = [];
   out.push(
     '',
-    `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps)`,
+    `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps; step = runTool scheduled → next runTool scheduled; p50 ratio = this row / the \`activity\` plan row of the same server and guard, measured in the same process)`,
     '',
-    '| dev server | guard | p50 | p95 | mean | plan dispatch | plan run | tool dispatch | tool run | 2 workflow tasks: dispatch | 2 workflow tasks: run |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| dev server | plan | guard | p50 | p95 | mean | p50 ratio | plan dispatch | plan run | tool dispatch | tool run | workflow tasks/step | their dispatch | their run |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
-  for (const [server, byMode] of Object.entries(latency)) {
-    for (const [mode, b] of Object.entries(byMode)) {
-      out.push(
-        `| ${server} | ${mode} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
-      );
-    }
+  for (const r of latency) {
+    const { b } = r;
+    const base = latency.find((x) => x.server === r.server && x.guard === r.guard && x.plan === 'activity');
+    const ratio = base ? fmt(b.p50Ms / base.b.p50Ms, 2) : '–';
+    out.push(
+      `| ${r.server} | ${r.plan} | ${r.guard} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${ratio} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTasksPerStep, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
+    );
   }
   out.push(
     '',

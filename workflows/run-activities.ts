@@ -3,7 +3,7 @@
  * verification), and the two call shapes the loop needs: one planner turn and one tool
  * call. Workflow code: activities are imported as types only.
  */
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
@@ -11,6 +11,7 @@ import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
+import { PATCH_LOCAL_SCRIPTED_PLAN } from './run-patches';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -59,6 +60,9 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '20s', maximumAttempts: t.toolMaxAttempts },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
+  // The scripted plan reads only the worker's ledger and approvals: it runs inside the workflow
+  // task (no extra task, no server round trip); a failure is an ActivityFailure all the same.
+  const { plan: localPlan } = proxyLocalActivities<Activities>(planOptions);
   const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
@@ -105,7 +109,10 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
       const call = Array.isArray(calls) ? calls[offset] : undefined;
-      const out = await plan({
+      // Decided once per turn; a run recorded before the patch replays the scheduled activity.
+      const scriptedPlan =
+        input.scriptedPlan === 'local' && patched(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
+      const out = await scriptedPlan({
         runId,
         goal: input.goal,
         planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },

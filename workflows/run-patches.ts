@@ -32,3 +32,10 @@ export const PATCH_STEER_DEFAULT = 'llm-steer-default-v1';
  * `operator_stop` with its StopReport and checkpoint instead of as a bare cancellation (issue 18).
  */
 export const PATCH_CANCEL_STOPS = 'cancel-stops-run-v1';
+
+/**
+ * A scripted run's `plan` is a local activity, run inside the workflow task that asked for it:
+ * one workflow task and one server round trip less per step (issue 19). The LLM plan stays an
+ * activity.
+ */
+export const PATCH_LOCAL_SCRIPTED_PLAN = 'scripted-plan-local-activity-v1';

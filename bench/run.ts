@@ -65,6 +65,7 @@ import { ensureTemporalCli } from '../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { fleetRows, type FleetRow } from './fleet';
+import { inflightRows, type InflightResult } from './inflight';
 import { stepBreakdown, type StepBreakdown } from './fleet-profile';
 import { openDemoWorkerDeps } from '../demo/deps';
 
@@ -87,6 +88,12 @@ interface Options {
   planPaths: PlanPath[];
   /** The dev servers of the latency rows. */
   latencyServers: ('stock' | 'fast')[];
+  /** Runs in flight at once on 3 worker processes (0: no such row). */
+  inflight: number;
+  /** Interleaved guard on/off repetitions of the in-flight row. */
+  reps: number;
+  /** Live writes per in-flight run. */
+  inflightWrites: number;
 }
 
 /** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
@@ -115,7 +122,11 @@ function parseArgs(argv: string[]): Options {
     fleetWrites: 5,
     planPaths: ['local', 'activity'],
     latencyServers: ['stock', 'fast'],
+    inflight: 0,
+    reps: 3,
+    inflightWrites: 3,
   };
+  const given = new Set<string>();
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
@@ -127,6 +138,7 @@ function parseArgs(argv: string[]): Options {
       ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
       : [a, undefined];
     const value = (): string | undefined => inline ?? argv[++i];
+    given.add(flag);
     switch (flag) {
       case '--steps':
         o.steps = int(flag, value(), 1);
@@ -185,16 +197,32 @@ function parseArgs(argv: string[]): Options {
       case '--fleet-writes':
         o.fleetWrites = int(flag, value(), 1);
         break;
+      case '--inflight':
+        o.inflight = int(flag, value(), 1);
+        break;
+      case '--reps':
+        o.reps = int(flag, value(), 1);
+        break;
+      case '--inflight-writes':
+        o.inflightWrites = int(flag, value(), 1);
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;
       default:
         throw new Error(`unknown flag ${a} (try --help)`);
     }
+  }
+  if (o.inflight > 0) {
+    // `--inflight N` alone runs only the in-flight row; other rows run when asked for.
+    if (!given.has('--latency-servers')) o.latencyServers = [];
+    if (!given.has('--concurrency')) o.concurrency = [];
+    if (!given.has('--replay-steps')) o.replaySteps = 0;
+    if (!given.has('--fleet')) o.fleet = [];
   }
   return o;
 }
@@ -563,8 +591,6 @@ async function main(): Promise<void> {
     );
   }
 
-  log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
-  const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
   const rows: ConcurrencyRow[] = [];
   const perStep: Record<'on' | 'off', { events: number; bytes: number }> = {
     on: { events: 0, bytes: 0 },
@@ -572,57 +598,63 @@ async function main(): Promise<void> {
   };
   let long: LongRun | null = null;
   let single: LongRun | null = null;
-  try {
-    // Warm-up: JIT, workflow cache, SQLite pages. Not counted.
-    await measure(s, 2, 10, true, plan);
-    await measure(s, 2, 10, false, plan);
+  if (o.concurrency.length > 0 || o.replaySteps > 0) {
+    log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
+    const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
+    try {
+      // Warm-up: JIT, workflow cache, SQLite pages. Not counted.
+      await measure(s, 2, 10, true, plan);
+      await measure(s, 2, 10, false, plan);
 
-    for (const [i, c] of o.concurrency.entries()) {
-      const steps = Math.max(1, Math.min(o.steps, Math.floor(o.maxRowSteps / c)));
-      // Alternate the order so neither mode always runs first (on a fresher server).
-      let on, off;
-      if (i % 2 === 0) {
-        on = await measure(s, c, steps, true, plan);
-        off = await measure(s, c, steps, false, plan);
-      } else {
-        off = await measure(s, c, steps, false, plan);
-        on = await measure(s, c, steps, true, plan);
-      }
-      const total = c * (steps + 1);
-      const row: ConcurrencyRow = {
-        concurrency: c,
-        stepsPerRun: steps + 1,
-        onStepsPerSec: total / (on.ms / 1000),
-        offStepsPerSec: total / (off.ms / 1000),
-        ratio: 0,
-        onOverOff: 0,
-        onMs: on.ms,
-        offMs: off.ms,
-      };
-      row.ratio = row.offStepsPerSec / row.onStepsPerSec;
-      row.onOverOff = row.onStepsPerSec / row.offStepsPerSec;
-      rows.push(row);
-      log(`  concurrency ${c}: on ${fmt(row.onStepsPerSec)} steps/s, off ${fmt(row.offStepsPerSec)} steps/s`);
-      if (c === o.concurrency[0]) {
-        for (const [mode, h] of [
-          ['on', on.handles[0]!],
-          ['off', off.handles[0]!],
-        ] as const) {
-          const hist = await h.fetchHistory();
-          perStep[mode] = {
-            events: (hist.events ?? []).length / (steps + 1),
-            bytes: historyBytes(hist) / (steps + 1),
-          };
+      for (const [i, c] of o.concurrency.entries()) {
+        const steps = Math.max(1, Math.min(o.steps, Math.floor(o.maxRowSteps / c)));
+        // Alternate the order so neither mode always runs first (on a fresher server).
+        let on, off;
+        if (i % 2 === 0) {
+          on = await measure(s, c, steps, true, plan);
+          off = await measure(s, c, steps, false, plan);
+        } else {
+          off = await measure(s, c, steps, false, plan);
+          on = await measure(s, c, steps, true, plan);
+        }
+        const total = c * (steps + 1);
+        const row: ConcurrencyRow = {
+          concurrency: c,
+          stepsPerRun: steps + 1,
+          onStepsPerSec: total / (on.ms / 1000),
+          offStepsPerSec: total / (off.ms / 1000),
+          ratio: 0,
+          onOverOff: 0,
+          onMs: on.ms,
+          offMs: off.ms,
+        };
+        row.ratio = row.offStepsPerSec / row.onStepsPerSec;
+        row.onOverOff = row.onStepsPerSec / row.offStepsPerSec;
+        rows.push(row);
+        log(
+          `  concurrency ${c}: on ${fmt(row.onStepsPerSec)} steps/s, off ${fmt(row.offStepsPerSec)} steps/s`,
+        );
+        if (c === o.concurrency[0]) {
+          for (const [mode, h] of [
+            ['on', on.handles[0]!],
+            ['off', off.handles[0]!],
+          ] as const) {
+            const hist = await h.fetchHistory();
+            perStep[mode] = {
+              events: (hist.events ?? []).length / (steps + 1),
+              bytes: historyBytes(hist) / (steps + 1),
+            };
+          }
         }
       }
-    }
 
-    if (o.replaySteps > 0) {
-      log(`long run: ${o.replaySteps} steps on the stock dev server…`);
-      long = await longRun(s, bundle, o.replaySteps, plan);
+      if (o.replaySteps > 0) {
+        log(`long run: ${o.replaySteps} steps on the stock dev server…`);
+        long = await longRun(s, bundle, o.replaySteps, plan);
+      }
+    } finally {
+      await s.close();
     }
-  } finally {
-    await s.close();
   }
 
   if (long && long.runs > 1 && o.singleHistory) {
@@ -651,12 +683,32 @@ async function main(): Promise<void> {
     );
     fleet = await fleetRows(bundle.code, o.fleet, o.fleetRuns, o.fleetWrites, log);
   }
+  let inflight: InflightResult | null = null;
+  if (o.inflight > 0 && findPostgresBin() === null) {
+    fleetSkipped = 'no PostgreSQL server binaries (initdb) on this machine';
+  } else if (o.inflight > 0) {
+    log(
+      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, guard on/off x ${o.reps} interleaved…`,
+    );
+    inflight = await inflightRows(
+      bundle.code,
+      {
+        runs: o.inflight,
+        reps: o.reps,
+        writes: o.inflightWrites,
+        workers: 3,
+        startConcurrency: 100,
+        cliPath: fastCli,
+      },
+      log,
+    );
+  }
   rmSync(cliDir, { recursive: true, force: true });
   const totalMs = performance.now() - wall0;
 
   if (o.json) {
     process.stdout.write(
-      `${JSON.stringify({ dispatch: o.dispatch, latency, concurrency: rows, historyPerStep: perStep, fleet, fleetSkipped, longRun: long, singleHistory: single, totalMs })}\n`,
+      `${JSON.stringify({ dispatch: o.dispatch, latency, concurrency: rows, historyPerStep: perStep, fleet, fleetSkipped, inflight, longRun: long, singleHistory: single, totalMs })}\n`,
     );
     return;
   }
@@ -710,6 +762,26 @@ async function main(): Promise<void> {
     }
   } else if (fleetSkipped) {
     out.push('', `Fleet rows skipped: ${fleetSkipped}`);
+  }
+  if (inflight) {
+    const i = inflight;
+    out.push(
+      '',
+      `Runs in flight: ${i.runs} live runs x ${i.stepsPerRun} ledger writes started at once on ${i.workers} worker processes, one PostgreSQL ledger, fast dispatch; guard on/off as ${i.reps.length} interleaved A/B repetitions`,
+      '',
+      '| rep | on steps/s | off steps/s | on/off | on completion | off completion | on: all started after | peak cached workflows (on / off) |',
+      '|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const [k, r] of i.reps.entries()) {
+      out.push(
+        `| ${k + 1} | ${fmt(r.on.stepsPerSec, 1)} | ${fmt(r.off.stepsPerSec, 1)} | ${fmt(r.ratio, 3)} | ${fmt(r.on.ms / 1000, 1)} s | ${fmt(r.off.ms / 1000, 1)} s | ${fmt(r.on.startMs / 1000, 1)} s | ${r.on.peakCached} / ${r.off.peakCached} |`,
+      );
+    }
+    out.push(
+      '',
+      `on/off spread: min ${fmt(i.ratio.min, 3)}, median ${fmt(i.ratio.median, 3)}, max ${fmt(i.ratio.max, 3)} (target >= 0.95)`,
+      `worker RSS per cached workflow: ${fmt(i.rssPerCachedWorkflow / 1024, 1)} KB ((peak RSS - RSS before) / peak cached workflows, 3 workers summed; idle RSS ${fmt(i.idleRss / 1e6)} MB)`,
+    );
   }
   const describe = (label: string, l: LongRun): void => {
     out.push('');

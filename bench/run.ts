@@ -714,39 +714,43 @@ async function main(): Promise<void> {
   }
 
   const out: string[] = [];
-  out.push(
-    '',
-    `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps; step = runTool scheduled → next runTool scheduled; p50 ratio = this row / the \`activity\` plan row of the same server and guard, measured in the same process)`,
-    '',
-    '| dev server | plan | guard | p50 | p95 | mean | p50 ratio | plan dispatch | plan run | tool dispatch | tool run | workflow tasks/step | their dispatch | their run |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  );
-  for (const r of latency) {
-    const { b } = r;
-    const base = latency.find((x) => x.server === r.server && x.guard === r.guard && x.plan === 'activity');
-    const ratio = base ? fmt(b.p50Ms / base.b.p50Ms, 2) : '–';
+  if (latency.length > 0) {
     out.push(
-      `| ${r.server} | ${r.plan} | ${r.guard} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${ratio} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTasksPerStep, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
+      '',
+      `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps; step = runTool scheduled → next runTool scheduled; p50 ratio = this row / the \`activity\` plan row of the same server and guard, measured in the same process)`,
+      '',
+      '| dev server | plan | guard | p50 | p95 | mean | p50 ratio | plan dispatch | plan run | tool dispatch | tool run | workflow tasks/step | their dispatch | their run |',
+      '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const r of latency) {
+      const { b } = r;
+      const base = latency.find((x) => x.server === r.server && x.guard === r.guard && x.plan === 'activity');
+      const ratio = base ? fmt(b.p50Ms / base.b.p50Ms, 2) : '–';
+      out.push(
+        `| ${r.server} | ${r.plan} | ${r.guard} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${ratio} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTasksPerStep, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
+      );
+    }
+  }
+  if (rows.length > 0) {
+    out.push(
+      '',
+      `Durable run throughput (fixture-mode scripted runs, one worker, ${o.dispatch} dispatch; step = one tool call = plan + runTool activity + guard)`,
+      '',
+    );
+    out.push(
+      '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | on/off | on wall | off wall |',
+    );
+    out.push('|---:|---:|---:|---:|---:|---:|---:|');
+    for (const r of rows) {
+      out.push(
+        `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.onOverOff, 2)} | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
+      );
+    }
+    out.push('');
+    out.push(
+      `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 2)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 2)} events (${fmt(perStep.off.bytes)} B); the guard adds ${fmt(perStep.on.events - perStep.off.events, 2)} events per step`,
     );
   }
-  out.push(
-    '',
-    `Durable run throughput (fixture-mode scripted runs, one worker, ${o.dispatch} dispatch; step = one tool call = plan + runTool activity + guard)`,
-    '',
-  );
-  out.push(
-    '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | on/off | on wall | off wall |',
-  );
-  out.push('|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
-    out.push(
-      `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.onOverOff, 2)} | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
-    );
-  }
-  out.push('');
-  out.push(
-    `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 2)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 2)} events (${fmt(perStep.off.bytes)} B); the guard adds ${fmt(perStep.on.events - perStep.off.events, 2)} events per step`,
-  );
   if (fleet) {
     out.push(
       '',

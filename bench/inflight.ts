@@ -37,6 +37,8 @@ export interface InflightOptions {
   readonly startConcurrency: number;
   /** The dev server CLI (a fast-dispatch wrapper). */
   readonly cliPath: string;
+  /** How the runs' scripted plan runs (RunInput.scriptedPlan). */
+  readonly plan: 'local' | 'activity';
 }
 
 /** One measurement: N runs in one guard mode. */
@@ -73,7 +75,12 @@ export interface InflightResult {
   readonly idleRss: number;
 }
 
-function input(tag: string, writes: number, guardEnabled: boolean): RunInput {
+function input(
+  tag: string,
+  writes: number,
+  guardEnabled: boolean,
+  scriptedPlan: InflightOptions['plan'],
+): RunInput {
   return {
     goal: `bench inflight ${tag}`,
     planner: {
@@ -88,6 +95,7 @@ function input(tag: string, writes: number, guardEnabled: boolean): RunInput {
     },
     guard: { maxSteps: writes + 10, maxMs: 1e12, noProgressLimit: writes + 10 },
     guardEnabled,
+    scriptedPlan,
     resumeWindowMs: 1000,
   };
 }
@@ -216,7 +224,7 @@ export async function inflightRows(
           client.workflow.start('agentRun', {
             taskQueue,
             workflowId: `bench-inflight-${guard}-${tag}-${i}`,
-            args: [input(`${tag}-${i}`, o.writes, guard === 'on')],
+            args: [input(`${tag}-${i}`, o.writes, guard === 'on', o.plan)],
           }),
       );
       const startMs = performance.now() - t0;

@@ -688,7 +688,7 @@ async function main(): Promise<void> {
     fleetSkipped = 'no PostgreSQL server binaries (initdb) on this machine';
   } else if (o.inflight > 0) {
     log(
-      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, guard on/off x ${o.reps} interleaved…`,
+      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, ${plan} plan, guard on/off x ${o.reps} interleaved…`,
     );
     inflight = await inflightRows(
       bundle.code,
@@ -699,6 +699,7 @@ async function main(): Promise<void> {
         workers: 3,
         startConcurrency: 100,
         cliPath: fastCli,
+        plan,
       },
       log,
     );

@@ -9,8 +9,8 @@
  * first start to the last result, and every run must end COMPLETED. The workers report
  * their cached workflows and RSS every 250 ms (`CHAOS_STATUS_MS`): RSS per cached workflow
  * = (peak RSS − RSS before the repetition) / peak cached workflows, summed over the workers.
- * The workflow cache holds every run in flight (`AGENT_MAX_CACHED_WORKFLOWS`), so no run is
- * evicted and replayed mid-measurement.
+ * The workflow cache holds every run in flight (`AGENT_MAX_CACHED_WORKFLOWS`, up to
+ * `--max-cached` per worker), so no run is evicted and replayed mid-measurement below the cap.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,6 +39,8 @@ export interface InflightOptions {
   readonly cliPath: string;
   /** How the runs' scripted plan runs (RunInput.scriptedPlan). */
   readonly plan: 'local' | 'activity';
+  /** Each worker's workflow cache cap (`AGENT_MAX_CACHED_WORKFLOWS`); beyond it runs are evicted and replayed. */
+  readonly maxCached: number;
 }
 
 /** One measurement: N runs in one guard mode. */
@@ -197,9 +199,11 @@ export async function inflightRows(
       maxPauseMs: 1,
       codecKeys,
       extraEnv: {
-        // Every run in flight stays cached (a worker may get more than its share).
-        AGENT_MAX_CACHED_WORKFLOWS: String(Math.max(1000, Math.ceil(perWorker * 1.5))),
+        // Every run in flight stays cached (a worker may get more than its share), up to the cap.
+        AGENT_MAX_CACHED_WORKFLOWS: String(Math.min(o.maxCached, Math.max(1000, Math.ceil(perWorker * 1.5)))),
         CHAOS_STATUS_MS: '250',
+        // Room for the cache: the SDK sizes nothing by itself once the cache size is given.
+        NODE_OPTIONS: '--max-old-space-size=6144',
       },
     },
     o.workers,

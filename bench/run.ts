@@ -36,9 +36,19 @@
  *     The concurrency rows run on the fast-dispatch server unless `--dispatch stock`.
  *  5. 1 vs 3 worker PROCESSES sharing one PostgreSQL ledger (bench/fleet.ts): live write runs,
  *     every step a real ledger write; needs the PostgreSQL server binaries (else skipped).
+ *  6. `--inflight N` (issue 19, bench/inflight.ts): N short live runs in flight at once on 3
+ *     worker processes sharing one PostgreSQL ledger, guard on/off as `--reps` interleaved A/B
+ *     repetitions (each pair's ratio and the spread), steps/s, completion time and the
+ *     workers' RSS per cached workflow. Given alone it runs only this row.
  *
- * Flags: --steps N  --concurrency 1,100,1000  --max-row-steps N  --replay-steps N (0 skips)
- *        --dispatch fast|stock  --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
+ * The latency rows compare the scripted plan paths (`--plan-path local,activity`: the plan as a
+ * local activity, issue 19, against the scheduled activity before it, in the same server and
+ * worker process); every other row runs the first path given.
+ *
+ * Flags: --steps N  --concurrency 1,100,1000|none  --max-row-steps N  --replay-steps N (0 skips)
+ *        --dispatch fast|stock  --plan-path local,activity  --latency-servers stock,fast|none
+ *        --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
+ *        --inflight N  --reps K  --inflight-writes N  --max-cached N
  *        --single-history  --json (one JSON object on stdout instead of the table)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -94,6 +104,8 @@ interface Options {
   reps: number;
   /** Live writes per in-flight run. */
   inflightWrites: number;
+  /** Each in-flight worker's workflow cache cap. */
+  maxCached: number;
 }
 
 /** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
@@ -125,6 +137,7 @@ function parseArgs(argv: string[]): Options {
     inflight: 0,
     reps: 3,
     inflightWrites: 3,
+    maxCached: 4000,
   };
   const given = new Set<string>();
   const int = (name: string, v: string | undefined, min: number): number => {
@@ -206,10 +219,13 @@ function parseArgs(argv: string[]): Options {
       case '--inflight-writes':
         o.inflightWrites = int(flag, value(), 1);
         break;
+      case '--max-cached':
+        o.maxCached = int(flag, value(), 1);
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3]] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 4000]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;
@@ -700,6 +716,7 @@ async function main(): Promise<void> {
         startConcurrency: 100,
         cliPath: fastCli,
         plan,
+        maxCached: o.maxCached,
       },
       log,
     );

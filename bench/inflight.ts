@@ -16,7 +16,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import { Pool } from 'pg';
 import { openLedger } from '../storage/ledger';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
@@ -102,18 +108,41 @@ function input(
   };
 }
 
-/** Runs `fn` over `items` with at most `limit` calls in flight; answers in order. */
+/**
+ * Runs `fn` over `items` with at most `limit` calls in flight; answers in order. After a
+ * failure no new call starts, every call in flight settles, then the first error is thrown
+ * (closing the connection under calls still retrying would crash the process instead).
+ */
 async function pooled<T, R>(items: readonly T[], limit: number, fn: (x: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
+  let failed: { err: unknown } | null = null;
   const lane = async (): Promise<void> => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const i = next++;
-      out[i] = await fn(items[i]!);
+      try {
+        out[i] = await fn(items[i]!);
+      } catch (err) {
+        failed ??= { err };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failed) throw (failed as { err: unknown }).err;
   return out;
+}
+
+/**
+ * Starts a run; a start whose first attempt reached the server but timed out on the client
+ * (a loaded server) is retried by the client and answered "already started": that run is ours.
+ */
+async function startRun(client: Client, options: WorkflowStartOptions): Promise<WorkflowHandle> {
+  try {
+    return await client.workflow.start('agentRun', options);
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    return client.workflow.getHandle(options.workflowId);
+  }
 }
 
 /** The latest `status <cached> <rss>` line of each worker, and the peaks since `reset()`. */
@@ -225,7 +254,7 @@ export async function inflightRows(
         Array.from({ length: runs }, (_, i) => i),
         o.startConcurrency,
         (i) =>
-          client.workflow.start('agentRun', {
+          startRun(client, {
             taskQueue,
             workflowId: `bench-inflight-${guard}-${tag}-${i}`,
             args: [input(`${tag}-${i}`, o.writes, guard === 'on', o.plan)],

@@ -137,7 +137,7 @@ function parseArgs(argv: string[]): Options {
     inflight: 0,
     reps: 3,
     inflightWrites: 3,
-    maxCached: 4000,
+    maxCached: 2000,
   };
   const given = new Set<string>();
   const int = (name: string, v: string | undefined, min: number): number => {
@@ -225,7 +225,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 4000]] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;

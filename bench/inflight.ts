@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import {
   Client,
   Connection,
+  ServiceError,
   WorkflowExecutionAlreadyStartedError,
   type WorkflowHandle,
   type WorkflowStartOptions,
@@ -130,6 +131,21 @@ async function pooled<T, R>(items: readonly T[], limit: number, fn: (x: T) => Pr
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   if (failed) throw (failed as { err: unknown }).err;
   return out;
+}
+
+/**
+ * A run's result. The long poll behind it can fail on a loaded server ("Failed to get Workflow
+ * execution history", a deadline): the run is still there, so it is asked again (at most 10 times).
+ */
+async function resultOf(h: WorkflowHandle): Promise<RunResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await h.result()) as RunResult;
+    } catch (err) {
+      if (!(err instanceof ServiceError) || attempt >= 10) throw err;
+      await sleep(1000);
+    }
+  }
 }
 
 /**
@@ -261,7 +277,7 @@ export async function inflightRows(
           }),
       );
       const startMs = performance.now() - t0;
-      const results = (await pooled(handles, 200, (h) => h.result())) as RunResult[];
+      const results = await pooled(handles, 200, resultOf);
       const ms = performance.now() - t0;
       const bad = results.filter((r) => r.terminal_state !== 'COMPLETED');
       if (bad.length > 0) {

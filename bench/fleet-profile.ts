@@ -1,7 +1,8 @@
 /**
  * Where one step of a run goes, read from its history's event timestamps: a step is one
  * turn of the loop (`plan` activity + `runTool` activity, each followed by a workflow
- * task). For each activity: schedule→start (dispatch to a poller, or eager), start→complete
+ * task; a scripted run's `plan` is a local activity since issue 19, inside the workflow task,
+ * so it has no plan columns and one workflow task per step). For each activity: schedule→start (dispatch to a poller, or eager), start→complete
  * (the activity itself, reported back), then the workflow task it wakes: schedule→start
  * (dispatch by the server's transfer queue and matching) and start→complete (the worker
  * runs the workflow code and answers). Used by `npm run bench:run` (docs/performance.md).
@@ -18,11 +19,13 @@ export interface StepBreakdown {
   readonly planRunMs: number;
   readonly toolDispatchMs: number;
   readonly toolRunMs: number;
-  /** Workflow tasks: scheduled → started (the server dispatching it), per step (two tasks). */
+  /** Workflow tasks per step (two with a scheduled plan activity, one with a local one). */
+  readonly workflowTasksPerStep: number;
+  /** Workflow tasks: scheduled → started (the server dispatching them), summed per step. */
   readonly workflowTaskDispatchMs: number;
-  /** Workflow tasks: started → completed (the worker's turn), per step (two tasks). */
+  /** Workflow tasks: started → completed (the worker's turn), summed per step. */
   readonly workflowTaskRunMs: number;
-  /** Step latency (plan scheduled → next plan scheduled), percentiles. */
+  /** Step latency (runTool scheduled → next runTool scheduled), percentiles. */
   readonly p50Ms: number;
   readonly p95Ms: number;
   readonly meanMs: number;
@@ -47,7 +50,8 @@ export function percentile(xs: readonly number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+const mean = (xs: readonly number[]): number => (xs.length ? sum(xs) / xs.length : 0);
 
 /** Breaks one run's history down into the parts of a step (see the module comment). */
 export function stepBreakdown(h: History): StepBreakdown {
@@ -57,12 +61,12 @@ export function stepBreakdown(h: History): StepBreakdown {
   const run: Record<string, number[]> = { plan: [], runTool: [] };
   const wftDispatch: number[] = [];
   const wftRun: number[] = [];
-  const planStarts: number[] = [];
+  const toolStarts: number[] = [];
   for (const e of events) {
     const type = Number(e.eventType);
     if (type === EV.ACT_SCHEDULED) {
       const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-      if (name === 'plan') planStarts.push(ms(e));
+      if (name === 'runTool') toolStarts.push(ms(e));
     } else if (type === EV.ACT_STARTED) {
       const sched = byId.get(Number(e.activityTaskStartedEventAttributes?.scheduledEventId));
       const name = sched?.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
@@ -81,16 +85,18 @@ export function stepBreakdown(h: History): StepBreakdown {
       if (started) wftRun.push(ms(e) - ms(started));
     }
   }
+  const perStep = (x: number): number => (toolStarts.length ? x / toolStarts.length : 0);
   const steps: number[] = [];
-  for (let i = 1; i < planStarts.length; i++) steps.push(planStarts[i]! - planStarts[i - 1]!);
+  for (let i = 1; i < toolStarts.length; i++) steps.push(toolStarts[i]! - toolStarts[i - 1]!);
   return {
     steps: steps.length,
     planDispatchMs: mean(dispatch.plan!),
     planRunMs: mean(run.plan!),
     toolDispatchMs: mean(dispatch.runTool!),
     toolRunMs: mean(run.runTool!),
-    workflowTaskDispatchMs: 2 * mean(wftDispatch),
-    workflowTaskRunMs: 2 * mean(wftRun),
+    workflowTasksPerStep: perStep(wftRun.length),
+    workflowTaskDispatchMs: perStep(sum(wftDispatch)),
+    workflowTaskRunMs: perStep(sum(wftRun)),
     p50Ms: percentile(steps, 50),
     p95Ms: percentile(steps, 95),
     meanMs: mean(steps),

@@ -36,9 +36,19 @@
  *     The concurrency rows run on the fast-dispatch server unless `--dispatch stock`.
  *  5. 1 vs 3 worker PROCESSES sharing one PostgreSQL ledger (bench/fleet.ts): live write runs,
  *     every step a real ledger write; needs the PostgreSQL server binaries (else skipped).
+ *  6. `--inflight N` (issue 19, bench/inflight.ts): N short live runs in flight at once on 3
+ *     worker processes sharing one PostgreSQL ledger, guard on/off as `--reps` interleaved A/B
+ *     repetitions (each pair's ratio and the spread), steps/s, completion time and the
+ *     workers' RSS per cached workflow. Given alone it runs only this row.
  *
- * Flags: --steps N  --concurrency 1,100,1000  --max-row-steps N  --replay-steps N (0 skips)
- *        --dispatch fast|stock  --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
+ * The latency rows compare the scripted plan paths (`--plan-path local,activity`: the plan as a
+ * local activity, issue 19, against the scheduled activity before it, in the same server and
+ * worker process); every other row runs the first path given.
+ *
+ * Flags: --steps N  --concurrency 1,100,1000|none  --max-row-steps N  --replay-steps N (0 skips)
+ *        --dispatch fast|stock  --plan-path local,activity  --latency-servers stock,fast|none
+ *        --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
+ *        --inflight N  --reps K  --inflight-writes N  --max-cached N
  *        --single-history  --json (one JSON object on stdout instead of the table)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -65,6 +75,7 @@ import { ensureTemporalCli } from '../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { fleetRows, type FleetRow } from './fleet';
+import { inflightRows, type InflightResult } from './inflight';
 import { stepBreakdown, type StepBreakdown } from './fleet-profile';
 import { openDemoWorkerDeps } from '../demo/deps';
 
@@ -83,7 +94,22 @@ interface Options {
   fleet: number[];
   fleetRuns: number;
   fleetWrites: number;
+  /** The scripted plan paths the latency rows compare (the first also runs every other row). */
+  planPaths: PlanPath[];
+  /** The dev servers of the latency rows. */
+  latencyServers: ('stock' | 'fast')[];
+  /** Runs in flight at once on 3 worker processes (0: no such row). */
+  inflight: number;
+  /** Interleaved guard on/off repetitions of the in-flight row. */
+  reps: number;
+  /** Live writes per in-flight run. */
+  inflightWrites: number;
+  /** Each in-flight worker's workflow cache cap. */
+  maxCached: number;
 }
+
+/** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
+type PlanPath = 'local' | 'activity';
 
 /**
  * `npm run bench` runs every bench in a row and must stay within ~5 minutes on 2 busy cores:
@@ -106,7 +132,14 @@ function parseArgs(argv: string[]): Options {
     fleet: QUICK_PROFILE ? [] : [1, 3],
     fleetRuns: 100,
     fleetWrites: 5,
+    planPaths: ['local', 'activity'],
+    latencyServers: ['stock', 'fast'],
+    inflight: 0,
+    reps: 3,
+    inflightWrites: 3,
+    maxCached: 2000,
   };
+  const given = new Set<string>();
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
@@ -118,13 +151,35 @@ function parseArgs(argv: string[]): Options {
       ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
       : [a, undefined];
     const value = (): string | undefined => inline ?? argv[++i];
+    given.add(flag);
     switch (flag) {
       case '--steps':
         o.steps = int(flag, value(), 1);
         break;
-      case '--concurrency':
-        o.concurrency = (value() ?? '').split(',').map((s) => int(flag, s.trim(), 1));
+      case '--concurrency': {
+        const v = value() ?? '';
+        o.concurrency = v === 'none' ? [] : v.split(',').map((s) => int(flag, s.trim(), 1));
         break;
+      }
+      case '--plan-path':
+        o.planPaths = (value() ?? '').split(',').map((v) => {
+          if (v !== 'local' && v !== 'activity')
+            throw new Error(`--plan-path: expected local or activity, got ${v}`);
+          return v;
+        });
+        break;
+      case '--latency-servers': {
+        const v = value() ?? '';
+        o.latencyServers =
+          v === 'none'
+            ? []
+            : v.split(',').map((x) => {
+                if (x !== 'fast' && x !== 'stock')
+                  throw new Error(`--latency-servers: expected stock, fast or none, got ${x}`);
+                return x;
+              });
+        break;
+      }
       case '--replay-steps':
         o.replaySteps = int(flag, value(), 0);
         break;
@@ -155,16 +210,35 @@ function parseArgs(argv: string[]): Options {
       case '--fleet-writes':
         o.fleetWrites = int(flag, value(), 1);
         break;
+      case '--inflight':
+        o.inflight = int(flag, value(), 1);
+        break;
+      case '--reps':
+        o.reps = int(flag, value(), 1);
+        break;
+      case '--inflight-writes':
+        o.inflightWrites = int(flag, value(), 1);
+        break;
+      case '--max-cached':
+        o.maxCached = int(flag, value(), 1);
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;
       default:
         throw new Error(`unknown flag ${a} (try --help)`);
     }
+  }
+  if (o.inflight > 0) {
+    // `--inflight N` alone runs only the in-flight row; other rows run when asked for.
+    if (!given.has('--latency-servers')) o.latencyServers = [];
+    if (!given.has('--concurrency')) o.concurrency = [];
+    if (!given.has('--replay-steps')) o.replaySteps = 0;
+    if (!given.has('--fleet')) o.fleet = [];
   }
   return o;
 }
@@ -183,12 +257,13 @@ function script(steps: number): unknown {
   return { name: `bench-${steps}`, calls };
 }
 
-function runInput(steps: number, guardEnabled: boolean): RunInput {
+function runInput(steps: number, guardEnabled: boolean, scriptedPlan: PlanPath): RunInput {
   return {
-    goal: `bench: ${steps} steps, guard ${guardEnabled ? 'on' : 'off'}`,
+    goal: `bench: ${steps} steps, guard ${guardEnabled ? 'on' : 'off'}, ${scriptedPlan} plan`,
     planner: { kind: 'scripted', script: script(steps) },
     guard: { maxSteps: steps + 10, maxMs: 1e12 },
     guardEnabled,
+    scriptedPlan,
     maxHistoryEvents: 10_000_000,
     resumeWindowMs: 1000,
   };
@@ -293,8 +368,9 @@ async function measure(
   concurrency: number,
   steps: number,
   guardEnabled: boolean,
+  plan: PlanPath,
 ): Promise<{ ms: number; handles: WorkflowHandle<typeof agentRun>[] }> {
-  const input = runInput(steps, guardEnabled);
+  const input = runInput(steps, guardEnabled, plan);
   const t0 = performance.now();
   const handles = await Promise.all(
     Array.from({ length: concurrency }, (_, i) =>
@@ -368,8 +444,8 @@ interface LongRun {
   replayedHistories: number;
 }
 
-async function longRun(s: Stack, bundle: { code: string }, steps: number): Promise<LongRun> {
-  const input = runInput(steps, true);
+async function longRun(s: Stack, bundle: { code: string }, steps: number, plan: PlanPath): Promise<LongRun> {
+  const input = runInput(steps, true, plan);
   const t0 = performance.now();
   const handle = await startRun(s, input, `long-${steps}`);
   const r = await handle.result();
@@ -455,28 +531,50 @@ async function singleRunProfile(
   s: Stack,
   steps: number,
   guardEnabled: boolean,
+  plan: PlanPath,
   tries: number,
 ): Promise<StepBreakdown> {
   let best: StepBreakdown | null = null;
   for (let i = 0; i < tries; i++) {
-    const { handles } = await measure(s, 1, steps, guardEnabled);
+    const { handles } = await measure(s, 1, steps, guardEnabled, plan);
     const b = stepBreakdown(await handles[0]!.fetchHistory());
     if (!best || b.p50Ms < best.p50Ms) best = b;
   }
   return best!;
 }
 
-/** Single-run latency, guard on and off, on a fresh dev server started with `cliPath`. */
+/** One latency row: a plan path and a guard mode on one dev server. */
+interface LatencyRow {
+  readonly server: 'stock' | 'fast';
+  readonly plan: PlanPath;
+  readonly guard: 'on' | 'off';
+  readonly b: StepBreakdown;
+}
+
+/**
+ * Single-run latency of every plan path, guard on and off, on one fresh dev server started
+ * with `cliPath` (the baseline path in the same server and worker process).
+ */
 async function latencyOn(
   bundle: { code: string },
+  server: 'stock' | 'fast',
   cliPath: string | undefined,
   steps: number,
-): Promise<{ on: StepBreakdown; off: StepBreakdown }> {
+  plans: readonly PlanPath[],
+): Promise<LatencyRow[]> {
   const s = await startStack(bundle, cliPath);
   try {
-    await measure(s, 2, 10, true); // warm-up
-    await measure(s, 2, 10, false);
-    return { on: await singleRunProfile(s, steps, true, 3), off: await singleRunProfile(s, steps, false, 3) };
+    for (const plan of plans) {
+      await measure(s, 2, 10, true, plan); // warm-up
+      await measure(s, 2, 10, false, plan);
+    }
+    const rows: LatencyRow[] = [];
+    for (const guard of ['on', 'off'] as const) {
+      for (const plan of plans) {
+        rows.push({ server, plan, guard, b: await singleRunProfile(s, steps, guard === 'on', plan, 3) });
+      }
+    }
+    return rows;
   } finally {
     await s.close();
   }
@@ -498,14 +596,17 @@ async function main(): Promise<void> {
 
   const cliDir = mkdtempSync(join(tmpdir(), 'alg-bench-cli-'));
   const fastCli = await cliWithDynamicConfig(cliDir, FAST_DISPATCH_DYNAMIC_CONFIG);
-  log('single-run step latency: stock dev server, then fast dispatch (best of 3 runs each)…');
-  const latency = {
-    stock: await latencyOn(bundle, undefined, o.steps),
-    fast: await latencyOn(bundle, fastCli, o.steps),
-  };
+  const plan = o.planPaths[0]!;
+  const latency: LatencyRow[] = [];
+  for (const server of o.latencyServers) {
+    log(
+      `single-run step latency: ${server} dev server, plan ${o.planPaths.join(' vs ')} (best of 3 runs each)…`,
+    );
+    latency.push(
+      ...(await latencyOn(bundle, server, server === 'fast' ? fastCli : undefined, o.steps, o.planPaths)),
+    );
+  }
 
-  log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
-  const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
   const rows: ConcurrencyRow[] = [];
   const perStep: Record<'on' | 'off', { events: number; bytes: number }> = {
     on: { events: 0, bytes: 0 },
@@ -513,57 +614,63 @@ async function main(): Promise<void> {
   };
   let long: LongRun | null = null;
   let single: LongRun | null = null;
-  try {
-    // Warm-up: JIT, workflow cache, SQLite pages. Not counted.
-    await measure(s, 2, 10, true);
-    await measure(s, 2, 10, false);
+  if (o.concurrency.length > 0 || o.replaySteps > 0) {
+    log(`starting an in-memory dev server (${o.dispatch} dispatch) + worker…`);
+    const s = await startStack(bundle, o.dispatch === 'fast' ? fastCli : undefined);
+    try {
+      // Warm-up: JIT, workflow cache, SQLite pages. Not counted.
+      await measure(s, 2, 10, true, plan);
+      await measure(s, 2, 10, false, plan);
 
-    for (const [i, c] of o.concurrency.entries()) {
-      const steps = Math.max(1, Math.min(o.steps, Math.floor(o.maxRowSteps / c)));
-      // Alternate the order so neither mode always runs first (on a fresher server).
-      let on, off;
-      if (i % 2 === 0) {
-        on = await measure(s, c, steps, true);
-        off = await measure(s, c, steps, false);
-      } else {
-        off = await measure(s, c, steps, false);
-        on = await measure(s, c, steps, true);
-      }
-      const total = c * (steps + 1);
-      const row: ConcurrencyRow = {
-        concurrency: c,
-        stepsPerRun: steps + 1,
-        onStepsPerSec: total / (on.ms / 1000),
-        offStepsPerSec: total / (off.ms / 1000),
-        ratio: 0,
-        onOverOff: 0,
-        onMs: on.ms,
-        offMs: off.ms,
-      };
-      row.ratio = row.offStepsPerSec / row.onStepsPerSec;
-      row.onOverOff = row.onStepsPerSec / row.offStepsPerSec;
-      rows.push(row);
-      log(`  concurrency ${c}: on ${fmt(row.onStepsPerSec)} steps/s, off ${fmt(row.offStepsPerSec)} steps/s`);
-      if (c === o.concurrency[0]) {
-        for (const [mode, h] of [
-          ['on', on.handles[0]!],
-          ['off', off.handles[0]!],
-        ] as const) {
-          const hist = await h.fetchHistory();
-          perStep[mode] = {
-            events: (hist.events ?? []).length / (steps + 1),
-            bytes: historyBytes(hist) / (steps + 1),
-          };
+      for (const [i, c] of o.concurrency.entries()) {
+        const steps = Math.max(1, Math.min(o.steps, Math.floor(o.maxRowSteps / c)));
+        // Alternate the order so neither mode always runs first (on a fresher server).
+        let on, off;
+        if (i % 2 === 0) {
+          on = await measure(s, c, steps, true, plan);
+          off = await measure(s, c, steps, false, plan);
+        } else {
+          off = await measure(s, c, steps, false, plan);
+          on = await measure(s, c, steps, true, plan);
+        }
+        const total = c * (steps + 1);
+        const row: ConcurrencyRow = {
+          concurrency: c,
+          stepsPerRun: steps + 1,
+          onStepsPerSec: total / (on.ms / 1000),
+          offStepsPerSec: total / (off.ms / 1000),
+          ratio: 0,
+          onOverOff: 0,
+          onMs: on.ms,
+          offMs: off.ms,
+        };
+        row.ratio = row.offStepsPerSec / row.onStepsPerSec;
+        row.onOverOff = row.onStepsPerSec / row.offStepsPerSec;
+        rows.push(row);
+        log(
+          `  concurrency ${c}: on ${fmt(row.onStepsPerSec)} steps/s, off ${fmt(row.offStepsPerSec)} steps/s`,
+        );
+        if (c === o.concurrency[0]) {
+          for (const [mode, h] of [
+            ['on', on.handles[0]!],
+            ['off', off.handles[0]!],
+          ] as const) {
+            const hist = await h.fetchHistory();
+            perStep[mode] = {
+              events: (hist.events ?? []).length / (steps + 1),
+              bytes: historyBytes(hist) / (steps + 1),
+            };
+          }
         }
       }
-    }
 
-    if (o.replaySteps > 0) {
-      log(`long run: ${o.replaySteps} steps on the stock dev server…`);
-      long = await longRun(s, bundle, o.replaySteps);
+      if (o.replaySteps > 0) {
+        log(`long run: ${o.replaySteps} steps on the stock dev server…`);
+        long = await longRun(s, bundle, o.replaySteps, plan);
+      }
+    } finally {
+      await s.close();
     }
-  } finally {
-    await s.close();
   }
 
   if (long && long.runs > 1 && o.singleHistory) {
@@ -574,7 +681,7 @@ async function main(): Promise<void> {
     try {
       const s2 = await startStack(bundle, await raisedLimitsCli(dir));
       try {
-        single = await longRun(s2, bundle, o.replaySteps);
+        single = await longRun(s2, bundle, o.replaySteps, plan);
       } finally {
         await s2.close();
       }
@@ -592,49 +699,76 @@ async function main(): Promise<void> {
     );
     fleet = await fleetRows(bundle.code, o.fleet, o.fleetRuns, o.fleetWrites, log);
   }
+  let inflight: InflightResult | null = null;
+  if (o.inflight > 0 && findPostgresBin() === null) {
+    fleetSkipped = 'no PostgreSQL server binaries (initdb) on this machine';
+  } else if (o.inflight > 0) {
+    log(
+      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, ${plan} plan, guard on/off x ${o.reps} interleaved…`,
+    );
+    inflight = await inflightRows(
+      bundle.code,
+      {
+        runs: o.inflight,
+        reps: o.reps,
+        writes: o.inflightWrites,
+        workers: 3,
+        startConcurrency: 100,
+        cliPath: fastCli,
+        plan,
+        maxCached: o.maxCached,
+      },
+      log,
+    );
+  }
   rmSync(cliDir, { recursive: true, force: true });
   const totalMs = performance.now() - wall0;
 
   if (o.json) {
     process.stdout.write(
-      `${JSON.stringify({ dispatch: o.dispatch, latency, concurrency: rows, historyPerStep: perStep, fleet, fleetSkipped, longRun: long, singleHistory: single, totalMs })}\n`,
+      `${JSON.stringify({ dispatch: o.dispatch, latency, concurrency: rows, historyPerStep: perStep, fleet, fleetSkipped, inflight, longRun: long, singleHistory: single, totalMs })}\n`,
     );
     return;
   }
 
   const out: string[] = [];
-  out.push(
-    '',
-    `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps)`,
-    '',
-    '| dev server | guard | p50 | p95 | mean | plan dispatch | plan run | tool dispatch | tool run | 2 workflow tasks: dispatch | 2 workflow tasks: run |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-  );
-  for (const [server, byMode] of Object.entries(latency)) {
-    for (const [mode, b] of Object.entries(byMode)) {
+  if (latency.length > 0) {
+    out.push(
+      '',
+      `Single-run step latency (one run, ${o.steps + 1} steps, best p50 of 3 runs; ms; from the history's timestamps; step = runTool scheduled → next runTool scheduled; p50 ratio = this row / the \`activity\` plan row of the same server and guard, measured in the same process)`,
+      '',
+      '| dev server | plan | guard | p50 | p95 | mean | p50 ratio | plan dispatch | plan run | tool dispatch | tool run | workflow tasks/step | their dispatch | their run |',
+      '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const r of latency) {
+      const { b } = r;
+      const base = latency.find((x) => x.server === r.server && x.guard === r.guard && x.plan === 'activity');
+      const ratio = base ? fmt(b.p50Ms / base.b.p50Ms, 2) : '–';
       out.push(
-        `| ${server} | ${mode} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
+        `| ${r.server} | ${r.plan} | ${r.guard} | ${fmt(b.p50Ms, 1)} | ${fmt(b.p95Ms, 1)} | ${fmt(b.meanMs, 1)} | ${ratio} | ${fmt(b.planDispatchMs, 1)} | ${fmt(b.planRunMs, 1)} | ${fmt(b.toolDispatchMs, 1)} | ${fmt(b.toolRunMs, 1)} | ${fmt(b.workflowTasksPerStep, 1)} | ${fmt(b.workflowTaskDispatchMs, 1)} | ${fmt(b.workflowTaskRunMs, 1)} |`,
       );
     }
   }
-  out.push(
-    '',
-    `Durable run throughput (fixture-mode scripted runs, one worker, ${o.dispatch} dispatch; step = one tool call = plan + runTool activity + guard)`,
-    '',
-  );
-  out.push(
-    '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | on/off | on wall | off wall |',
-  );
-  out.push('|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
+  if (rows.length > 0) {
     out.push(
-      `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.onOverOff, 2)} | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
+      '',
+      `Durable run throughput (fixture-mode scripted runs, one worker, ${o.dispatch} dispatch; step = one tool call = plan + runTool activity + guard)`,
+      '',
+    );
+    out.push(
+      '| concurrent runs | steps/run | guard on steps/s | guard off steps/s | on/off | on wall | off wall |',
+    );
+    out.push('|---:|---:|---:|---:|---:|---:|---:|');
+    for (const r of rows) {
+      out.push(
+        `| ${r.concurrency} | ${r.stepsPerRun} | ${fmt(r.onStepsPerSec, 1)} | ${fmt(r.offStepsPerSec, 1)} | ${fmt(r.onOverOff, 2)} | ${fmt(r.onMs)} ms | ${fmt(r.offMs)} ms |`,
+      );
+    }
+    out.push('');
+    out.push(
+      `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 2)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 2)} events (${fmt(perStep.off.bytes)} B); the guard adds ${fmt(perStep.on.events - perStep.off.events, 2)} events per step`,
     );
   }
-  out.push('');
-  out.push(
-    `History per step (one run of the first row): guard on ${fmt(perStep.on.events, 2)} events (${fmt(perStep.on.bytes)} B), guard off ${fmt(perStep.off.events, 2)} events (${fmt(perStep.off.bytes)} B); the guard adds ${fmt(perStep.on.events - perStep.off.events, 2)} events per step`,
-  );
   if (fleet) {
     out.push(
       '',
@@ -650,6 +784,26 @@ async function main(): Promise<void> {
     }
   } else if (fleetSkipped) {
     out.push('', `Fleet rows skipped: ${fleetSkipped}`);
+  }
+  if (inflight) {
+    const i = inflight;
+    out.push(
+      '',
+      `Runs in flight: ${i.runs} live runs x ${i.stepsPerRun} ledger writes started at once on ${i.workers} worker processes, one PostgreSQL ledger, fast dispatch; guard on/off as ${i.reps.length} interleaved A/B repetitions`,
+      '',
+      '| rep | on steps/s | off steps/s | on/off | on completion | off completion | on: all started after | peak cached workflows (on / off) |',
+      '|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const [k, r] of i.reps.entries()) {
+      out.push(
+        `| ${k + 1} | ${fmt(r.on.stepsPerSec, 1)} | ${fmt(r.off.stepsPerSec, 1)} | ${fmt(r.ratio, 3)} | ${fmt(r.on.ms / 1000, 1)} s | ${fmt(r.off.ms / 1000, 1)} s | ${fmt(r.on.startMs / 1000, 1)} s | ${r.on.peakCached} / ${r.off.peakCached} |`,
+      );
+    }
+    out.push(
+      '',
+      `on/off spread: min ${fmt(i.ratio.min, 3)}, median ${fmt(i.ratio.median, 3)}, max ${fmt(i.ratio.max, 3)} (target >= 0.95)`,
+      `worker RSS per cached workflow: ${fmt(i.rssPerCachedWorkflow / 1024, 1)} KB ((peak RSS - RSS before) / peak cached workflows, 3 workers summed; idle RSS ${fmt(i.idleRss / 1e6)} MB)`,
+    );
   }
   const describe = (label: string, l: LongRun): void => {
     out.push('');

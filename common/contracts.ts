@@ -117,6 +117,11 @@ export const runInputSchema = z
     guard: guardOverridesSchema.default({}),
     /** false turns the guard into a pass-through (benchmarks only). */
     guardEnabled: z.boolean().default(true),
+    /**
+     * How a scripted run's plan runs: `local` (a local activity inside the workflow task, the
+     * default) or `activity` (a scheduled activity, as before issue 19: benchmarks' baseline).
+     */
+    scriptedPlan: z.enum(['local', 'activity']).default('local'),
     /** Operation keys already completed (as after a resume from another run). */
     completed: z.array(z.string()).default([]),
     initialProgressVersion: z.number().optional(),

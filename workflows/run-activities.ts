@@ -3,7 +3,16 @@
  * verification), and the two call shapes the loop needs: one planner turn and one tool
  * call. Workflow code: activities are imported as types only.
  */
-import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  TemporalFailure,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
 import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
@@ -13,6 +22,7 @@ import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 import { scriptCallAt } from '../guard/script-calls';
+import { PATCH_LOCAL_SCRIPTED_PLAN } from './run-patches';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -43,6 +53,24 @@ export interface RunActivities {
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
 }
 
+/**
+ * A local activity's failure reaches the workflow as its cause alone (an ApplicationFailure, a
+ * TimeoutFailure), a scheduled one's as an ActivityFailure around it: wrapped the same way, the
+ * run handles both alike (run-steps.ts: plan failures stop the run, they never fail it).
+ */
+function asActivityFailure(err: unknown): unknown {
+  if (err instanceof ActivityFailure || isCancellation(err) || !(err instanceof TemporalFailure)) return err;
+  const final = err instanceof ApplicationFailure && err.nonRetryable;
+  return new ActivityFailure(
+    'Local activity task failed',
+    'plan',
+    undefined,
+    final ? 'NON_RETRYABLE_FAILURE' : 'MAXIMUM_ATTEMPTS_REACHED',
+    undefined,
+    err,
+  );
+}
+
 /** Proxies the activities with the run's timeouts. */
 export function runActivities(input: ResolvedRunInput, runId: string): RunActivities {
   const t = input.timeouts;
@@ -71,6 +99,11 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     },
   };
   const { plan, runTool } = proxyActivities<Activities>(planOptions);
+  // The scripted plan reads only the worker's ledger and approvals: it runs inside the workflow
+  // task (no extra task, no server round trip); a failure is an ActivityFailure all the same.
+  const { plan: localPlanRaw } = proxyLocalActivities<Activities>(planOptions);
+  const localPlan = (i: Parameters<typeof plan>[0]): ReturnType<typeof plan> =>
+    localPlanRaw(i).catch((err: unknown) => Promise.reject(asActivityFailure(err)));
   const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
@@ -124,7 +157,10 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       const { calls, ...head } = raw as { calls?: unknown[] };
       // The one call at the script index (a `repeat` entry expanded: guard/script-calls.ts).
       const call = Array.isArray(calls) ? scriptCallAt(calls, offset) : undefined;
-      const out = await plan({
+      // Decided once per turn; a run recorded before the patch replays the scheduled activity.
+      const scriptedPlan =
+        input.scriptedPlan === 'local' && patched(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
+      const out = await scriptedPlan({
         runId,
         goal: input.goal,
         planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },

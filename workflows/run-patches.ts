@@ -46,3 +46,10 @@ export const PATCH_RESUME_WINDOW_WAITS = 'resume-window-waits-check-v1';
  * trace records that leave it are kept in the worker's database at each continue-as-new.
  */
 export const PATCH_LEAN_CHECKPOINT = 'lean-checkpoint-v2';
+
+/**
+ * A scripted run's `plan` is a local activity, run inside the workflow task that asked for it:
+ * one workflow task and one server round trip less per step (issue 19). The LLM plan stays an
+ * activity.
+ */
+export const PATCH_LOCAL_SCRIPTED_PLAN = 'scripted-plan-local-activity-v1';

@@ -37,6 +37,8 @@ export interface FleetEnv {
   readonly maxPauseMs: number;
   /** `AGENT_CODEC_KEYS` of every worker (the harness's client uses the same keys). */
   readonly codecKeys: string;
+  /** More environment for every worker (worker tuning, `CHAOS_STATUS_MS`). */
+  readonly extraEnv?: Readonly<Record<string, string>>;
 }
 
 /** The worker processes of one chaos run. */
@@ -116,6 +118,7 @@ export class Fleet {
           // A killed worker's sticky queue hands its runs to the others after 2 s, not the SDK's 10 s.
           AGENT_STICKY_SCHEDULE_TO_START_MS: '2000',
           NODE_OPTIONS: '',
+          ...this.env.extraEnv,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       },

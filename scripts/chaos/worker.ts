@@ -6,7 +6,9 @@
  *
  * Environment: TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE, LEDGER_URL (PostgreSQL, shared),
  * WORLD_URL (this process's own SQLite world), CHAOS_EFFECTS_URL, CHAOS_BUNDLE (a prebuilt
- * workflow bundle file, so a restart does not re-bundle), CHAOS_LEASE_MS, CHAOS_MAX_PAUSE_MS.
+ * workflow bundle file, so a restart does not re-bundle), CHAOS_LEASE_MS, CHAOS_MAX_PAUSE_MS;
+ * CHAOS_STATUS_MS (optional, bench/inflight.ts): every that many ms a line
+ * `status <cached workflows> <rss bytes>` on stdout.
  */
 import { readFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -63,6 +65,13 @@ async function run(): Promise<void> {
       tuning: readWorkerTuning(),
     });
     process.stdout.write(`ready ${process.pid}\n`);
+    const statusMs = Number(process.env.CHAOS_STATUS_MS ?? 0);
+    if (statusMs > 0) {
+      setInterval(() => {
+        const cached = worker.getStatus().numCachedWorkflows;
+        process.stdout.write(`status ${cached} ${process.memoryUsage.rss()}\n`);
+      }, statusMs).unref();
+    }
     await worker.run();
   } finally {
     await connection.close().catch(() => undefined);

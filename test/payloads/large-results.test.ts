@@ -147,7 +147,9 @@ describe('large payloads (issue 9)', () => {
           { tool: 'big_write', args: { id: 'w1', bytes: 300_000 } },
           { tool: 'big_finish', args: { summary: 'all three stored', bytes: 300_000 } },
         ],
-        { guard: GUARD },
+        // The plan's inputs are read back from history below: a scheduled plan activity keeps
+        // them there (a local one, the default since issue 19, records only its result).
+        { guard: GUARD, scriptedPlan: 'activity' },
       ),
     );
     const result = await run.result();

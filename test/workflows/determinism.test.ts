@@ -24,6 +24,9 @@
  * RunState was split into the core, the gate, the steps and the views (issue 16), so they
  * also show that split changed no command.
  *
+ * `local-plan-resumed` (issue 19) was recorded with the scripted plan as a local activity
+ * (`scripted-plan-local-activity-v1`); every older one replays the scheduled `plan` activity.
+ *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
  * with `historyFromJSON`. (Those helpers need ONE protobufjs shared by @temporalio/common
@@ -202,6 +205,25 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await h.env.client.workflow
       .getHandle(`${run.workflowId}/sub-1`)
       .executeUpdate(resumeUpdate, { args: [{ actor: 'oncall', reason: 'granted', requestId: 't-1' }] });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'local-plan-resumed'(h) {
+    // Issue 19: the scripted plan as a local activity (a marker per turn), across a stop and a resume.
+    const deploy = { tool: 'deploy', args: { service: 'hist-local', version: '1' } };
+    const run = await h.start(
+      live([search('local plan'), deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], {
+        resumeWindowMs: 60_000,
+      }),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+    );
+    await h.deps.world.grant('deploy:hist-local');
+    await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'a', reason: 'granted', requestId: 'l-1' }],
+    });
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },

@@ -128,7 +128,7 @@ describe('a lean checkpoint (SQLite ledger)', () => {
     const input: RunInput = {
       ...live([writeOf('old', 0), writeOf('old', 29), writes('new', 5), done], {
         guard: roomy,
-        maxHistoryEvents: 60,
+        maxHistoryEvents: 30,
       }),
       checkpoint: sealed,
     };

@@ -58,11 +58,16 @@ export function ledgerCommand(ctx: Ctx): Command {
     .command('list')
     .description('List records, newest first')
     .addOption(new Option('--state <state>', 'only records in this state').choices(LEDGER_STATES))
+    .option('--run <id>', "only this run's records (its workflow id): what a long run completed")
     .option('--limit <n>', 'at most this many', '100')
     .option('--json', 'one JSON array on stdout')
     .action(
-      withLedger(async (l, opts: { state?: LedgerState; limit: string; json?: boolean }) => {
-        const records = await l.list({ state: opts.state, limit: positiveInt(opts.limit, '--limit') });
+      withLedger(async (l, opts: { state?: LedgerState; run?: string; limit: string; json?: boolean }) => {
+        const records = await l.list({
+          state: opts.state,
+          ...(opts.run ? { runId: opts.run } : {}),
+          limit: positiveInt(opts.limit, '--limit'),
+        });
         out(opts.json ? `${JSON.stringify(records)}\n` : renderTable(records));
       }),
     );

@@ -59,12 +59,16 @@ export function* readRow(d: UnitDialect, key: string): Unit<LedgerRecord | null>
   return rows[0] ? decodeRow(d, rows[0]) : null;
 }
 
-/** The newest records first (by `updated_at`, then key), optionally of one state. */
+/** The newest records first (by `updated_at`, then key), optionally of one state and one run. */
 export function* listUnit(d: UnitDialect, options: ListOptions): Unit<LedgerRecord[]> {
   const limit = Math.max(1, Math.floor(options.limit ?? 100));
-  const where = options.state ? ' WHERE state = ?' : '';
+  const filters: Array<readonly [string, string]> = [
+    ...(options.state ? [['state = ?', options.state] as const] : []),
+    ...(options.runId ? [['run_id = ?', options.runId] as const] : []),
+  ];
+  const where = filters.length > 0 ? ` WHERE ${filters.map(([sql]) => sql).join(' AND ')}` : '';
   const rows = yield* query<LedgerRow>(`${selectRow(d)}${where} ORDER BY updated_at DESC, key LIMIT ?`, [
-    ...(options.state ? [options.state] : []),
+    ...filters.map(([, value]) => value),
     limit,
   ]);
   return rows.map((r) => decodeRow(d, r));

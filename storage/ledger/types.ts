@@ -189,6 +189,8 @@ export interface LedgerTx {
 export interface ListOptions {
   /** Only records in this state. */
   state?: LedgerState;
+  /** Only records of this run (its workflow id): every operation a long run completed. */
+  runId?: string;
   /** At most this many (default 100), newest first. */
   limit?: number;
 }

@@ -52,6 +52,37 @@ describe.each(backendNames)('agentctl ledger on %s', (backend) => {
     expect(executions(db.dir)).toBe(0);
   });
 
+  it("lists one run's records with --run, every state, and nothing of other runs", async () => {
+    for (const key of ['run-a-1', 'run-a-2']) {
+      const c = await ledger.claim({
+        key,
+        tool: 'pay',
+        argsHash: 'h',
+        runId: 'run-a',
+        owner: 'w',
+        leaseMs: 5_000,
+      });
+      if (c.kind !== 'claimed') throw new Error('must claim');
+    }
+    const other = await ledger.claim({
+      key: 'run-b-1',
+      tool: 'pay',
+      argsHash: 'h',
+      runId: 'run-b',
+      owner: 'w',
+      leaseMs: 5_000,
+    });
+    expect(other.kind).toBe('claimed');
+    const json = await agentctl('list', '--run', 'run-a', '--json');
+    expect(json.code).toBe(0);
+    const rows = JSON.parse(json.out) as { key: string; runId: string }[];
+    expect(rows.map((r) => r.key).sort()).toEqual(['run-a-1', 'run-a-2']);
+    expect(rows.every((r) => r.runId === 'run-a')).toBe(true);
+    const none = await agentctl('list', '--run', 'run-a', '--state', 'SUCCEEDED', '--json');
+    expect(JSON.parse(none.out)).toEqual([]);
+    expect(executions(db.dir)).toBe(0);
+  });
+
   it('shows one record and how to settle it, or fails with exit 1 for a missing key', async () => {
     await unknownRecord('cli-show');
     const shown = await agentctl('show', 'cli-show');

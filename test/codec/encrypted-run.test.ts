@@ -75,7 +75,23 @@ describe('a default run is encrypted end to end', () => {
     const plainOnes = payloads.filter(
       ([, p]) => Buffer.from(p.metadata!.encoding!).toString() !== ENCRYPTED_ENCODING,
     );
-    expect(plainOnes.map(([path]) => path)).toEqual([]);
+    // The one exception: the SDK core's own bookkeeping of a local activity (the scripted plan
+    // since issue 19) in its marker's `data` detail, written by core where no codec reaches:
+    // sequence, attempt, activity type and times, never an argument or a result (`result` is encrypted).
+    const coreMeta = plainOnes.filter(([path]) =>
+      /markerRecordedEventAttributes\.details\.data\./.test(path),
+    );
+    for (const [, p] of coreMeta)
+      expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString()) as object).sort()).toEqual([
+        'activity_id',
+        'activity_type',
+        'attempt',
+        'backoff',
+        'complete_time',
+        'original_schedule_time',
+        'seq',
+      ]);
+    expect(plainOnes.filter((x) => !coreMeta.includes(x)).map(([path]) => path)).toEqual([]);
     // ...so without the keys the result cannot be read...
     await expect(plain.workflow.getHandle(workflowId).result()).rejects.toThrow(/binary\/encrypted/);
 

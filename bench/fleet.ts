@@ -32,7 +32,8 @@ export interface FleetRow {
   readonly succeeded: number;
 }
 
-function input(tag: string, writes: number): RunInput {
+/** A live scripted run of `writes` chaos-tool writes, the last one terminal (also bench/inflight.ts). */
+export function fleetRunInput(tag: string, writes: number): RunInput {
   return {
     goal: `bench fleet ${tag}`,
     planner: {
@@ -105,7 +106,7 @@ export async function fleetRows(
             client.workflow.start('agentRun', {
               taskQueue,
               workflowId: `bench-fleet-${tag}-${i}`,
-              args: [input(`${tag}-${i}`, writes)],
+              args: [fleetRunInput(`${tag}-${i}`, writes)],
             }),
           ),
         );

@@ -28,11 +28,11 @@ import { Pool } from 'pg';
 import { openLedger } from '../storage/ledger';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { RunInput, RunResult } from '../common/contracts';
+import { fleetRunInput } from './fleet';
 import { startThrowawayDevServer } from '../devserver/dev-server';
 import { createEffectsTable } from '../scripts/chaos/effects';
 import { Fleet } from '../scripts/chaos/fleet';
 import { startPrivatePostgres } from '../scripts/chaos/postgres';
-import { CHAOS_TOOL } from '../scripts/chaos/tool';
 
 /** What {@link inflightRows} measures. */
 export interface InflightOptions {
@@ -90,23 +90,7 @@ function input(
   guardEnabled: boolean,
   scriptedPlan: InflightOptions['plan'],
 ): RunInput {
-  return {
-    goal: `bench inflight ${tag}`,
-    planner: {
-      kind: 'scripted',
-      live: true,
-      script: {
-        calls: Array.from({ length: writes }, (_, n) => ({
-          tool: CHAOS_TOOL,
-          args: { run: tag, n, ...(n === writes - 1 ? { final: true } : {}) },
-        })),
-      },
-    },
-    guard: { maxSteps: writes + 10, maxMs: 1e12, noProgressLimit: writes + 10 },
-    guardEnabled,
-    scriptedPlan,
-    resumeWindowMs: 1000,
-  };
+  return { ...fleetRunInput(tag, writes), goal: `bench inflight ${tag}`, guardEnabled, scriptedPlan };
 }
 
 /**

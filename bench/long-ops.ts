@@ -215,6 +215,35 @@ const sum = (a: readonly number[], from: number, to: number): number => {
   return s;
 };
 
+/** What both `bench:long` rows run on: a throwaway fast-dispatch dev server, one SQLite file, one worker. */
+export async function startLongBenchStack(name: string, workflowBundle: { code: string }) {
+  // A throwaway checkpoint seal key, so the bench writes nothing under ./data.
+  process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
+  const server = await startThrowawayDevServer({ dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG });
+  const dir = mkdtempSync(join(tmpdir(), `alg-bench-${name}-`));
+  const dbFile = join(dir, 'agent.db');
+  const dbUrl = `sqlite:${dbFile}`;
+  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
+  const bench = await startBenchWorker({
+    address: server.address,
+    namespace: server.namespace,
+    deps,
+    workflowBundle,
+    name,
+    channelArgs: LONG_HISTORY_CHANNEL_ARGS,
+  });
+  return {
+    deps,
+    bench,
+    dbFile,
+    async close(): Promise<void> {
+      await bench.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Runs the ops row and measures it. */
 export async function runOpsBench(
   ops: number,
@@ -224,20 +253,7 @@ export async function runOpsBench(
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const wall0 = performance.now();
   const bundle = await quietWorkflowBundle();
-  process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
-  const server = await startThrowawayDevServer({ dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG });
-  const dir = mkdtempSync(join(tmpdir(), 'alg-bench-ops-'));
-  const dbFile = join(dir, 'agent.db');
-  const dbUrl = `sqlite:${dbFile}`;
-  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
-  const bench = await startBenchWorker({
-    address: server.address,
-    namespace: server.namespace,
-    deps,
-    workflowBundle: bundle,
-    name: 'long-ops',
-    channelArgs: LONG_HISTORY_CHANNEL_ARGS,
-  });
+  const { deps, bench, dbFile, close } = await startLongBenchStack('long-ops', bundle);
   const { client, taskQueue } = bench;
   try {
     const workflowId = `bench-long-ops-${randomUUID()}`;
@@ -325,9 +341,7 @@ export async function runOpsBench(
       wallS: (performance.now() - wall0) / 1000,
     };
   } finally {
-    await bench.close();
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 }
 

@@ -33,31 +33,25 @@
  *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)
  *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
-import { FAST_DISPATCH_DYNAMIC_CONFIG, startThrowawayDevServer } from '../devserver/dev-server';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
 import type { agentRun } from '../workflows';
 import {
   bytesOfTurns,
   CONTINUE_AS_NEW_KINDS,
   kindBytesOfTurns,
-  LONG_HISTORY_CHANNEL_ARGS,
   measureChain,
   secondsPerTurnAround,
   type ChainMeasure,
 } from './long-history';
 import { cliFlags, intFlag } from '../scripts/cli-args';
-import { openDemoWorkerDeps } from '../demo/deps';
-import { runBench, startBenchWorker } from './bench-worker';
-import { opsTable, runOpsBench } from './long-ops';
+import { runBench } from './bench-worker';
+import { opsTable, runOpsBench, startLongBenchStack } from './long-ops';
 
 interface Options {
   /** The scripted row's writes (null: the LLM run). */
@@ -375,21 +369,7 @@ async function main(): Promise<void> {
   process.env.OPENAI_API_KEY = 'dummy';
   process.env.ANTHROPIC_BASE_URL = model.origin;
   process.env.ANTHROPIC_API_KEY = 'dummy';
-  // A throwaway checkpoint seal key, so the bench writes nothing under ./data.
-  process.env.AGENT_CHECKPOINT_KEY ??= randomBytes(32).toString('base64');
-  const server = await startThrowawayDevServer({ dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG });
-  const dir = mkdtempSync(join(tmpdir(), 'alg-bench-long-'));
-  const dbFile = join(dir, 'agent.db');
-  const dbUrl = `sqlite:${dbFile}`;
-  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl, configPath: null });
-  const bench = await startBenchWorker({
-    address: server.address,
-    namespace: server.namespace,
-    deps,
-    workflowBundle: bundle,
-    name: 'long',
-    channelArgs: LONG_HISTORY_CHANNEL_ARGS,
-  });
+  const { deps, bench, dbFile, close } = await startLongBenchStack('long', bundle);
   const { client, taskQueue } = bench;
   try {
     const supported = o.contextTokens > 0 && contextTokensSupported();
@@ -456,10 +436,8 @@ async function main(): Promise<void> {
     );
     process.stdout.write(o.json ? `${JSON.stringify(out)}\n` : longTable(out));
   } finally {
-    await bench.close();
-    await server.stop();
+    await close();
     await model.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -29,6 +29,21 @@ export interface NormalizedProposal {
 }
 
 /** The tools one worker hosts. */
+/**
+ * A tool schema's JSON Schema, computed once per schema: planners are handed the tools every
+ * turn, and converting a zod schema costs about a millisecond (issue 19, per-step time).
+ * Shared, so never modified by its readers.
+ */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+function inputJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    jsonSchemas.set(schema, json);
+  }
+  return json;
+}
+
 export class ToolRegistry {
   private readonly tools = new Map<string, AnyTool>();
 
@@ -59,9 +74,7 @@ export class ToolRegistry {
       name: t.name,
       description: t.description,
       effect: t.effect,
-      inputSchema:
-        t.inputJsonSchema ??
-        (z.toJSONSchema(t.schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>),
+      inputSchema: t.inputJsonSchema ?? inputJsonSchema(t.schema),
     }));
   }
 

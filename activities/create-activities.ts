@@ -23,8 +23,8 @@ export type { ActivityDeps } from './run/context';
 /** Creates the activity functions over their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   const ctx = createActivityContext(deps);
-  const { plan } = createPlanActivity(ctx);
-  const { runTool } = createRunToolActivity(ctx);
+  const { plan, prefetchPlan } = createPlanActivity(ctx);
+  const { runTool } = createRunToolActivity(ctx, prefetchPlan);
   const { verifyPrecondition, currentProgress, checkPlanner } = createVerifyActivity(ctx);
   const { saveTrace } = createTraceActivity(ctx);
   const { reapLedger } = createReaperActivities({ ledger: ctx.ledger, ...deps.reaper });

@@ -77,6 +77,12 @@ export interface RunToolInput {
   readonly argsHash?: string;
   /** Script mode: answer with this instead of running a tool. */
   readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
+  /**
+   * A scripted run's next planner turn, planned by this activity once the tool has answered
+   * (issue 19: no plan task of its own per step). Only a scripted planner's input; the answer
+   * comes back as {@link RunToolOutput.next}.
+   */
+  readonly prefetch?: PlanInput;
 }
 
 /** Output of the `runTool` activity. */
@@ -86,6 +92,12 @@ export interface RunToolOutput {
   readonly progressVersion: number | null;
   /** `executed`: the tool ran; `ledger`: the stored result, zero calls; `fixture`: script mode. */
   readonly via: 'executed' | 'ledger' | 'fixture' | 'not_run';
+  /**
+   * The planned next turn asked for by {@link RunToolInput.prefetch}, exactly what the `plan`
+   * activity would answer now; absent when it could not be planned here (the ledger unreadable,
+   * an approval to ask for, too large): the workflow then asks `plan` as usual.
+   */
+  readonly next?: PlanOutput;
 }
 
 /** Input of the `verifyPrecondition` activity. */

@@ -45,7 +45,7 @@ export interface InflightOptions {
   /** The dev server CLI (a fast-dispatch wrapper). */
   readonly cliPath: string;
   /** How the runs' scripted plan runs (RunInput.scriptedPlan). */
-  readonly plan: 'local' | 'activity';
+  readonly plan: 'prefetch' | 'local' | 'activity';
   /** Each worker's workflow cache cap (`AGENT_MAX_CACHED_WORKFLOWS`); beyond it runs are evicted and replayed. */
   readonly maxCached: number;
 }

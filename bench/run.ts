@@ -41,12 +41,13 @@
  *     repetitions (each pair's ratio and the spread), steps/s, completion time and the
  *     workers' RSS per cached workflow. Given alone it runs only this row.
  *
- * The latency rows compare the scripted plan paths (`--plan-path local,activity`: the plan as a
- * local activity, issue 19, against the scheduled activity before it, in the same server and
- * worker process); every other row runs the first path given.
+ * The latency rows compare the scripted plan paths (`--plan-path prefetch,local,activity`, issue
+ * 19: the next turn planned by the tool activity before it, the plan as a local activity every
+ * turn, and the scheduled activity before issue 19), in the same server and worker process;
+ * every other row runs the first path given.
  *
  * Flags: --steps N  --concurrency 1,100,1000|none  --max-row-steps N  --replay-steps N (0 skips)
- *        --dispatch fast|stock  --plan-path local,activity  --latency-servers stock,fast|none
+ *        --dispatch fast|stock  --plan-path prefetch,local,activity  --latency-servers stock,fast|none
  *        --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
  *        --inflight N  --reps K  --inflight-writes N  --max-cached N
  *        --single-history  --json (one JSON object on stdout instead of the table)
@@ -109,7 +110,7 @@ interface Options {
 }
 
 /** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
-type PlanPath = 'local' | 'activity';
+type PlanPath = 'prefetch' | 'local' | 'activity';
 
 /**
  * `npm run bench` runs every bench in a row and must stay within ~5 minutes on 2 busy cores:
@@ -132,7 +133,7 @@ function parseArgs(argv: string[]): Options {
     fleet: QUICK_PROFILE ? [] : [1, 3],
     fleetRuns: 100,
     fleetWrites: 5,
-    planPaths: ['local', 'activity'],
+    planPaths: ['prefetch', 'local', 'activity'],
     latencyServers: ['stock', 'fast'],
     inflight: 0,
     reps: 3,
@@ -163,8 +164,8 @@ function parseArgs(argv: string[]): Options {
       }
       case '--plan-path':
         o.planPaths = (value() ?? '').split(',').map((v) => {
-          if (v !== 'local' && v !== 'activity')
-            throw new Error(`--plan-path: expected local or activity, got ${v}`);
+          if (v !== 'prefetch' && v !== 'local' && v !== 'activity')
+            throw new Error(`--plan-path: expected prefetch, local or activity, got ${v}`);
           return v;
         });
         break;
@@ -225,7 +226,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000]] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path prefetch,local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;

@@ -118,10 +118,12 @@ export const runInputSchema = z
     /** false turns the guard into a pass-through (benchmarks only). */
     guardEnabled: z.boolean().default(true),
     /**
-     * How a scripted run's plan runs: `local` (a local activity inside the workflow task, the
-     * default) or `activity` (a scheduled activity, as before issue 19: benchmarks' baseline).
+     * How a scripted run's plan runs (issue 19): `prefetch` (the default: each turn after a tool
+     * call is planned by that call's `runTool` activity and comes back with its result; any
+     * other turn is a local activity), `local` (a local activity inside the workflow task every
+     * turn) or `activity` (a scheduled activity, as before issue 19: benchmarks' baseline).
      */
-    scriptedPlan: z.enum(['local', 'activity']).default('local'),
+    scriptedPlan: z.enum(['prefetch', 'local', 'activity']).default('prefetch'),
     /** Operation keys already completed (as after a resume from another run). */
     completed: z.array(z.string()).default([]),
     initialProgressVersion: z.number().optional(),

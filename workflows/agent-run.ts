@@ -104,7 +104,9 @@ async function loop(
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
   run.publish();
   for (;;) {
-    // Stopped: wait for a verified resume, then continue from the checkpoint.
+    // Stopped: wait for a verified resume, then continue from the checkpoint (the planner's
+    // next turn is asked afresh: the world may have changed meanwhile).
+    if (run.stopped) acts.discardPrefetch();
     if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
@@ -156,6 +158,7 @@ async function loop(
     if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer that ends early when an operator stops the run.
+      acts.discardPrefetch();
       await condition(() => gate.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
     }
   }

@@ -14,7 +14,14 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
-import type { PlanOutput, ProposalInfo, RunToolOutput, VerifyInput, VerifyOutput } from '../activities/types';
+import type {
+  PlanInput,
+  PlanOutput,
+  ProposalInfo,
+  RunToolOutput,
+  VerifyInput,
+  VerifyOutput,
+} from '../activities/types';
 import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
 import type { SaveTraceInput } from '../activities/run/trace-activity';
 import type { VerifyOperatorInput } from '../operators/activities';
@@ -22,7 +29,7 @@ import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 import { scriptCallAt } from '../guard/script-calls';
-import { PATCH_LOCAL_SCRIPTED_PLAN } from './run-patches';
+import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN } from './run-patches';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -51,6 +58,11 @@ export interface RunActivities {
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
+  /**
+   * Forgets the next turn the last `runTool` planned: the run stopped or waits, and the world
+   * may change before it plans again (the ledger above all), so that turn is asked afresh.
+   */
+  discardPrefetch(): void;
 }
 
 /**
@@ -122,6 +134,10 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     retry: { initialInterval: '1s', maximumInterval: '30s', ...firstRetry },
   });
   const planner = input.planner;
+  // A scripted run's next turn (issue 19): the input the last turn prepared for it, which the
+  // next `runTool` sends along, and the answer that `runTool` brought back, each used once.
+  let upcoming: { offset: number; plan: PlanInput } | null = null;
+  let prefetched: { offset: number; out: PlanOutput } | null = null;
 
   return {
     /**
@@ -155,28 +171,51 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
-      // The one call at the script index (a `repeat` entry expanded: guard/script-calls.ts).
-      const call = Array.isArray(calls) ? scriptCallAt(calls, offset) : undefined;
-      // Decided once per turn; a run recorded before the patch replays the scheduled activity.
-      const scriptedPlan =
-        input.scriptedPlan === 'local' && patched(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
-      const out = await scriptedPlan({
-        runId,
-        goal: input.goal,
-        planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
-        memory: { next: 0 },
-        observation,
-        ...lifted,
-      });
+      // The turn at a script index: the one call there (a `repeat` entry expanded:
+      // guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
+      const turnAt = (at: number, seen: unknown, scope: object): PlanInput => {
+        const call = Array.isArray(calls) ? scriptCallAt(calls, at) : undefined;
+        return {
+          runId,
+          goal: input.goal,
+          planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
+          memory: { next: 0 },
+          observation: seen,
+          ...scope,
+        };
+      };
+      const ready = prefetched;
+      prefetched = null;
+      upcoming = null;
+      let out: PlanOutput;
+      if (ready && ready.offset === offset && !approvalStopRef) {
+        // Planned by the last `runTool`, with nothing between that could change the answer.
+        out = ready.out;
+      } else {
+        // Decided once per turn; a run recorded before the patch replays the scheduled activity.
+        const scriptedPlan =
+          input.scriptedPlan !== 'activity' && patched(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
+        out = await scriptedPlan(turnAt(offset, observation, lifted));
+      }
       const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
+      if (input.scriptedPlan === 'prefetch' && out.turn.type === 'call') {
+        // The scripted planner reads neither the observation nor a lifted stop: the next turn
+        // is known now, and the tool activity can plan it as soon as the call has answered.
+        const { approvalStopRef: _lifted, ...scope } = lifted;
+        upcoming = { offset: next, plan: turnAt(next, null, scope) };
+      }
       const turn =
         out.turn.type === 'call'
           ? { ...out.turn, scriptIndex: offset + (out.turn.scriptIndex ?? 0) }
           : out.turn;
       return { ...out, turn, memory: { next } };
     },
-    runTool(p) {
-      return runTool.executeWithOptions(
+    async runTool(p) {
+      const ahead = upcoming;
+      upcoming = null;
+      // Decided per call; a run recorded before the patch replays its `plan` of the next turn.
+      const prefetch = ahead && patched(PATCH_PREFETCH_SCRIPTED_PLAN) ? ahead : null;
+      const { next, ...out } = await runTool.executeWithOptions(
         { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
         [
           {
@@ -190,9 +229,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
               ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
               : {}),
             fixture: p.fixture,
+            ...(prefetch ? { prefetch: prefetch.plan } : {}),
           },
         ],
       );
+      if (prefetch && next) prefetched = { offset: prefetch.offset, out: next };
+      return out;
     },
     verifyPrecondition,
     currentProgress: () => currentProgress(runId),
@@ -202,5 +244,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     checkpointSeal,
     openCheckpoint,
     saveTrace,
+    discardPrefetch() {
+      prefetched = null;
+    },
   };
 }

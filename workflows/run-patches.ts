@@ -53,3 +53,10 @@ export const PATCH_LEAN_CHECKPOINT = 'lean-checkpoint-v2';
  * activity.
  */
 export const PATCH_LOCAL_SCRIPTED_PLAN = 'scripted-plan-local-activity-v1';
+
+/**
+ * A scripted run's next turn is planned by the `runTool` activity that ran the call before it,
+ * and handed back with the tool's result: no plan task of its own per step (issue 19). A turn
+ * the prefetch could not plan (a stop between, an approval, the ledger unreadable) asks `plan`.
+ */
+export const PATCH_PREFETCH_SCRIPTED_PLAN = 'scripted-plan-prefetch-v1';

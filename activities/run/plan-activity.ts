@@ -24,6 +24,9 @@ import { spendAccess } from './spend-access';
 import { SpendStoreUnavailableError } from '../../storage/spend';
 import { DEFAULT_TENANT } from '../../common/contracts';
 
+/** The largest planned turn `runTool` hands back with a tool's result (issue 19); above it `plan` runs. */
+const PREFETCH_MAX_BYTES = 64 * 1024;
+
 /** The `plan` activity over the worker's context. */
 export function createPlanActivity(ctx: ActivityContext) {
   const { registry, ledger, identity, approvals, approvalPolicy, conversations, payloads, payloadRefBytes } =
@@ -83,7 +86,26 @@ export function createPlanActivity(ctx: ActivityContext) {
     return guardOutputSize(await planTurn(input), 'the plan activity output');
   }
 
-  async function planTurn(input: PlanInput): Promise<PlanOutput> {
+  /**
+   * A scripted run's next turn, planned inside `runTool` right after the tool answered (issue
+   * 19): the same answer `plan` would give now, or null when `plan` must be asked instead:
+   * the planner is not scripted, the ledger could not be read (`plan` then stops the run
+   * `infrastructure_fault` after its retries), the call needs an approval (`plan` asks for it:
+   * a prefetch never files a request a stop might discard), or the answer is too large.
+   */
+  async function prefetchPlan(input: PlanInput): Promise<PlanOutput | null> {
+    if (input.planner.kind !== 'scripted' || input.approvalStopRef) return null;
+    try {
+      const out = await planTurn(input, { prefetch: true });
+      return out && jsonBytes(out) <= PREFETCH_MAX_BYTES ? out : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async function planTurn(input: PlanInput): Promise<PlanOutput>;
+  async function planTurn(input: PlanInput, opts: { prefetch: true }): Promise<PlanOutput | null>;
+  async function planTurn(input: PlanInput, opts?: { prefetch: true }): Promise<PlanOutput | null> {
     const planner = ctx.plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
     // The tools this run may use (its list, plus spawn_agent when it may delegate: §7.14).
@@ -144,6 +166,7 @@ export function createPlanActivity(ctx: ActivityContext) {
       };
     }
     const n = refuseForeignTools(tools.normalize(turn.tool, turn.args, turn.operationKey), tools);
+    if (opts?.prefetch && !n.rejection && needsApproval(n)) return null;
     try {
       const proposal: ProposalInfo = {
         ...n,
@@ -185,13 +208,17 @@ export function createPlanActivity(ctx: ActivityContext) {
    * unexpired, not denied. Without a lifted stop nothing is offered. When none is, the request
    * is audited: the workflow now stops approval_required showing the call.
    */
+  function needsApproval(n: NormalizedProposal): boolean {
+    const tool = registry.get(n.tool);
+    return tool !== undefined && approvalRequired(tool, n.args, approvalPolicy);
+  }
+
   async function approvalView(
     n: NormalizedProposal,
     runId: string,
     stopRef: string | null,
   ): Promise<ProposalInfo['approval']> {
-    const tool = registry.get(n.tool);
-    if (!tool || !approvalRequired(tool, n.args, approvalPolicy)) return null;
+    if (!needsApproval(n)) return null;
     const q = { runId, fingerprint: n.fingerprint, argsHash: n.argsHash, stopRef, by: identity };
     const found = approvals ? await approvals.findUsable(q) : null;
     if (!found && approvals) {
@@ -201,5 +228,5 @@ export function createPlanActivity(ctx: ActivityContext) {
     return { required: true, approvalId: found?.id ?? null, stopRef: found ? stopRef : null };
   }
 
-  return { plan };
+  return { plan, prefetchPlan };
 }

@@ -5,6 +5,7 @@
 import {
   guardOutputSize,
   isPayloadRef,
+  jsonBytes,
   MAX_PAYLOAD_BYTES,
   payloadTooLarge,
 } from '../../common/payload-limits';
@@ -24,7 +25,7 @@ import { classifyError } from '../../tools/classify';
 import type { AnyTool } from '../../tools/define-tool';
 import { inStore } from '../../tools/store';
 import type { Tx } from '../../tools/tx';
-import type { RunToolInput, RunToolOutput } from '../types';
+import type { PlanInput, PlanOutput, RunToolInput, RunToolOutput } from '../types';
 import type { ActivityContext } from './context';
 import {
   counted,
@@ -71,7 +72,10 @@ function thrownLedgerClass(result: ToolResult, inWorldTransaction: boolean): Sid
 }
 
 /** The `runTool` activity over the worker's context. */
-export function createRunToolActivity(ctx: ActivityContext) {
+export function createRunToolActivity(
+  ctx: ActivityContext,
+  prefetchPlan: (input: PlanInput) => Promise<PlanOutput | null> = async () => null,
+) {
   const { registry, ledger, identity, leaseMs, approvals, approvalPolicy, payloads, payloadRefBytes } = ctx;
 
   /**
@@ -172,12 +176,27 @@ export function createRunToolActivity(ctx: ActivityContext) {
   }
 
   /**
+   * Runs one tool call ({@link runOne}); with `prefetch`, also plans the scripted run's next
+   * turn and hands it back as `next` when the two fit in one payload.
+   */
+  async function runTool(raw: RunToolInput): Promise<RunToolOutput> {
+    const { prefetch, ...call } = raw;
+    const out = await runOne(call);
+    if (!prefetch) return out;
+    // The scripted run's next turn, planned now that the tool has answered (issue 19).
+    const next = await prefetchPlan(prefetch);
+    if (!next) return out;
+    const both = { ...out, next };
+    return jsonBytes(both) <= MAX_PAYLOAD_BYTES ? both : out;
+  }
+
+  /**
    * Runs one tool call (see {@link callTool}). A SUCCESS whose data JSON is above the
    * reference threshold reaches the workflow as a reference to the payload store; an output
    * that would still be above the payload limit fails the activity `PayloadTooLarge`
    * (non-retryable: the run stops payload_too_large with its checkpoint, it never fails).
    */
-  async function runTool(raw: RunToolInput): Promise<RunToolOutput> {
+  async function runOne(raw: RunToolInput): Promise<RunToolOutput> {
     // Large call args reached the workflow as a reference (largeArgsByReference): resolved here.
     const input = isPayloadRef(raw.args)
       ? { ...raw, args: await resolvePayloadRefs(payloads, raw.runId, raw.args) }

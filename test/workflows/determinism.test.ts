@@ -26,6 +26,8 @@
  *
  * `local-plan-resumed` (issue 19) was recorded with the scripted plan as a local activity
  * (`scripted-plan-local-activity-v1`); every older one replays the scheduled `plan` activity.
+ * `prefetch-plan-resumed` (issue 19) with the next turn planned by the tool activity before it
+ * (`scripted-plan-prefetch-v1`); every older one replays a plan per turn.
  *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
@@ -223,6 +225,34 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await h.deps.world.grant('deploy:hist-local');
     await run.handle.executeUpdate(resumeUpdate, {
       args: [{ actor: 'a', reason: 'granted', requestId: 'l-1' }],
+    });
+    await run.result();
+    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+  },
+  async 'prefetch-plan-resumed'(h) {
+    // Issue 19: each turn after a call planned by that call's runTool (`scripted-plan-prefetch-v1`),
+    // a write among them; the stop discards the planned turn, the resumed run plans afresh.
+    const deploy = { tool: 'deploy', args: { service: 'hist-prefetch', version: '1' } };
+    const write = { tool: 'write_record', args: { id: 'hist-prefetch', body: 'b' } };
+    const run = await h.start(
+      live(
+        [
+          search('prefetch plan'),
+          write,
+          deploy,
+          deploy,
+          { tool: 'complete_task', args: { summary: 'deployed' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+    );
+    await h.deps.world.grant('deploy:hist-prefetch');
+    await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'a', reason: 'granted', requestId: 'p-1' }],
     });
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };

@@ -193,6 +193,9 @@ describe('a lean checkpoint with the ledger unavailable (PostgreSQL outage)', ()
       guard: roomy,
       maxHistoryEvents: 400,
       resumeWindowMs: 120_000,
+      // Every turn a `plan` of its own, so the outage begins as out-0 is planned again (the
+      // prefetch path's ledger failure: test/workflows/local-plan.test.ts).
+      scriptedPlan: 'local',
     });
     const run = await h.start(input);
     const st = await waitFor(

@@ -203,7 +203,12 @@ export async function inflightRows(
 ): Promise<InflightResult> {
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-inflight-'));
   const pg = await startPrivatePostgres();
-  const server = await startThrowawayDevServer({ cliPath: o.cliPath }).catch((err: unknown) => {
+  const server = await startThrowawayDevServer({
+    cliPath: o.cliPath,
+    // The history service's events cache holds every run in flight's recent events (its
+    // default, 512 KiB, is sized for a handful: each dispatch would read them back from SQLite).
+    dynamicConfig: [`history.eventsCacheMaxSizeBytes=${256 * 1024 * 1024}`],
+  }).catch((err: unknown) => {
     pg.destroy();
     throw err;
   });

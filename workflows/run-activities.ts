@@ -199,10 +199,11 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       }
       const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
       if (input.scriptedPlan === 'prefetch' && out.turn.type === 'call') {
-        // The scripted planner reads neither the observation nor a lifted stop: the next turn
-        // is known now, and the tool activity can plan it as soon as the call has answered.
+        // The scripted planner reads neither the goal, the observation nor a lifted stop: the
+        // next turn is known now, and the tool activity can plan it as soon as the call has
+        // answered. (This input is in history, a local plan's is not: the goal stays out.)
         const { approvalStopRef: _lifted, ...scope } = lifted;
-        upcoming = { offset: next, plan: turnAt(next, null, scope) };
+        upcoming = { offset: next, plan: { ...turnAt(next, null, scope), goal: '' } };
       }
       const turn =
         out.turn.type === 'call'

@@ -28,7 +28,6 @@ export interface NormalizedProposal {
   readonly rejection: ToolResult | null;
 }
 
-/** The tools one worker hosts. */
 /**
  * A tool schema's JSON Schema, computed once per schema: planners are handed the tools every
  * turn, and converting a zod schema costs about a millisecond (issue 19, per-step time).
@@ -44,6 +43,7 @@ function inputJsonSchema(schema: z.ZodType): Record<string, unknown> {
   return json;
 }
 
+/** The tools one worker hosts. */
 export class ToolRegistry {
   private readonly tools = new Map<string, AnyTool>();
 

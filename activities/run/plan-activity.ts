@@ -202,17 +202,18 @@ export function createPlanActivity(ctx: ActivityContext) {
     return { ...out, turn, proposal: { ...p, args, canonicalArgs } };
   }
 
+  /** Whether the worker's approval policy requires a person's approval for this call. */
+  function needsApproval(n: NormalizedProposal): boolean {
+    const tool = registry.get(n.tool);
+    return tool !== undefined && approvalRequired(tool, n.args, approvalPolicy);
+  }
+
   /**
    * Whether the call needs an approval and the id of one that may authorise it now: granted
    * for this run, this fingerprint and the stop the run has just lifted (`stopRef`), unused,
    * unexpired, not denied. Without a lifted stop nothing is offered. When none is, the request
    * is audited: the workflow now stops approval_required showing the call.
    */
-  function needsApproval(n: NormalizedProposal): boolean {
-    const tool = registry.get(n.tool);
-    return tool !== undefined && approvalRequired(tool, n.args, approvalPolicy);
-  }
-
   async function approvalView(
     n: NormalizedProposal,
     runId: string,

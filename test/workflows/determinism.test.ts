@@ -42,7 +42,7 @@ import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { ApprovalStore } from '../../storage/approvals';
 import { reportQuery, resumeSignal, resumeUpdate, statusQuery, stopSignal } from '../../common/contracts';
-import { fixture, live, search, waitFor } from '../helpers/run-inputs';
+import { fixture, live, search, waitFor, type ScriptCall } from '../helpers/run-inputs';
 import { agentSinks } from '../../worker/create-worker';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
 
@@ -51,6 +51,32 @@ const RECORD_ENV = process.env.RECORD_HISTORIES ?? '';
 const RECORD = RECORD_ENV !== '';
 /** The scenarios to record: all for `1`, else the names listed. */
 const recording = (name: string): boolean => RECORD_ENV === '1' || RECORD_ENV.split(',').includes(name);
+
+/**
+ * `before`, then a deploy of `service` that stops PRECONDITION (not granted), the grant, a resume
+ * (`requestId`), the deploy again and `complete_task`: the run ids of the recorded history.
+ */
+async function deployGrantedAfterStop(
+  h: Harness,
+  service: string,
+  before: ScriptCall[],
+  requestId: string,
+): Promise<{ workflowId: string; runId: string }> {
+  const deploy = { tool: 'deploy', args: { service, version: '1' } };
+  const run = await h.start(
+    live([...before, deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], {
+      resumeWindowMs: 60_000,
+    }),
+  );
+  await waitFor(
+    () => run.handle.query(statusQuery),
+    (s) => s.phase === 'WAITING',
+  );
+  await h.deps.world.grant(`deploy:${service}`);
+  await run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'a', reason: 'granted', requestId }] });
+  await run.result();
+  return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+}
 
 /** The scenarios recorded: each starts a run, drives it to its end, returns the run ids to save. */
 const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; runId: string }>> = {
@@ -212,50 +238,13 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
   },
   async 'local-plan-resumed'(h) {
     // Issue 19: the scripted plan as a local activity (a marker per turn), across a stop and a resume.
-    const deploy = { tool: 'deploy', args: { service: 'hist-local', version: '1' } };
-    const run = await h.start(
-      live([search('local plan'), deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed' } }], {
-        resumeWindowMs: 60_000,
-      }),
-    );
-    await waitFor(
-      () => run.handle.query(statusQuery),
-      (s) => s.phase === 'WAITING',
-    );
-    await h.deps.world.grant('deploy:hist-local');
-    await run.handle.executeUpdate(resumeUpdate, {
-      args: [{ actor: 'a', reason: 'granted', requestId: 'l-1' }],
-    });
-    await run.result();
-    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+    return deployGrantedAfterStop(h, 'hist-local', [search('local plan')], 'l-1');
   },
   async 'prefetch-plan-resumed'(h) {
     // Issue 19: each turn after a call planned by that call's runTool (`scripted-plan-prefetch-v1`),
     // a write among them; the stop discards the planned turn, the resumed run plans afresh.
-    const deploy = { tool: 'deploy', args: { service: 'hist-prefetch', version: '1' } };
     const write = { tool: 'write_record', args: { id: 'hist-prefetch', body: 'b' } };
-    const run = await h.start(
-      live(
-        [
-          search('prefetch plan'),
-          write,
-          deploy,
-          deploy,
-          { tool: 'complete_task', args: { summary: 'deployed' } },
-        ],
-        { resumeWindowMs: 60_000 },
-      ),
-    );
-    await waitFor(
-      () => run.handle.query(statusQuery),
-      (s) => s.phase === 'WAITING',
-    );
-    await h.deps.world.grant('deploy:hist-prefetch');
-    await run.handle.executeUpdate(resumeUpdate, {
-      args: [{ actor: 'a', reason: 'granted', requestId: 'p-1' }],
-    });
-    await run.result();
-    return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+    return deployGrantedAfterStop(h, 'hist-prefetch', [search('prefetch plan'), write], 'p-1');
   },
   async 'continued-as-new-first-run'(h) {
     const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));

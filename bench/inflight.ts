@@ -48,6 +48,12 @@ export interface InflightOptions {
   readonly plan: 'prefetch' | 'local' | 'activity';
   /** Each worker's workflow cache cap (`AGENT_MAX_CACHED_WORKFLOWS`); beyond it runs are evicted and replayed. */
   readonly maxCached: number;
+  /**
+   * The dev server's mutable-state cache (`history.cacheMaxSize`, entries per history shard; 0:
+   * the server's default, 512). The dev server has one shard, so with more runs in flight than
+   * this every task reloads its run's mutable state from SQLite.
+   */
+  readonly historyCache: number;
 }
 
 /** One measurement: N runs in one guard mode. */
@@ -207,7 +213,10 @@ export async function inflightRows(
     cliPath: o.cliPath,
     // The history service's events cache holds every run in flight's recent events (its
     // default, 512 KiB, is sized for a handful: each dispatch would read them back from SQLite).
-    dynamicConfig: [`history.eventsCacheMaxSizeBytes=${256 * 1024 * 1024}`],
+    dynamicConfig: [
+      `history.eventsCacheMaxSizeBytes=${256 * 1024 * 1024}`,
+      ...(o.historyCache > 0 ? [`history.cacheMaxSize=${o.historyCache}`] : []),
+    ],
   }).catch((err: unknown) => {
     pg.destroy();
     throw err;

@@ -49,7 +49,7 @@
  * Flags: --steps N  --concurrency 1,100,1000|none  --max-row-steps N  --replay-steps N (0 skips)
  *        --dispatch fast|stock  --plan-path prefetch,local,activity  --latency-servers stock,fast|none
  *        --fleet 1,3 (0 skips)  --fleet-runs N  --fleet-writes N
- *        --inflight N  --reps K  --inflight-writes N  --max-cached N
+ *        --inflight N  --reps K  --inflight-writes N  --max-cached N  --history-cache N
  *        --single-history  --json (one JSON object on stdout instead of the table)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -107,6 +107,8 @@ interface Options {
   inflightWrites: number;
   /** Each in-flight worker's workflow cache cap. */
   maxCached: number;
+  /** The in-flight row's dev server `history.cacheMaxSize` (0: the server's default, 512 per shard). */
+  historyCache: number;
 }
 
 /** How a scripted run's plan runs (RunInput.scriptedPlan): the baseline is `activity`. */
@@ -139,6 +141,7 @@ function parseArgs(argv: string[]): Options {
     reps: 3,
     inflightWrites: 3,
     maxCached: 2000,
+    historyCache: 0,
   };
   const given = new Set<string>();
   const int = (name: string, v: string | undefined, min: number): number => {
@@ -223,10 +226,13 @@ function parseArgs(argv: string[]): Options {
       case '--max-cached':
         o.maxCached = int(flag, value(), 1);
         break;
+      case '--history-cache':
+        o.historyCache = int(flag, value(), 0);
+        break;
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path prefetch,local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000]] [--single-history] [--json]\n',
+          'usage: tsx bench/run.ts [--steps 50] [--concurrency 1,100,1000|none] [--max-row-steps 2000] [--replay-steps 1000] [--dispatch fast|stock] [--plan-path prefetch,local,activity] [--latency-servers stock,fast|none] [--fleet 1,3] [--fleet-runs 100] [--fleet-writes 5] [--inflight N [--reps 3] [--inflight-writes 3] [--max-cached 2000] [--history-cache 0]] [--single-history] [--json]\n',
         );
         process.exit(0);
         break;
@@ -705,7 +711,7 @@ async function main(): Promise<void> {
     fleetSkipped = 'no PostgreSQL server binaries (initdb) on this machine';
   } else if (o.inflight > 0) {
     log(
-      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, ${plan} plan, guard on/off x ${o.reps} interleaved…`,
+      `in flight: ${o.inflight} live runs x ${o.inflightWrites} writes on 3 worker processes, one PostgreSQL ledger, ${plan} plan, dev server history cache ${o.historyCache || 'default (512)'}, guard on/off x ${o.reps} interleaved…`,
     );
     inflight = await inflightRows(
       bundle.code,
@@ -718,6 +724,7 @@ async function main(): Promise<void> {
         cliPath: fastCli,
         plan,
         maxCached: o.maxCached,
+        historyCache: o.historyCache,
       },
       log,
     );

@@ -8,6 +8,17 @@ import { POSTGRES_SPEND_STATEMENTS, SPEND_MIGRATION_NAME, SQLITE_SPEND_STATEMENT
 /** Migration 8's name (issue 19). */
 export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs (issue 19)';
 
+/**
+ * Migration 9 (both dialects): one run's ledger records, newest first, without a scan of the
+ * whole ledger (`agentctl ledger list --run`, `Ledger.list({ runId })`: `ORDER BY updated_at DESC`).
+ * A long run writes 100,000 records and a shared ledger holds many runs'.
+ */
+const RUN_INDEX_MIGRATION: Migration = {
+  version: 9,
+  name: "an index on the ledger records' run (issue 19)",
+  statements: ['CREATE INDEX ledger_records_run ON ledger_records (run_id, updated_at)'],
+};
+
 /** One schema change. */
 export interface Migration {
   /** Strictly increasing, starting at 1. */
@@ -246,6 +257,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE agent_trace_reaped (run_id TEXT PRIMARY KEY, records INTEGER NOT NULL, reaped_at INTEGER NOT NULL)`,
     ],
   },
+  RUN_INDEX_MIGRATION,
 ];
 
 /**
@@ -467,6 +479,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE agent_trace_reaped (run_id text PRIMARY KEY, records bigint NOT NULL, reaped_at timestamptz NOT NULL)`,
     ],
   },
+  RUN_INDEX_MIGRATION,
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

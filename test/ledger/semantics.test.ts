@@ -837,12 +837,29 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 6, name: expect.stringContaining('progress facts') },
         { version: 7, name: expect.stringContaining('tenant spend') },
         { version: 8, name: expect.stringContaining('paged-out trace') },
+        { version: 9, name: expect.stringContaining("ledger records' run") },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
       await executeOnce(ledger, { ...base, key }, effect(key));
       await ledger.migrate();
       expect(await ledger.get(key)).toMatchObject({ state: LedgerState.SUCCEEDED });
+    });
+
+    it("finds one run's records through an index, not a scan of the ledger (migration 9)", async () => {
+      if (backend === 'sqlite') {
+        const plan = await db.exec(
+          'EXPLAIN QUERY PLAN SELECT key FROM ledger_records WHERE run_id = ? ORDER BY updated_at DESC, key LIMIT 100',
+          ['run-a'],
+        );
+        const detail = plan.map((r) => String(r.detail)).join(' | ');
+        expect(detail).toContain('ledger_records_run');
+        expect(detail).not.toMatch(/SCAN ledger_records(?! USING)/);
+      } else {
+        const rows = await db.exec("SELECT indexdef FROM pg_indexes WHERE indexname = 'ledger_records_run'");
+        expect(rows).toHaveLength(1);
+        expect(String(rows[0]!.indexdef)).toMatch(/ON \S*ledger_records USING btree \(run_id, updated_at\)/);
+      }
     });
 
     it('refuses a schema migrated by a newer release', async () => {
@@ -857,7 +874,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 8\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 9\)/,
         );
       } finally {
         await newer.cleanup();

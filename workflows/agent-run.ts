@@ -13,7 +13,6 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -34,7 +33,7 @@ import { childEventSignal } from '../common/sub-agents';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from './run-gate';
-import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS } from './run-patches';
+import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS, Patches } from './run-patches';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
@@ -52,9 +51,11 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput');
   }
   const input = parsed.data;
-  const acts = runActivities(input, workflowInfo().workflowId);
-  await refuseForgedCheckpoint(input.checkpoint, acts);
-  const run = new RunState(input, workflowInfo().workflowId, acts);
+  // First thing: the one patch a run on this code records (workflows/run-patches.ts).
+  const patches = Patches.atStart();
+  const acts = runActivities(input, workflowInfo().workflowId, patches);
+  await refuseForgedCheckpoint(input.checkpoint, acts, patches);
+  const run = new RunState(input, workflowInfo().workflowId, acts, patches);
   const gate = new RunGate(run, acts);
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
@@ -70,7 +71,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   try {
     return await loop(input, rawInput, run, gate, step);
   } catch (err) {
-    if (!isCancellation(err) || !patched(PATCH_CANCEL_STOPS)) throw err;
+    if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
     // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.14).
     return CancellationScope.nonCancellable(async () => {
@@ -176,8 +177,12 @@ function summaryOf(result: ToolResult): string | null {
  * server can set `continuedFromExecutionRunId`). A forged one fails the new run with a
  * clear error before anything is restored; the original run's result is untouched.
  */
-async function refuseForgedCheckpoint(checkpoint: unknown, acts: RunActivities): Promise<void> {
-  if (checkpoint === undefined || !patched(PATCH_SEALED_CHECKPOINTS)) return;
+async function refuseForgedCheckpoint(
+  checkpoint: unknown,
+  acts: RunActivities,
+  patches: Patches,
+): Promise<void> {
+  if (checkpoint === undefined || !patches.has(PATCH_SEALED_CHECKPOINTS)) return;
   if (workflowInfo().continuedFromExecutionRunId !== undefined) return;
   const opened = await acts.openCheckpoint(checkpoint);
   if (!opened.ok) throw ApplicationFailure.nonRetryable(opened.detail, 'CheckpointRejected');

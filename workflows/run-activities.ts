@@ -7,7 +7,6 @@ import {
   ActivityFailure,
   ApplicationFailure,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   TemporalFailure,
@@ -29,7 +28,7 @@ import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 import { scriptCallAt } from '../guard/script-calls';
-import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN } from './run-patches';
+import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -84,7 +83,7 @@ function asActivityFailure(err: unknown): unknown {
 }
 
 /** Proxies the activities with the run's timeouts. */
-export function runActivities(input: ResolvedRunInput, runId: string): RunActivities {
+export function runActivities(input: ResolvedRunInput, runId: string, patches: Patches): RunActivities {
   const t = input.timeouts;
   // Only a run that sets `retryInitialMs` schedules other retry policies than before.
   const firstRetry = t.retryInitialMs === undefined ? {} : { initialInterval: t.retryInitialMs };
@@ -194,7 +193,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       } else {
         // Decided once per turn; a run recorded before the patch replays the scheduled activity.
         const scriptedPlan =
-          input.scriptedPlan !== 'activity' && patched(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
+          input.scriptedPlan !== 'activity' && patches.has(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
         out = await scriptedPlan(turnAt(offset, observation, lifted));
       }
       const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
@@ -215,7 +214,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       const ahead = upcoming;
       upcoming = null;
       // Decided per call; a run recorded before the patch replays its `plan` of the next turn.
-      const prefetch = ahead && patched(PATCH_PREFETCH_SCRIPTED_PLAN) ? ahead : null;
+      const prefetch = ahead && patches.has(PATCH_PREFETCH_SCRIPTED_PLAN) ? ahead : null;
       const { next, ...out } = await runTool.executeWithOptions(
         { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
         [

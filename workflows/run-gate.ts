@@ -29,7 +29,7 @@
  * the run: once authorised it vetoes that resume, and the run stays stopped. Runs recorded
  * before operator authority (PATCH_AUTHORITY) hold an unverified stop at once. Workflow code.
  */
-import { condition, isCancellation, patched } from '@temporalio/workflow';
+import { condition, isCancellation } from '@temporalio/workflow';
 import {
   resumeRequestSchema,
   stopRequestSchema,
@@ -144,7 +144,7 @@ export class RunGate {
       if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) {
         // The window ran out while a resume was being verified: that verification decides,
         // or its caller would be told `accepted` by a run that has already closed.
-        if (this.verification === 'idle' || !patched(PATCH_RESUME_WINDOW_WAITS)) return false;
+        if (this.verification === 'idle' || !this.run.patches.has(PATCH_RESUME_WINDOW_WAITS)) return false;
         await condition(() => this.verification === 'idle');
         if (this.accepted === null) return false;
       }
@@ -157,7 +157,7 @@ export class RunGate {
     // Only the budget that stopped the run is raised (a raise for another budget was refused).
     const lifted = this.run.stopInForce;
     const stopping = lifted ? raiseKeyOf(lifted.reason) : null;
-    const raise = patched(PATCH_AUTHORITY)
+    const raise = this.run.patches.has(PATCH_AUTHORITY)
       ? stopping && req.raise?.[stopping] !== undefined
         ? { [stopping]: req.raise[stopping] }
         : {}
@@ -210,7 +210,7 @@ export class RunGate {
       this.beginVerification();
       let vetoed: boolean;
       try {
-        answer = await this.check.verify(stop, req, run.guard, patched(PATCH_AUTHORITY));
+        answer = await this.check.verify(stop, req, run.guard, this.run.patches.has(PATCH_AUTHORITY));
       } finally {
         vetoed = this.endVerification();
       }
@@ -244,7 +244,7 @@ export class RunGate {
     if (run.seenRequestIds.has(req.requestId)) return;
     run.seenRequestIds.add(req.requestId);
     const args = { actor: req.actor, reason: req.reason };
-    if (!patched(PATCH_AUTHORITY)) {
+    if (!this.run.patches.has(PATCH_AUTHORITY)) {
       if (run.phase !== 'RUNNING') return void run.note('stop_ignored', `run is ${run.phase}`, { args });
       this.hold = { kind: 'held', req };
       return;

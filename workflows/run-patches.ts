@@ -3,7 +3,13 @@
  * commands a run makes: a run recorded before the change replays the old path, a new run
  * takes the new one (docs/spec.md §7; test/fixtures/histories replay both). An id is never
  * renamed or reused; a new change gets a new id.
+ *
+ * A run started on this code asks one patch, {@link PATCH_BASELINE}, first thing, and takes every
+ * id of {@link BASELINE_PATCHES} without a marker of its own ({@link Patches}); a run recorded
+ * before the baseline asks each of them where it always did. A change after the baseline calls
+ * `patched()` with its own id, as before.
  */
+import { patched } from '@temporalio/workflow';
 
 /** A fresh run verifies the seal of a checkpoint it is given (docs/spec.md §7.10). */
 export const PATCH_SEALED_CHECKPOINTS = 'sealed-checkpoints-v1';
@@ -60,3 +66,49 @@ export const PATCH_LOCAL_SCRIPTED_PLAN = 'scripted-plan-local-activity-v1';
  * the prefetch could not plan (a stop between, an approval, the ledger unreadable) asks `plan`.
  */
 export const PATCH_PREFETCH_SCRIPTED_PLAN = 'scripted-plan-prefetch-v1';
+
+/**
+ * Every patch above, taken at once (issue 19): a run started on this code asks this one patch
+ * first thing and takes all of {@link BASELINE_PATCHES} without asking them. Each `patched()`
+ * that a fresh run takes costs two history events and a visibility write (the marker, and the
+ * SDK core's upsert of `TemporalChangeVersion`): a short live run took four of them (eight of its
+ * 28 events), and a run with the guard on one more than a run with it off. Runs recorded before
+ * replay each patch by its own marker.
+ */
+export const PATCH_BASELINE = 'patch-baseline-v1';
+
+/** The patches a run on {@link PATCH_BASELINE} takes without a marker each. Never changes. */
+export const BASELINE_PATCHES = [
+  PATCH_SEALED_CHECKPOINTS,
+  PATCH_NO_STEP_UPSERT,
+  PATCH_AUTHORITY,
+  PATCH_LEAN_SEAL,
+  PATCH_PROGRESS_MONOTONIC,
+  PATCH_STEER_DEFAULT,
+  PATCH_CANCEL_STOPS,
+  PATCH_RESUME_WINDOW_WAITS,
+  PATCH_LEAN_CHECKPOINT,
+  PATCH_LOCAL_SCRIPTED_PLAN,
+  PATCH_PREFETCH_SCRIPTED_PLAN,
+] as const;
+
+/** One of {@link BASELINE_PATCHES}. */
+export type BaselinePatch = (typeof BASELINE_PATCHES)[number];
+
+/** Which of the baseline's changes a run takes: all of them, or each as its history says. */
+export class Patches {
+  private constructor(
+    /** The run started on the baseline (or replays a history that did). */
+    readonly baseline: boolean,
+  ) {}
+
+  /** Asks {@link PATCH_BASELINE}: once per run, first thing in its first workflow task. */
+  static atStart(): Patches {
+    return new Patches(patched(PATCH_BASELINE));
+  }
+
+  /** `patched(id)` for a run from before the baseline; true, without a marker, for one on it. */
+  has(id: BaselinePatch): boolean {
+    return this.baseline || patched(id);
+  }
+}

@@ -20,7 +20,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   proxySinks,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -42,7 +41,13 @@ import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, PATCH_STEER_DEFAULT } from './run-patches';
+import {
+  PATCH_AUTHORITY,
+  PATCH_LEAN_CHECKPOINT,
+  PATCH_LEAN_SEAL,
+  PATCH_STEER_DEFAULT,
+  type Patches,
+} from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { resolveRunSettings } from './run-settings';
@@ -122,16 +127,18 @@ export class RunState {
     readonly input: ResolvedRunInput,
     readonly runId: string,
     readonly activities: RunActivities,
+    /** Which `patched()` changes this run takes (workflows/run-patches.ts). */
+    readonly patches: Patches,
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
     const settings = resolveRunSettings(
       input,
-      !cp && input.planner.kind !== 'scripted' && patched(PATCH_STEER_DEFAULT),
+      !cp && input.planner.kind !== 'scripted' && patches.has(PATCH_STEER_DEFAULT),
     );
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     const fixture = input.planner.kind === 'scripted' && !input.planner.live;
-    this.lean = !fixture && patched(PATCH_LEAN_CHECKPOINT);
+    this.lean = !fixture && patches.has(PATCH_LEAN_CHECKPOINT);
     this.newGuard = (initial) =>
       new LoopGuard(settings.guardConfig, {
         startMs: Date.now(),
@@ -288,7 +295,7 @@ export class RunState {
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     // Bounded to one payload: a result above Temporal's limit would fail the workflow task forever.
     const { result } = fitResult(resultOf(this, final, summary));
-    if (!result.checkpoint || !patched(PATCH_AUTHORITY)) return result;
+    if (!result.checkpoint || !this.patches.has(PATCH_AUTHORITY)) return result;
     // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
     return {
       ...result,
@@ -313,7 +320,7 @@ export class RunState {
       );
       return null;
     }
-    return patched(PATCH_AUTHORITY) ? this.seal(cp) : cp;
+    return this.patches.has(PATCH_AUTHORITY) ? this.seal(cp) : cp;
   }
 
   /**
@@ -348,7 +355,7 @@ export class RunState {
 
   private async seal(cp: Checkpoint): Promise<Checkpoint> {
     try {
-      if (patched(PATCH_LEAN_SEAL)) {
+      if (this.patches.has(PATCH_LEAN_SEAL)) {
         // Only the seal comes back: the checkpoint crosses history once less (issue 9).
         const { seal: _old, ...rest } = cp;
         return { ...rest, seal: await this.activities.checkpointSeal(rest) };

@@ -4,7 +4,7 @@
  * the RunState, with its checkpoint); otherwise it answers what it produced. The workflow
  * loop (workflows/agent-run.ts) goes round again on `stopped`. Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation } from '@temporalio/workflow';
 import type { ProposalInfo, RunToolOutput } from '../activities/types';
 import type { RunDecision } from '../common/contracts';
 import {
@@ -304,7 +304,7 @@ export class RunSteps {
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
     if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
-    if (!p.fixture && floor !== null && version < floor && patched(PATCH_PROGRESS_MONOTONIC)) {
+    if (!p.fixture && floor !== null && version < floor && this.run.patches.has(PATCH_PROGRESS_MONOTONIC)) {
       // A progress source that goes backwards is broken: never a false no_progress, never FAILED.
       const detail = `the progress version went backwards from ${floor} to ${version} after a call of ${p.tool}: the worker's progress source (or ${p.tool}'s progressVersion hook) must never decrease`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, 'progress_went_backwards', detail);
@@ -340,7 +340,7 @@ export class RunSteps {
     const decision = before.decision as RunDecision['decision'];
     run.decide({ index: x.index, tool: p.tool, decision, after: after.decision });
     // Runs recorded before this change upserted search attributes after every step.
-    run.publish(!patched(PATCH_NO_STEP_UPSERT));
+    run.publish(!this.run.patches.has(PATCH_NO_STEP_UPSERT));
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     run.observation = toObservation(
       x.turn.callId,

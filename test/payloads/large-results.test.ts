@@ -339,7 +339,9 @@ describe('large payloads without a payload store', () => {
 
   it('a checkpoint that cannot fit the continue-as-new input stops payload_too_large instead of continuing', async () => {
     // A fixture script whose one result is 1.49 MB: the run's own input is that large, so
-    // input + checkpoint cannot travel into a new run.
+    // input + checkpoint cannot travel into a new run. `maxHistoryEvents: 12`: the history before
+    // the first call (the start, two workflow tasks, the patch marker and its search attribute
+    // upsert, the world version's activity: 12 events) is not yet long, the history after it is.
     const data = { text: text(1_490_000, 'fixture') };
     const run = await h.start(
       fixture(
@@ -348,7 +350,7 @@ describe('large payloads without a payload store', () => {
           { tool: 'search', args: { query: 'next' }, result: { kind: 'SUCCESS', data: { ok: true } } },
           { tool: 'complete_task', args: { summary: 'x' }, result: { kind: 'SUCCESS', terminal: true } },
         ],
-        { maxHistoryEvents: 10 },
+        { maxHistoryEvents: 12 },
       ),
     );
     const result = await run.result();

@@ -28,6 +28,9 @@
  * (`scripted-plan-local-activity-v1`); every older one replays the scheduled `plan` activity.
  * `prefetch-plan-resumed` (issue 19) with the next turn planned by the tool activity before it
  * (`scripted-plan-prefetch-v1`); every older one replays a plan per turn.
+ * `baseline-stop-resumed` and `baseline-continued` (issue 19) were recorded on `patch-baseline-v1`:
+ * one patch marker per run, every earlier patch taken without its own; every older recording
+ * replays each patch by its marker (workflows/run-patches.ts).
  *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
@@ -76,6 +79,38 @@ async function deployGrantedAfterStop(
   await run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'a', reason: 'granted', requestId }] });
   await run.result();
   return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
+}
+
+/**
+ * The next-to-last run of a chain of 30 writes (ids `<prefix>-<n>`): restored from a lean
+ * checkpoint whose trace is full (16 KB), it pages its oldest records out (`saveTrace`) and
+ * continues as new again.
+ */
+async function chainNextToLast(h: Harness, prefix: string): Promise<{ workflowId: string; runId: string }> {
+  const write = (i: number) => ({ tool: 'write_record', args: { id: `${prefix}-${i}`, body: 'b' } });
+  const calls = [
+    ...Array.from({ length: 30 }, (_, i) => write(i)),
+    write(0),
+    { tool: 'complete_task', args: { summary: 'ok' } },
+  ];
+  const run = await h.start(
+    live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
+  );
+  const r = await run.result();
+  if (r.terminal_state !== 'COMPLETED' || r.cached !== 1) throw new Error(`unexpected ${JSON.stringify(r)}`);
+  const chain: string[] = [];
+  for (let id: string | undefined = run.handle.firstExecutionRunId; id;) {
+    chain.push(id);
+    const hist = await h.env.client.workflow.getHandle(run.workflowId, id).fetchHistory();
+    id = hist.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  const runId = chain.at(-2);
+  if (!runId) throw new Error('the run did not continue as new');
+  const hist = await h.env.client.workflow.getHandle(run.workflowId, runId).fetchHistory();
+  // saveTrace is a local activity: its marker, not a scheduled activity.
+  if (!hist.events?.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'))
+    throw new Error('the run paged out no trace');
+  return { workflowId: run.workflowId, runId };
 }
 
 /** The scenarios recorded: each starts a run, drives it to its end, returns the run ids to save. */
@@ -252,38 +287,22 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
-  /**
-   * Issue 19 (`lean-checkpoint-v2`): the next-to-last run of a chain of 30 writes — restored
-   * from a lean checkpoint whose trace is full (16 KB), it pages its oldest records out
-   * (`saveTrace`) and continues as new again.
-   */
+  /** Issue 19 (`lean-checkpoint-v2`): {@link chainNextToLast}. */
   async 'lean-checkpoint-continued'(h) {
-    const write = (i: number) => ({ tool: 'write_record', args: { id: `lean-${i}`, body: 'b' } });
-    const calls = [
-      ...Array.from({ length: 30 }, (_, i) => write(i)),
-      write(0),
-      { tool: 'complete_task', args: { summary: 'ok' } },
-    ];
-    const run = await h.start(
-      live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
-    );
-    const r = await run.result();
-    if (r.terminal_state !== 'COMPLETED' || r.cached !== 1)
-      throw new Error(`unexpected ${JSON.stringify(r)}`);
-    const chain: string[] = [];
-    for (let id: string | undefined = run.handle.firstExecutionRunId; id;) {
-      chain.push(id);
-      const hist = await h.env.client.workflow.getHandle(run.workflowId, id).fetchHistory();
-      id =
-        hist.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-    }
-    const runId = chain.at(-2);
-    if (!runId) throw new Error('the run did not continue as new');
-    const hist = await h.env.client.workflow.getHandle(run.workflowId, runId).fetchHistory();
-    // saveTrace is a local activity: its marker, not a scheduled activity.
-    if (!hist.events?.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'))
-      throw new Error('the run paged out no trace');
-    return { workflowId: run.workflowId, runId };
+    return chainNextToLast(h, 'lean');
+  },
+  /**
+   * Issue 19 (`patch-baseline-v1`): recorded on the baseline, one patch marker per run: a
+   * search, a write and a deploy stopped PRECONDITION, granted and resumed (the operator
+   * authority, the resume window, the prefetch, all without a marker of their own) …
+   */
+  async 'baseline-stop-resumed'(h) {
+    const write = { tool: 'write_record', args: { id: 'hist-baseline', body: 'b' } };
+    return deployGrantedAfterStop(h, 'hist-baseline', [search('baseline'), write], 'b-1');
+  },
+  /** … and a continued run of a lean chain (the lean checkpoint and its seal, on the baseline). */
+  async 'baseline-continued'(h) {
+    return chainNextToLast(h, 'baseline');
   },
 };
 

@@ -154,12 +154,8 @@ async function listOneRun(ledger: Ledger, raw: RawSql, backend: ListRow['backend
       times.push(performance.now() - t0);
       if (got.length !== 100) throw new Error(`bench: expected 100 records of list-run-0, got ${got.length}`);
     }
-    return round(
-      percentile(
-        times.sort((a, b) => a - b),
-        50,
-      ),
-    );
+    times.sort((a, b) => a - b);
+    return round(percentile(times, 50));
   };
   const withIndexP50Ms = await p50();
   await raw('DROP INDEX ledger_records_run');

@@ -210,7 +210,7 @@ export class RunGate {
       this.beginVerification();
       let vetoed: boolean;
       try {
-        answer = await this.check.verify(stop, req, run.guard, this.run.patches.has(PATCH_AUTHORITY));
+        answer = await this.check.verify(stop, req, run.guard, run.patches.has(PATCH_AUTHORITY));
       } finally {
         vetoed = this.endVerification();
       }
@@ -244,7 +244,7 @@ export class RunGate {
     if (run.seenRequestIds.has(req.requestId)) return;
     run.seenRequestIds.add(req.requestId);
     const args = { actor: req.actor, reason: req.reason };
-    if (!this.run.patches.has(PATCH_AUTHORITY)) {
+    if (!run.patches.has(PATCH_AUTHORITY)) {
       if (run.phase !== 'RUNNING') return void run.note('stop_ignored', `run is ${run.phase}`, { args });
       this.hold = { kind: 'held', req };
       return;

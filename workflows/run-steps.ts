@@ -340,7 +340,7 @@ export class RunSteps {
     const decision = before.decision as RunDecision['decision'];
     run.decide({ index: x.index, tool: p.tool, decision, after: after.decision });
     // Runs recorded before this change upserted search attributes after every step.
-    run.publish(!this.run.patches.has(PATCH_NO_STEP_UPSERT));
+    run.publish(!run.patches.has(PATCH_NO_STEP_UPSERT));
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     run.observation = toObservation(
       x.turn.callId,

@@ -5,11 +5,13 @@
  * the same rules:
  *
  * - the approval is bound to the run, its CURRENT stop (`last_safe_checkpoint`) and the
- *   blocked call's fingerprint, all read from the run's checkpoint, never given by the caller;
+ *   blocked call's digest (`blocked_call.args_digest`, SHA-256 of the tool and its canonical
+ *   args), all read from the run's checkpoint, never given by the caller; a call with other
+ *   args (even one whose 64-bit guard fingerprint collides) needs an approval of its own;
  * - a run that is closed or not stopped for an approval is refused (CliError, exit 3), and
  *   nothing is stored;
  * - with an operator key the decision is signed (the signature covers the row id, the run,
- *   the actor, the reason, the call, the stop and the expiry) and the actor is the key's
+ *   the actor, the reason, the call's digest, the stop and the expiry) and the actor is the key's
  *   operator: another actor is bad input (exit 2), as are an unreadable key file, an empty
  *   reason and a TTL that is not > 0 and at most 7 days;
  * - with the workers' operators (`operators`, or AGENT_OPERATORS_FILE) the store knows which
@@ -54,7 +56,13 @@ export interface PendingApproval {
   /** The stop an approval is bound to (`last_safe_checkpoint`). */
   readonly stopRef: string;
   readonly tool: string;
+  /** The guard's fingerprint of the call: it counts repeats and is not a security boundary. */
   readonly fingerprint: string;
+  /**
+   * `sha256:<64 hex>` of the tool and its canonical args: the exact call an approval binds.
+   * Null for a stop recorded before approvals were bound to the digest (it cannot be approved).
+   */
+  readonly argsDigest: string | null;
   /** The blocked call's args (redacted). */
   readonly args: unknown;
   readonly operationKey: string | null;
@@ -119,7 +127,14 @@ export interface DecideOptions extends ApprovalStoreOptions {
    * on another stop or call, the decision is refused (exit 3) and nothing is stored, so nobody
    * approves a call they were not shown. Default: whatever the run waits on now.
    */
-  readonly expectedStop?: { readonly stopRef: string; readonly fingerprint: string };
+  readonly expectedStop?: ExpectedStop;
+}
+
+/** The stop and call a decider was shown; `argsDigest`, when given, must match too. */
+export interface ExpectedStop {
+  readonly stopRef: string;
+  readonly fingerprint: string;
+  readonly argsDigest?: string | null;
 }
 
 /** What {@link approveRun} approves. */
@@ -166,6 +181,7 @@ export function pendingApprovalOf(runId: string, cp: Checkpoint): PendingApprova
     stopRef: stop.report.last_safe_checkpoint,
     tool: call.tool,
     fingerprint: call.fingerprint,
+    argsDigest: call.args_digest ?? null,
     args: redact(stop.blockedArgs ?? null),
     operationKey: stop.operationKey ?? null,
   };
@@ -239,7 +255,7 @@ export async function approveRun(
     throw new CliError(Exit.USAGE, `approval TTL must be > 0 and at most 7 days, got ${String(ttlMs)} ms`);
   const { actor, key } = operatorOf(o);
   const { handle, pending } = await currentStop(client, runId, o.expectedStop);
-  const call = { runId, stopRef: pending.stopRef, tool: pending.tool, fingerprint: pending.fingerprint };
+  const call = boundCall(pending);
   let signed: SignedGrant | undefined;
   if (key) {
     const id = `${APPROVAL_ID_PREFIX}${randomUUID()}`;
@@ -274,7 +290,7 @@ export async function denyRun(client: Client, runId: string, o: DecideOptions): 
   const reason = reasonOf(o.reason);
   const { actor, key } = operatorOf(o);
   const { pending } = await currentStop(client, runId, o.expectedStop);
-  const call = { runId, stopRef: pending.stopRef, tool: pending.tool, fingerprint: pending.fingerprint };
+  const call = boundCall(pending);
   const id = `${DENIAL_ID_PREFIX}${randomUUID()}`;
   const signed = key
     ? { id, auth: signRequest(key, 'deny', runId, approvalSignedFields({ ...call, id, actor, reason })) }
@@ -286,6 +302,26 @@ export async function denyRun(client: Client, runId: string, o: DecideOptions): 
 }
 
 // ---- The rules ------------------------------------------------------------------------
+
+/**
+ * What a decision binds: the run, the stop and the exact call (its digest). A stop recorded
+ * before approvals named the digest cannot be approved: exit 3, nothing stored.
+ */
+function boundCall(p: PendingApproval) {
+  if (!p.argsDigest)
+    throw new CliError(
+      Exit.REFUSED,
+      `run ${p.runId} stopped at ${p.stopRef} before approvals were bound to the exact call: its stop names ` +
+        `no call digest, so no approval can authorise it safely; deny it, or stop the run and start it again`,
+    );
+  return {
+    runId: p.runId,
+    stopRef: p.stopRef,
+    tool: p.tool,
+    fingerprint: p.fingerprint,
+    argsHash: p.argsDigest,
+  };
+}
 
 function reasonOf(reason: unknown): string {
   if (typeof reason !== 'string' || reason.trim() === '')
@@ -344,7 +380,7 @@ function resumeOf(key: OperatorKeyFile | null, runId: string, req: ResumeRequest
 async function currentStop(
   client: Client,
   runId: string,
-  expected?: { readonly stopRef: string; readonly fingerprint: string },
+  expected?: ExpectedStop,
 ): Promise<{ handle: WorkflowHandle; pending: PendingApproval }> {
   const { handle, desc } = await describeRun(client, runId);
   if (isClosed(desc))
@@ -355,11 +391,15 @@ async function currentStop(
     const why = cp.stop ? `it is stopped for ${cp.stop.reason}` : 'it is not stopped';
     throw new CliError(Exit.REFUSED, `run ${runId} is not waiting for an approval (${why})`);
   }
-  if (expected && (expected.stopRef !== pending.stopRef || expected.fingerprint !== pending.fingerprint))
+  const seen = (e: ExpectedStop, p: PendingApproval) =>
+    e.stopRef === p.stopRef &&
+    e.fingerprint === p.fingerprint &&
+    (e.argsDigest === undefined || e.argsDigest === p.argsDigest);
+  if (expected && !seen(expected, pending))
     throw new CliError(
       Exit.REFUSED,
-      `run ${runId} has moved on: it now waits at ${pending.stopRef} on ${pending.fingerprint}, not at ` +
-        `${expected.stopRef} on ${expected.fingerprint}; look at the call again before deciding`,
+      `run ${runId} has moved on: it now waits at ${pending.stopRef} on ${pending.argsDigest ?? pending.fingerprint}, not at ` +
+        `${expected.stopRef} on ${expected.argsDigest ?? expected.fingerprint}; look at the call again before deciding`,
     );
   return { handle, pending };
 }

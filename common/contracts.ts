@@ -349,7 +349,10 @@ export const checkpointSchema = z
       })
       .nullable(),
     /** The approval stop a resume lifted whose call has not run yet (workflows/run-state.ts). */
-    approvalStop: z.object({ stopRef: z.string(), fingerprint: z.string() }).strict().optional(),
+    approvalStop: z
+      .object({ stopRef: z.string(), fingerprint: z.string(), argsDigest: z.string().optional() })
+      .strict()
+      .optional(),
     children: z
       .array(
         z

@@ -33,6 +33,11 @@ export interface SignedFields {
   readonly raise?: Record<string, number | undefined>;
   /** For approvals: the fingerprint of the call approved, and the stop it is bound to. */
   readonly fingerprint?: string;
+  /**
+   * For approvals: the digest of the exact call approved (`sha256:<64 hex>` of its tool and
+   * canonical args). The fingerprint alone is a 64-bit repeat counter, not a security boundary.
+   */
+  readonly argsHash?: string;
   readonly stopRef?: string;
   /**
    * For approvals: until when the approval may be used (ms since the epoch). Signed so that
@@ -67,5 +72,6 @@ export function signedPayload(
     stopRef: fields.stopRef ?? null,
     // Only when present: resume and stop signatures made before it existed keep verifying.
     ...(fields.expiresAtMs !== undefined ? { expiresAtMs: fields.expiresAtMs } : {}),
+    ...(fields.argsHash !== undefined ? { argsHash: fields.argsHash } : {}),
   });
 }

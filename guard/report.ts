@@ -13,7 +13,12 @@ export interface StopContext {
   readonly terminalState: TerminalState;
   readonly reason: string;
   /** The call that ended the run (refused by before(), or the one whose result stopped it). */
-  readonly blockedCall?: { readonly tool: string; readonly fingerprint: string } | null;
+  readonly blockedCall?: {
+    readonly tool: string;
+    readonly fingerprint: string;
+    /** The call's digest (`sha256:<64 hex>`), when the worker computed one: what an approval binds. */
+    readonly args_digest?: string;
+  } | null;
   /** Checkpoint id the run can resume from; defaults to `checkpoint-<steps>`. */
   readonly checkpoint?: string | null;
   /** Human-readable unmet precondition, when the caller knows better than the guard. */

@@ -95,7 +95,13 @@ export type ToolResult = z.output<typeof toolResultSchema>;
 export const resultKindSchema = z.enum(RESULT_KINDS);
 
 /** The call that ended a run, as the StopReport names it. */
-export const blockedCallSchema = z.object({ tool: z.string(), fingerprint: z.string() });
+export const blockedCallSchema = z.object({
+  tool: z.string(),
+  /** The guard's 64-bit fingerprint: counts repeats; not a security boundary (docs/security.md). */
+  fingerprint: z.string(),
+  /** `sha256:<64 hex>` of the tool and its canonical args: the exact call an approval binds. */
+  args_digest: z.string().optional(),
+});
 
 /** The StopReport of docs/spec.md §4 (snake_case keys, JSON). */
 export const stopReportSchema = z.object({

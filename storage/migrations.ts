@@ -33,6 +33,13 @@ const STATES = `'CLAIMED','DISPATCHED','SUCCEEDED','FAILED_FINAL','UNKNOWN'`;
 /** The approval audit's actions (`AUDIT_ACTIONS` in storage/approvals/types.ts). */
 const AUDIT_ACTIONS = `'requested','approved','denied','consumed','refused'`;
 
+/**
+ * Migration 10's audit actions: `submitted` joins them (issue 31): an approval stored by a
+ * client that could not verify it is audited as submitted, never as approved.
+ */
+const AUDIT_ACTIONS_10 = `'requested','submitted','approved','denied','consumed','refused'`;
+const AUDIT_MIGRATION_NAME = "the approval audit's submitted action (issue 31)";
+
 /** SQLite: the table that records which migrations ran (created before the first one). */
 export const SQLITE_MIGRATIONS_TABLE =
   'CREATE TABLE IF NOT EXISTS ledger_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)';
@@ -258,6 +265,32 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     ],
   },
   RUN_INDEX_MIGRATION,
+  {
+    version: 10,
+    name: AUDIT_MIGRATION_NAME,
+    // SQLite cannot alter a CHECK: the append-only audit is copied row for row (ids kept) into
+    // a table with the new CHECK, and its index and triggers are made again.
+    statements: [
+      `CREATE TABLE approval_audit_10 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN (${AUDIT_ACTIONS_10})),
+        run_id TEXT NOT NULL,
+        approval_id TEXT,
+        actor TEXT NOT NULL,
+        detail TEXT
+      )`,
+      `INSERT INTO approval_audit_10 (id, at, action, run_id, approval_id, actor, detail)
+       SELECT id, at, action, run_id, approval_id, actor, detail FROM approval_audit ORDER BY id`,
+      `DROP TABLE approval_audit`,
+      `ALTER TABLE approval_audit_10 RENAME TO approval_audit`,
+      `CREATE INDEX approval_audit_run ON approval_audit (run_id, id)`,
+      `CREATE TRIGGER approval_audit_no_update BEFORE UPDATE ON approval_audit
+       BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
+      `CREATE TRIGGER approval_audit_no_delete BEFORE DELETE ON approval_audit
+       BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
+    ],
+  },
 ];
 
 /**
@@ -480,6 +513,14 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     ],
   },
   RUN_INDEX_MIGRATION,
+  {
+    version: 10,
+    name: AUDIT_MIGRATION_NAME,
+    statements: [
+      `ALTER TABLE approval_audit DROP CONSTRAINT IF EXISTS approval_audit_action_check`,
+      `ALTER TABLE approval_audit ADD CONSTRAINT approval_audit_action_check CHECK (action IN (${AUDIT_ACTIONS_10}))`,
+    ],
+  },
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

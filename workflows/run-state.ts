@@ -67,6 +67,8 @@ export const LEDGER_WINDOW_KEYS = 100;
 export interface BlockedCall {
   readonly tool: string;
   readonly fingerprint: string;
+  /** The call's digest (`sha256:…`) the plan activity computed: what an approval binds. */
+  readonly argsDigest?: string;
   readonly args?: unknown;
 }
 
@@ -74,6 +76,8 @@ export interface BlockedCall {
 export interface ApprovalStop {
   readonly stopRef: string;
   readonly fingerprint: string;
+  /** The blocked call's digest; absent on stops recorded before approvals bound it. */
+  readonly argsDigest?: string;
 }
 
 /** Stop reasons an approval lifts (the stops `agentctl approvals approve` binds to). */
@@ -87,7 +91,11 @@ function approvalStopOf(stop: Stop | null): ApprovalStop | null {
   const ref = stop?.report.last_safe_checkpoint;
   const call = stop?.report.blocked_call;
   return stop && ref && call && APPROVAL_STOPS.has(stop.reason)
-    ? { stopRef: ref, fingerprint: call.fingerprint }
+    ? {
+        stopRef: ref,
+        fingerprint: call.fingerprint,
+        ...(call.args_digest ? { argsDigest: call.args_digest } : {}),
+      }
     : null;
 }
 
@@ -211,7 +219,13 @@ export class RunState {
     const report = buildStopReport(this.guard, {
       terminalState,
       reason,
-      blockedCall: call ? { tool: call.tool, fingerprint: call.fingerprint } : null,
+      blockedCall: call
+        ? {
+            tool: call.tool,
+            fingerprint: call.fingerprint,
+            ...(call.argsDigest ? { args_digest: call.argsDigest } : {}),
+          }
+        : null,
       // The unmet text can quote args or a tool's message: redacted before it is reported.
       ...(unmet ? { unmet: redactText(unmet) } : {}),
     });

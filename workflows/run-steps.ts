@@ -96,6 +96,7 @@ const traced = (p: ProposalInfo) => ({
 const blockedOf = (p: ProposalInfo): BlockedCall => ({
   tool: p.tool,
   fingerprint: p.fingerprint,
+  ...(p.argsHash ? { argsDigest: p.argsHash } : {}),
   args: p.args,
 });
 

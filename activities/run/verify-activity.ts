@@ -97,18 +97,27 @@ export function createVerifyActivity(ctx: ActivityContext) {
     return (await runRead(ctx, tool, call)).progressVersion;
   }
 
-  /** The `approval` lift rule: a valid approval exists for this run, this stop and the blocked call. */
+  /**
+   * The `approval` lift rule: a valid approval exists for this run, this stop and exactly the
+   * blocked call — its digest recomputed here from the blocked args, never taken from the caller.
+   */
   async function approvalLifts(input: VerifyInput): Promise<Omit<VerifyOutput, 'progressVersion'>> {
     const fingerprint = input.blockedFingerprint ?? null;
     const stopRef = input.stopRef ?? null;
-    if (fingerprint === null || stopRef === null) {
+    if (fingerprint === null || stopRef === null || !input.blockedTool) {
       return {
         changed: false,
         detail: 'the stop names no blocked call or checkpoint an approval could be bound to',
       };
     }
     if (!approvals) return { changed: false, detail: 'this worker has no approval store' };
-    const check = await approvals.checkStop(input.runId, fingerprint, stopRef, `${input.runId}/verify`);
+    const argsHash = registry.normalize(input.blockedTool, input.blockedArgs, input.operationKey).argsHash;
+    const check = await approvals.checkStop(
+      input.runId,
+      { fingerprint, argsHash },
+      stopRef,
+      `${input.runId}/verify`,
+    );
     if (!check.ok) return { changed: false, detail: `not approved (${check.why}): ${check.message}` };
     const a = check.approval;
     return {

@@ -2,13 +2,14 @@
  * `agentctl approvals list|approve|deny`: a person's decision on a call that needs approval
  * (docs/security.md "Approvals"). A run that stopped NEEDS_HUMAN `approval_required` shows
  * the exact call; `approve` binds an approval to that run, its CURRENT stop and that call's
- * fingerprint (read from the run's checkpoint, never typed by the operator), usable once
+ * digest (SHA-256 of the tool and its canonical args, read from the run's checkpoint, never
+ * typed by the operator; `--digest` checks it is the one the operator saw), usable once
  * before its TTL; `deny` records a denial and the run stays stopped. Every decision lands in
  * the append-only audit in the ledger's database (LEDGER_URL).
  *
  * With an operator key (`--key` / AGENT_OPERATOR_KEY_FILE) the decision is signed: the
  * signature covers the row id, the run, the actor (the key's operator), the reason, the call's
- * fingerprint, the stop and the expiry, and a worker with an operators file uses only
+ * digest, the stop and the expiry, and a worker with an operators file uses only
  * approvals whose signature verifies (storage/approvals/verify.ts).
  *
  * The rules live in client/approvals.ts (the package's approval API); this file parses the
@@ -16,9 +17,11 @@
  */
 import { Command } from 'commander';
 import { DEFAULT_APPROVAL_TTL_MS, parseTtl, type ApprovalRecord } from '../../storage/approvals';
+import type { Client } from '@temporalio/client';
 import {
   approveRun,
   denyRun,
+  getPendingApproval,
   listApprovals,
   listPendingApprovals,
   type ApprovalStoreOptions,
@@ -43,6 +46,25 @@ function deciderOf(ctx: Ctx, o: { actor?: string; key?: string; reason: string }
   };
 }
 
+/**
+ * `--digest`: the call the operator checked. The run's current stop and call, with the digest
+ * required to equal it, become the decision's expected stop (refused, exit 3, when it moved on).
+ */
+async function expectedDigest(
+  client: Client,
+  runId: string,
+  digest: string | undefined,
+): Promise<Pick<DecideOptions, 'expectedStop'>> {
+  if (digest === undefined) return {};
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+    throw new CliError(
+      Exit.USAGE,
+      `--digest: expected sha256:<64 lowercase hex>, got ${JSON.stringify(digest.slice(0, 80))}`,
+    );
+  const now = await getPendingApproval(client, runId);
+  return { expectedStop: { stopRef: now.stopRef, fingerprint: now.fingerprint, argsDigest: digest } };
+}
+
 function ttlOf(value: string | undefined): number {
   if (value === undefined) return DEFAULT_APPROVAL_TTL_MS;
   try {
@@ -56,7 +78,8 @@ const approvalColumns = [
   { header: 'ID', value: (a: ApprovalRecord) => a.id, max: 44 },
   { header: 'RUN', value: (a: ApprovalRecord) => a.runId, max: 40 },
   { header: 'STATE', value: (a: ApprovalRecord) => a.state },
-  { header: 'CALL', value: (a: ApprovalRecord) => a.fingerprint, max: 60 },
+  { header: 'TOOL', value: (a: ApprovalRecord) => a.tool, max: 40 },
+  { header: 'DIGEST', value: (a: ApprovalRecord) => a.argsHash ?? '(none: authorises nothing)', max: 71 },
   { header: 'STOP', value: (a: ApprovalRecord) => a.stopRef },
   { header: 'BY', value: (a: ApprovalRecord) => a.approver },
   { header: 'EXPIRES', value: (a: ApprovalRecord) => (a.deniedAt ? '-' : a.expiresAt) },
@@ -87,7 +110,8 @@ export function approvalsCommand(ctx: Ctx): Command {
           : `waiting for an approval:\n${table(pending, [
               { header: 'RUN', value: (p) => p.runId, max: 40 },
               { header: 'STOP', value: (p) => p.stopRef },
-              { header: 'CALL', value: (p) => p.fingerprint, max: 60 },
+              { header: 'TOOL', value: (p) => p.tool, max: 40 },
+              { header: 'DIGEST', value: (p) => p.argsDigest ?? '(none: cannot be approved)', max: 71 },
               { header: 'ARGS', value: (p) => JSON.stringify(p.args), max: 80 },
             ])}`,
       );
@@ -107,11 +131,23 @@ export function approvalsCommand(ctx: Ctx): Command {
     .option('--ttl <duration>', 'how long the approval stays usable: 90s, 15m, 1h (default 15m, at most 7d)')
     .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)')
     .option('--resume', 'also resume the run (it re-verifies the approval, then runs the call once)')
+    .option(
+      '--digest <sha256>',
+      "the call's digest you checked (from `approvals list`): refused unless the run still waits on exactly that call",
+    )
     .option('--json', 'machine-readable output')
     .action(
       async (
         runId: string,
-        o: { actor?: string; key?: string; reason: string; ttl?: string; resume?: boolean; json?: boolean },
+        o: {
+          actor?: string;
+          key?: string;
+          reason: string;
+          ttl?: string;
+          resume?: boolean;
+          digest?: string;
+          json?: boolean;
+        },
       ) => {
         const ttlMs = ttlOf(o.ttl);
         const c = await ctx.connect();
@@ -119,6 +155,7 @@ export function approvalsCommand(ctx: Ctx): Command {
           ...deciderOf(ctx, o),
           ttlMs,
           ...(o.resume ? { resume: true } : {}),
+          ...(await expectedDigest(c.client, runId, o.digest)),
         });
         if (untrusted !== null)
           ctx.io.err(`warning: the workers will not trust this approval (audited refused): ${untrusted}\n`);
@@ -129,7 +166,8 @@ export function approvalsCommand(ctx: Ctx): Command {
               ['approved', approval.id],
               ['run', runId],
               ['stop', call.stopRef],
-              ['call', `${call.fingerprint} ${JSON.stringify(call.args)}`],
+              ['call', `${call.tool} ${JSON.stringify(call.args)}`],
+              ['digest', `${call.argsDigest} (only exactly this call may run)`],
               ['by', `${approval.approver}${approval.auth ? ' (signed)' : ' (unsigned)'}`],
               ['valid until', approval.expiresAt],
               ...(resume
@@ -161,7 +199,8 @@ export function approvalsCommand(ctx: Ctx): Command {
           keyValues([
             ['denied', denial.id],
             ['run', `${runId} (stays stopped NEEDS_HUMAN ${call.reason})`],
-            ['call', `${call.fingerprint} ${JSON.stringify(call.args)}`],
+            ['call', `${call.tool} ${JSON.stringify(call.args)}`],
+            ['digest', call.argsDigest ?? '-'],
             ['by', denial.approver],
             ['withdrew', withdrawn.length > 0 ? withdrawn.join(', ') : '-'],
           ]),

@@ -48,10 +48,21 @@ const runId = text(300);
 const stopRef = text(200);
 const reason = text(2000);
 const budget = z.number().finite().positive();
+/** The digest of the call the page showed: a decision binds exactly that call (issue 31). */
+const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be the call digest shown (sha256:<64 hex>)');
 
 const schemas = {
-  approve: z.object({ runId, stopRef, fingerprint: text(600), reason, ttl: text(40) }).strict(),
-  deny: z.object({ runId, stopRef, fingerprint: text(600), reason }).strict(),
+  approve: z
+    .object({
+      runId,
+      stopRef,
+      fingerprint: text(600),
+      argsDigest: digest,
+      reason,
+      ttl: text(40),
+    })
+    .strict(),
+  deny: z.object({ runId, stopRef, fingerprint: text(600), argsDigest: digest, reason }).strict(),
   resume: z
     .object({
       runId,
@@ -182,7 +193,8 @@ async function approve(
     if (err instanceof ApprovalInputError) return fail(400, `approve: ttl: ${err.message}`, 'ttl');
     throw err;
   }
-  const expectedStop = { stopRef: b.stopRef, fingerprint: b.fingerprint };
+  // The exact call the page showed (its digest): a run that now waits on another is refused.
+  const expectedStop = { stopRef: b.stopRef, fingerprint: b.fingerprint, argsDigest: b.argsDigest };
   const { approval, untrusted } = await approveRun(client, b.runId, {
     ...decider(op),
     reason: b.reason,
@@ -215,7 +227,7 @@ async function deny(
   const { denial, withdrawn } = await denyRun(client, b.runId, {
     ...decider(op),
     reason: b.reason,
-    expectedStop: { stopRef: b.stopRef, fingerprint: b.fingerprint },
+    expectedStop: { stopRef: b.stopRef, fingerprint: b.fingerprint, argsDigest: b.argsDigest },
   });
   return ok(
     `denied (${denial.id}); the run stays stopped` +

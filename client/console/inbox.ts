@@ -66,6 +66,8 @@ export interface WaitingRun {
   readonly blockedCall: {
     readonly tool: string;
     readonly fingerprint: string;
+    /** `sha256:…` of the tool and canonical args: the exact call an approval binds (null: none recorded). */
+    readonly argsDigest: string | null;
     readonly args: unknown;
   } | null;
   /** True when the stop is lifted by an approval of the blocked call. */
@@ -147,7 +149,12 @@ export function waitingRunOf(
     steps: status?.steps ?? report.steps,
     usage: status?.usage ?? { tokens: 0, costUsd: 0 },
     blockedCall: call
-      ? { tool: call.tool, fingerprint: call.fingerprint, args: redact(stop.blockedArgs ?? null) }
+      ? {
+          tool: call.tool,
+          fingerprint: call.fingerprint,
+          argsDigest: call.args_digest ?? null,
+          args: redact(stop.blockedArgs ?? null),
+        }
       : null,
     needsApproval: pendingApprovalOf(runId, cp) !== null,
     waitsOnChild:

@@ -142,7 +142,9 @@ function waitingCard(r) {
   if (r.goal) card.append(el('div', { text: 'goal: ' + r.goal }));
   if (r.blockedCall) {
     card.append(el('div', { cls: 'call' },
-      el('div', { text: 'blocked call: ' + r.blockedCall.tool + '  ' + r.blockedCall.fingerprint }),
+      el('div', { text: 'blocked call: ' + r.blockedCall.tool }),
+      el('div', { cls: 'digest', text: 'approves exactly the call with digest ' + (r.blockedCall.argsDigest || '(none recorded: cannot be approved)') }),
+      el('div', { cls: 'fp', text: 'repeat fingerprint (not a security check): ' + r.blockedCall.fingerprint }),
       el('pre', { cls: 'args', text: pretty(r.blockedCall.args) })));
   }
   card.append(details(r.runId + ':report', 'StopReport: ' + (r.report.resume_condition || r.report.next_allowed_action), el('pre', { text: pretty(r.report) })));
@@ -158,9 +160,9 @@ function waitingCard(r) {
   } else if (r.needsApproval) {
     form.append(el('label', { text: 'valid for ' }), input(r.runId, 'ttl', { type: 'text', value: '15m', 'aria-label': 'ttl' }));
     const yes = el('button', { cls: 'approve', type: 'button', text: 'Approve & resume' });
-    yes.onclick = () => act('approve', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, reason: field(form, 'reason'), ttl: field(form, 'ttl') }, yes);
+    yes.onclick = () => act('approve', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, argsDigest: r.blockedCall.argsDigest || undefined, reason: field(form, 'reason'), ttl: field(form, 'ttl') }, yes);
     const no = el('button', { cls: 'deny', type: 'button', text: 'Deny' });
-    no.onclick = () => act('deny', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, reason: field(form, 'reason') }, no);
+    no.onclick = () => act('deny', r.runId, { runId: r.runId, stopRef: r.stopRef, fingerprint: r.blockedCall.fingerprint, argsDigest: r.blockedCall.argsDigest || undefined, reason: field(form, 'reason') }, no);
     form.append(yes, no);
   } else {
     if (r.raise) form.append(el('label', { text: 'raise ' + r.raise.key + ' (now ' + r.raise.current + ') to ' }), input(r.runId, 'raise', { type: 'number', min: '1', 'aria-label': 'raise' }));

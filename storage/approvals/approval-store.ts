@@ -1,5 +1,5 @@
 /**
- * The approval store: approvals bound to (run, stop, call fingerprint), used at most once,
+ * The approval store: approvals bound to (run, stop, call digest), used at most once,
  * expiring in database time, and an append-only audit of every request, approval, denial,
  * use and refusal. It lives in the ledger's database (tables from the ledger's migration 2,
  * storage/migrations.ts) and runs on the ledger's own connection through
@@ -127,17 +127,18 @@ export class ApprovalStore {
       );
       const record = (await this.byId(tx, id)) as ApprovalRecord;
       // Stored either way (the row is evidence), but audited for what it is: a store that can
-      // tell (it has the operators) records an approval it would not trust as refused.
+      // tell (it has the operators) records an approval it would not trust as refused, and one
+      // it accepts as approved; a store that cannot tell records it as submitted only.
       const problem = this.problemOf(record);
       await this.append(
         tx,
-        problem === null ? 'approved' : 'refused',
+        problem !== null ? 'refused' : this.verify ? 'approved' : 'submitted',
         t.runId,
         id,
         d.actor,
         problem === null
-          ? `${t.fingerprint} at ${t.stopRef}: ${d.reason}`
-          : `untrusted: ${problem} (stored, never usable: ${t.fingerprint} at ${t.stopRef})`,
+          ? `${t.tool} ${t.argsHash} at ${t.stopRef}: ${d.reason}${this.verify ? '' : ' (not verified here: the worker verifies it when it is used)'}`
+          : `untrusted: ${problem} (stored, never usable: ${t.tool} ${t.argsHash} at ${t.stopRef})`,
       );
       return record;
     });
@@ -173,7 +174,7 @@ export class ApprovalStore {
         t.runId,
         id,
         d.actor,
-        `${t.fingerprint} at ${t.stopRef}: ${d.reason}${extra}`,
+        `${t.tool} ${t.argsHash} at ${t.stopRef}: ${d.reason}${extra}`,
       );
       return { denial: (await this.byId(tx, id)) as ApprovalRecord, withdrawn: ids };
     });
@@ -200,10 +201,10 @@ export class ApprovalStore {
     const rows = await this.db.unit('read', async (tx) =>
       (
         await tx.all<ApprovalRow>(
-          `${selectApprovals(this.db)} WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
+          `${selectApprovals(this.db)} WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND args_hash = ?
            AND used_at IS NULL AND denied_at IS NULL AND expires_at > ${this.db.now} AND ${UNUSED_AT_STOP}
            ORDER BY created_at DESC, id${this.verify ? '' : ' LIMIT 1'}`,
-          [q.runId, q.stopRef, q.fingerprint, q.argsHash ?? ''],
+          [q.runId, q.stopRef, q.fingerprint, q.argsHash],
         )
       ).map((r) => decodeApproval(this.db, r)),
     );
@@ -244,7 +245,7 @@ export class ApprovalStore {
     const id = text(input.approvalId, 'approval id', 200);
     const by = text(input.by, 'consumer', 500);
     const stopRef = input.stopRef ?? null;
-    const argsHash = input.argsHash ?? '';
+    const argsHash = input.argsHash;
     const now = this.db.now;
     // A retry of the very activity that used it may use it again (nothing else may).
     const unused = input.retry ? '(used_at IS NULL OR used_by_activity = ?)' : 'used_at IS NULL';
@@ -257,7 +258,7 @@ export class ApprovalStore {
       }
       const used = await tx.all<{ id: string }>(
         `UPDATE approvals SET used_at = COALESCE(used_at, ${now}), used_by_activity = ?
-         WHERE id = ? AND run_id = ? AND stop_ref = ? AND fingerprint = ? AND (args_hash IS NULL OR args_hash = ?)
+         WHERE id = ? AND run_id = ? AND stop_ref = ? AND fingerprint = ? AND args_hash = ?
          AND ${unused} AND denied_at IS NULL AND expires_at > ${now} RETURNING id`,
         [by, id, input.runId, stopRef, input.fingerprint, argsHash, ...(input.retry ? [by] : [])],
       );
@@ -295,7 +296,7 @@ export class ApprovalStore {
         input.runId,
         id,
         by,
-        `${input.fingerprint} at ${stopRef}${input.retry ? ' (activity retry)' : ''}`,
+        `${input.argsHash} (${input.fingerprint}) at ${stopRef}${input.retry ? ' (activity retry)' : ''}`,
       );
       // The other approvals of this stop and call can never be used now: say so.
       const others = await tx.all<{ id: string }>(
@@ -318,11 +319,17 @@ export class ApprovalStore {
   }
 
   /**
-   * Whether a valid approval lifts the stop `stopRef` of `runId` blocked on `fingerprint`
-   * (the `approval` lift rule); when none does, says why (none, denied, expired, used).
+   * Whether a valid approval lifts the stop `stopRef` of `runId` blocked on `call` (its
+   * fingerprint and digest: the `approval` lift rule); when none does, says why (none, denied,
+   * expired, used, other_call for an approval of another call).
    */
-  async checkStop(runId: string, fingerprint: string, stopRef: string, by?: string): Promise<StopCheck> {
-    const check = await this.stopCheck(runId, fingerprint, stopRef);
+  async checkStop(
+    runId: string,
+    call: { readonly fingerprint: string; readonly argsHash: string },
+    stopRef: string,
+    by?: string,
+  ): Promise<StopCheck> {
+    const check = await this.stopCheck(runId, call, stopRef);
     if (!check.ok && by !== undefined) {
       // A refused resume is part of the record: which approval (if any) and why.
       const named = 'approvalId' in check ? (check.approvalId ?? null) : null;
@@ -336,9 +343,10 @@ export class ApprovalStore {
 
   private async stopCheck(
     runId: string,
-    fingerprint: string,
+    call: { readonly fingerprint: string; readonly argsHash: string },
     stopRef: string,
   ): Promise<StopCheck | { ok: false; why: RefusalWhy; message: string; approvalId?: string }> {
+    const fingerprint = call.fingerprint;
     return this.db.unit('read', async (tx) => {
       const rows = (
         await tx.all<ApprovalRow>(
@@ -346,7 +354,7 @@ export class ApprovalStore {
           [runId, fingerprint],
         )
       ).map((r) => decodeApproval(this.db, r));
-      return stopVerdict(rows, fingerprint, stopRef, (a) => this.problemOf(a));
+      return stopVerdict(rows, call, stopRef, (a) => this.problemOf(a));
     });
   }
 

@@ -153,13 +153,29 @@ export function decisionColumns(
   return [id, t.runId, t.stopRef, t.tool, t.fingerprint, t.argsHash, d.actor, d.reason];
 }
 
-export function target(t: ApprovalTarget): Required<ApprovalTarget> & { argsHash: string | null } {
+/** A call digest as the worker computes it (`sha256ArgsHash`, storage/ledger/args-hash.ts). */
+const CALL_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/** `digest` checked: `sha256:` and 64 lowercase hex digits, else an ApprovalInputError. */
+export function callDigest(digest: unknown): string {
+  if (typeof digest !== 'string' || !CALL_DIGEST.test(digest))
+    throw new ApprovalInputError(
+      `an approval must name the exact call by its digest (sha256:<64 hex>, the StopReport's ` +
+        `blocked_call.args_digest), got ${digest === undefined || digest === null ? 'none' : JSON.stringify(String(digest).slice(0, 80))}`,
+    );
+  return digest;
+}
+
+/** The short form of a digest for messages: `sha256:` and its first 16 hex digits. */
+export const shortDigest = (d: string | null | undefined): string => (d ? `${d.slice(0, 23)}…` : 'no digest');
+
+export function target(t: ApprovalTarget): Required<ApprovalTarget> {
   return {
     runId: text(t.runId, 'run id', 500),
     stopRef: text(t.stopRef, 'stop reference', 200),
     tool: text(t.tool, 'tool', 200),
     fingerprint: text(t.fingerprint, 'fingerprint', 500),
-    argsHash: t.argsHash ?? null,
+    argsHash: callDigest(t.argsHash),
   };
 }
 
@@ -181,13 +197,17 @@ export function explain(
       why: 'other_stop',
       message: `approval ${id} was granted for the stop ${row.stopRef}, not for ${input.stopRef ?? 'this call'}`,
     };
-  if (
-    row.fingerprint !== input.fingerprint ||
-    (row.argsHash !== null && row.argsHash !== (input.argsHash ?? null))
-  ) {
+  if (row.argsHash === null)
     return {
       why: 'other_call',
-      message: `approval ${id} authorises ${row.fingerprint}, not ${input.fingerprint}`,
+      message: `approval ${id} names no call digest (stored before approvals were bound to the exact call): it authorises nothing`,
+    };
+  if (row.fingerprint !== input.fingerprint || row.argsHash !== input.argsHash) {
+    return {
+      why: 'other_call',
+      message:
+        `approval ${id} authorises ${row.tool} ${row.argsHash}, not the call ${input.argsHash}: ` +
+        `a call with other args needs its own approval`,
     };
   }
   if (row.state === 'denied')
@@ -206,11 +226,26 @@ export type StopRefusal = { ok: false; why: RefusalWhy; message: string; approva
  * granted for another stop, none).
  */
 export function stopVerdict(
-  rows: readonly ApprovalRecord[],
-  fingerprint: string,
+  all: readonly ApprovalRecord[],
+  call: { readonly fingerprint: string; readonly argsHash: string },
   stopRef: string,
   problemOf: (a: ApprovalRecord) => string | null,
 ): { ok: true; approval: ApprovalRecord } | StopRefusal {
+  const fingerprint = call.fingerprint;
+  // Only an approval of exactly this call (its digest) counts; one of a look-alike never does.
+  const rows = all.filter((r) => r.argsHash === call.argsHash);
+  const other = all.find((r) => r.stopRef === stopRef && r.argsHash !== call.argsHash);
+  if (rows.length === 0 && other) {
+    return {
+      ok: false,
+      why: 'other_call',
+      approvalId: other.id,
+      message:
+        other.argsHash === null
+          ? `approval ${other.id} names no call digest (stored before approvals were bound to the exact call): it authorises nothing`
+          : `approval ${other.id} authorises the call ${other.argsHash}, not the blocked call ${call.argsHash}`,
+    };
+  }
   const atStop = rows.filter((r) => r.stopRef === stopRef);
   const candidates = atStop.filter((r) => r.state === 'valid');
   const valid = candidates.find((r) => problemOf(r) === null);

@@ -1,8 +1,14 @@
 /** The records of the approval store: approvals, their states, and the audit trail. */
 import type { OperatorAuth } from '../../common/operator-auth';
 
-/** What the append-only audit records. */
-export const AUDIT_ACTIONS = ['requested', 'approved', 'denied', 'consumed', 'refused'] as const;
+/**
+ * What the append-only audit records. `submitted`: an approval stored by a client that could
+ * not verify it (no operators file): evidence of a request, not of an approval; the worker
+ * decides when it is used (`consumed`) or refused (`refused`). `approved`: stored by a store
+ * whose verifier (the operators) accepted it. Rows written before migration 10 used `approved`
+ * for both (docs/security.md "The audit").
+ */
+export const AUDIT_ACTIONS = ['requested', 'submitted', 'approved', 'denied', 'consumed', 'refused'] as const;
 /** One of {@link AUDIT_ACTIONS}. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -21,7 +27,11 @@ export interface ApprovalRecord {
   readonly tool: string;
   /** The blocked call's fingerprint (docs/spec.md §1): the call this approval authorises. */
   readonly fingerprint: string;
-  /** The call's `sha256:` args hash when the approver knew it; then it must match too. */
+  /**
+   * The call's digest, `sha256:<64 hex>` of its tool and canonical args (docs/security.md
+   * "What an approval binds"): the exact call it authorises. Null only on rows stored before
+   * approvals were bound to the digest; such a row never authorises anything.
+   */
   readonly argsHash: string | null;
   /** Who approved (or denied): today the operator's `--actor`, later a verified identity. */
   readonly approver: string;
@@ -56,8 +66,13 @@ export interface ApprovalTarget {
   readonly runId: string;
   readonly stopRef: string;
   readonly tool: string;
+  /** The guard's fingerprint of the call (repeat counting; not a security boundary). */
   readonly fingerprint: string;
-  readonly argsHash?: string | null;
+  /**
+   * The call's digest (`sha256:<64 hex>`, the StopReport's `blocked_call.args_digest`): the
+   * exact call an approval authorises. Required: an approval without one is refused.
+   */
+  readonly argsHash: string;
 }
 
 /** Who decides and why: with a signature, `actor` is the signing operator. */
@@ -100,7 +115,8 @@ export interface ConsumeInput {
   readonly approvalId: string;
   readonly runId: string;
   readonly fingerprint: string;
-  readonly argsHash?: string | null;
+  /** The digest of the call about to run, computed by the worker from its args. */
+  readonly argsHash: string;
   /**
    * The stop the run is lifting (its `last_safe_checkpoint`), as the workflow sends it: the
    * approval is used only when it was granted for exactly this stop. Null or absent: refused.
@@ -161,7 +177,8 @@ export interface AuditOptions {
 export interface UsableQuery {
   readonly runId: string;
   readonly fingerprint: string;
-  readonly argsHash: string | null;
+  /** The call's digest: only an approval of exactly this call is usable. */
+  readonly argsHash: string;
   /** The stop the run is lifting (its `last_safe_checkpoint`); null: none, so nothing is usable. */
   readonly stopRef: string | null;
   /** Who asks (audited on a row passed over as untrusted). */

@@ -3,7 +3,7 @@
  * when approving or denying a call, and the worker's check of a stored row against its
  * operators. The signer (agentctl) and the verifier (the worker) both build the fields here,
  * so they agree byte for byte; the verifier builds them from the row as stored, so any edit
- * of a signed column (fingerprint, stop, reason, approver, expiry, id) breaks the signature.
+ * of a signed column (digest, fingerprint, stop, reason, approver, expiry, id) breaks the signature.
  */
 import type { SignedFields } from '../../common/operator-auth';
 import type { OperatorRegistry } from '../../operators/registry';
@@ -21,6 +21,11 @@ export interface ApprovalDecision {
   readonly actor: string;
   readonly reason: string;
   readonly fingerprint: string;
+  /**
+   * The call's digest (`sha256:<64 hex>`): what the signature binds the decision to. Null only
+   * for a row stored before approvals named it (such a row authorises nothing).
+   */
+  readonly argsHash: string | null;
   readonly stopRef: string;
   /** Approvals only: until when it may be used (ms since the epoch). */
   readonly expiresAtMs?: number;
@@ -33,6 +38,7 @@ export function approvalSignedFields(d: ApprovalDecision): SignedFields {
     actor: d.actor,
     reason: d.reason,
     fingerprint: d.fingerprint,
+    ...(d.argsHash !== null ? { argsHash: d.argsHash } : {}),
     stopRef: d.stopRef,
     ...(d.expiresAtMs !== undefined ? { expiresAtMs: d.expiresAtMs } : {}),
   };
@@ -58,6 +64,7 @@ export function approvalVerifier(operators: OperatorRegistry): ApprovalVerifier 
         actor: a.approver,
         reason: a.reason,
         fingerprint: a.fingerprint,
+        argsHash: a.argsHash,
         stopRef: a.stopRef,
         expiresAtMs: Date.parse(a.expiresAt),
       }),

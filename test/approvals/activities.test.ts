@@ -15,6 +15,7 @@ import { defineTool } from '../../tools/define-tool';
 import type { ProposalInfo, RunToolInput } from '../../activities/types';
 import { alice, signedGrant, tamper, testOperators } from './signing';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
+import { TWIN_WIRES } from '../helpers/fingerprint-collision';
 
 let wired = 0;
 /** A gated write of our own (args-dependent), beside the demo's `transfer_funds`. */
@@ -82,12 +83,17 @@ describe('approvals in the activities', () => {
   });
   const transfers = async (runId: string) => (await deps.world.counters(runId)).transfer_funds ?? 0;
   const transfer = (ref: string) => ({ from: 'acc-1', to: 'acc-2', amountCents: 5000, reference: ref });
-  const grant = (runId: string, p: ProposalInfo, over: { fingerprint?: string; ttlMs?: number } = {}) =>
+  const grant = (
+    runId: string,
+    p: ProposalInfo,
+    over: { fingerprint?: string; argsHash?: string; ttlMs?: number } = {},
+  ) =>
     store.grant({
       runId,
       stopRef: 'checkpoint-0',
       tool: p.tool,
       fingerprint: over.fingerprint ?? p.fingerprint,
+      argsHash: over.argsHash ?? p.argsHash,
       actor: 'alice',
       reason: 'checked the invoice',
       ttlMs: over.ttlMs ?? 60_000,
@@ -138,7 +144,8 @@ describe('approvals in the activities', () => {
     expect(await transfers('r-once')).toBe(1);
     expect((await store.audit({ runId: 'r-once' })).map((e) => e.action)).toEqual([
       'requested',
-      'approved',
+      // Stored by a store without the operators: submitted, not verified (issue 31).
+      'submitted',
       'consumed',
       'requested',
       'refused',
@@ -158,11 +165,13 @@ describe('approvals in the activities', () => {
     const p = await planned('r-bad', 'transfer_funds', transfer('t-bad'));
     const foreign = await grant('r-other', p);
     const other = await grant('r-bad', p, { fingerprint: 'transfer_funds:0000000000000000' });
+    const otherDigest = await grant('r-bad', p, { argsHash: `sha256:${'0'.repeat(64)}` });
     const expired = await grant('r-bad', p, { ttlMs: 1 });
     await new Promise((r) => setTimeout(r, 30));
     for (const [id, why] of [
       [foreign.id, 'other_run'],
       [other.id, 'other_call'],
+      [otherDigest.id, 'other_call'],
       [expired.id, 'expired'],
     ] as const) {
       const out = await acts.runTool(input('r-bad', p, id));
@@ -183,14 +192,65 @@ describe('approvals in the activities', () => {
     expect((await store.get(a.id))?.state).toBe('valid');
   });
 
+  it('a twin with the same guard fingerprint and other args needs its own approval (issue 31): counter 0', async () => {
+    const [approvedArgs, twinArgs] = TWIN_WIRES;
+    const p = await planned('r-twin', 'wire', approvedArgs);
+    const a = await grant('r-twin', p);
+    const twin = await planned('r-twin', 'wire', twinArgs);
+    // The precondition: a real collision of the 64-bit fingerprint, with other args.
+    expect(twin.fingerprint).toBe(p.fingerprint);
+    expect(twin.argsHash).not.toBe(p.argsHash);
+    // The plan offers the approval to the approved call only; the twin must ask for its own.
+    expect(twin.approval).toEqual({ required: true, approvalId: null, stopRef: null });
+    expect((await planned('r-twin', 'wire', approvedArgs)).approval?.approvalId).toBe(a.id);
+    // Named anyway (a caller bypassing the plan): refused before the tool, both digests said.
+    const before = wired;
+    const out = await acts.runTool(input('r-twin', twin, a.id));
+    expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'approval_invalid' }, via: 'not_run' });
+    expect(out.result.kind === 'FATAL' && out.result.message).toContain('(other_call)');
+    expect(wired).toBe(before);
+    const refusal = (await store.audit({ runId: 'r-twin' })).find((e) => e.action === 'refused');
+    expect(refusal?.detail).toContain(p.argsHash);
+    expect(refusal?.detail).toContain(twin.argsHash);
+    // A stop on the twin is not lifted by the approval of the other call.
+    const lift = await acts.verifyPrecondition({
+      runId: 'r-twin',
+      reason: 'approval_required',
+      checkpointProgressVersion: 0,
+      blockedTool: twin.tool,
+      blockedArgs: twin.args,
+      operationKey: twin.operationKey,
+      precondition: 'approval',
+      blockedFingerprint: twin.fingerprint,
+      stopRef: 'checkpoint-0',
+    });
+    expect(lift).toMatchObject({ changed: false, detail: expect.stringContaining('other_call') });
+    expect((await store.get(a.id))?.state).toBe('valid');
+    // The approved call itself runs, once.
+    expect((await acts.runTool(input('r-twin', p, a.id))).via).toBe('executed');
+    expect(wired).toBe(before + 1);
+  });
+
+  it('an approval without the call digest is refused when stored (issue 31)', async () => {
+    const p = await planned('r-nodigest', 'transfer_funds', transfer('t-nodigest'));
+    const base = { runId: 'r-nodigest', stopRef: 'checkpoint-0', tool: p.tool, fingerprint: p.fingerprint };
+    for (const argsHash of [undefined, null, '', 'transfer_funds:00', `sha256:${'A'.repeat(64)}`]) {
+      await expect(
+        store.grant({ ...base, argsHash: argsHash as never, actor: 'alice', reason: 'x', ttlMs: 60_000 }),
+      ).rejects.toThrow(/digest/);
+    }
+    expect(await store.list({ runId: 'r-nodigest' })).toEqual([]);
+  });
+
   it("a tool's requiresApproval may depend on the args; the policy can gate any tool", async () => {
+    const w0 = wired;
     const small = await planned('r-fn', 'wire', { ref: 'w-1', cents: 10 });
     expect(small.approval).toBeNull();
     expect((await acts.runTool(input('r-fn', small))).via).toBe('executed');
     const big = await planned('r-fn', 'wire', { ref: 'w-2', cents: 5000 });
     expect(big.approval).toEqual({ required: true, approvalId: null, stopRef: null });
     expect((await acts.runTool(input('r-fn', big))).result).toMatchObject({ code: 'approval_required' });
-    expect(wired).toBe(1);
+    expect(wired).toBe(w0 + 1);
 
     const search = deps.registry.get('search');
     const deploy = deps.registry.get('deploy');
@@ -236,6 +296,7 @@ describe('approvals in the activities', () => {
       stopRef: 'checkpoint-0',
       tool: p.tool,
       fingerprint: p.fingerprint,
+      argsHash: p.argsHash,
       actor: 'bob',
       reason: 'no',
     });
@@ -266,6 +327,7 @@ describe('approvals in the activities', () => {
       stopRef: 'checkpoint-0',
       tool: p.tool,
       fingerprint: p.fingerprint,
+      argsHash: p.argsHash,
       reason: 'ok',
       ttlMs: 60_000,
     };

@@ -14,6 +14,10 @@ import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backe
 import { alice, bob, eve, mallory, signedGrant, tamper, testOperators } from './signing';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The digest of the call the tests approve (issue 31: an approval names it). */
+const D = `sha256:${'a'.repeat(64)}`;
+/** Another call's digest. */
+const D2 = `sha256:${'b'.repeat(64)}`;
 
 describe.each(backendNames)('approval store on %s', (backend) => {
   let db: TestDb;
@@ -43,6 +47,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     stopRef: 'checkpoint-3',
     tool: 'transfer_funds',
     fingerprint: 'transfer_funds:00000000000000aa',
+    argsHash: D,
     actor: 'alice',
     reason: 'ticket 42',
     ttlMs: 60_000,
@@ -50,12 +55,13 @@ describe.each(backendNames)('approval store on %s', (backend) => {
   });
   const use = (
     approvalId: string,
-    over: { runId?: string; fingerprint?: string; by?: string; stopRef?: string } = {},
+    over: { runId?: string; fingerprint?: string; argsHash?: string; by?: string; stopRef?: string } = {},
   ) =>
     store.consume({
       approvalId,
       runId: over.runId ?? run,
       fingerprint: over.fingerprint ?? 'transfer_funds:00000000000000aa',
+      argsHash: over.argsHash ?? D,
       stopRef: over.stopRef ?? 'checkpoint-3',
       by: over.by ?? `${run}/5`,
     });
@@ -63,7 +69,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
   const at = (fingerprint: string, argsHash: string | null, stopRef: string | null = 'checkpoint-3') => ({
     runId: run,
     fingerprint,
-    argsHash,
+    argsHash: argsHash ?? D,
     stopRef,
     by: 'worker-1',
   });
@@ -81,8 +87,11 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(a.id).toMatch(/^apr_/);
     expect(Date.parse(a.expiresAt) - Date.parse(a.createdAt)).toBe(60_000);
     expect(await store.findUsable(at(a.fingerprint, null))).toMatchObject({ id: a.id });
-    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({ ok: true });
-    expect(await actions()).toEqual(['approved']);
+    expect(
+      await store.checkStop(run, { fingerprint: a.fingerprint, argsHash: D }, 'checkpoint-3'),
+    ).toMatchObject({ ok: true });
+    // This store has no operators: it cannot verify, so the audit says submitted (issue 31).
+    expect(await actions()).toEqual(['submitted']);
   });
 
   it('is consumed once; a second use is refused and audited', async () => {
@@ -93,11 +102,13 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(second).toMatchObject({ ok: false, why: 'used' });
     expect((await store.get(a.id))?.usedByActivity).toBe(`${run}/5`);
     expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
-    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+    expect(
+      await store.checkStop(run, { fingerprint: a.fingerprint, argsHash: D }, 'checkpoint-3'),
+    ).toMatchObject({
       ok: false,
       why: 'used',
     });
-    expect(await actions()).toEqual(['approved', 'consumed', 'refused']);
+    expect(await actions()).toEqual(['submitted', 'consumed', 'refused']);
   });
 
   it('a retry of the same activity may use it again; a replay by another activity may not', async () => {
@@ -107,6 +118,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
+      argsHash: D,
       stopRef: 'checkpoint-3',
       by: `${run}/5`,
       retry: true,
@@ -116,6 +128,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
+      argsHash: D,
       stopRef: 'checkpoint-3',
       by: `${run}/6`,
       retry: true,
@@ -128,7 +141,9 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     await sleep(30);
     expect((await store.get(a.id))?.state).toBe('expired');
     expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
-    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+    expect(
+      await store.checkStop(run, { fingerprint: a.fingerprint, argsHash: D }, 'checkpoint-3'),
+    ).toMatchObject({
       ok: false,
       why: 'expired',
     });
@@ -144,7 +159,9 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     });
     expect(await use(a.id, { runId: `${run}-other` })).toMatchObject({ ok: false, why: 'other_run' });
     expect(await use('apr_nope')).toMatchObject({ ok: false, why: 'none' });
-    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-9')).toMatchObject({
+    expect(
+      await store.checkStop(run, { fingerprint: a.fingerprint, argsHash: D }, 'checkpoint-9'),
+    ).toMatchObject({
       ok: false,
       why: 'other_stop',
     });
@@ -154,18 +171,39 @@ describe.each(backendNames)('approval store on %s', (backend) => {
   });
 
   it('binds the args hash when the approver gave one', async () => {
-    const a = await store.grant(grantOf({ argsHash: 'sha256:aa' }));
-    expect(await store.findUsable(at(a.fingerprint, 'sha256:bb'))).toBeNull();
+    const a = await store.grant(grantOf({ argsHash: D }));
+    expect(await store.findUsable(at(a.fingerprint, D2))).toBeNull();
     const wrong = await store.consume({
       approvalId: a.id,
       runId: run,
       fingerprint: a.fingerprint,
-      argsHash: 'sha256:bb',
+      argsHash: D2,
       stopRef: 'checkpoint-3',
       by: 'x',
     });
     expect(wrong).toMatchObject({ ok: false, why: 'other_call' });
-    expect(await store.findUsable(at(a.fingerprint, 'sha256:aa'))).toMatchObject({ id: a.id });
+    expect(await store.findUsable(at(a.fingerprint, D))).toMatchObject({ id: a.id });
+    // Rows stored before approvals were bound to the digest (args_hash null) authorise nothing.
+    const legacy = `apr_legacy-${run}`;
+    await (ledger as SqlLedger<unknown>).database().unit('write', (tx) =>
+      tx.run(
+        `INSERT INTO approvals (id, run_id, stop_ref, tool, fingerprint, args_hash, approver, reason, created_at, expires_at)
+         VALUES (?, ?, 'checkpoint-3', 'transfer_funds', 'transfer_funds:00000000000000cc', NULL, 'alice', 'old', ${(ledger as SqlLedger<unknown>).database().now}, ${(ledger as SqlLedger<unknown>).database().now} + ${(ledger as SqlLedger<unknown>).database().ms('60000')})`,
+        [legacy, run],
+      ),
+    );
+    expect(await store.findUsable(at('transfer_funds:00000000000000cc', D))).toBeNull();
+    expect(await use(legacy, { fingerprint: 'transfer_funds:00000000000000cc' })).toMatchObject({
+      ok: false,
+      why: 'other_call',
+    });
+    expect(
+      await store.checkStop(
+        run,
+        { fingerprint: 'transfer_funds:00000000000000cc', argsHash: D },
+        'checkpoint-3',
+      ),
+    ).toMatchObject({ ok: false, why: 'other_call' });
   });
 
   it('a denial withdraws pending approvals of the call, is refused, and audits it', async () => {
@@ -179,13 +217,15 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(denial).toMatchObject({ state: 'denied', approver: 'bob' });
     expect((await store.get(a.id))?.state).toBe('denied');
     expect(await store.findUsable(at(a.fingerprint, null))).toBeNull();
-    expect(await store.checkStop(run, a.fingerprint, 'checkpoint-3')).toMatchObject({
+    expect(
+      await store.checkStop(run, { fingerprint: a.fingerprint, argsHash: D }, 'checkpoint-3'),
+    ).toMatchObject({
       ok: false,
       why: 'denied',
     });
     expect(await use(a.id)).toMatchObject({ ok: false, why: 'denied' });
     expect(await use(denial.id)).toMatchObject({ ok: false, why: 'denied' });
-    expect(await actions()).toEqual(['approved', 'denied', 'refused', 'refused']);
+    expect(await actions()).toEqual(['submitted', 'denied', 'refused', 'refused']);
   });
 
   it('audits requests and refusals without an approval, and lists by run', async () => {
@@ -196,7 +236,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(entries.map((e) => [e.action, e.approvalId])).toEqual([
       ['requested', null],
       ['refused', null],
-      ['approved', a.id],
+      ['submitted', a.id],
     ]);
     expect(await store.list({ runId: run })).toEqual([expect.objectContaining({ id: a.id })]);
   });
@@ -233,7 +273,13 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect(await store.findUsable(at(FP, null, null))).toBeNull();
       expect(await store.findUsable(at(FP, null, 'checkpoint-4'))).toBeNull();
       expect(await use(a.id, { stopRef: 'checkpoint-4' })).toMatchObject({ ok: false, why: 'other_stop' });
-      const none = await store.consume({ approvalId: a.id, runId: run, fingerprint: FP, by: `${run}/7` });
+      const none = await store.consume({
+        approvalId: a.id,
+        runId: run,
+        fingerprint: FP,
+        argsHash: D,
+        by: `${run}/7`,
+      });
       expect(none).toMatchObject({ ok: false, why: 'other_stop' });
       expect((await store.get(a.id))?.usedAt).toBeNull();
       expect(await use(a.id)).toMatchObject({ ok: true });
@@ -252,11 +298,13 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect((await store.get(a.id))?.state).toBe('expired');
       expect((await store.get(a.id))?.usedAt).toBeNull();
       expect(await store.findUsable(at(FP, null))).toBeNull();
-      expect(await store.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: false });
+      expect(await store.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3')).toMatchObject({
+        ok: false,
+      });
       const audit = await store.audit({ runId: run });
       expect(audit.map((e) => [e.action, e.approvalId])).toEqual([
-        ['approved', a.id],
-        ['approved', b.id],
+        ['submitted', a.id],
+        ['submitted', b.id],
         ['consumed', b.id],
         ['refused', a.id],
         ['refused', a.id],
@@ -288,7 +336,10 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect((await store.get(a.id))?.state).toBe('used');
       expect(await store.findUsable(at(FP, null))).toBeNull();
       expect(await use(a.id, { by: `${run}/9` })).toMatchObject({ ok: false, why: 'used' });
-      expect(await store.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: false, why: 'used' });
+      expect(await store.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3')).toMatchObject({
+        ok: false,
+        why: 'used',
+      });
     });
 
     it('audits an untrusted approval as refused when stored, and a refused resume with the approval and why', async () => {
@@ -299,11 +350,17 @@ describe.each(backendNames)('approval store on %s', (backend) => {
           stopRef: 'checkpoint-3',
           tool: 'transfer_funds',
           fingerprint: FP,
+          argsHash: D,
           reason: 'bob tries',
           ttlMs: 60_000,
         }),
       );
-      const stop = await verified.checkStop(run, FP, 'checkpoint-3', `${run}/verify`);
+      const stop = await verified.checkStop(
+        run,
+        { fingerprint: FP, argsHash: D },
+        'checkpoint-3',
+        `${run}/verify`,
+      );
       expect(stop).toMatchObject({ ok: false, why: 'unverified' });
       const audit = await store.audit({ runId: run });
       expect(audit.map((e) => [e.action, e.approvalId]).slice(0, 2)).toEqual([
@@ -321,16 +378,17 @@ describe.each(backendNames)('approval store on %s', (backend) => {
 
   describe('signed approvals, on a worker with an operators file', () => {
     const FP = 'transfer_funds:00000000000000aa';
-    const call = (over: { fingerprint?: string; ttlMs?: number } = {}) => ({
+    const call = (over: { fingerprint?: string; argsHash?: string; ttlMs?: number } = {}) => ({
       runId: run,
       stopRef: 'checkpoint-3',
       tool: 'transfer_funds',
       fingerprint: over.fingerprint ?? FP,
+      argsHash: over.argsHash ?? D,
       reason: 'ticket 42',
       ttlMs: over.ttlMs ?? 60_000,
     });
     const useVerified = (approvalId: string, by = `${run}/5`) =>
-      verified.consume({ approvalId, runId: run, fingerprint: FP, stopRef: 'checkpoint-3', by });
+      verified.consume({ approvalId, runId: run, fingerprint: FP, argsHash: D, stopRef: 'checkpoint-3', by });
 
     it('stores the signature and the signed expiry exactly; the signed one is used once, a replay refused', async () => {
       const g = signedGrant(alice.keyFile, call());
@@ -339,15 +397,36 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect(a.auth).toEqual(g.signed?.auth);
       expect(Date.parse(a.expiresAt)).toBe(g.signed?.expiresAtMs);
       expect(await verified.findUsable(at(FP, null))).toMatchObject({ id: a.id });
-      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: true });
+      expect(await verified.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3')).toMatchObject({
+        ok: true,
+      });
       expect(await useVerified(a.id)).toMatchObject({ ok: true });
       expect(await useVerified(a.id, `${run}/6`)).toMatchObject({ ok: false, why: 'used' });
+      // Stored by a store that cannot verify: submitted; by one whose operators accept it: approved.
+      const b = await verified.grant(signedGrant(alice.keyFile, call({ argsHash: D2 })));
+      const audit = await store.audit({ runId: run });
+      expect(audit.find((e) => e.approvalId === a.id)?.action).toBe('submitted');
+      expect(audit.find((e) => e.approvalId === b.id)?.action).toBe('approved');
+    });
+
+    it('the signature binds the call digest: a row whose digest was changed does not verify (issue 31)', async () => {
+      const a = await store.grant(signedGrant(alice.keyFile, call()));
+      const forged = await store.grant({ ...signedGrant(alice.keyFile, call()), argsHash: D2 });
+      expect(await verified.findUsable(at(FP, D))).toMatchObject({ id: a.id });
+      expect(await verified.findUsable(at(FP, D2))).toBeNull();
+      expect(await verified.checkStop(run, { fingerprint: FP, argsHash: D2 }, 'checkpoint-3')).toMatchObject({
+        ok: false,
+        why: 'unverified',
+      });
+      expect((await store.get(forged.id))?.state).toBe('valid');
     });
 
     it('accepts a signature made hours ago while its signed expiry is ahead (no 5-minute window)', async () => {
       const signedAt = Date.now() - 3 * 3_600_000;
       const a = await store.grant(signedGrant(alice.keyFile, call({ ttlMs: 4 * 3_600_000 }), signedAt));
-      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({ ok: true });
+      expect(await verified.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3')).toMatchObject({
+        ok: true,
+      });
       expect(await useVerified(a.id)).toMatchObject({ ok: true });
     });
 
@@ -367,7 +446,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       // The plain store would use any of them: the verifier is what refuses.
       expect(await store.findUsable(at(FP, null))).not.toBeNull();
       expect(await verified.findUsable(at(FP, null))).toBeNull();
-      const stop = await verified.checkStop(run, FP, 'checkpoint-3');
+      const stop = await verified.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3');
       expect(stop).toMatchObject({ ok: false, why: 'unverified' });
       for (const [i, a] of rows.entries()) {
         const out = await useVerified(a.id);
@@ -395,7 +474,7 @@ describe.each(backendNames)('approval store on %s', (backend) => {
       expect((await store.get(short.id))?.state).toBe('valid');
       expect(await store.findUsable(at(FP, null))).not.toBeNull();
       expect(await verified.findUsable(at(FP, null))).toBeNull();
-      expect(await verified.checkStop(run, FP, 'checkpoint-3')).toMatchObject({
+      expect(await verified.checkStop(run, { fingerprint: FP, argsHash: D }, 'checkpoint-3')).toMatchObject({
         ok: false,
         why: 'unverified',
       });

@@ -13,7 +13,14 @@ const HOUR = 3_600_000;
 const t0 = Date.UTC(2026, 0, 1);
 
 describe('approval signatures', () => {
-  const decision = { id: 'apr_1', actor: 'alice', reason: 'ok', fingerprint: 'f:1', stopRef: 'checkpoint-2' };
+  const decision = {
+    id: 'apr_1',
+    actor: 'alice',
+    reason: 'ok',
+    fingerprint: 'f:1',
+    argsHash: `sha256:${'c'.repeat(64)}`,
+    stopRef: 'checkpoint-2',
+  };
   const check = (now: number, fields = approvalSignedFields({ ...decision, expiresAtMs: t0 + 2 * HOUR })) =>
     testOperators(() => now).check({
       action: 'approve',
@@ -31,6 +38,23 @@ describe('approval signatures', () => {
       ok: false,
       detail: 'the signature covers no expiry',
     });
+  });
+
+  it('the signature covers the call digest: the same signature over another digest does not verify (issue 31)', () => {
+    const fields = approvalSignedFields({ ...decision, expiresAtMs: t0 + 2 * HOUR });
+    expect(fields.argsHash).toBe(decision.argsHash);
+    const auth = signRequest(alice.keyFile, 'approve', 'run-1', fields, t0);
+    const verify = (f: typeof fields) =>
+      testOperators(() => t0 + HOUR).check({
+        action: 'approve',
+        workflowId: 'run-1',
+        fields: f,
+        auth,
+        freshness: 'signed-expiry',
+      });
+    expect(verify(fields)).toMatchObject({ ok: true });
+    expect(verify({ ...fields, argsHash: `sha256:${'d'.repeat(64)}` })).toMatchObject({ ok: false });
+    expect(verify({ ...fields, argsHash: undefined })).toMatchObject({ ok: false });
   });
 
   it('keeps the 5-minute window for everything else', () => {

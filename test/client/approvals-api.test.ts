@@ -161,8 +161,8 @@ describe('approval API (open worker)', () => {
       ['used', 'alice'],
     ]);
     const audit = await getApprovalAudit({ ...store, runId: run.workflowId });
-    expect(audit.map((e) => e.action)).toEqual(expect.arrayContaining(['denied', 'approved', 'consumed']));
-    expect(audit.find((e) => e.action === 'approved')).toMatchObject({
+    expect(audit.map((e) => e.action)).toEqual(expect.arrayContaining(['denied', 'submitted', 'consumed']));
+    expect(audit.find((e) => e.action === 'submitted')).toMatchObject({
       approvalId: approved.approval.id,
       actor: 'alice',
     });

@@ -85,6 +85,7 @@ describe('agentctl console: operators and binding', () => {
           runId: run.workflowId,
           stopRef: pending.stopRef,
           fingerprint: pending.fingerprint,
+          argsDigest: pending.argsDigest,
           reason: 'fine by me',
           ttl: '5m',
         }),

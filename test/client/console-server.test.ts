@@ -119,6 +119,7 @@ describe('agentctl console over HTTP (open worker)', () => {
       runId: run.workflowId,
       stopRef: w.stopRef,
       fingerprint: w.blockedCall?.fingerprint,
+      argsDigest: w.blockedCall?.argsDigest,
       reason: 'checked',
       ttl: '10m',
     };
@@ -134,6 +135,8 @@ describe('agentctl console over HTTP (open worker)', () => {
       ['approve', { ...good, runId: 7 }, 'runId'],
       ['approve', { ...good, ttl: 'soon' }, 'ttl'],
       ['approve', { ...good, fingerprint: '' }, 'fingerprint'],
+      ['approve', { ...good, argsDigest: undefined }, 'argsDigest'],
+      ['deny', { ...good, ttl: undefined, argsDigest: 'transfer_funds:0' }, 'argsDigest'],
       ['approve', { ...good, actor: 'mallory' }, 'actor'],
       ['deny', { ...good, ttl: undefined, stopRef: null }, 'stopRef'],
       [
@@ -187,8 +190,11 @@ describe('agentctl console over HTTP (open worker)', () => {
     const call = {
       runId: run.workflowId,
       fingerprint: w.blockedCall!.fingerprint,
+      argsDigest: w.blockedCall!.argsDigest,
       reason: 'checked the accounts',
     };
+    expect(call.argsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(w.report.blocked_call?.args_digest).toBe(call.argsDigest);
 
     const stale = await answer(await post('approve', { ...call, stopRef: 'checkpoint-99', ttl: '5m' }));
     expect(stale.status).toBe(409);
@@ -198,6 +204,16 @@ describe('agentctl console over HTTP (open worker)', () => {
       await post('deny', { ...call, stopRef: w.stopRef, fingerprint: 'transfer_funds:0' }),
     );
     expect(otherCall).toMatchObject({ status: 409, message: expect.stringContaining('has moved on') });
+    // A page that showed another call (same stop, same fingerprint, another digest) is refused too.
+    const otherDigest = await answer(
+      await post('approve', {
+        ...call,
+        stopRef: w.stopRef,
+        argsDigest: `sha256:${'0'.repeat(64)}`,
+        ttl: '5m',
+      }),
+    );
+    expect(otherDigest).toMatchObject({ status: 409, message: expect.stringContaining('has moved on') });
     // A plain resume does not lift an approval stop (the worker says why).
     const resumed = await answer(
       await post('resume', { runId: run.workflowId, stopRef: w.stopRef, reason: 'go' }),

@@ -111,7 +111,10 @@ if (!HAVE_CHROMIUM) {
     expect(await group.locator('h2').innerText()).toMatch(/^approval_required \(\d+\)$/);
     const text = await aliceCard.innerText();
     expect(text).toContain('NEEDS_HUMAN · approval_required');
-    expect(text).toMatch(/blocked call: transfer_funds\s+transfer_funds:[0-9a-f]+/);
+    expect(text).toMatch(/blocked call: transfer_funds/);
+    // What is approved is named by its SHA-256 digest; the fingerprint is labelled as what it is.
+    expect(text).toMatch(/approves exactly the call with digest sha256:[0-9a-f]{64}/);
+    expect(text).toMatch(/repeat fingerprint \(not a security check\): transfer_funds:[0-9a-f]+/);
     expect(text).toContain('goal: pay invoice inv-2026-07');
     expect(await aliceCard.locator('pre.args').innerText()).toContain(JSON.stringify(HOSTILE));
     expect(await aliceCard.locator('a').getAttribute('href')).toBe(

@@ -838,6 +838,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 7, name: expect.stringContaining('tenant spend') },
         { version: 8, name: expect.stringContaining('paged-out trace') },
         { version: 9, name: expect.stringContaining("ledger records' run") },
+        { version: 10, name: expect.stringContaining('submitted') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -874,7 +875,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 9\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 10\)/,
         );
       } finally {
         await newer.cleanup();

@@ -220,6 +220,7 @@ describe("a user's own agent, with none of the demo", () => {
       stopRef: report?.last_safe_checkpoint as string,
       tool: 'page_oncall',
       fingerprint: report?.blocked_call?.fingerprint as string,
+      argsHash: report?.blocked_call?.args_digest as string,
       actor: 'oncall-lead',
       reason: 'sev1',
       ttlMs: 60_000,

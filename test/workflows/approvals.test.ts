@@ -74,6 +74,7 @@ withWorkflowSide('approvals on a durable run', () => {
       stopRef: report?.last_safe_checkpoint as string,
       tool: 'transfer_funds',
       fingerprint: report?.blocked_call?.fingerprint as string,
+      argsHash: report?.blocked_call?.args_digest as string,
       actor: 'alice',
       reason: 'invoice checked',
       ttlMs: 60_000,
@@ -87,7 +88,8 @@ withWorkflowSide('approvals on a durable run', () => {
     expect((await store.audit({ runId: run.workflowId })).map((e) => e.action)).toEqual([
       'requested',
       'refused',
-      'approved',
+      // Stored without the operators: submitted, not verified (issue 31); the worker used it.
+      'submitted',
       'consumed',
     ]);
   });
@@ -125,6 +127,7 @@ withWorkflowSide('signed approvals on a worker with an operators file', () => {
       stopRef: report?.last_safe_checkpoint as string,
       tool: 'transfer_funds',
       fingerprint: report?.blocked_call?.fingerprint as string,
+      argsHash: report?.blocked_call?.args_digest as string,
       reason: 'invoice checked',
       ttlMs: 60_000,
     };

@@ -193,6 +193,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
       stopRef: report?.last_safe_checkpoint as string,
       tool: 'transfer_funds',
       fingerprint: report?.blocked_call?.fingerprint as string,
+      argsHash: report?.blocked_call?.args_digest as string,
       actor: 'alice',
       reason: 'invoice checked',
       ttlMs: 60_000,

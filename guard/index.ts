@@ -9,6 +9,8 @@ export * from './canonical';
 export * from './fingerprint';
 export * from './near';
 export * from './loop-guard';
+export * from './profiles';
+export * from './failure-memory';
 export * from './report';
 export * from './outcome';
 export * from './replay';

@@ -8,12 +8,13 @@ import { AgentLoopGuardError } from '../common/errors';
 import { TerminalState } from './constants';
 import { fingerprintCall, normalizeCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
+import { guardProfile, isGuardProfile, UnknownProfileError, type GuardProfileName } from './profiles';
 import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
 import { buildStopReport } from './report';
 import { isRepeatEntry, scriptCallAt, scriptLength } from './script-calls';
 import {
-  guardConfigSchema,
+  guardOverridesSchema,
   toolResultSchema,
   usageSchema,
   type StopReport,
@@ -58,7 +59,16 @@ const repeatEntrySchema = z
 /** A replay file (docs/spec.md §6). */
 export const replayFileSchema = z.object({
   name: z.string().optional(),
-  config: guardConfigSchema.optional(),
+  /**
+   * The guard profile the file is decided at (guard/profiles.ts): `llm` decides as a fresh LLM
+   * run of this version would. Absent: the guard's defaults, as before. `config` overrides it.
+   */
+  profile: z
+    .string()
+    .refine(isGuardProfile, { error: (i) => new UnknownProfileError(String(i.input)).message })
+    .optional(),
+  /** Only the keys set here override the profile (no defaults filled in). */
+  config: guardOverridesSchema.optional(),
   initialProgressVersion: z.number().finite().optional(),
   tools: z.record(z.string(), fixtureToolSchema).optional(),
   completed: z.array(z.string()).optional(),
@@ -90,6 +100,8 @@ export interface ReplayOutcome {
   stopped_at: number | null;
   decisions: ReplayDecision[];
   report: StopReport | null;
+  /** The profile the file was decided at, when one was given (file or `--profile`). */
+  profile?: GuardProfileName;
 }
 
 /** A replay file that does not fit the format; the message names the field. */
@@ -161,9 +173,17 @@ export function fixtureArgsSpecs(file: ReplayFile): Map<string, ArgsSpec> {
 
 const DEFAULT_RESULT: ToolResult = { kind: 'SUCCESS' };
 
+/** Options of {@link replay}. */
+export interface ReplayOptions {
+  /** The profile to decide at, over the file's own `profile` (an unknown name throws UnknownProfileError). */
+  readonly profile?: string;
+}
+
 /** Replays a parsed file through a fresh guard. */
-export function replay(file: ReplayFile): ReplayOutcome {
-  const guard = new LoopGuard(file.config ?? {}, {
+export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOutcome {
+  const profile = options.profile ?? file.profile;
+  const defaults = profile === undefined ? {} : guardProfile(profile);
+  const guard = new LoopGuard({ ...defaults, ...(file.config ?? {}) }, {
     startMs: 0,
     initialProgressVersion: file.initialProgressVersion ?? 0,
     completed: file.completed ?? [],
@@ -190,6 +210,7 @@ export function replay(file: ReplayFile): ReplayOutcome {
       state === TerminalState.COMPLETED
         ? null
         : buildStopReport(guard, { terminalState: state, reason: reason ?? 'unknown', blockedCall: blocked }),
+    ...(profile === undefined ? {} : { profile: profile as GuardProfileName }),
   });
 
   const length = scriptLength(file.calls);
@@ -205,6 +226,7 @@ export function replay(file: ReplayFile): ReplayOutcome {
       similarKey: n?.similarKey ?? null,
       operationKey: raw.operationKey ?? null,
       usage: raw.usage,
+      effect: file.tools?.[raw.tool]?.effect ?? 'read',
     };
     const blocked = { tool: raw.tool, fingerprint };
     const before = guard.before(call, atMs);

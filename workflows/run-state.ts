@@ -45,12 +45,11 @@ import {
   PATCH_AUTHORITY,
   PATCH_LEAN_CHECKPOINT,
   PATCH_LEAN_SEAL,
-  PATCH_STEER_DEFAULT,
   type Patches,
 } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
-import { resolveRunSettings } from './run-settings';
+import { llmDefaultsOf, resolveRunSettings } from './run-settings';
 import { checkpointOf, publish, resultOf } from './run-views';
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
@@ -131,10 +130,7 @@ export class RunState {
     readonly patches: Patches,
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
-    const settings = resolveRunSettings(
-      input,
-      !cp && input.planner.kind !== 'scripted' && patches.has(PATCH_STEER_DEFAULT),
-    );
+    const settings = resolveRunSettings(input, llmDefaultsOf(input, patches, cp !== undefined));
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     const fixture = input.planner.kind === 'scripted' && !input.planner.live;

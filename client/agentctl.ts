@@ -82,7 +82,10 @@ export function buildProgram(
       .description('Offline replay of docs/spec.md §6 files: one JSON object per file (no server needed)')
       .argument('<files...>', 'replay-format JSON files')
       .option('--pretty', 'indent the JSON')
-      .option('--profile <name>', 'decide at a guard profile: llm (a fresh LLM run of this version) or default')
+      .option(
+        '--profile <name>',
+        'decide at a guard profile: llm (a fresh LLM run of this version) or default',
+      )
       .action((files: string[], o: { pretty?: boolean; profile?: string }) => {
         const code = runReplay(
           files,

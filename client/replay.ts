@@ -4,7 +4,14 @@
  * a batch exits 2 with a message naming the file and field and prints nothing on stdout.
  */
 import { readFileSync } from 'node:fs';
-import { isGuardProfile, parseReplayFile, replay, ReplayFormatError, UnknownProfileError, type ReplayFile } from '../guard';
+import {
+  isGuardProfile,
+  parseReplayFile,
+  replay,
+  ReplayFormatError,
+  UnknownProfileError,
+  type ReplayFile,
+} from '../guard';
 
 /** Exit codes of the replay command. */
 export const ReplayExit = { OK: 0, MALFORMED: 2 } as const;

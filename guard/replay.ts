@@ -183,11 +183,14 @@ export interface ReplayOptions {
 export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOutcome {
   const profile = options.profile ?? file.profile;
   const defaults = profile === undefined ? {} : guardProfile(profile);
-  const guard = new LoopGuard({ ...defaults, ...(file.config ?? {}) }, {
-    startMs: 0,
-    initialProgressVersion: file.initialProgressVersion ?? 0,
-    completed: file.completed ?? [],
-  });
+  const guard = new LoopGuard(
+    { ...defaults, ...(file.config ?? {}) },
+    {
+      startMs: 0,
+      initialProgressVersion: file.initialProgressVersion ?? 0,
+      completed: file.completed ?? [],
+    },
+  );
   const specs = fixtureArgsSpecs(file);
   const decisions: ReplayDecision[] = [];
   let executed = 0;

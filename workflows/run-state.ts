@@ -41,12 +41,7 @@ import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import {
-  PATCH_AUTHORITY,
-  PATCH_LEAN_CHECKPOINT,
-  PATCH_LEAN_SEAL,
-  type Patches,
-} from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, type Patches } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { llmDefaultsOf, resolveRunSettings } from './run-settings';

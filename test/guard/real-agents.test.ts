@@ -174,7 +174,9 @@ describe('the llm profile', () => {
     const capped = replay(parseReplayFile({ ...conversation, profile: 'llm', config: { maxSteps: 10 } }));
     expect(capped).toMatchObject({ reason: 'step_budget', executed: 10 });
     // The option (the --profile flag) wins over the file's field.
-    expect(replay(parseReplayFile({ ...conversation, profile: 'default' }), { profile: 'llm' })).toMatchObject({
+    expect(
+      replay(parseReplayFile({ ...conversation, profile: 'default' }), { profile: 'llm' }),
+    ).toMatchObject({
       executed: 22,
     });
     // No profile: the output is as before (no `profile` key).
@@ -205,10 +207,24 @@ describe('the llm profile', () => {
     writeFileSync(file, JSON.stringify(conversation));
     const out: string[] = [];
     const err: string[] = [];
-    expect(runReplay([file], (l) => out.push(l), (l) => err.push(l), { profile: 'llm' })).toBe(0);
+    expect(
+      runReplay(
+        [file],
+        (l) => out.push(l),
+        (l) => err.push(l),
+        { profile: 'llm' },
+      ),
+    ).toBe(0);
     expect(JSON.parse(out[0]!)).toMatchObject({ terminal_state: 'PARTIAL', profile: 'llm' });
     out.length = 0;
-    expect(runReplay([file], (l) => out.push(l), (l) => err.push(l), { profile: 'turbo' })).toBe(2);
+    expect(
+      runReplay(
+        [file],
+        (l) => out.push(l),
+        (l) => err.push(l),
+        { profile: 'turbo' },
+      ),
+    ).toBe(2);
     expect(out).toEqual([]);
     expect(err.join('\n')).toContain('unknown guard profile "turbo"');
   });

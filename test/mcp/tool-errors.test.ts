@@ -21,7 +21,11 @@ function tool(text: string, onError?: 'FATAL' | 'RETRYABLE' | 'PRECONDITION') {
   } as unknown as McpConnection;
   return createMcpTool({
     connection,
-    listed: { name: 'book', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+    listed: {
+      name: 'book',
+      inputSchema: { type: 'object', properties: {} },
+      annotations: { readOnlyHint: true },
+    },
     ...(onError ? { override: { onError } } : {}),
   });
 }
@@ -47,7 +51,10 @@ describe('MCP isError in an LLM run', () => {
 
   it('stays FATAL tool_error outside an LLM run, and an explicit onError is kept in one', async () => {
     expect(await tool('boom').execute({}, ctx(false))).toMatchObject({ kind: 'FATAL', code: 'tool_error' });
-    expect(await tool('boom', 'FATAL').execute({}, ctx(true))).toMatchObject({ kind: 'FATAL', code: 'tool_error' });
+    expect(await tool('boom', 'FATAL').execute({}, ctx(true))).toMatchObject({
+      kind: 'FATAL',
+      code: 'tool_error',
+    });
     expect(await tool('busy', 'RETRYABLE').execute({}, ctx(true))).toMatchObject({ kind: 'RETRYABLE' });
   });
 });

@@ -103,7 +103,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
     expect(tools[0]).toContain('seat 1A is not available');
     expect(tools[1]).toContain('seat 2B is taken');
     expect(tools[1]).toContain('[REDACTED]');
-    expect(tools[1].length).toBeLessThan(MAX_TOOL_ERROR_CHARS + 200);
+    expect(tools[1]!.length).toBeLessThan(MAX_TOOL_ERROR_CHARS + 200);
     expect(sent.join('\n')).not.toContain(SECRET);
     // Neither the trace nor the history holds the secret or the whole message.
     const trace = await run.handle.query(traceQuery, { limit: 1000 });

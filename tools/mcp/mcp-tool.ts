@@ -107,9 +107,11 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
         onError: o.onError ?? (toModel ? 'PRECONDITION' : undefined),
         retryAfterMs,
       });
-      return (toModel && o.onError === undefined && r.kind === 'PRECONDITION' && r.code === ResultCode.TOOL_ERROR
-        ? { ...r, unmet: modelErrorText(r.unmet ?? '') }
-        : r) as ToolReturn;
+      return (
+        toModel && o.onError === undefined && r.kind === 'PRECONDITION' && r.code === ResultCode.TOOL_ERROR
+          ? { ...r, unmet: modelErrorText(r.unmet ?? '') }
+          : r
+      ) as ToolReturn;
     } catch (err) {
       // Sent and then lost (a timeout, a connection dropped mid-call): the outcome is
       // unknown, so it is thrown and the ledger treats a write accordingly. Anything the

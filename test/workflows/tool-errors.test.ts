@@ -129,6 +129,18 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
     ]);
     // The tool ran once: the repeats never reached it.
     expect(await h.counters(run.workflowId)).toEqual({ book_seat: 1 });
+    // A fresh LLM run decides at the llm profile (guard/profiles.ts), failure memory on.
+    expect(result.checkpoint?.guard.config).toEqual({
+      maxSteps: 50,
+      maxMs: 1_200_000,
+      sameCallLimit: 2,
+      noProgressLimit: 3,
+      maxWaitPolls: 10,
+      maxTokens: 2_000_000,
+      maxCostUsd: 10,
+      steerLimit: 2,
+      keepFailures: true,
+    });
   });
 
   it('a FatalToolError stays FATAL in an LLM run: FAILED with its code, the tool run once', async () => {

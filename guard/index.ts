@@ -11,6 +11,7 @@ export * from './near';
 export * from './loop-guard';
 export * from './profiles';
 export * from './failure-memory';
+export * from './tool-error';
 export * from './report';
 export * from './outcome';
 export * from './replay';

@@ -11,6 +11,7 @@ import { LoopGuard } from './loop-guard';
 import { guardProfile, isGuardProfile, UnknownProfileError, type GuardProfileName } from './profiles';
 import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
+import { toolErrorToModel } from './tool-error';
 import { buildStopReport } from './report';
 import { isRepeatEntry, scriptCallAt, scriptLength } from './script-calls';
 import {
@@ -183,6 +184,8 @@ export interface ReplayOptions {
 export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOutcome {
   const profile = options.profile ?? file.profile;
   const defaults = profile === undefined ? {} : guardProfile(profile);
+  // At the llm profile a recorded undeclared tool error goes to the model, as in an LLM run.
+  const toModel = profile === 'llm';
   const guard = new LoopGuard(
     { ...defaults, ...(file.config ?? {}) },
     {
@@ -229,7 +232,8 @@ export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOut
       similarKey: n?.similarKey ?? null,
       operationKey: raw.operationKey ?? null,
       usage: raw.usage,
-      effect: file.tools?.[raw.tool]?.effect ?? 'read',
+      // An unlisted tool is a read, unless the call names an operation key (a write's).
+      effect: file.tools?.[raw.tool]?.effect ?? (raw.operationKey ? 'write' : 'read'),
     };
     const blocked = { tool: raw.tool, fingerprint };
     const before = guard.before(call, atMs);
@@ -245,7 +249,8 @@ export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOut
     const isCached = before.decision === 'return_cached_success';
     if (isCached) cached += 1;
     else executed += 1;
-    const result = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
+    const recorded = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
+    const result = toModel ? toolErrorToModel(recorded) : recorded;
     const after = guard.after(call, result, raw.progressVersion ?? guard.progressVersion, atMs);
     decisions.push({ index, tool: raw.tool, decision: before.decision, after: after.decision });
     if (after.decision === 'stop') return finish(after.terminalState, after.reason, index, blocked);

@@ -20,6 +20,8 @@ export interface RunSettings {
    * external state first (a live run, or a run without one).
    */
   readonly initialProgressVersion: number | undefined;
+  /** The script file's `profile`, when it names one (a scripted run decided as at that profile). */
+  readonly scriptProfile: string | undefined;
 }
 
 /** How many refusals an LLM run steers back to its model when the run does not say (docs/spec.md §3.3). */
@@ -74,6 +76,7 @@ export function resolveRunSettings(
   return {
     guardConfig: { ...profile, ...(script?.config ?? {}), ...steer, ...overrides },
     completed: [...(script?.completed ?? []), ...input.completed],
+    scriptProfile: script?.profile,
     // Fixture mode measures progress by the script, as the offline replay does; live mode by the world.
     initialProgressVersion:
       input.initialProgressVersion ?? (live ? undefined : script?.initialProgressVersion),

@@ -113,6 +113,8 @@ export class RunState {
    * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
    */
   readonly lean: boolean;
+  /** `model`: undeclared tool errors go back to the planner (an LLM run on `llm-profile-v1`, a script at `llm`). */
+  readonly toolErrors: 'model' | undefined;
   private phase_: RunPhase;
   private stop_: Stop | null;
   private readonly newGuard: (initial: number) => LoopGuard;
@@ -126,6 +128,8 @@ export class RunState {
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
     const settings = resolveRunSettings(input, llmDefaultsOf(input, patches, cp !== undefined));
+    const llm = patches.llmProfile(input.planner.kind !== 'scripted');
+    this.toolErrors = llm || settings.scriptProfile === 'llm' ? 'model' : undefined;
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     const fixture = input.planner.kind === 'scripted' && !input.planner.live;

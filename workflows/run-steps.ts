@@ -285,8 +285,7 @@ export class RunSteps {
     let out: RunToolOutput;
     try {
       // An LLM run's model handles the tool errors its tools did not declare (issue 29).
-      const llm = run.patches.llmProfile(run.input.planner.kind !== 'scripted');
-      out = await this.activities.runTool(p, llm ? 'model' : undefined);
+      out = await this.activities.runTool(p, run.toolErrors);
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // The tool's output could not pass through history (no payload store took it): stop

@@ -223,7 +223,10 @@ export function createRunToolActivity(
   async function callTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
       await counted(ctx, input.runId, input.tool);
-      return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
+      const recorded = input.fixture.result ?? { kind: 'SUCCESS' };
+      // A script at the llm profile: its recorded undeclared error goes to the model (as the replay's).
+      const result = input.toolErrors === 'model' ? undeclaredToModel(recorded, null) : recorded;
+      return { result, progressVersion: null, via: 'fixture' };
     }
     const tool = registry.get(input.tool);
     if (!tool) {

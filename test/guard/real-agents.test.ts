@@ -183,6 +183,30 @@ describe('the llm profile', () => {
     expect('profile' in replay(parseReplayFile(conversation))).toBe(false);
   });
 
+  it('at the llm profile a recorded FATAL tool_error goes to the model, as in an LLM run', () => {
+    const error = { kind: 'FATAL', code: 'tool_error', message: `not enough seats sk-${'a'.repeat(20)}` };
+    const file = {
+      calls: [
+        { tool: 'book', args: { seat: '1A' }, operationKey: 'b-1A', result: error },
+        { tool: 'book', args: { seat: '1A' }, operationKey: 'b-1A', result: error },
+        { tool: 'book', args: { seat: '2B' }, operationKey: 'b-2B' },
+      ],
+    };
+    // Before: the first error ends the run FAILED.
+    expect(replay(parseReplayFile(file))).toMatchObject({ terminal_state: 'FAILED', reason: 'tool_error' });
+    const llm = replay(parseReplayFile(file), { profile: 'llm' });
+    expect(llm.decisions.map((d) => d.after ?? `${d.decision}:${d.reason}`)).toEqual([
+      'needs_changed_precondition',
+      'steer:precondition_unchanged',
+      'continue',
+    ]);
+    // A declared FATAL (another code) still stops.
+    const declared = {
+      calls: [{ tool: 'book', args: {}, result: { kind: 'FATAL', code: 'flight_cancelled' } }],
+    };
+    expect(replay(parseReplayFile(declared), { profile: 'llm' })).toMatchObject({ terminal_state: 'FAILED' });
+  });
+
   it('bad input: an unknown profile, a negative or non-numeric budget, each named', () => {
     const bad = (v: unknown) => {
       try {

@@ -14,7 +14,8 @@ import { MAX_TOOL_ERROR_CHARS } from '../../tools/tool-errors';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import type { RecordedRequest } from '../planners/servers/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
-import { live } from '../helpers/run-inputs';
+import { fixture, live } from '../helpers/run-inputs';
+import { parseReplayFile, replay } from '../../guard';
 
 const KEY_ENV = 'TOOL_ERRORS_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'errs-recover' } as const;
@@ -161,6 +162,21 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
     } finally {
       await fatal.close();
     }
+  });
+
+  it('a fixture script at "profile": "llm" decides as the replay at the llm profile: the error goes to the model', async () => {
+    const error = { kind: 'FATAL', code: 'tool_error', message: 'not enough seats' } as const;
+    const calls = [
+      { tool: 'book', args: { seat: '1A' }, result: error },
+      { tool: 'book', args: { seat: '1A' }, result: error },
+      { tool: 'book', args: { seat: '2B' }, result: { kind: 'SUCCESS', terminal: true } as const },
+    ];
+    const run = await h.start(fixture(calls, {}, { profile: 'llm' }));
+    const result: RunResult = await run.result();
+    const offline = replay(parseReplayFile({ profile: 'llm', calls }));
+    expect(result.terminal_state).toBe('COMPLETED');
+    expect(offline.terminal_state).toBe('COMPLETED');
+    expect(result.decisions).toEqual(offline.decisions);
   });
 
   it('a scripted run keeps its meaning: a plain Error is FATAL tool_error, FAILED, the tool run once', async () => {

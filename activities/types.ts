@@ -83,6 +83,12 @@ export interface RunToolInput {
    * comes back as {@link RunToolOutput.next}.
    */
   readonly prefetch?: PlanInput;
+  /**
+   * `model` (an LLM run on `llm-profile-v1`, issue 29): a failure the tool did not declare (a
+   * plain Error, an MCP `isError` without `onError`) comes back as PRECONDITION `tool_error`
+   * for the model to handle (tools/tool-errors.ts). Absent: FATAL `tool_error`, as before.
+   */
+  readonly toolErrors?: 'model';
 }
 
 /** Output of the `runTool` activity. */

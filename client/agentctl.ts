@@ -82,12 +82,16 @@ export function buildProgram(
       .description('Offline replay of docs/spec.md §6 files: one JSON object per file (no server needed)')
       .argument('<files...>', 'replay-format JSON files')
       .option('--pretty', 'indent the JSON')
-      .action((files: string[], o: { pretty?: boolean }) => {
+      .option(
+        '--profile <name>',
+        'decide at a guard profile: llm (a fresh LLM run of this version) or default',
+      )
+      .action((files: string[], o: { pretty?: boolean; profile?: string }) => {
         const code = runReplay(
           files,
           (l) => ctx.io.out(`${l}\n`),
           (l) => ctx.io.err(`${l}\n`),
-          { pretty: o.pretty },
+          { pretty: o.pretty, ...(o.profile === undefined ? {} : { profile: o.profile }) },
         );
         if (code !== 0)
           throw new CliError(code === 2 ? Exit.USAGE : Exit.ERROR, 'replay failed', { reported: true });

@@ -266,3 +266,13 @@ export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
 export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
 export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
 export type { StopReport } from '../guard';
+// The guard profiles (issue 29): what a fresh LLM run decides with (`guard` overrides it key by
+// key), for a client that shows, checks or replays a run at the same defaults.
+export {
+  GUARD_PROFILES,
+  GUARD_PROFILE_NAMES,
+  LLM_PROFILE,
+  guardProfile,
+  UnknownProfileError,
+} from '../guard';
+export type { GuardProfileName } from '../guard';

@@ -4,7 +4,14 @@
  * a batch exits 2 with a message naming the file and field and prints nothing on stdout.
  */
 import { readFileSync } from 'node:fs';
-import { parseReplayFile, replay, ReplayFormatError, type ReplayFile } from '../guard';
+import {
+  isGuardProfile,
+  parseReplayFile,
+  replay,
+  ReplayFormatError,
+  UnknownProfileError,
+  type ReplayFile,
+} from '../guard';
 
 /** Exit codes of the replay command. */
 export const ReplayExit = { OK: 0, MALFORMED: 2 } as const;
@@ -40,10 +47,14 @@ export function runReplay(
   files: readonly string[],
   out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
   err: (line: string) => void = (l) => process.stderr.write(l + '\n'),
-  options: { pretty?: boolean } = {},
+  options: { pretty?: boolean; profile?: string } = {},
 ): number {
   if (files.length === 0) {
-    err('replay: no FILE given (usage: agentctl replay FILE.json [FILE.json ...])');
+    err('replay: no FILE given (usage: agentctl replay [--profile NAME] FILE.json [FILE.json ...])');
+    return ReplayExit.MALFORMED;
+  }
+  if (options.profile !== undefined && !isGuardProfile(options.profile)) {
+    err(`replay: --profile: ${new UnknownProfileError(options.profile).message}`);
     return ReplayExit.MALFORMED;
   }
   const parsed: ReplayFile[] = [];
@@ -59,7 +70,7 @@ export function runReplay(
   }
   if (bad > 0) return ReplayExit.MALFORMED;
   for (const file of parsed) {
-    const outcome = replay(file);
+    const outcome = replay(file, options.profile === undefined ? {} : { profile: options.profile });
     out(options.pretty ? JSON.stringify(outcome, null, 2) : JSON.stringify(outcome));
   }
   return ReplayExit.OK;

@@ -282,7 +282,7 @@ const count = z.number().int().nonnegative();
 const guardStateSchema = z
   .object({
     v: z.literal(1),
-    config: z.record(z.string(), z.number().nullable()),
+    config: z.record(z.string(), z.union([z.number().nullable(), z.boolean()])),
     startMs: z.number(),
     steps: count,
     tokens: z.number().nonnegative(),
@@ -312,6 +312,9 @@ const guardStateSchema = z
     inFlight: z.unknown().nullable(),
     steers: z
       .array(z.object({ reason: z.string(), fingerprint: z.string(), step: count }).strict())
+      .optional(),
+    failures: z
+      .array(z.union([z.tuple([z.string(), count]), z.tuple([z.string(), count, z.string()])]))
       .optional(),
     stop: z.object({ reason: z.string(), terminalState: z.string() }).nullable(),
   })

@@ -4,6 +4,7 @@
  * of its parts that are not copied as they are (the config's unlimited budgets, the window).
  */
 import type { TerminalState, ResultKind } from './constants';
+import type { FailureJson } from './failure-memory';
 import type { GuardConfig, GuardConfigInput } from './schemas';
 
 /** A fingerprint's latest execution that asked to be polled again after a wait. */
@@ -40,9 +41,13 @@ export interface Steer {
 /** The guard's whole state as plain JSON (checkpoints, continue-as-new). */
 export interface GuardStateJson {
   readonly v: 1;
-  /** `steerLimit` only when it is set (states before steering have none). */
-  readonly config: { [K in Exclude<keyof GuardConfig, 'steerLimit'>]: number | null } & {
+  /**
+   * `steerLimit` only when it is set (states before steering have none); `keepFailures` only
+   * when true (states before issue 29 have none).
+   */
+  readonly config: { [K in Exclude<keyof GuardConfig, 'steerLimit' | 'keepFailures'>]: number | null } & {
     readonly steerLimit?: number;
+    readonly keepFailures?: boolean;
   };
   readonly startMs: number;
   readonly steps: number;
@@ -75,6 +80,8 @@ export interface GuardStateJson {
   readonly inFlight: InFlight | null;
   /** The steers so far (absent when none: states before steering, runs that never steered). */
   readonly steers?: readonly Steer[];
+  /** Failed calls remembered across read windows (`keepFailures`); absent when none. */
+  readonly failures?: readonly FailureJson[];
   readonly stop: { reason: string; terminalState: TerminalState } | null;
 }
 
@@ -92,6 +99,7 @@ export function configToJson(c: GuardConfig): GuardStateJson['config'] {
     maxTokens: infinityToNull(c.maxTokens),
     maxCostUsd: infinityToNull(c.maxCostUsd),
     ...(c.steerLimit > 0 ? { steerLimit: c.steerLimit } : {}),
+    ...(c.keepFailures ? { keepFailures: true } : {}),
   };
 }
 
@@ -106,6 +114,7 @@ export function configFromJson(c: GuardStateJson['config']): GuardConfigInput {
     maxTokens: nullToInfinity(c.maxTokens),
     maxCostUsd: nullToInfinity(c.maxCostUsd),
     steerLimit: c.steerLimit ?? 0,
+    keepFailures: c.keepFailures ?? false,
   };
 }
 

@@ -25,6 +25,11 @@ export interface GuardCall {
    * (`markCompleted`) before the key is proposed again (docs/spec.md §7.10).
    */
   readonly ledgerBacked?: boolean;
+  /**
+   * Whether the call reads or writes. With `keepFailures`, a window opened after a read keeps
+   * the failed calls, one opened after anything else forgets them (guard/failure-memory.ts).
+   */
+  readonly effect?: 'read' | 'write';
 }
 
 /** What is left of each budget (Infinity: unbounded); see `LoopGuard.remaining`. */

@@ -23,6 +23,7 @@ import {
   type Steer,
   type WindowEntry,
 } from './guard-state';
+import { FailureMemory } from './failure-memory';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
@@ -102,6 +103,8 @@ export class LoopGuard {
   private inFlight: InFlight | null = null;
   private steerLog: Steer[] = [];
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
+  /** Failed calls kept across windows opened by reads (`keepFailures`, guard/failure-memory.ts). */
+  private failures = new FailureMemory();
   private readonly needsHuman: ReadonlySet<string>;
 
   constructor(config: GuardConfigInput = {}, options: LoopGuardOptions = {}) {
@@ -297,7 +300,7 @@ export class LoopGuard {
 
     if (!flight.cached && progressVersion > this.lastProgressVersion) {
       this.lastProgressVersion = progressVersion;
-      this.openWindow();
+      this.openWindow(call.effect === 'read' ? 'read' : 'write');
     } else if (flight.cached || !flight.honouredPoll) {
       this.noProgress += 1;
     }
@@ -378,7 +381,7 @@ export class LoopGuard {
     for (const [k, v] of Object.entries(raise) as [keyof typeof raise, number | undefined][]) {
       if (v !== undefined && v > cfg[k]) cfg[k] = v;
     }
-    this.openWindow();
+    this.openWindow('resume');
     this.lastExecutions.clear();
   }
 
@@ -422,6 +425,7 @@ export class LoopGuard {
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
+      ...(this.failures.size > 0 ? { failures: this.failures.toJSON() } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };
   }
@@ -452,6 +456,7 @@ export class LoopGuard {
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
     guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
     guard.stopState = state.stop ? { ...state.stop } : null;
+    guard.failures = FailureMemory.fromJSON(state.failures);
     return guard;
   }
 
@@ -462,10 +467,11 @@ export class LoopGuard {
     if (recent.size > this.ledgerKeep) recent.delete(recent.keys().next().value as string);
   }
 
-  private openWindow(): void {
+  private openWindow(cause: 'read' | 'write' | 'resume'): void {
     this.noProgress = 0;
-    this.windowLength = 0;
     this.window.clear();
+    // With `keepFailures`, a read's window starts with the failed calls (guard/failure-memory.ts).
+    this.windowLength = this.config.keepFailures ? this.failures.open(this.window, cause) : 0;
     this.lastThree = [];
     if (this.honoured.size > 0) this.honoured.clear();
   }
@@ -481,6 +487,7 @@ export class LoopGuard {
       entry.kind = kind;
       if (exact !== undefined && entry.exact !== exact) entry.exact = '*';
     }
+    if (this.config.keepFailures) this.failures.note(key, this.window.get(key)!);
     this.lastThree.push(key);
     if (this.lastThree.length > 3) this.lastThree.shift();
   }

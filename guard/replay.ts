@@ -8,12 +8,14 @@ import { AgentLoopGuardError } from '../common/errors';
 import { TerminalState } from './constants';
 import { fingerprintCall, normalizeCall, type ArgsSpec } from './fingerprint';
 import { LoopGuard } from './loop-guard';
+import { guardProfile, isGuardProfile, UnknownProfileError, type GuardProfileName } from './profiles';
 import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
+import { toolErrorToModel } from './tool-error';
 import { buildStopReport } from './report';
 import { isRepeatEntry, scriptCallAt, scriptLength } from './script-calls';
 import {
-  guardConfigSchema,
+  guardOverridesSchema,
   toolResultSchema,
   usageSchema,
   type StopReport,
@@ -58,7 +60,16 @@ const repeatEntrySchema = z
 /** A replay file (docs/spec.md §6). */
 export const replayFileSchema = z.object({
   name: z.string().optional(),
-  config: guardConfigSchema.optional(),
+  /**
+   * The guard profile the file is decided at (guard/profiles.ts): `llm` decides as a fresh LLM
+   * run of this version would. Absent: the guard's defaults, as before. `config` overrides it.
+   */
+  profile: z
+    .string()
+    .refine(isGuardProfile, { error: (i) => new UnknownProfileError(String(i.input)).message })
+    .optional(),
+  /** Only the keys set here override the profile (no defaults filled in). */
+  config: guardOverridesSchema.optional(),
   initialProgressVersion: z.number().finite().optional(),
   tools: z.record(z.string(), fixtureToolSchema).optional(),
   completed: z.array(z.string()).optional(),
@@ -90,6 +101,8 @@ export interface ReplayOutcome {
   stopped_at: number | null;
   decisions: ReplayDecision[];
   report: StopReport | null;
+  /** The profile the file was decided at, when one was given (file or `--profile`). */
+  profile?: GuardProfileName;
 }
 
 /** A replay file that does not fit the format; the message names the field. */
@@ -161,13 +174,26 @@ export function fixtureArgsSpecs(file: ReplayFile): Map<string, ArgsSpec> {
 
 const DEFAULT_RESULT: ToolResult = { kind: 'SUCCESS' };
 
+/** Options of {@link replay}. */
+export interface ReplayOptions {
+  /** The profile to decide at, over the file's own `profile` (an unknown name throws UnknownProfileError). */
+  readonly profile?: string;
+}
+
 /** Replays a parsed file through a fresh guard. */
-export function replay(file: ReplayFile): ReplayOutcome {
-  const guard = new LoopGuard(file.config ?? {}, {
-    startMs: 0,
-    initialProgressVersion: file.initialProgressVersion ?? 0,
-    completed: file.completed ?? [],
-  });
+export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOutcome {
+  const profile = options.profile ?? file.profile;
+  const defaults = profile === undefined ? {} : guardProfile(profile);
+  // At the llm profile a recorded undeclared tool error goes to the model, as in an LLM run.
+  const toModel = profile === 'llm';
+  const guard = new LoopGuard(
+    { ...defaults, ...(file.config ?? {}) },
+    {
+      startMs: 0,
+      initialProgressVersion: file.initialProgressVersion ?? 0,
+      completed: file.completed ?? [],
+    },
+  );
   const specs = fixtureArgsSpecs(file);
   const decisions: ReplayDecision[] = [];
   let executed = 0;
@@ -190,6 +216,7 @@ export function replay(file: ReplayFile): ReplayOutcome {
       state === TerminalState.COMPLETED
         ? null
         : buildStopReport(guard, { terminalState: state, reason: reason ?? 'unknown', blockedCall: blocked }),
+    ...(profile === undefined ? {} : { profile: profile as GuardProfileName }),
   });
 
   const length = scriptLength(file.calls);
@@ -205,6 +232,8 @@ export function replay(file: ReplayFile): ReplayOutcome {
       similarKey: n?.similarKey ?? null,
       operationKey: raw.operationKey ?? null,
       usage: raw.usage,
+      // An unlisted tool is a read, unless the call names an operation key (a write's).
+      effect: file.tools?.[raw.tool]?.effect ?? (raw.operationKey ? 'write' : 'read'),
     };
     const blocked = { tool: raw.tool, fingerprint };
     const before = guard.before(call, atMs);
@@ -220,7 +249,8 @@ export function replay(file: ReplayFile): ReplayOutcome {
     const isCached = before.decision === 'return_cached_success';
     if (isCached) cached += 1;
     else executed += 1;
-    const result = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
+    const recorded = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
+    const result = toModel ? toolErrorToModel(recorded) : recorded;
     const after = guard.after(call, result, raw.progressVersion ?? guard.progressVersion, atMs);
     decisions.push({ index, tool: raw.tool, decision: before.decision, after: after.decision });
     if (after.decision === 'stop') return finish(after.terminalState, after.reason, index, blocked);

@@ -30,6 +30,11 @@ export const guardConfigSchema = z
      * stopping the run (docs/spec.md §3.3 "Steering"); 0 (the default): every refusal stops.
      */
     steerLimit: z.number().int().nonnegative().default(0),
+    /**
+     * Remember failed calls across windows opened by reads (docs/spec.md §3 "Failure memory",
+     * guard/failure-memory.ts); false (the default): a new window forgets them, as before.
+     */
+    keepFailures: z.boolean().default(false),
   })
   .strict();
 
@@ -48,6 +53,7 @@ export const guardOverridesSchema = z
     maxTokens: optionalBudget.optional(),
     maxCostUsd: optionalBudget.optional(),
     steerLimit: z.number().int().nonnegative().optional(),
+    keepFailures: z.boolean().optional(),
   })
   .strict();
 /** Guard settings given with a run. */

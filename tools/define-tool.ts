@@ -23,6 +23,11 @@ export interface ToolContext {
    * together or not at all; otherwise it is the world's own connection.
    */
   readonly tx: Tx;
+  /**
+   * True in an LLM run (issue 29): an error the tool does not declare goes back to the model
+   * as PRECONDITION `tool_error` (tools/tool-errors.ts). An MCP tool classifies `isError` so.
+   */
+  readonly errorsToModel?: boolean;
 }
 
 /** What a tool's `progressVersion` hook is given. */

@@ -160,7 +160,11 @@ async function loop(
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer that ends early when an operator stops the run.
       acts.discardPrefetch();
+      // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
+      const offClock = run.patches.waitOffClock();
+      const waitStart = Date.now();
       await condition(() => gate.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
+      if (offClock) run.guard.discountWait(Date.now() - waitStart);
     }
   }
 }

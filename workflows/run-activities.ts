@@ -40,7 +40,8 @@ export interface RunActivities {
     approvalStopRef?: string | null,
   ): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
-  runTool(p: ProposalInfo): Promise<RunToolOutput>;
+  /** Runs a call; `toolErrors: 'model'` hands undeclared tool errors back to the model (issue 29). */
+  runTool(p: ProposalInfo, toolErrors?: 'model'): Promise<RunToolOutput>;
   /** Re-checks, from external state, that what stopped the run has changed. */
   verifyPrecondition(input: VerifyInput): Promise<VerifyOutput>;
   /** The run's progress version as external state says now. */
@@ -210,7 +211,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
           : out.turn;
       return { ...out, turn, memory: { next } };
     },
-    async runTool(p) {
+    async runTool(p, toolErrors) {
       const ahead = upcoming;
       upcoming = null;
       // Decided per call; a run recorded before the patch replays its `plan` of the next turn.
@@ -230,6 +231,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
               : {}),
             fixture: p.fixture,
             ...(prefetch ? { prefetch: prefetch.plan } : {}),
+            ...(toolErrors ? { toolErrors } : {}),
           },
         ],
       );

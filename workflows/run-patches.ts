@@ -68,6 +68,19 @@ export const PATCH_LOCAL_SCRIPTED_PLAN = 'scripted-plan-local-activity-v1';
 export const PATCH_PREFETCH_SCRIPTED_PLAN = 'scripted-plan-prefetch-v1';
 
 /**
+ * An LLM run decides at the `llm` profile (guard/profiles.ts: steps, wall clock, tokens, cost,
+ * limits, failure memory) and hands tool errors the tool did not declare back to its model as
+ * PRECONDITION `tool_error` (issue 29). Asked once per LLM run, never by a scripted run.
+ */
+export const PATCH_LLM_PROFILE = 'llm-profile-v1';
+
+/**
+ * The time a run waits on a durable timer (a PENDING re-poll, a RETRYABLE backoff) is taken off
+ * its wall clock (issue 29, docs/spec.md §3 rule 2). Asked at a run's first such wait.
+ */
+export const PATCH_WAIT_OFF_CLOCK = 'wait-off-wall-clock-v1';
+
+/**
  * Every patch above, taken at once (issue 19): a run started on this code asks this one patch
  * first thing and takes all of {@link BASELINE_PATCHES} without asking them. Each `patched()`
  * that a fresh run takes costs two history events and a visibility write (the marker, and the
@@ -77,7 +90,7 @@ export const PATCH_PREFETCH_SCRIPTED_PLAN = 'scripted-plan-prefetch-v1';
  */
 export const PATCH_BASELINE = 'patch-baseline-v1';
 
-/** The patches a run on {@link PATCH_BASELINE} takes without a marker each. Never changes. */
+/** The patches a run on {@link PATCH_BASELINE} takes without a marker each (not the two after it). Never changes. */
 export const BASELINE_PATCHES = [
   PATCH_SEALED_CHECKPOINTS,
   PATCH_NO_STEP_UPSERT,
@@ -110,5 +123,21 @@ export class Patches {
   /** `patched(id)` for a run from before the baseline; true, without a marker, for one on it. */
   has(id: BaselinePatch): boolean {
     return this.baseline || patched(id);
+  }
+
+  private llm: boolean | undefined;
+  private offClock: boolean | undefined;
+
+  /** {@link PATCH_LLM_PROFILE} for an LLM run (asked once, at its first question); false for a scripted one. */
+  llmProfile(isLlmRun: boolean): boolean {
+    if (!isLlmRun) return false;
+    this.llm ??= patched(PATCH_LLM_PROFILE);
+    return this.llm;
+  }
+
+  /** {@link PATCH_WAIT_OFF_CLOCK}, asked at the run's first durable wait. */
+  waitOffClock(): boolean {
+    this.offClock ??= patched(PATCH_WAIT_OFF_CLOCK);
+    return this.offClock;
   }
 }

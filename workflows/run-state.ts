@@ -41,16 +41,10 @@ import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import {
-  PATCH_AUTHORITY,
-  PATCH_LEAN_CHECKPOINT,
-  PATCH_LEAN_SEAL,
-  PATCH_STEER_DEFAULT,
-  type Patches,
-} from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, type Patches } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
-import { resolveRunSettings } from './run-settings';
+import { llmDefaultsOf, resolveRunSettings } from './run-settings';
 import { checkpointOf, publish, resultOf } from './run-views';
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
@@ -127,6 +121,8 @@ export class RunState {
    * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
    */
   readonly lean: boolean;
+  /** `model`: undeclared tool errors go back to the planner (an LLM run on `llm-profile-v1`, a script at `llm`). */
+  readonly toolErrors: 'model' | undefined;
   private phase_: RunPhase;
   private stop_: Stop | null;
   private readonly newGuard: (initial: number) => LoopGuard;
@@ -139,10 +135,9 @@ export class RunState {
     readonly patches: Patches,
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
-    const settings = resolveRunSettings(
-      input,
-      !cp && input.planner.kind !== 'scripted' && patches.has(PATCH_STEER_DEFAULT),
-    );
+    const settings = resolveRunSettings(input, llmDefaultsOf(input, patches, cp !== undefined));
+    const llm = patches.llmProfile(input.planner.kind !== 'scripted');
+    this.toolErrors = llm || settings.scriptProfile === 'llm' ? 'model' : undefined;
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     const fixture = input.planner.kind === 'scripted' && !input.planner.live;

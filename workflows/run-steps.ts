@@ -189,6 +189,7 @@ export class RunSteps {
       similarKey: p.similarKey ?? null,
       operationKey: p.operationKey,
       usage: turn.usage,
+      effect: p.effect,
       // A live write's key is in the persistent ledger once it succeeds: the plan activity
       // hands it back with the proposal (ledgerView), so a lean guard may forget it.
       ...(this.run.lean && p.effect === 'write' && p.fixture === null && p.rejection === null
@@ -284,7 +285,8 @@ export class RunSteps {
     }
     let out: RunToolOutput;
     try {
-      out = await this.activities.runTool(p);
+      // An LLM run's model handles the tool errors its tools did not declare (issue 29).
+      out = await this.activities.runTool(p, run.toolErrors);
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // The tool's output could not pass through history (no payload store took it): stop

@@ -24,6 +24,7 @@ import type { ProgressEvent } from '../progress';
 import { classifyError } from '../../tools/classify';
 import type { AnyTool } from '../../tools/define-tool';
 import { inStore } from '../../tools/store';
+import { undeclaredToModel } from '../../tools/tool-errors';
 import type { Tx } from '../../tools/tx';
 import type { PlanInput, PlanOutput, RunToolInput, RunToolOutput } from '../types';
 import type { ActivityContext } from './context';
@@ -222,7 +223,10 @@ export function createRunToolActivity(
   async function callTool(input: RunToolInput): Promise<RunToolOutput> {
     if (input.fixture) {
       await counted(ctx, input.runId, input.tool);
-      return { result: input.fixture.result ?? { kind: 'SUCCESS' }, progressVersion: null, via: 'fixture' };
+      const recorded = input.fixture.result ?? { kind: 'SUCCESS' };
+      // A script at the llm profile: its recorded undeclared error goes to the model (as the replay's).
+      const result = input.toolErrors === 'model' ? undeclaredToModel(recorded, null) : recorded;
+      return { result, progressVersion: null, via: 'fixture' };
     }
     const tool = registry.get(input.tool);
     if (!tool) {
@@ -264,6 +268,7 @@ export function createRunToolActivity(
       };
     }
     const { attempt, activityId } = activityExecution();
+    const toModel = input.toolErrors === 'model';
     // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
     let lastFailure: ToolResult | null = null;
     const options = {
@@ -286,8 +291,13 @@ export function createRunToolActivity(
           lastFailure = err.result;
           return ledgerClass(err.result);
         }
-        lastFailure = tool.classify?.(err) ?? classifyError(err);
-        return thrownLedgerClass(lastFailure, tool.usesWorldTransaction !== false);
+        const classified = tool.classify?.(err) ?? classifyError(err);
+        const inWorld = tool.usesWorldTransaction !== false;
+        // An LLM run's model gets an undeclared failure to handle (issue 29); the ledger
+        // releases the claim when the world transaction rolled the write back, and keeps the
+        // failure final otherwise (the side effect may have happened).
+        lastFailure = toModel ? undeclaredToModel(classified, err) : classified;
+        return thrownLedgerClass(inWorld ? lastFailure : classified, inWorld);
       },
     };
     // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
@@ -304,7 +314,10 @@ export function createRunToolActivity(
     const outcome = atomic
       ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
       : await executeOnce(ledger, options, () => inStore(ctx.store, tool, (tx) => run(tx)));
-    const mapped = mapOutcome(outcome, executed, lastFailure);
+    let mapped = mapOutcome(outcome, executed, lastFailure);
+    // A failure the ledger kept final for an undeclared error: the model's to handle too.
+    if (toModel && outcome.kind === 'failed_final')
+      mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
     if (mapped.via === 'executed') await counted(ctx, input.runId, tool.name);
     const event: ProgressEvent = {
       runId: input.runId,

@@ -10,6 +10,7 @@ import { ProgressSourceError, readVersion, type ProgressEvent } from '../progres
 import { classifyError } from '../../tools/classify';
 import { toResult, type AnyTool, type ToolReturn } from '../../tools/define-tool';
 import { inStore } from '../../tools/store';
+import { undeclaredToModel } from '../../tools/tool-errors';
 import type { Tx } from '../../tools/tx';
 import type { RunToolInput } from '../types';
 import type { ActivityContext } from './context';
@@ -32,6 +33,7 @@ export async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promi
     heartbeat,
     signal: cancellationSignalOrNever(),
     tx,
+    ...(input.toolErrors === 'model' ? { errorsToModel: true } : {}),
   });
   return toResult(ret);
 }
@@ -50,6 +52,8 @@ export async function runRead(
     result = await inStore(ctx.store, tool, (tx) => execute(tool, input, tx));
   } catch (err) {
     result = tool.classify?.(err) ?? classifyError(err);
+    // An LLM run's model gets an undeclared failure to handle (issue 29).
+    if (input.toolErrors === 'model') result = undeclaredToModel(result, err);
   }
   await counted(ctx, input.runId, tool.name);
   const event = readEvent(input.runId, tool.name, result);

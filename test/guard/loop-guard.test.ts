@@ -58,6 +58,7 @@ describe('configuration', () => {
       maxWaitPolls: 10,
       maxTokens: Infinity,
       maxCostUsd: Infinity,
+      keepFailures: false,
     });
   });
 

@@ -14,7 +14,9 @@
  * - results and errors are classified by classify.ts.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ResultCode } from '../../guard';
 import { defineTool, type AnyTool, type ToolReturn } from '../define-tool';
+import { modelErrorText, undeclaredToModel } from '../tool-errors';
 import { compileArgsSchema } from './args-schema';
 import { classifyMcpError, classifyMcpResult, resultData } from './classify';
 import type { McpConnection } from './client-pool';
@@ -88,14 +90,28 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
   const retryAfterMs = connection.retryAfterMs;
   const probe = spec.probe;
 
-  async function execute(input: unknown, ctx: { heartbeat: () => void; signal: AbortSignal }) {
+  async function execute(
+    input: unknown,
+    ctx: { heartbeat: () => void; signal: AbortSignal; errorsToModel?: boolean },
+  ) {
+    // An LLM run (issue 29): an `isError` the server config does not classify, and an error
+    // without a class, go back to the model (tools/tool-errors.ts).
+    const toModel = ctx.errorsToModel === true;
     const beat = setInterval(ctx.heartbeat, HEARTBEAT_EVERY_MS);
     try {
       const result = await connection.callTool(listed.name, input, {
         signal: ctx.signal,
         onProgress: ctx.heartbeat,
       });
-      return classifyMcpResult(result, { onError: o.onError, retryAfterMs }) as ToolReturn;
+      const r = classifyMcpResult(result, {
+        onError: o.onError ?? (toModel ? 'PRECONDITION' : undefined),
+        retryAfterMs,
+      });
+      return (
+        toModel && o.onError === undefined && r.kind === 'PRECONDITION' && r.code === ResultCode.TOOL_ERROR
+          ? { ...r, unmet: modelErrorText(r.unmet ?? '') }
+          : r
+      ) as ToolReturn;
     } catch (err) {
       // Sent and then lost (a timeout, a connection dropped mid-call): the outcome is
       // unknown, so it is thrown and the ledger treats a write accordingly. Anything the
@@ -103,7 +119,7 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
       if (err instanceof McpUnavailableError && err.sent) throw err;
       const r = classifyMcpError(err, { retryAfterMs });
       if (r.kind === 'SUCCESS') throw err;
-      return r;
+      return toModel ? undeclaredToModel(r, err) : r;
     } finally {
       clearInterval(beat);
     }

@@ -27,7 +27,7 @@ import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
-import { scriptCallAt } from '../guard/script-calls';
+import { ScriptCursor } from '../guard/script-calls';
 import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
 
 /** What the run loop and the resume handler call. */
@@ -133,6 +133,14 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     retry: { initialInterval: '1s', maximumInterval: '30s', ...firstRetry },
   });
   const planner = input.planner;
+  // Built once per run (a continue-as-new builds its own): the next call is O(1), not a walk
+  // of the script from its first entry every turn (issue 32).
+  const scriptCalls = (planner.kind === 'scripted' ? planner.script : undefined) as
+    { calls?: unknown } | undefined;
+  const cursor =
+    typeof scriptCalls === 'object' && scriptCalls !== null && Array.isArray(scriptCalls.calls)
+      ? new ScriptCursor<unknown>(scriptCalls.calls)
+      : null;
   // A scripted run's next turn (issue 19): the input the last turn prepared for it, which the
   // next `runTool` sends along, and the answer that `runTool` brought back, each used once.
   let upcoming: { offset: number; plan: PlanInput } | null = null;
@@ -173,7 +181,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
       // The turn at a script index: the one call there (a `repeat` entry expanded:
       // guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
       const turnAt = (at: number, seen: unknown, scope: object): PlanInput => {
-        const call = Array.isArray(calls) ? scriptCallAt(calls, at) : undefined;
+        const call = Array.isArray(calls) ? cursor?.at(at) : undefined;
         return {
           runId,
           goal: input.goal,

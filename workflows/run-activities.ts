@@ -28,7 +28,9 @@ import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
 import { ScriptCursor } from '../guard/script-calls';
+import type { PayloadRef } from '../common/payload-limits';
 import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
+import { scriptCallsRef } from './script-ref';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -57,6 +59,8 @@ export interface RunActivities {
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
+  /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
+  storeScript(input: { runId: string; calls: readonly unknown[] }): Promise<{ ref: PayloadRef | null }>;
   /**
    * Forgets the next turn the last `runTool` planned: the run stopped or waits, and the world
    * may change before it plans again (the ledger above all), so that turn is asked afresh.
@@ -122,7 +126,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     });
   // A local activity: its input (the paged-out records) never enters history, only its small
   // answer does, so saving the trace costs history nothing per record (issue 19).
-  const { saveTrace } = proxyLocalActivities<Activities>({
+  const { saveTrace, storeScript } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumAttempts: 5 },
   });
@@ -178,6 +182,8 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
+      // A script in the payload store (issue 32): the activity reads the call at `scriptAt`.
+      const ref = scriptCallsRef(raw);
       // The turn at a script index: the one call there (a `repeat` entry expanded:
       // guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
       const turnAt = (at: number, seen: unknown, scope: object): PlanInput => {
@@ -185,10 +191,11 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
         return {
           runId,
           goal: input.goal,
-          planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
+          planner: { ...planner, script: { ...head, calls: ref ?? (call === undefined ? [] : [call]) } },
           memory: { next: 0 },
           observation: seen,
           ...scope,
+          ...(ref ? { scriptAt: at } : {}),
         };
       };
       const ready = prefetched;
@@ -252,6 +259,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     checkpointSeal,
     openCheckpoint,
     saveTrace,
+    storeScript,
     discardPrefetch() {
       prefetched = null;
     },

@@ -7,6 +7,7 @@
  */
 import type { ResolvedRunInput } from '../common/contracts';
 import { parseReplayFile, type GuardConfigInput } from '../guard';
+import { scriptHead } from './script-ref';
 
 /** The resolved settings of a run. */
 export interface RunSettings {
@@ -32,7 +33,7 @@ export const DEFAULT_LLM_STEER_LIMIT = 2;
 export function resolveRunSettings(input: ResolvedRunInput, llmSteerDefault = false): RunSettings {
   const script =
     input.planner.kind === 'scripted' && input.planner.script !== undefined
-      ? parseReplayFile(input.planner.script)
+      ? parseReplayFile(scriptHead(input.planner.script))
       : null;
   const live = input.planner.kind === 'scripted' && input.planner.live;
   // Only the keys the run really sets override the file: `guard` is parsed without

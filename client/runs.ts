@@ -86,7 +86,8 @@ async function scriptByReference(o: StartRunOptions): Promise<RunInput> {
   const planner = o.input.planner as { kind?: string; script?: { calls?: unknown } };
   const calls = planner.kind === 'scripted' ? planner.script?.calls : undefined;
   if (!o.payloads || !Array.isArray(calls) || jsonBytes(o.input) <= MAX_PAYLOAD_BYTES) return o.input;
-  const ref = await o.payloads.put(o.workflowId, calls);
+  // Without its preview: the reference rides in every turn's plan input (activities/run/script-activity.ts).
+  const ref = { ...(await o.payloads.put(o.workflowId, calls)), preview: '' };
   return {
     ...o.input,
     planner: { ...o.input.planner, script: { ...planner.script, calls: ref } },

@@ -20,6 +20,14 @@ export interface StoreScriptInput {
   readonly calls: readonly unknown[];
 }
 
+/**
+ * A script's reference without its preview: it rides in every turn's plan input (in history
+ * when the next turn is prefetched), and nobody reads a preview of a script.
+ */
+export function leanScriptRef(ref: PayloadRef): PayloadRef {
+  return { ...ref, preview: '' };
+}
+
 /** How many loaded scripts a worker keeps (most recently used). */
 const KEPT_SCRIPTS = 8;
 
@@ -32,7 +40,7 @@ export class ScriptCalls {
   /** Stores a run's calls; `ref: null` when this worker has no payload store (the input stays inline). */
   async storeScript(input: StoreScriptInput): Promise<{ ref: PayloadRef | null }> {
     if (!this.payloads) return { ref: null };
-    return { ref: await this.payloads.put(input.runId, input.calls) };
+    return { ref: leanScriptRef(await this.payloads.put(input.runId, input.calls)) };
   }
 
   /**

@@ -7,8 +7,12 @@
  *    travels), and every call runs exactly once (the demo world's counter).
  *  - A fixture script of 1.6 MB, above the 1.5 MB payload limit, is refused without a store;
  *    with the worker's payload store the client stores its calls and the run starts, playing
- *    every call once to its terminal result.
+ *    every call once to its terminal result; `agentctl start --script` does the same with
+ *    `LEDGER_URL` naming the worker's database.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startRun } from '../../client/runs';
 import type { RunInput } from '../../common/contracts';
 import { jsonBytes, MAX_PAYLOAD_BYTES } from '../../common/payload-limits';
@@ -18,8 +22,19 @@ import { SCRIPT_REF_BYTES } from '../../workflows/script-ref';
 import { fixture, live, search, type ScriptCall } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
+import { agentctl, cliEnv } from '../client/cli-helpers';
 
 const unbounded = { maxSteps: 100_000, noProgressLimit: 100_000, maxMs: 3_600_000 };
+
+/** 300 fixture calls of ~5.3 KB each and a terminal one: 1.6 MB, above the payload limit. */
+function bigCalls(): ScriptCall[] {
+  const calls: ScriptCall[] = Array.from({ length: 300 }, (_, i) => ({
+    tool: 'pad',
+    args: { i, blob: `${i}-${'y'.repeat(5_300)}` },
+  }));
+  calls.push({ tool: 'finish', result: { kind: 'SUCCESS', terminal: true } });
+  return calls;
+}
 
 describe('a long script travels by reference (issue 32)', () => {
   let h: Harness;
@@ -74,12 +89,7 @@ describe('a long script travels by reference (issue 32)', () => {
   });
 
   it('a script above the payload limit starts by reference from the client and plays every call once', async () => {
-    const calls: ScriptCall[] = Array.from({ length: 300 }, (_, i) => ({
-      tool: 'pad',
-      args: { i, blob: `${i}-${'y'.repeat(5_300)}` },
-    }));
-    calls.push({ tool: 'finish', result: { kind: 'SUCCESS', terminal: true } });
-    const input: RunInput = fixture(calls, { guard: unbounded, maxHistoryEvents: 400 });
+    const input: RunInput = fixture(bigCalls(), { guard: unbounded, maxHistoryEvents: 400 });
     expect(jsonBytes(input)).toBeGreaterThan(MAX_PAYLOAD_BYTES);
     const taskQueue = h.taskQueue;
     // Without the payload store the client refuses it, naming its size, as before.
@@ -103,5 +113,16 @@ describe('a long script travels by reference (issue 32)', () => {
     const started = chain[0]!.events![0]!.workflowExecutionStartedEventAttributes!;
     expect(started.input!.payloads![0]!.data!.length).toBeLessThan(16 * 1024);
     expect(await PayloadStore.over(ledger).stats(workflowId)).toMatchObject({ rows: 1 });
+  });
+
+  it('agentctl start --script with a file above the payload limit starts it through LEDGER_URL', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'big-script-')), 'big.json');
+    writeFileSync(file, JSON.stringify({ config: unbounded, calls: bigCalls() }));
+    const id = uniqueId('ctl-big');
+    const r = await agentctl(['start', '--script', file, '--id', id, '--wait', '--json'], cliEnv(h), 180_000);
+    expect(r.stderr).not.toMatch(/payload limit/);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ terminal_state: 'COMPLETED', executed: 301, cached: 0 });
+    expect(await PayloadStore.over(ledger).stats(id)).toMatchObject({ rows: 1 });
   });
 });

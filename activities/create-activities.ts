@@ -7,6 +7,7 @@
  *   `currentProgress` and `checkPlanner`: run/verify-activity.ts;
  * - `reapLedger` (the ledger reaper's pass): reaper.ts;
  * - `saveTrace` (a long run's paged-out trace, once per continue-as-new): run/trace-activity.ts;
+ * - `storeScript` (a long script's calls into the payload store, issue 32): run/script-activity.ts;
  * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts).
  */
 import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
@@ -17,13 +18,15 @@ import { createPlanActivity } from './run/plan-activity';
 import { createRunToolActivity } from './run/run-tool-activity';
 import { createVerifyActivity } from './run/verify-activity';
 import { createTraceActivity } from './run/trace-activity';
+import { ScriptCalls, type StoreScriptInput } from './run/script-activity';
 
 export type { ActivityDeps } from './run/context';
 
 /** Creates the activity functions over their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   const ctx = createActivityContext(deps);
-  const { plan, prefetchPlan } = createPlanActivity(ctx);
+  const scripts = new ScriptCalls(ctx.payloads);
+  const { plan, prefetchPlan } = createPlanActivity(ctx, scripts);
   const { runTool } = createRunToolActivity(ctx, prefetchPlan);
   const { verifyPrecondition, currentProgress, checkPlanner } = createVerifyActivity(ctx);
   const { saveTrace } = createTraceActivity(ctx);
@@ -36,6 +39,7 @@ export function createActivities(deps: ActivityDeps) {
     reapLedger,
     checkPlanner,
     saveTrace,
+    storeScript: (input: StoreScriptInput) => scripts.storeScript(input),
     ...createOperatorActivities(ctx.operators),
     ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
   };

@@ -27,6 +27,11 @@ export interface PlanInput {
   readonly spawnAgents?: boolean;
   /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
   readonly tenant?: string;
+  /**
+   * A scripted run whose `script.calls` is a payload reference (issue 32): the index of the
+   * call this turn proposes; the activity reads that one call from the store.
+   */
+  readonly scriptAt?: number;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

@@ -37,23 +37,23 @@ import Database from 'better-sqlite3';
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
 
-/** The scripted run of `ops` distinct writes, then a terminal call. */
-export function opsRunInput(ops: number, tag: string): RunInput {
+/**
+ * The scripted run of `ops` distinct writes, then a terminal call. `plain` (`--plain`, issue
+ * 32): the calls written out one by one instead of one `repeat` entry, so the script's calls
+ * are as long as the run (and travel by reference from the first continue-as-new).
+ */
+export function opsRunInput(ops: number, tag: string, plain = false): RunInput {
+  const write = (i: string) => ({ tool: 'write_record', args: { id: `${tag}-${i}`, body: `op ${i}` } });
+  const writes = plain
+    ? Array.from({ length: ops }, (_, i) => write(String(i)))
+    : [{ repeat: { times: ops, call: write('{i}') } }];
   return {
     goal: `bench long ops: ${ops} distinct writes`,
     planner: {
       kind: 'scripted',
       live: true,
       script: {
-        calls: [
-          {
-            repeat: {
-              times: ops,
-              call: { tool: 'write_record', args: { id: `${tag}-{i}`, body: 'op {i}' } },
-            },
-          },
-          { tool: 'complete_task', args: { summary: `${ops} writes` } },
-        ],
+        calls: [...writes, { tool: 'complete_task', args: { summary: `${ops} writes` } }],
       },
     },
     guard: { maxSteps: ops + 10, maxMs: 1e12, noProgressLimit: ops + 10 },
@@ -74,6 +74,8 @@ export interface OpsBenchResult {
   /** Ops scheduled before each continue-as-new. */
   continuedAtOp: number[];
   checkpointBytes: number[];
+  /** Bytes of JSON of each continue-as-new run's whole input (checkpoint, script, the rest). */
+  continuedInputBytes: number[];
   largestCheckpoint: number;
   historyBytes: number;
   events: number;
@@ -143,7 +145,10 @@ export async function measureOpsChain(
   workflowId: string,
   ops: number,
 ): Promise<
-  Pick<OpsBenchResult, 'runs' | 'checkpointBytes' | 'historyBytes' | 'events' | 'continuedAtOp'> & {
+  Pick<
+    OpsBenchResult,
+    'runs' | 'checkpointBytes' | 'continuedInputBytes' | 'historyBytes' | 'events' | 'continuedAtOp'
+  > & {
     perTurn: number[];
     perTurnNoBoundary: number[];
   }
@@ -152,6 +157,7 @@ export async function measureOpsChain(
   const perTurn: number[] = [0];
   const perTurnNoBoundary: number[] = [0];
   const checkpointBytes: number[] = [];
+  const continuedInputBytes: number[] = [];
   const continuedAtOp: number[] = [];
   let turn = 0;
   let pending = 0;
@@ -185,6 +191,7 @@ export async function measureOpsChain(
         continuedAtOp.push(turn);
         const input = (await decodePayload(client, started.input!.payloads![0]!)) as RunInput;
         checkpointBytes.push(input.checkpoint === undefined ? 0 : jsonBytes(input.checkpoint));
+        continuedInputBytes.push(jsonBytes(input));
       }
       if (scheduled?.activityType?.name === 'runTool') {
         turn += 1;
@@ -202,6 +209,7 @@ export async function measureOpsChain(
     runs: runIds.length,
     continuedAtOp,
     checkpointBytes,
+    continuedInputBytes,
     historyBytes,
     events,
     perTurn,
@@ -249,6 +257,7 @@ export async function runOpsBench(
   ops: number,
   timeoutS: number,
   log: (m: string) => void,
+  plain = false,
 ): Promise<OpsBenchResult> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const wall0 = performance.now();
@@ -257,7 +266,7 @@ export async function runOpsBench(
   const { client, taskQueue } = bench;
   try {
     const workflowId = `bench-long-ops-${randomUUID()}`;
-    const input = opsRunInput(ops, 'op');
+    const input = opsRunInput(ops, 'op', plain);
     log(`bench:long --ops: ${ops} live writes, input ${jsonBytes(input)} bytes; workflow ${workflowId}`);
     const handle = await client.workflow.start<typeof agentRun>('agentRun', {
       taskQueue,
@@ -325,6 +334,7 @@ export async function runOpsBench(
       runs: m.runs,
       continuedAtOp: m.continuedAtOp,
       checkpointBytes: m.checkpointBytes,
+      continuedInputBytes: m.continuedInputBytes,
       largestCheckpoint: Math.max(0, ...m.checkpointBytes),
       historyBytes: m.historyBytes,
       events: m.events,
@@ -392,6 +402,11 @@ export function opsTable(b: OpsBenchResult): string {
       'largest checkpoint at a continue-as-new (target ≤ 64 KB)',
       `${fmt(b.largestCheckpoint / 1024, 1)} KB (of ${fmt(b.checkpointBytes.length)} measured; first ${fmt((b.checkpointBytes[0] ?? 0) / 1024, 1)} KB, last ${fmt((b.checkpointBytes[b.checkpointBytes.length - 1] ?? 0) / 1024, 1)} KB)`,
       ok(b.largestCheckpoint <= 64 * 1024),
+    ],
+    [
+      'largest continue-as-new input (checkpoint + script + the rest)',
+      `${fmt(Math.max(0, ...b.continuedInputBytes) / 1024, 1)} KB`,
+      '',
     ],
     ['history total (events)', `${fmt(b.historyBytes / 1e6, 2)} MB (${fmt(b.events)})`, ''],
     [`history per op, first ${fmt(b.first.ops)} ops`, `${fmt(b.first.bytesPerOp)} B`, ''],

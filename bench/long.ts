@@ -29,7 +29,7 @@
  * `--ops N` runs the scripted row instead (bench/long-ops.ts): a live scripted run of N
  * distinct writes, no model; its checkpoint size at every continue-as-new and history per op.
  *
- * Flags: --ops N (scripted row)  --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
+ * Flags: --ops N (scripted row; --plain: its calls written out, issue 32)  --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
  *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)
  *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
@@ -56,6 +56,8 @@ import { opsTable, runOpsBench, startLongBenchStack } from './long-ops';
 interface Options {
   /** The scripted row's writes (null: the LLM run). */
   ops: number | null;
+  /** With --ops: the script's calls written out one by one, not one `repeat` entry (issue 32). */
+  plain: boolean;
   turns: number;
   noteChars: number;
   windowChars: number;
@@ -68,6 +70,7 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     ops: null,
+    plain: false,
     turns: 1000,
     noteChars: 3000,
     windowChars: 300_000,
@@ -81,6 +84,9 @@ function parseArgs(argv: string[]): Options {
     switch (flag) {
       case '--ops':
         o.ops = int(flag, value(), 1);
+        break;
+      case '--plain':
+        o.plain = true;
         break;
       case '--turns':
         o.turns = int(flag, value(), 20);
@@ -110,7 +116,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         process.stdout.write(
-          'usage: tsx bench/long.ts [--ops N | --turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--provider openai|anthropic] [--json]\n',
+          'usage: tsx bench/long.ts [--ops N [--plain] | --turns 1000] [--note-chars 3000] [--window-chars 300000] [--context-tokens 100000] [--timeout-s 3600] [--provider openai|anthropic] [--json]\n',
         );
         process.exit(0);
         break;
@@ -351,7 +357,7 @@ async function main(): Promise<void> {
     if (!o.json) process.stderr.write(`${msg}\n`);
   };
   if (o.ops !== null) {
-    const r = await runOpsBench(o.ops, o.timeoutS, log);
+    const r = await runOpsBench(o.ops, o.timeoutS, log, o.plain);
     process.stdout.write(o.json ? `${JSON.stringify(r)}\n` : opsTable(r));
     return;
   }

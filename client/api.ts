@@ -43,6 +43,7 @@ import {
   type FollowOptions,
   type ResumeOutcome,
   type RunOutcome,
+  type StartRunOptions,
 } from './runs';
 
 /** What {@link startAgentRun} starts. */
@@ -55,6 +56,11 @@ export interface StartAgentRunOptions {
   readonly taskQueue?: string;
   /** The Web UI's summary line (default: the goal). */
   readonly summary?: string;
+  /**
+   * The worker's payload store (`PayloadStore.over(await openLedger(LEDGER_URL))`): a scripted
+   * input above the payload limit starts with its calls by reference (docs/spec.md §7.2).
+   */
+  readonly payloads?: StartRunOptions['payloads'];
 }
 
 /**
@@ -79,6 +85,7 @@ export async function startAgentRun(
     // history shows what was asked for.
     input: o.input,
     ...(o.summary === undefined ? {} : { summary: o.summary }),
+    ...(o.payloads ? { payloads: o.payloads } : {}),
   });
 }
 

@@ -33,7 +33,7 @@ import {
 } from '../common/contracts';
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
-import { jsonBytes, MAX_PAYLOAD_BYTES } from '../common/payload-limits';
+import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
 
 /** The replay output of docs/spec.md §6 (key order as `npm run replay` prints it). */
 export interface RunOutcome {
@@ -70,6 +70,28 @@ export interface StartRunOptions {
   readonly input: RunInput;
   /** The Web UI's summary line (default: the goal). */
   readonly summary?: string;
+  /**
+   * The worker's payload store (issue 32: `PayloadStore.over(await openLedger(LEDGER_URL))`, the
+   * ledger's database the worker uses): a scripted run whose input would not fit a payload sends
+   * its script's calls there and starts with their reference. Without it, such an input is refused.
+   */
+  readonly payloads?: { put(runId: string, value: unknown): Promise<PayloadRef> };
+}
+
+/**
+ * `input`, with an inline script's calls in the payload store when the input is above the
+ * payload limit and a store is given (the workflow reads them by reference: workflows/script-ref.ts).
+ */
+async function scriptByReference(o: StartRunOptions): Promise<RunInput> {
+  const planner = o.input.planner as { kind?: string; script?: { calls?: unknown } };
+  const calls = planner.kind === 'scripted' ? planner.script?.calls : undefined;
+  if (!o.payloads || !Array.isArray(calls) || jsonBytes(o.input) <= MAX_PAYLOAD_BYTES) return o.input;
+  // Without its preview: the reference rides in every turn's plan input (activities/run/script-activity.ts).
+  const ref = { ...(await o.payloads.put(o.workflowId, calls)), preview: '' };
+  return {
+    ...o.input,
+    planner: { ...o.input.planner, script: { ...planner.script, calls: ref } },
+  } as RunInput;
 }
 
 /** Starts an agent run; a run already open under the id is exit 1. */
@@ -79,20 +101,22 @@ export async function startRun(
 ): Promise<WorkflowHandleWithFirstExecutionRunId> {
   // Refused here with the size named, not by the server with a gRPC error (or, just below its
   // limit, at the run's first continue-as-new, which would stop it payload_too_large).
-  const bytes = jsonBytes(o.input);
+  const input = await scriptByReference(o);
+  const bytes = jsonBytes(input);
   if (bytes > MAX_PAYLOAD_BYTES) {
     throw new CliError(
       Exit.USAGE,
       `the run input is ${bytes} bytes, above the ${MAX_PAYLOAD_BYTES}-byte payload limit: keep large data ` +
-        'out of the goal and the script (tools can read it), or split the job',
+        'out of the goal and the script (tools can read it), start a long script with the payload ' +
+        "store (agentctl start: LEDGER_URL, the worker's database), or split the job",
     );
   }
   try {
     return await client.workflow.start(WORKFLOW_TYPE, {
       taskQueue: o.taskQueue,
       workflowId: o.workflowId,
-      args: [o.input],
-      staticSummary: o.summary ?? o.input.goal,
+      args: [input],
+      staticSummary: o.summary ?? input.goal,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {

@@ -13,7 +13,7 @@ import { stoppedAt } from './outcome';
 import { GuardReason } from './reasons';
 import { toolErrorToModel } from './tool-error';
 import { buildStopReport } from './report';
-import { isRepeatEntry, scriptCallAt, scriptLength } from './script-calls';
+import { isRepeatEntry, ScriptCursor } from './script-calls';
 import {
   guardOverridesSchema,
   toolResultSchema,
@@ -219,9 +219,10 @@ export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOut
     ...(profile === undefined ? {} : { profile: profile as GuardProfileName }),
   });
 
-  const length = scriptLength(file.calls);
-  for (let index = 0; index < length; index++) {
-    const raw = scriptCallAt(file.calls, index) as ReplayCall;
+  // Built once: the next call is O(1), not a walk from the first entry (issue 32).
+  const script = new ScriptCursor<ReplayCall>(file.calls);
+  for (let index = 0; index < script.length; index++) {
+    const raw = script.at(index)!;
     atMs = raw.atMs ?? atMs;
     const spec = specs.get(raw.tool);
     const n = spec?.similarArgs ? normalizeCall(raw.tool, raw.args ?? {}, spec) : null;

@@ -36,6 +36,7 @@ import { RunGate } from './run-gate';
 import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS, Patches } from './run-patches';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
+import { lighterInput } from './script-ref';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
 import { SubAgents } from './sub-agents';
 
@@ -111,12 +112,14 @@ async function loop(
     if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
+      // A long script's calls travel by reference from here on (issue 32, workflows/script-ref.ts).
+      const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
       // A checkpoint too large for the new run's input stops the run payload_too_large instead.
-      const checkpoint = await run.sealedCheckpoint({ ...rawInput, checkpoint: undefined });
+      const checkpoint = await run.sealedCheckpoint({ ...next, checkpoint: undefined });
       if (checkpoint) {
         // A lean run's trace records that do not travel go to the worker's database (issue 19).
         if (run.lean) await run.pageOutTrace(checkpoint.trace.length);
-        await continueAsNew<typeof agentRun>({ ...rawInput, checkpoint });
+        await continueAsNew<typeof agentRun>({ ...next, checkpoint });
       }
       continue;
     }

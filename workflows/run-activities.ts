@@ -27,8 +27,10 @@ import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
 import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
-import { scriptCallAt } from '../guard/script-calls';
+import { ScriptCursor } from '../guard/script-calls';
+import type { PayloadRef } from '../common/payload-limits';
 import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
+import { scriptCallsRef } from './script-ref';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -58,6 +60,8 @@ export interface RunActivities {
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
+  /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
+  storeScript(input: { runId: string; calls: readonly unknown[] }): Promise<{ ref: PayloadRef | null }>;
   /**
    * Forgets the next turn the last `runTool` planned: the run stopped or waits, and the world
    * may change before it plans again (the ledger above all), so that turn is asked afresh.
@@ -123,7 +127,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     });
   // A local activity: its input (the paged-out records) never enters history, only its small
   // answer does, so saving the trace costs history nothing per record (issue 19).
-  const { saveTrace } = proxyLocalActivities<Activities>({
+  const { saveTrace, storeScript } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumAttempts: 5 },
   });
@@ -134,6 +138,14 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     retry: { initialInterval: '1s', maximumInterval: '30s', ...firstRetry },
   });
   const planner = input.planner;
+  // Built once per run (a continue-as-new builds its own): the next call is O(1), not a walk
+  // of the script from its first entry every turn (issue 32).
+  const scriptCalls = (planner.kind === 'scripted' ? planner.script : undefined) as
+    { calls?: unknown } | undefined;
+  const cursor =
+    typeof scriptCalls === 'object' && scriptCalls !== null && Array.isArray(scriptCalls.calls)
+      ? new ScriptCursor<unknown>(scriptCalls.calls)
+      : null;
   // A scripted run's next turn (issue 19): the input the last turn prepared for it, which the
   // next `runTool` sends along, and the answer that `runTool` brought back, each used once.
   let upcoming: { offset: number; plan: PlanInput } | null = null;
@@ -171,17 +183,20 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
       }
       const offset = (memory as { next?: number } | null)?.next ?? 0;
       const { calls, ...head } = raw as { calls?: unknown[] };
+      // A script in the payload store (issue 32): the activity reads the call at `scriptAt`.
+      const ref = scriptCallsRef(raw);
       // The turn at a script index: the one call there (a `repeat` entry expanded:
       // guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
       const turnAt = (at: number, seen: unknown, scope: object): PlanInput => {
-        const call = Array.isArray(calls) ? scriptCallAt(calls, at) : undefined;
+        const call = Array.isArray(calls) ? cursor?.at(at) : undefined;
         return {
           runId,
           goal: input.goal,
-          planner: { ...planner, script: { ...head, calls: call === undefined ? [] : [call] } },
+          planner: { ...planner, script: { ...head, calls: ref ?? (call === undefined ? [] : [call]) } },
           memory: { next: 0 },
           observation: seen,
           ...scope,
+          ...(ref ? { scriptAt: at } : {}),
         };
       };
       const ready = prefetched;
@@ -246,6 +261,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     checkpointSeal,
     openCheckpoint,
     saveTrace,
+    storeScript,
     discardPrefetch() {
       prefetched = null;
     },

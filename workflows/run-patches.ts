@@ -141,3 +141,10 @@ export class Patches {
     return this.offClock;
   }
 }
+
+/**
+ * A long plain script's calls go to the payload store at a run's continue-as-new, and the next
+ * run carries their reference (issue 32): the script no longer crosses every continue-as-new
+ * whole. After the baseline: asked at a continue-as-new of a run whose inline calls are long.
+ */
+export const PATCH_SCRIPT_BY_REF = 'script-by-reference-v1';

@@ -8,6 +8,7 @@
 import type { ResolvedRunInput } from '../common/contracts';
 import { guardProfile, parseReplayFile, type GuardConfigInput } from '../guard';
 import { PATCH_STEER_DEFAULT, type Patches } from './run-patches';
+import { scriptHead } from './script-ref';
 
 /** The resolved settings of a run. */
 export interface RunSettings {
@@ -58,7 +59,7 @@ export function resolveRunSettings(
 ): RunSettings {
   const script =
     input.planner.kind === 'scripted' && input.planner.script !== undefined
-      ? parseReplayFile(input.planner.script)
+      ? parseReplayFile(scriptHead(input.planner.script))
       : null;
   const live = input.planner.kind === 'scripted' && input.planner.live;
   // Only the keys the run really sets override the file: `guard` is parsed without

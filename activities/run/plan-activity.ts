@@ -23,12 +23,13 @@ import { unwrapTerminal } from './tool-call';
 import { spendAccess } from './spend-access';
 import { SpendStoreUnavailableError } from '../../storage/spend';
 import { DEFAULT_TENANT } from '../../common/contracts';
+import { ScriptCalls } from './script-activity';
 
 /** The largest planned turn `runTool` hands back with a tool's result (issue 19); above it `plan` runs. */
 const PREFETCH_MAX_BYTES = 64 * 1024;
 
 /** The `plan` activity over the worker's context. */
-export function createPlanActivity(ctx: ActivityContext) {
+export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCalls(ctx.payloads)) {
   const { registry, ledger, identity, approvals, approvalPolicy, conversations, payloads, payloadRefBytes } =
     ctx;
 
@@ -105,7 +106,9 @@ export function createPlanActivity(ctx: ActivityContext) {
 
   async function planTurn(input: PlanInput): Promise<PlanOutput>;
   async function planTurn(input: PlanInput, opts: { prefetch: true }): Promise<PlanOutput | null>;
-  async function planTurn(input: PlanInput, opts?: { prefetch: true }): Promise<PlanOutput | null> {
+  async function planTurn(raw: PlanInput, opts?: { prefetch: true }): Promise<PlanOutput | null> {
+    // A script in the payload store: the turn's one call, as an inline script's turn carries it.
+    const input = await scripts.withCall(raw);
     const planner = ctx.plannerFor(input.planner.kind);
     const llm = input.planner.kind !== 'scripted';
     // The tools this run may use (its list, plus spawn_agent when it may delegate: §7.14).

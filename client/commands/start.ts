@@ -5,6 +5,9 @@ import { Command, Option } from 'commander';
 import { runInputSchema, WORKFLOW_ID_PREFIX, type RunInput } from '../../common/contracts';
 import { ReplayFormatError } from '../../guard';
 import { loadReplayFile } from '../replay';
+import { jsonBytes, MAX_PAYLOAD_BYTES } from '../../common/payload-limits';
+import { ledgerUrlFromEnv, openLedger } from '../../storage/ledger';
+import { PayloadStore } from '../../storage/payloads';
 import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
 import type { Counters } from '../counters';
@@ -38,6 +41,23 @@ interface StartOpts {
   wait?: boolean;
   timeout: number;
   json?: boolean;
+}
+
+/**
+ * Runs `start` with the worker's payload store (LEDGER_URL) when a scripted input is above the
+ * payload limit (issue 32: its calls go by reference), without one otherwise.
+ */
+async function withScriptStore<T>(
+  input: RunInput,
+  start: (payloads: PayloadStore | null) => Promise<T>,
+): Promise<T> {
+  if (input.planner.kind !== 'scripted' || jsonBytes(input) <= MAX_PAYLOAD_BYTES) return start(null);
+  const ledger = await openLedger(ledgerUrlFromEnv());
+  try {
+    return await start(PayloadStore.over(ledger));
+  } finally {
+    await ledger.close();
+  }
 }
 
 /** Builds the workflow input from the options (exit 2 on anything malformed). */
@@ -230,7 +250,9 @@ export function startCommand(ctx: Ctx): Command {
       const c = await ctx.connect();
       const workflowId = o.id ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`;
       const taskQueue = o.taskQueue ?? c.taskQueue;
-      const handle = await startRun(c.client, { workflowId, taskQueue, input });
+      const handle = await withScriptStore(input, (payloads) =>
+        startRun(c.client, { workflowId, taskQueue, input, ...(payloads ? { payloads } : {}) }),
+      );
       const link = runLink(ctx, c, workflowId);
       if (!o.wait) {
         if (o.json)

@@ -857,7 +857,11 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         expect(detail).toContain('ledger_records_run');
         expect(detail).not.toMatch(/SCAN ledger_records(?! USING)/);
       } else {
-        const rows = await db.exec("SELECT indexdef FROM pg_indexes WHERE indexname = 'ledger_records_run'");
+        // This test's own schema only: the shared database may hold the project's tables in
+        // `public` as well (a worker, a bench or the chaos run pointed LEDGER_URL at it).
+        const rows = await db.exec(
+          "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'ledger_records_run'",
+        );
         expect(rows).toHaveLength(1);
         expect(String(rows[0]!.indexdef)).toMatch(/ON \S*ledger_records USING btree \(run_id, updated_at\)/);
       }

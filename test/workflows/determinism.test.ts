@@ -31,6 +31,8 @@
  * `baseline-stop-resumed` and `baseline-continued` (issue 19) were recorded on `patch-baseline-v1`:
  * one patch marker per run, every earlier patch taken without its own; every older recording
  * replays each patch by its marker (workflows/run-patches.ts).
+ * `script-by-ref-continued` (issue 32) was recorded with `script-by-reference-v1`: a long plain
+ * script's calls stored at the continue-as-new; every older chain replays its script inline.
  *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
@@ -304,6 +306,31 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
   /** … and a continued run of a lean chain (the lean checkpoint and its seal, on the baseline). */
   async 'baseline-continued'(h) {
     return chainNextToLast(h, 'baseline');
+  },
+  /**
+   * Issue 32 (`script-by-reference-v1`): the first run of a chain whose plain script is long
+   * (30 distinct writes, ~25 KB): at its continue-as-new it stores the calls (a local
+   * activity) and the next run's input carries their reference.
+   */
+  async 'script-by-ref-continued'(h) {
+    const write = (i: number) => ({ tool: 'write_record', args: { id: `ref-${i}`, body: 'b'.repeat(800) } });
+    const calls = [
+      ...Array.from({ length: 30 }, (_, i) => write(i)),
+      { tool: 'complete_task', args: { summary: 'ok' } },
+    ];
+    const run = await h.start(
+      live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
+    );
+    const r = await run.result();
+    if (r.terminal_state !== 'COMPLETED' || r.executed !== 31)
+      throw new Error(`unexpected ${JSON.stringify(r)}`);
+    const runId = run.handle.firstExecutionRunId;
+    const hist = await h.env.client.workflow.getHandle(run.workflowId, runId).fetchHistory();
+    const markers = (hist.events ?? [])
+      .map((e) => e.markerRecordedEventAttributes?.markerName)
+      .filter(Boolean);
+    if (!markers.includes('core_local_activity')) throw new Error('the run stored no script');
+    return { workflowId: run.workflowId, runId };
   },
 };
 

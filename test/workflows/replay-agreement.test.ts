@@ -32,6 +32,16 @@ const DEFAULT_WAIT_MS = 1000; // workflows/agent-run.ts: wait when no retryAfter
 const MAX_SIM_MS = 5000;
 const MAX_MS_MARGIN = 5000;
 
+/**
+ * The blocked call without its `args_digest`: the durable run's worker computes that SHA-256
+ * (what an approval binds, issue 31); the pure offline replay has no digest to give.
+ */
+const withoutDigest = (report: ReplayOutcome['report']) => {
+  if (!report?.blocked_call) return report;
+  const { args_digest: _digest, ...call } = report.blocked_call;
+  return { ...report, blocked_call: call };
+};
+
 /** The replay's comparable fields. */
 const comparable = (o: ReplayOutcome) => ({
   terminal_state: o.terminal_state,
@@ -40,7 +50,7 @@ const comparable = (o: ReplayOutcome) => ({
   cached: o.cached,
   stopped_at: o.stopped_at,
   decisions: o.decisions,
-  report: o.report,
+  report: withoutDigest(o.report),
 });
 
 /** The file with each `atMs` replaced by the durable run's own clock; null if it never settles. */

@@ -116,6 +116,7 @@ export {
   statusQuery,
   stopRequestSchema,
   stopSignal,
+  stopUpdate,
   timeoutsSchema,
   traceQuery,
   WORKFLOW_ID_PREFIX,
@@ -132,6 +133,7 @@ export type {
   RunPhase,
   RunResult,
   RunStatus,
+  StopAnswer,
   StopRequest,
   TracePage,
   TracePageArgs,
@@ -193,6 +195,7 @@ export type {
   ResumeAgentRunOptions,
   StartAgentRunOptions,
   StopAgentRunOptions,
+  StopAgentRunResult,
 } from './client/api';
 export { connect as connectClient } from './client/connect';
 export type { Connected } from './client/connect';
@@ -200,6 +203,7 @@ export { CliError, Exit } from './client/format';
 export type { ExitCode } from './client/format';
 export { outcomeOfResult } from './client/runs';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './client/runs';
+export type { StopOutcome, StopState } from './client/stop';
 export { loadReplayFile } from './client/replay';
 
 // ── Guard ──

@@ -61,6 +61,8 @@ export interface ConsoleServerOptions {
   readonly token?: string;
   /** How often the page refreshes, ms (default 2000). */
   readonly refreshMs?: number;
+  /** How long an action waits for the worker's answer, ms (default 30 s); then it is `unconfirmed` (504). */
+  readonly confirmMs?: number;
   /** One line per action and per refused request (default: none). */
   readonly log?: (line: string) => void;
 }
@@ -227,7 +229,13 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       return send(res, 415, { ok: false, message: 'the body must be application/json' });
     const body = await readJson(req);
     if (!body.ok) return send(res, body.status, { ok: false, message: `${action}: ${body.message}` });
-    const answer = await runAction(o.client, o.operator, action, body.value);
+    const answer = await runAction(
+      o.client,
+      o.operator,
+      action,
+      body.value,
+      o.confirmMs === undefined ? {} : { confirmMs: o.confirmMs },
+    );
     const runId = (body.value as { runId?: unknown } | null)?.runId;
     log(
       `${action} ${typeof runId === 'string' ? runId : '-'} by ${o.operator.actor}: ${answer.status} ${answer.body.message}`,

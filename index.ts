@@ -28,6 +28,8 @@ export { AgentLoopGuardError, isAgentLoopGuardError } from './common/errors';
 // ── Tools ──
 export { defineTool, toResult } from './tools/define-tool';
 export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './tools/define-tool';
+export { checkArgDisplay, displayHintsOf, formatArg } from './tools/arg-display';
+export type { ArgDisplay, ArgDisplayHints } from './tools/arg-display';
 export { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './tools/errors';
 export { classifyError, DEFAULT_RETRY_AFTER_MS } from './tools/classify';
 export { ToolRegistry } from './tools/registry';

@@ -83,8 +83,29 @@ describe('agentctl console over HTTP (open worker)', () => {
     const refused = await answer(await post('stop', { runId: 'x', reason: 'r' }, auth(stale)));
     expect(refused).toMatchObject({ status: 403, ok: false, message: expect.stringContaining('token') });
 
-    const page = await fetch(server.url);
+    // Issue 31 item 6: `?token=` is exchanged for an HttpOnly, SameSite=Strict cookie and a
+    // redirect to `/`, so the token never stays in the address bar or the history.
+    const exchange = await fetch(server.url, { redirect: 'manual' });
+    expect(exchange.status).toBe(303);
+    expect(exchange.headers.get('location')).toBe('/');
+    const setCookie = exchange.headers.get('set-cookie') ?? '';
+    expect(setCookie).toBe(`${server.cookieName}=${server.token}; Path=/; HttpOnly; SameSite=Strict`);
+    expect(await exchange.text()).toBe('');
+    const cookie = { cookie: `${server.cookieName}=${server.token}` };
+    const page = await fetch(`${server.base}/`, { headers: cookie });
     expect(page.status).toBe(200);
+    // The cookie authenticates the API; a POST with it must say it is the page's (no form can).
+    expect((await fetch(`${server.base}/api/inbox`, { headers: cookie })).status).toBe(200);
+    const noHeader = await fetch(`${server.base}/api/stop`, {
+      method: 'POST',
+      headers: { ...cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ runId: 'x', reason: 'r' }),
+    });
+    expect(noHeader.status).toBe(403);
+    expect(((await noHeader.json()) as { message: string }).message).toContain('X-Console-Request');
+    expect(
+      (await fetch(`${server.base}/`, { headers: { cookie: `${server.cookieName}=forged` } })).status,
+    ).toBe(403);
     const csp = page.headers.get('content-security-policy') ?? '';
     expect(csp).toMatch(/script-src 'nonce-[^']+'/);
     expect(csp).not.toContain('unsafe-inline');
@@ -92,7 +113,39 @@ describe('agentctl console over HTTP (open worker)', () => {
     const html = await page.text();
     expect(html).toContain('approvals inbox');
     expect(html).toContain('acting as carol (unsigned');
+    // The page never holds the token: its script cannot leak what it does not have.
+    expect(html).not.toContain(server.token);
     expect(server.url).toBe(`${server.base}/?token=${server.token}`);
+
+    // Rotation: a new token; the old one (URL, cookie, Bearer) is dead at once.
+    const old = server.token;
+    const rotated = await fetch(`${server.base}/api/token`, {
+      method: 'POST',
+      headers: { ...auth(old), 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(rotated.status).toBe(200);
+    const fresh = (await rotated.json()) as { token: string; url: string };
+    expect(fresh.token).not.toBe(old);
+    expect(fresh.token).toBe(server.token);
+    expect(fresh.url).toBe(server.url);
+    expect((await fetch(`${server.base}/api/inbox`, { headers: auth(old) })).status).toBe(403);
+    expect((await fetch(`${server.base}/`, { headers: cookie })).status).toBe(403);
+    expect((await fetch(`${server.base}/?token=${old}`, { redirect: 'manual' })).status).toBe(403);
+    expect((await fetch(`${server.base}/api/inbox`, { headers: auth(fresh.token) })).status).toBe(200);
+    // From the page (cookie + header): the new cookie is set, the token not handed to the script.
+    const fromPage = await fetch(`${server.base}/api/token`, {
+      method: 'POST',
+      headers: {
+        cookie: `${server.cookieName}=${fresh.token}`,
+        'x-console-request': '1',
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(fromPage.status).toBe(200);
+    expect(fromPage.headers.get('set-cookie')).toContain(`${server.cookieName}=${server.token};`);
+    expect(JSON.stringify(await fromPage.json())).not.toContain(server.token);
   });
 
   it('refuses other origins (403) and preflights; its own and the configured ones pass', async () => {

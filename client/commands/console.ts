@@ -103,7 +103,7 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
       `  open: ${server.url}`,
       `  acting as ${operator.actor}${operator.key ? ' (signed with the operator key)' : ' (unsigned: only workers in open mode accept it)'}`,
       `  origins: ${server.origins.join(', ')}`,
-      '  whoever has the token acts as you: the page trades it for an HttpOnly cookie and drops it from the URL;',
+      '  whoever has the token acts as you: a page trades it once for an HttpOnly cookie (then a new URL is printed);',
       '  a new token: POST /api/token (the page\'s "new token" button); stop with Ctrl-C',
       '',
     ].join('\n'),

@@ -2,18 +2,20 @@
  * The console's HTTP server (`agentctl console`, docs/cli.md; its rules: docs/security.md
  * "The console"): one page and a small JSON API over the client API.
  *
- *   GET  /?token=T          exchanged for an HttpOnly, SameSite=Strict cookie, then 303 to `/`:
- *                           the token never stays in the address bar or the browser's history
+ *   GET  /?token=T          exchanged for an HttpOnly, SameSite=Strict session cookie, then 303 to
+ *                           `/`; the exchange also replaces T (onRotate gets the new URL): a
+ *                           browser's history keeps the redirect's source URL (Chromium does),
+ *                           so the token it holds must be dead by then
  *   GET  /                  the page (with the cookie)
  *   GET  /api/inbox         a page of the runs waiting for a person and of the running ones, with
  *                           their true totals (`?page=N&rpage=N&q=ID-PREFIX&reason=R`)
  *   POST /api/approve|deny|resume|stop   an action, JSON body (client/console/actions.ts)
- *   POST /api/token         rotation: a new token, the old one (URL, cookie, Bearer) dead at once
+ *   POST /api/token         rotation: a new token and session, the old ones (URL, cookie, Bearer) dead at once
  *
  * Security, the codec server's rules (codec/codec-server.ts) and more:
- *  - a random token is required on every request (`Authorization: Bearer T`, or the cookie the
- *    page's `?token=T` was exchanged for), compared in constant time; a missing, stale or forged
- *    one is 403. A POST authenticated by the cookie must also carry `X-Console-Request: 1`,
+ *  - a random token is required on every request (`Authorization: Bearer T`, or the session
+ *    cookie the page's `?token=T` was exchanged for), compared in constant time; a missing, stale
+ *    or forged one is 403. A POST authenticated by the cookie must also carry `X-Console-Request: 1`,
  *    a header no cross-site form can send (and a cross-site fetch only after a preflight, which is
  *    refused);
  *  - a request with an `Origin` header must come from an allowed origin (the console's own,
@@ -77,7 +79,10 @@ export interface ConsoleServerOptions {
   readonly confirmMs?: number;
   /** One line per action and per refused request (default: none). */
   readonly log?: (line: string) => void;
-  /** Called with the new URL when the token is rotated (`agentctl console` prints it). */
+  /**
+   * Called with the new URL whenever the token changes: a rotation, and each time a page trades
+   * its URL's token for a cookie (a token works once in a URL). `agentctl console` prints it.
+   */
   readonly onRotate?: (url: string) => void;
 }
 
@@ -94,7 +99,7 @@ export interface ConsoleServerHandle {
   readonly cookieName: string;
   /** Origins a browser request may come from. */
   readonly origins: readonly string[];
-  /** Issues a new token; the old one stops working at once. Returns the new URL. */
+  /** Issues a new token and session; the old ones (URL, Bearer, cookies) stop working at once. Returns the new URL. */
   rotateToken(): string;
   close(): Promise<void>;
 }
@@ -209,7 +214,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   const cookieOf = (value: string): string =>
     `${cookieName}=${value}; Path=/; HttpOnly; SameSite=Strict${scheme === 'https' ? '; Secure' : ''}` +
     (value === '' ? '; Max-Age=0' : '');
-  let rotate: () => string = () => {
+  /** The cookie's secret: one per console, until a rotation. */
+  let session = randomBytes(32).toString('base64url');
+  let rotate: (all: boolean) => string = () => {
     throw new Error('the console is not listening yet');
   };
 
@@ -234,7 +241,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     const isPage = url.pathname === '/';
     const given = tokenOf(req, url, cookieName, isPage && req.method === 'GET');
-    if (given === null || !sameToken(given.token, token)) {
+    if (given === null || !sameToken(given.token, given.via === 'cookie' ? session : token)) {
       log(`refused ${req.method} ${url.pathname}: ${given === null ? 'no' : 'a wrong or stale'} token`);
       if (given?.via === 'cookie') res.setHeader('Set-Cookie', cookieOf(''));
       return send(res, 403, {
@@ -246,7 +253,11 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     if (given.via === 'query') {
       // The token leaves the URL before the page exists: a cookie the page's script cannot read,
       // sent to this origin only, and a redirect, so history keeps `/`, not `/?token=…`.
-      res.setHeader('Set-Cookie', cookieOf(token));
+      res.setHeader('Set-Cookie', cookieOf(session));
+      // The browser keeps `/?token=T` in its history all the same (as a redirect's source): T is
+      // spent here, and the new URL goes to whoever started the console (scripts: the new token).
+      rotate(false);
+      log('the page took the token (it works once in a URL); a new one was issued');
       res.setHeader('Location', '/');
       res.writeHead(303).end();
       return;
@@ -273,12 +284,15 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     }
     if (url.pathname === '/api/token') {
       if (req.method !== 'POST') return send(res, 405, { ok: false, message: 'use POST' });
-      const fresh = rotate();
+      const fresh = rotate(true);
       log(`token rotated (${given.via}): the old URL, cookie and Bearer token no longer work`);
       if (given.via === 'cookie') {
         // The page keeps working on the new cookie; the new token is not handed to its script.
-        res.setHeader('Set-Cookie', cookieOf(token));
-        return send(res, 200, { ok: true, message: 'token rotated: the old URL and token no longer work' });
+        res.setHeader('Set-Cookie', cookieOf(session));
+        return send(res, 200, {
+          ok: true,
+          message: 'token rotated: the old URL, token and other pages’ cookies no longer work',
+        });
       }
       return send(res, 200, { ok: true, message: 'token rotated', token, url: fresh });
     }
@@ -364,8 +378,9 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
   origins = new Set(originsOf(host, port, scheme, o.origins ?? []));
   const shown = host === '0.0.0.0' || host === '::' ? hostname() : host.includes(':') ? `[${host}]` : host;
   const base = `${scheme}://${shown}:${port}`;
-  rotate = () => {
+  rotate = (all: boolean) => {
     token = randomBytes(32).toString('base64url');
+    if (all) session = randomBytes(32).toString('base64url');
     const url = `${base}/?token=${token}`;
     o.onRotate?.(url);
     return url;
@@ -381,7 +396,7 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     },
     cookieName,
     origins: [...origins],
-    rotateToken: () => rotate(),
+    rotateToken: () => rotate(true),
     close: async () => {
       const closed = new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

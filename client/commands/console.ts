@@ -94,7 +94,7 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
     ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
     ...(display ? { display } : {}),
     onRotate: (url: string) =>
-      ctx.io.out(`console: token rotated; the old URL no longer works. open: ${url}\n`),
+      ctx.io.out(`console: a new token (a page took the last one, or it was rotated): ${url}\n`),
     ...(o.quiet ? {} : { log: (line: string) => ctx.io.err(`console: ${line}\n`) }),
   });
   ctx.io.out(

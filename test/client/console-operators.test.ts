@@ -323,6 +323,7 @@ describe('agentctl console: operators and binding', () => {
     });
     try {
       expect(server.base.startsWith('https://')).toBe(true);
+      const cookies: string[] = [];
       const get = (path: string) =>
         new Promise<number>((resolve, reject) => {
           const req = httpsRequest(
@@ -335,13 +336,16 @@ describe('agentctl console: operators and binding', () => {
             },
             (res) => {
               res.resume();
+              if (res.statusCode === 303) cookies.push(String(res.headers['set-cookie'] ?? ''));
               resolve(res.statusCode ?? 0);
             },
           );
           req.once('error', reject);
           req.end();
         });
-      expect(await get(`/?token=${server.token}`)).toBe(200);
+      // The token is traded for a cookie that is Secure over HTTPS.
+      expect(await get(`/?token=${server.token}`)).toBe(303);
+      expect(cookies[0]).toMatch(/; HttpOnly; SameSite=Strict; Secure$/);
       expect(await get('/?token=forged')).toBe(403);
     } finally {
       await server.close();
@@ -378,9 +382,20 @@ describe('agentctl console: operators and binding', () => {
       expect(out).toContain('acting as dana (unsigned');
       const token = new URL(url).searchParams.get('token') as string;
       expect(token.length).toBeGreaterThanOrEqual(40);
-      expect((await fetch(url)).status).toBe(200);
+      // A page takes the URL's token (303 + cookie): it is spent, and the console prints a new URL.
+      expect((await fetch(url, { redirect: 'manual' })).status).toBe(303);
+      const next = await waitFor(
+        async () => /a new token \(a page took the last one, or it was rotated\): (\S+)/.exec(out)?.[1] ?? '',
+        (u) => u !== '',
+        10_000,
+      );
+      const fresh = new URL(next).searchParams.get('token') as string;
+      expect(fresh).not.toBe(token);
+      expect(
+        (await fetch(new URL('/api/inbox', url), { headers: { authorization: `Bearer ${token}` } })).status,
+      ).toBe(403);
       const inbox = await fetch(new URL('/api/inbox', url), {
-        headers: { authorization: `Bearer ${token}` },
+        headers: { authorization: `Bearer ${fresh}` },
       });
       expect(inbox.status).toBe(200);
       expect(await inbox.json()).toMatchObject({ waiting: expect.any(Array), running: expect.any(Array) });

@@ -28,6 +28,8 @@ export { AgentLoopGuardError, isAgentLoopGuardError } from './common/errors';
 // ── Tools ──
 export { defineTool, toResult } from './tools/define-tool';
 export type { AnyTool, ToolContext, ToolDefinition, ToolReturn } from './tools/define-tool';
+export { checkArgDisplay, displayHintsOf, formatArg } from './tools/arg-display';
+export type { ArgDisplay, ArgDisplayHints } from './tools/arg-display';
 export { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './tools/errors';
 export { classifyError, DEFAULT_RETRY_AFTER_MS } from './tools/classify';
 export { ToolRegistry } from './tools/registry';
@@ -116,6 +118,7 @@ export {
   statusQuery,
   stopRequestSchema,
   stopSignal,
+  stopUpdate,
   timeoutsSchema,
   traceQuery,
   WORKFLOW_ID_PREFIX,
@@ -132,6 +135,7 @@ export type {
   RunPhase,
   RunResult,
   RunStatus,
+  StopAnswer,
   StopRequest,
   TracePage,
   TracePageArgs,
@@ -193,6 +197,7 @@ export type {
   ResumeAgentRunOptions,
   StartAgentRunOptions,
   StopAgentRunOptions,
+  StopAgentRunResult,
 } from './client/api';
 export { connect as connectClient } from './client/connect';
 export type { Connected } from './client/connect';
@@ -200,6 +205,7 @@ export { CliError, Exit } from './client/format';
 export type { ExitCode } from './client/format';
 export { outcomeOfResult } from './client/runs';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './client/runs';
+export type { StopOutcome, StopState } from './client/stop';
 export { loadReplayFile } from './client/replay';
 
 // ── Guard ──

@@ -16,7 +16,6 @@ import {
   DEFAULT_TASK_QUEUE,
   runInputSchema,
   statusQuery,
-  stopSignal,
   WORKFLOW_ID_PREFIX,
   type BudgetRaise,
   type ResumeRequest,
@@ -30,6 +29,7 @@ import {
 import type { StopReport } from '../guard';
 import { signRequest, type OperatorKeyFile } from '../operators/sign';
 import { CliError, Exit } from './format';
+import { sendStop, type StopOutcome } from './stop';
 import {
   describeRun,
   isClosed,
@@ -106,6 +106,8 @@ export interface ResumeAgentRunOptions {
    * only a worker in open mode accepts). The actor must be the key's operator (exit 2 otherwise).
    */
   readonly key?: OperatorKeyFile | null;
+  /** How long to wait for the worker's answer, ms (default 30 s); then the outcome is `unconfirmed: true`. */
+  readonly confirmMs?: number;
 }
 
 /**
@@ -130,7 +132,11 @@ export async function resumeAgentRun(
     requestId: o.requestId ?? randomUUID(),
     ...(o.raise ? { raise: o.raise } : {}),
   };
-  return sendResume(handle, o.key ? signedBy(o.key, 'resume', workflowId, req) : req);
+  return sendResume(
+    handle,
+    o.key ? signedBy(o.key, 'resume', workflowId, req) : req,
+    o.confirmMs === undefined ? {} : { confirmMs: o.confirmMs },
+  );
 }
 
 /**
@@ -160,23 +166,33 @@ export interface StopAgentRunOptions {
   readonly requestId?: string;
   /** The operator key to sign with, as `agentctl stop --key` signs (default: unsigned). */
   readonly key?: OperatorKeyFile | null;
+  /** How long to wait for the worker's answer, ms (default 30 s); then the outcome is `unconfirmed`. */
+  readonly confirmMs?: number;
 }
+
+/** The request sent, and what the worker did with it (client/stop.ts). */
+export type StopAgentRunResult = StopRequest & StopOutcome;
 
 /**
  * The kill switch: the run stops before its next tool call and waits for a resume.
  * A closed run or one already stopped is a CliError (exit 3), as in `agentctl stop`.
- * Returns the request that was sent.
+ * Returns the request that was sent and the worker's answer: `outcome` is `accepted` only when
+ * the worker took the stop, `refused` with its reason (not authorised, say), or `unconfirmed`
+ * when no worker answered within `confirmMs`. A refusal is an answer, not an error.
  */
 export async function stopAgentRun(
   client: Client,
   workflowId: string,
   o: StopAgentRunOptions,
-): Promise<StopRequest> {
+): Promise<StopAgentRunResult> {
   const { handle, desc } = await describeRun(client, workflowId);
   if (isClosed(desc))
     throw new CliError(Exit.REFUSED, `run ${workflowId} is closed (${desc.status.name}); nothing to stop`);
-  // No status yet means no workflow task ran yet: the signal is still the right thing to send.
-  const status = await handle.query(statusQuery).catch(() => null);
+  // No status yet means no workflow task ran yet: the stop is still the right thing to send.
+  // Bounded: a run no worker serves does not answer queries (the server gives up after ~30 s).
+  const status = await client
+    .withDeadline(Date.now() + Math.min(o.confirmMs ?? 5000, 5000), () => handle.query(statusQuery))
+    .catch(() => null);
   if (status && status.phase !== 'RUNNING') {
     throw new CliError(
       Exit.REFUSED,
@@ -189,8 +205,8 @@ export async function stopAgentRun(
     requestId: o.requestId ?? randomUUID(),
   };
   const sent = o.key ? signedBy(o.key, 'stop', workflowId, req) : req;
-  await handle.signal(stopSignal, sent);
-  return sent;
+  const outcome = await sendStop(handle, sent, o.confirmMs === undefined ? {} : { confirmMs: o.confirmMs });
+  return { ...sent, ...outcome };
 }
 
 /** The run's status (from its result once it is closed and no worker answers queries). */
@@ -270,6 +286,7 @@ export type { AgentTreeNode } from './tree';
 export type { ChildSummary } from '../common/sub-agents';
 export type { ExitCode } from './format';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
+export type { StopOutcome, StopState } from './stop';
 export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
 export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
 export type { StopReport } from '../guard';

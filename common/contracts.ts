@@ -76,6 +76,16 @@ export interface ResumeAnswer {
   readonly progressVersion: number;
 }
 
+/**
+ * The answer to a stop (the `stop` update, issue 31): `accepted` when the worker took it (the
+ * run stops before its next tool call, or the resume being verified is vetoed), else why not
+ * (not authorised, not running, a duplicate request id).
+ */
+export interface StopAnswer {
+  readonly accepted: boolean;
+  readonly reason: string;
+}
+
 /** Per-kind activity timeouts. */
 export const timeoutsSchema = z
   .object({
@@ -266,6 +276,8 @@ export interface RunResult {
 export const resumeSignal = defineSignal<[ResumeRequest]>('resume');
 /** Stop signal: the kill switch, effective before the next tool call. */
 export const stopSignal = defineSignal<[StopRequest]>('stop');
+/** Stop update: the same as the signal, answering what the worker did with it ({@link StopAnswer}). */
+export const stopUpdate = defineUpdate<StopAnswer, [StopRequest]>('stop');
 /** Resume update: the same as the signal, with a synchronous yes/no. */
 export const resumeUpdate = defineUpdate<ResumeAnswer, [ResumeRequest]>('resume');
 /** Status query. */

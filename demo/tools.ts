@@ -221,6 +221,8 @@ export function createDemoTools(world: World, options: DemoToolOptions = {}): An
     atomicWithLedger: true,
     // The run stops NEEDS_HUMAN approval_required until `agentctl approvals approve` (docs/security.md).
     requiresApproval: true,
+    // The console shows 12500 as 125.00 EUR (tools/arg-display.ts).
+    display: { amountCents: { unit: 'EUR', scale: 100 } },
     schema: z
       .object({
         from: z.string().min(1),

@@ -3,6 +3,7 @@
  * strict zod schema before anything runs; a write names the business operation it
  * performs (`operationKey`) so the ledger can refuse to perform it twice.
  */
+import { checkArgDisplay, type ArgDisplayHints } from './arg-display';
 import { z } from 'zod';
 import type { ToolResult } from '../guard';
 import type { ReconcileAnswer } from '../storage/ledger';
@@ -101,6 +102,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   /** The tool may destroy or overwrite data (MCP `destructiveHint`); informational. */
   readonly destructive?: boolean;
   /**
+   * How a person reads some args (tools/arg-display.ts): e.g. `{ amountCents: { unit: 'EUR',
+   * scale: 100 } }` shows 12500 as `125.00 EUR` in the approvals console. Informational: the
+   * guard, the ledger and the approval binding ignore it.
+   */
+  readonly display?: ArgDisplayHints;
+  /**
    * The run's progress version after a call of this tool (e.g. an MCP server's own
    * version read by a probe); `base` is the demo world's version. Null: unknown, keep the
    * last one. Without it the world's version is reported.
@@ -133,6 +140,7 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
   }
   if (!(def.schema instanceof z.ZodType))
     throw new TypeError(`defineTool(${def.name}): schema must be a zod schema`);
+  if (def.display !== undefined) checkArgDisplay(def.name, def.display);
   if (def.similarArgs && def.similarArgs.length > 0) {
     // The zod object's keys, else (an MCP tool's compiled schema) its JSON Schema's properties.
     const props = def.inputJsonSchema?.properties;

@@ -24,6 +24,7 @@ import {
   runInputSchema,
   statusQuery,
   stopSignal,
+  stopUpdate,
   traceQuery,
   type ResolvedRunInput,
   type RunInput,
@@ -64,6 +65,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
   setHandler(stopSignal, (raw) => gate.onStopSignal(raw));
+  // Registering a handler adds no command: recorded histories replay unchanged (a run only
+  // records an update it is sent).
+  setHandler(stopUpdate, (raw) => gate.stop(raw), { validator: (raw) => gate.validateStop(raw) });
   setHandler(statusQuery, () => statusOf(run));
   setHandler(reportQuery, () => reportOf(run));
   setHandler(checkpointQuery, () => checkpointOf(run));

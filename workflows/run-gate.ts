@@ -35,6 +35,7 @@ import {
   stopRequestSchema,
   type ResumeAnswer,
   type ResumeRequest,
+  type StopAnswer,
   type StopRequest,
 } from '../common/contracts';
 import { GuardReason, isBudgetReason, raiseKeyOf, TerminalState } from '../guard';
@@ -232,40 +233,63 @@ export class RunGate {
     return answer;
   }
 
-  /** The `stop` signal: the kill switch, effective before the next tool call. */
+  /** The `stop` signal: the kill switch, effective before the next tool call; the answer lands in the trace only. */
   async onStopSignal(raw: unknown): Promise<void> {
-    const run = this.run;
     const parsed = stopRequestSchema.safeParse(raw);
     if (!parsed.success) {
-      run.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
+      this.run.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
       return;
     }
-    const req = parsed.data;
-    if (run.seenRequestIds.has(req.requestId)) return;
+    await this.stop(parsed.data);
+  }
+
+  /** The `stop` update's validator: a malformed request is refused before anything is recorded. */
+  validateStop(raw: unknown): void {
+    const parsed = stopRequestSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(zodReason(parsed.error.issues));
+  }
+
+  /**
+   * The kill switch, for the signal and the `stop` update alike: the same states and trace
+   * notes either way; the update also answers what the worker did (issue 31), so a caller
+   * never reports a stop the worker refused.
+   */
+  async stop(raw: StopRequest): Promise<StopAnswer> {
+    const run = this.run;
+    const req = stopRequestSchema.parse(raw);
+    if (run.seenRequestIds.has(req.requestId)) return { accepted: false, reason: 'duplicate request id' };
     run.seenRequestIds.add(req.requestId);
     const args = { actor: req.actor, reason: req.reason };
+    const ignored = (): StopAnswer => {
+      run.note('stop_ignored', `run is ${run.phase}`, { args });
+      return { accepted: false, reason: `run is ${run.phase}: there is no running step to stop` };
+    };
+    const held = { accepted: true, reason: 'the run stops before its next tool call' };
     if (!run.patches.has(PATCH_AUTHORITY)) {
-      if (run.phase !== 'RUNNING') return void run.note('stop_ignored', `run is ${run.phase}`, { args });
+      if (run.phase !== 'RUNNING') return ignored();
       this.hold = { kind: 'held', req };
-      return;
+      return held;
     }
     const vetoing = run.phase === 'WAITING' && this.verification !== 'idle';
     // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.14).
     const running = run.phase === 'RUNNING' || run.stopInForce?.reason === GuardReason.CHILD_STOPPED;
-    if (!running && !vetoing) return void run.note('stop_ignored', `run is ${run.phase}`, { args });
+    if (!running && !vetoing) return ignored();
     // Until the worker has verified it, the stop already holds the run at its next check.
     if (!vetoing) this.hold = { kind: 'pending', req };
     const who = await this.check.authorise('stop', req, null);
     const mine = this.holding() === req;
     if (!who.ok) {
       if (mine) this.hold = NO_HOLD;
-      return void run.note('stop_refused', `not authorised: ${who.detail}`, { args });
+      run.note('stop_refused', `not authorised: ${who.detail}`, { args });
+      return { accepted: false, reason: `not authorised: ${who.detail}` };
     }
     if (vetoing) {
       // A stop while a resume is being verified cancels that resume: the run stays stopped.
       this.veto();
-      return void run.note('resume_vetoed', `stop by ${who.detail}`, { args });
+      run.note('resume_vetoed', `stop by ${who.detail}`, { args });
+      return { accepted: true, reason: 'the resume being verified is vetoed: the run stays stopped' };
     }
     if (mine) this.hold = { kind: 'held', req };
+    return held;
   }
 }

@@ -4,7 +4,9 @@
  * runs that wait for a person and acts on them with the operator key it was started with
  * (`--key` / AGENT_OPERATOR_KEY_FILE), signed as `agentctl approvals|resume|stop` sign.
  */
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { checkArgDisplay, type ArgDisplayHints } from '../../tools/arg-display';
 import { OperatorRegistry } from '../../operators/registry';
 import { readOperatorKey, type OperatorKeyFile } from '../../operators/sign';
 import type { ConsoleOperator } from '../console/actions';
@@ -26,7 +28,32 @@ export interface ConsoleOpts {
   tlsKey?: string;
   origin?: string[];
   taskQueue?: string;
+  display?: string;
   quiet?: boolean;
+}
+
+/** `--display FILE`: `{ tool: { arg: { unit, scale? } } }` (tools/arg-display.ts); a bad file is exit 2 naming it. */
+export function readDisplayFile(file: string): Record<string, ArgDisplayHints> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch (err) {
+    throw new CliError(Exit.USAGE, `console: --display ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new CliError(
+      Exit.USAGE,
+      `console: --display ${file}: expected { "tool": { "arg": { "unit", "scale" } } }`,
+    );
+  const out: Record<string, ArgDisplayHints> = {};
+  for (const [tool, hints] of Object.entries(raw as Record<string, unknown>)) {
+    try {
+      out[tool] = checkArgDisplay(tool, hints);
+    } catch (err) {
+      throw new CliError(Exit.USAGE, `console: --display ${file}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return out;
 }
 
 /** Who acts: the key's operator, or unsigned as $AGENTCTL_ACTOR / $USER; a bad file is exit 2. */
@@ -51,6 +78,7 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
   if ((o.tlsCert === undefined) !== (o.tlsKey === undefined))
     throw new CliError(Exit.USAGE, 'console: --tls-cert and --tls-key go together');
   const operator = consoleOperatorOf(ctx, o.key);
+  const display = o.display ? readDisplayFile(o.display) : undefined;
   const tls = o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined;
   // Checked again by the server; here so that a refused start does not first wait for Temporal.
   checkBind(o.host, tls !== undefined);
@@ -64,6 +92,9 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
     ...(tls ? { tls } : {}),
     ...(o.origin?.length ? { origins: o.origin } : {}),
     ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
+    ...(display ? { display } : {}),
+    onRotate: (url: string) =>
+      ctx.io.out(`console: a new token (a page took the last one, or it was rotated): ${url}\n`),
     ...(o.quiet ? {} : { log: (line: string) => ctx.io.err(`console: ${line}\n`) }),
   });
   ctx.io.out(
@@ -72,7 +103,8 @@ export async function startConsoleCommand(ctx: Ctx, o: ConsoleOpts): Promise<Con
       `  open: ${server.url}`,
       `  acting as ${operator.actor}${operator.key ? ' (signed with the operator key)' : ' (unsigned: only workers in open mode accept it)'}`,
       `  origins: ${server.origins.join(', ')}`,
-      '  the token is in the URL: whoever has it acts as you; stop with Ctrl-C',
+      '  whoever has the token acts as you: a page trades it once for an HttpOnly cookie (then a new URL is printed);',
+      '  a new token: POST /api/token (the page\'s "new token" button); stop with Ctrl-C',
       '',
     ].join('\n'),
   );
@@ -96,6 +128,10 @@ export function consoleCommand(ctx: Ctx): Command {
     .option(
       '--task-queue <name>',
       'only runs on this task queue (default: every task queue of the namespace)',
+    )
+    .option(
+      '--display <file>',
+      'JSON {tool: {arg: {unit, scale}}}: show those args in their units (e.g. cents as EUR)',
     )
     .option('--quiet', 'no log line per action or refused request')
     .action(async (o: ConsoleOpts) => {

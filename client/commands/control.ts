@@ -3,13 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Command } from 'commander';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import {
-  statusQuery,
-  stopSignal,
-  type BudgetRaise,
-  type ResumeRequest,
-  type RunInput,
-} from '../../common/contracts';
+import { statusQuery, type BudgetRaise, type ResumeRequest, type RunInput } from '../../common/contracts';
 import { TerminalState, type BudgetKey } from '../../guard';
 import { signRequest } from '../../operators/sign';
 import type { Connected } from '../connect';
@@ -25,6 +19,7 @@ import {
   startRun,
   type ResumeOutcome,
 } from '../runs';
+import { sendStop } from '../stop';
 import { operatorKeyOf } from './operator';
 import { formatOutcome } from './start';
 import {
@@ -51,6 +46,7 @@ interface ResumeOpts extends RaiseOpts {
   key?: string;
   wait?: boolean;
   timeout: number;
+  confirmTimeout: number;
   json?: boolean;
 }
 
@@ -123,7 +119,12 @@ async function resumeFrom(
   );
   // The new run restores the stop and waits for a verified resume: wait until it does.
   await followRun(handle, { untilWaiting: true, timeoutMs: o.timeout * 1000 });
-  return { handle, answer: await sendResume(handle, signedResume(ctx, o.key, newId, req)) };
+  return {
+    handle,
+    answer: await sendResume(handle, signedResume(ctx, o.key, newId, req), {
+      confirmMs: o.confirmTimeout * 1000,
+    }),
+  };
 }
 
 /**
@@ -156,7 +157,7 @@ function checkActor(operator: string, actor: string): void {
 function answerLines(runId: string, answer: ResumeOutcome, ...extra: [string, string][]): string {
   return keyValues([
     ['run', runId],
-    ['resume', answer.accepted ? 'ACCEPTED' : 'REFUSED'],
+    ['resume', answer.accepted ? 'ACCEPTED' : answer.unconfirmed ? 'UNCONFIRMED' : 'REFUSED'],
     ['why', answer.reason],
     ...extra,
   ]);
@@ -180,6 +181,12 @@ export function resumeCommand(ctx: Ctx): Command {
   return cmd
     .option('--wait', 'when accepted, wait until the run closes or stops again and print the outcome')
     .option('--timeout <seconds>', 'with --wait / --from: give up after this long', positiveInt, 300)
+    .option(
+      '--confirm-timeout <seconds>',
+      "wait this long for the worker's answer; then the resume is UNCONFIRMED (exit 1)",
+      positiveInt,
+      30,
+    )
     .option('--json', 'machine-readable output')
     .action(async (id: string | undefined, o: ResumeOpts) => {
       if ((id === undefined) === (o.from === undefined)) {
@@ -206,10 +213,16 @@ export function resumeCommand(ctx: Ctx): Command {
           ? rejected(
               `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
             )
-          : await sendResume(handle, signedResume(ctx, o.key, handle.workflowId, req));
+          : await sendResume(handle, signedResume(ctx, o.key, handle.workflowId, req), {
+              confirmMs: o.confirmTimeout * 1000,
+            });
       }
       const runId = handle.workflowId;
       if (o.json && !(answer.accepted && o.wait)) ctx.io.out(json({ workflow_id: runId, ...answer }));
+      if (answer.unconfirmed) {
+        if (!o.json) ctx.io.out(answerLines(runId, answer));
+        throw new CliError(Exit.ERROR, `resume ${answer.reason}`);
+      }
       if (!answer.accepted) {
         if (!o.json) ctx.io.out(answerLines(runId, answer));
         const hint = o.from ? ` (run ${runId} stays stopped, waiting for a verified resume)` : '';
@@ -233,17 +246,32 @@ export function resumeCommand(ctx: Ctx): Command {
 /** The `stop` command (the kill switch). */
 export function stopCommand(ctx: Ctx): Command {
   return new Command('stop')
-    .description('Kill switch: the run stops before its next tool call (resumable with `resume`)')
+    .description(
+      'Kill switch: the run stops before its next tool call (resumable with `resume`); reports what the worker did',
+    )
     .argument('<id>', 'workflow id')
     .option('--actor <name>', 'who stops it (default $USER)')
     .option('--reason <text>', 'why (recorded)', 'operator stop')
     .option('--request-id <id>', 'idempotency id of this request (default random)')
     .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)')
+    .option(
+      '--confirm-timeout <seconds>',
+      "wait this long for the worker's answer; then the stop is UNCONFIRMED (exit 1)",
+      positiveInt,
+      30,
+    )
     .option('--json', 'machine-readable output')
     .action(
       async (
         id: string,
-        o: { actor?: string; reason: string; requestId?: string; key?: string; json?: boolean },
+        o: {
+          actor?: string;
+          reason: string;
+          requestId?: string;
+          key?: string;
+          confirmTimeout: number;
+          json?: boolean;
+        },
       ) => {
         const { handle, desc } = await openRun(ctx, id);
         if (isClosed(desc))
@@ -263,12 +291,20 @@ export function stopCommand(ctx: Ctx): Command {
         };
         if (key) checkActor(key.operator, fields.actor);
         const req = key ? { ...fields, auth: signRequest(key, 'stop', id, fields) } : fields;
-        await handle.signal(stopSignal, req);
-        if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: true, ...req }));
+        const answer = await sendStop(handle, req, { confirmMs: o.confirmTimeout * 1000 });
+        if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: true, ...req, ...answer }));
         else
           ctx.io.out(
-            `stop requested for ${id} by ${req.actor}: the run stops before its next tool call (agentctl status ${id})\n`,
+            keyValues([
+              ['run', id],
+              ['stop', answer.outcome.toUpperCase()],
+              ['by', req.actor],
+              ['why', answer.answer],
+              ...(answer.accepted ? ([['follow', `agentctl status ${id}`]] as [string, string][]) : []),
+            ]),
           );
+        if (answer.outcome === 'refused') throw new CliError(Exit.REFUSED, `stop refused: ${answer.answer}`);
+        if (answer.outcome === 'unconfirmed') throw new CliError(Exit.ERROR, `stop ${answer.answer}`);
       },
     );
 }

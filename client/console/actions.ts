@@ -39,7 +39,22 @@ export interface ConsoleOperator {
 /** An action's answer: the HTTP status and a message the page shows as it is. */
 export interface ActionAnswer {
   readonly status: number;
-  readonly body: { readonly ok: boolean; readonly message: string; readonly field?: string };
+  readonly body: {
+    readonly ok: boolean;
+    readonly message: string;
+    readonly field?: string;
+    /**
+     * For stop, resume and approve: what the worker did (issue 31) — `accepted` only when it
+     * answered so, `refused` with its reason, `unconfirmed` when it did not answer in time.
+     */
+    readonly outcome?: 'accepted' | 'refused' | 'unconfirmed';
+  };
+}
+
+/** How actions wait for the worker. */
+export interface ActionOptions {
+  /** How long to wait for the worker's answer to a stop or resume, ms (default 30 s). */
+  readonly confirmMs?: number;
 }
 
 const text = (max: number) =>
@@ -90,6 +105,13 @@ export type ActionName = keyof typeof schemas;
 export const isActionName = (s: string): s is ActionName => Object.hasOwn(schemas, s);
 
 const ok = (message: string): ActionAnswer => ({ status: 200, body: { ok: true, message } });
+/** The worker's answer as the page's: 200 accepted, 409 refused, 504 unconfirmed (never 200). */
+const answered = (outcome: 'accepted' | 'refused' | 'unconfirmed', message: string): ActionAnswer => ({
+  status: outcome === 'accepted' ? 200 : outcome === 'refused' ? 409 : 504,
+  body: { ok: outcome === 'accepted', message, outcome },
+});
+const resumeOutcome = (a: { accepted: boolean; unconfirmed?: boolean }) =>
+  a.accepted ? 'accepted' : a.unconfirmed ? 'unconfirmed' : 'refused';
 const fail = (status: number, message: string, field?: string): ActionAnswer => ({
   status,
   body: { ok: false, message, ...(field ? { field } : {}) },
@@ -153,25 +175,28 @@ export async function runAction(
   op: ConsoleOperator,
   action: ActionName,
   body: unknown,
+  ao: ActionOptions = {},
 ): Promise<ActionAnswer> {
   const parsed = parseAction(action, body);
   if (!parsed.ok) return parsed.answer;
   try {
     switch (action) {
       case 'approve':
-        return await approve(client, op, parsed.value as z.output<typeof schemas.approve>);
+        return await approve(client, op, parsed.value as z.output<typeof schemas.approve>, ao);
       case 'deny':
         return await deny(client, op, parsed.value as z.output<typeof schemas.deny>);
       case 'resume':
-        return await resume(client, op, parsed.value as z.output<typeof schemas.resume>);
+        return await resume(client, op, parsed.value as z.output<typeof schemas.resume>, ao);
       case 'stop':
-        return await stop(client, op, parsed.value as z.output<typeof schemas.stop>);
+        return await stop(client, op, parsed.value as z.output<typeof schemas.stop>, ao);
     }
   } catch (err) {
     return answerOf(err);
   }
   return fail(404, `unknown action ${String(action)}`);
 }
+
+const confirm = (ao: ActionOptions) => (ao.confirmMs === undefined ? {} : { confirmMs: ao.confirmMs });
 
 /** The approval API's options for `op`: its key and actor, and the workers' operators it knows. */
 const decider = (op: ConsoleOperator) => ({
@@ -185,6 +210,7 @@ async function approve(
   client: Client,
   op: ConsoleOperator,
   b: z.output<typeof schemas.approve>,
+  ao: ActionOptions,
 ): Promise<ActionAnswer> {
   let ttlMs: number;
   try {
@@ -213,10 +239,17 @@ async function approve(
     precondition: `approval ${approval.id}`,
     requestId: randomUUID(),
     key: op.key,
+    ...confirm(ao),
   });
-  return answer.accepted
-    ? ok(`approved ${approval.id} (until ${approval.expiresAt}); the run resumed: ${answer.reason}`)
-    : fail(409, `approval ${approval.id} is stored, but the run refused the resume: ${answer.reason}`);
+  const outcome = resumeOutcome(answer);
+  return answered(
+    outcome,
+    outcome === 'accepted'
+      ? `approved ${approval.id} (until ${approval.expiresAt}); the run resumed: ${answer.reason}`
+      : outcome === 'refused'
+        ? `approval ${approval.id} is stored, but the run refused the resume: ${answer.reason}`
+        : `approval ${approval.id} is stored; the resume is ${answer.reason}`,
+  );
 }
 
 async function deny(
@@ -239,6 +272,7 @@ async function resume(
   client: Client,
   op: ConsoleOperator,
   b: z.output<typeof schemas.resume>,
+  ao: ActionOptions,
 ): Promise<ActionAnswer> {
   const now = await stopNow(client, b.runId, b.stopRef);
   if (!now.ok) return now.answer;
@@ -262,14 +296,24 @@ async function resume(
     requestId: randomUUID(),
     key: op.key,
     ...(raise ? { raise } : {}),
+    ...confirm(ao),
   });
-  return answer.accepted ? ok(`resumed: ${answer.reason}`) : fail(409, `resume refused: ${answer.reason}`);
+  const outcome = resumeOutcome(answer);
+  return answered(
+    outcome,
+    outcome === 'accepted'
+      ? `resumed: ${answer.reason}`
+      : outcome === 'refused'
+        ? `resume refused: ${answer.reason}`
+        : `resume ${answer.reason}`,
+  );
 }
 
 async function stop(
   client: Client,
   op: ConsoleOperator,
   b: z.output<typeof schemas.stop>,
+  ao: ActionOptions,
 ): Promise<ActionAnswer> {
   const requestId = randomUUID();
   if (!op.operators.isOpen) {
@@ -289,6 +333,14 @@ async function stop(
     reason: b.reason,
     requestId,
     key: op.key,
+    ...confirm(ao),
   });
-  return ok(`stop requested by ${sent.actor}: the run stops before its next tool call`);
+  return answered(
+    sent.outcome,
+    sent.outcome === 'accepted'
+      ? `stop by ${sent.actor} accepted by the worker: ${sent.answer}`
+      : sent.outcome === 'refused'
+        ? `refused: ${sent.answer}`
+        : `stop ${sent.answer}`,
+  );
 }

@@ -8,7 +8,7 @@
  * Everything a run carries is untrusted text (a model wrote the args, a tool the errors): it is
  * redacted here (common/redact.ts) and escaped by the page, never interpreted.
  */
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import {
   checkpointQuery,
   statusQuery,
@@ -27,6 +27,8 @@ import {
   type TraceRecord,
 } from '../../guard';
 import { pendingApprovalOf } from '../approvals';
+import type { ArgDisplayHints } from '../../tools/arg-display';
+import { argsView, type ArgsView } from './args-view';
 
 /** Terminal states of a run that waits for a person (its execution is still open). */
 export const WAITING_STATES: readonly string[] = [
@@ -65,10 +67,13 @@ export interface WaitingRun {
   /** The call the run stopped on: tool, fingerprint and redacted args (null when none). */
   readonly blockedCall: {
     readonly tool: string;
+    /** The guard's repeat-counting fingerprint (64 bits, not cryptographic): not what an approval trusts. */
     readonly fingerprint: string;
     /** `sha256:…` of the tool and canonical args: the exact call an approval binds (null: none recorded). */
     readonly argsDigest: string | null;
     readonly args: unknown;
+    /** The args as a person must check them: invisible characters escaped, non-ASCII marked, amounts in units. */
+    readonly view: ArgsView;
   } | null;
   /** True when the stop is lifted by an approval of the blocked call. */
   readonly needsApproval: boolean;
@@ -104,10 +109,25 @@ export interface UnansweredRun {
 
 /** The page's data. */
 export interface Inbox {
+  /** The waiting runs of the page asked for (`page`, `pageSize`), newest first. */
   readonly waiting: readonly WaitingRun[];
+  /** How many runs wait in all (the visibility store's count, with the filters), not just this page. */
+  readonly waitingTotal: number;
+  /** The running runs of the page asked for (`runningPage`), newest first. */
   readonly running: readonly RunningRun[];
+  /** How many runs are running in all (with the filters). */
+  readonly runningTotal: number;
   /** Listed as waiting, but their queries failed or timed out: shown apart, without actions. */
   readonly unanswered: readonly UnansweredRun[];
+  /** The page of waiting runs shown (0-based), of `pageSize` each. */
+  readonly page: number;
+  readonly runningPage: number;
+  readonly pageSize: number;
+  /** The filters applied (`search`: a run id prefix; `reason`: a stop reason). */
+  readonly search: string | null;
+  readonly reason: string | null;
+  /** Queries sent to runs for this answer (0 when no run changed since the last read: the cache). */
+  readonly runQueries: number;
   /** When it was read (ISO). */
   readonly at: string;
 }
@@ -118,13 +138,30 @@ export interface InboxOptions {
   readonly linkOf: (runId: string) => string;
   /** Only runs on this task queue (default: every task queue of the namespace). */
   readonly taskQueue?: string;
-  /** At most this many runs per list (default 100). */
+  /** Runs per page, waiting and running (default 25, at most 200). */
+  readonly pageSize?: number;
+  /** @deprecated the page size (kept for callers of the first version). */
   readonly limit?: number;
+  /** The page of waiting runs (0-based, default 0). */
+  readonly page?: number;
+  /** The page of running runs (0-based, default 0). */
+  readonly runningPage?: number;
+  /** Only runs whose workflow id starts with this. */
+  readonly search?: string;
+  /** Only waiting runs stopped for this reason. */
+  readonly reason?: string;
   /**
    * How long a run's queries may take, ms (default 4000). A run whose worker is down does not
    * answer (the server gives up after about 30 s): it must not hold up the rest of the inbox.
    */
   readonly queryTimeoutMs?: number;
+  /** How to show the args of each tool (tools/arg-display.ts), by tool name. */
+  readonly display?: Readonly<Record<string, ArgDisplayHints>>;
+  /**
+   * The views read before (one per console): a run whose history has not grown since is not
+   * queried again — its state cannot have changed without a new event.
+   */
+  readonly cache?: InboxCache;
 }
 
 /** A run's view from its checkpoint and status; null when it is not stopped (any more). */
@@ -133,6 +170,7 @@ export function waitingRunOf(
   cp: Checkpoint,
   status: RunStatus | null,
   uiUrl: string,
+  display: Readonly<Record<string, ArgDisplayHints>> = {},
 ): WaitingRun | null {
   const stop = cp.stop;
   if (!stop) return null;
@@ -148,14 +186,7 @@ export function waitingRunOf(
     stopRef: report.last_safe_checkpoint,
     steps: status?.steps ?? report.steps,
     usage: status?.usage ?? { tokens: 0, costUsd: 0 },
-    blockedCall: call
-      ? {
-          tool: call.tool,
-          fingerprint: call.fingerprint,
-          argsDigest: call.args_digest ?? null,
-          args: redact(stop.blockedArgs ?? null),
-        }
-      : null,
+    blockedCall: call ? blockedCallOf(call, redact(stop.blockedArgs ?? null), display) : null,
     needsApproval: pendingApprovalOf(runId, cp) !== null,
     waitsOnChild:
       stop.reason === GuardReason.CHILD_STOPPED
@@ -169,46 +200,114 @@ export function waitingRunOf(
   };
 }
 
+function blockedCallOf(
+  call: { readonly tool: string; readonly fingerprint: string; readonly args_digest?: string },
+  args: unknown,
+  display: Readonly<Record<string, ArgDisplayHints>>,
+): NonNullable<WaitingRun['blockedCall']> {
+  const hints = Object.hasOwn(display, call.tool) ? display[call.tool] : undefined;
+  return {
+    tool: call.tool,
+    fingerprint: call.fingerprint,
+    argsDigest: call.args_digest ?? null,
+    args,
+    view: argsView(args, hints),
+  };
+}
+
+/** Views of waiting runs by run and history length; bounded (oldest entries dropped). */
+export class InboxCache {
+  private readonly views = new Map<string, { at: string; view: WaitingRun | null }>();
+  constructor(private readonly max = 5000) {}
+  get(runId: string, at: string): WaitingRun | null | undefined {
+    const hit = this.views.get(runId);
+    return hit && hit.at === at ? hit.view : undefined;
+  }
+  set(runId: string, at: string, view: WaitingRun | null): void {
+    this.views.delete(runId);
+    this.views.set(runId, { at, view });
+    if (this.views.size > this.max) this.views.delete(this.views.keys().next().value as string);
+  }
+}
+
+/** A run id prefix a visibility query can hold (STARTS_WITH), or bad input. */
+export function checkSearch(search: string): string {
+  if (search.length > 200 || /[\u0000-\u001f"\\]/.test(search))
+    throw new Error('search: at most 200 characters, no quotes, backslashes or control characters');
+  return search;
+}
+
+/** The visibility filter of the console's options, after the state clause. */
+function filterOf(o: InboxOptions, waiting: boolean): string {
+  return (
+    (o.search ? ` AND WorkflowId STARTS_WITH ${quote(checkSearch(o.search))}` : '') +
+    (waiting && o.reason ? ` AND AgentGuardReason = ${quote(checkSearch(o.reason))}` : '')
+  );
+}
+
+/** The rows `skip`…`skip+take` of a visibility list: one server page per 1000 rows skipped. */
+async function listPage(
+  client: Client,
+  query: string,
+  skip: number,
+  take: number,
+): Promise<WorkflowExecutionInfo[]> {
+  const rows: WorkflowExecutionInfo[] = [];
+  let i = 0;
+  for await (const wf of client.workflow.list({ query, pageSize: Math.min(1000, skip + take) })) {
+    if (i++ < skip) continue;
+    rows.push(wf);
+    if (rows.length >= take) break;
+  }
+  return rows;
+}
+
 /**
- * Reads the inbox: the waiting runs (newest first, as visibility lists them) and the running
- * ones. A run that moved on between the list and its queries (visibility lags a second or so)
- * is left out; one whose queries fail or time out (no worker on its queue) is listed as
+ * Reads one page of the inbox: the waiting runs (newest first, as visibility lists them) and
+ * the running ones, with their true totals (the visibility store's count). The server work per
+ * read does not grow with the number of waiting runs: two counts, two lists, and the two
+ * queries of a run only for the runs of this page whose history grew since the last read
+ * (`cache`). A run that moved on between the list and its queries (visibility lags a second or
+ * so) is left out; one whose queries fail or time out (no worker on its queue) is listed as
  * unanswered, as the page could not act on it either.
  */
 export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox> {
-  const limit = o.limit ?? 100;
-  const waitingIds: string[] = [];
-  for await (const wf of client.workflow.list({
-    query: inboxQuery(WAITING_STATES, o.taskQueue),
-    pageSize: Math.min(limit, 1000),
-  })) {
-    waitingIds.push(wf.workflowId);
-    if (waitingIds.length >= limit) break;
-  }
-  const running: RunningRun[] = [];
-  for await (const wf of client.workflow.list({
-    query: inboxQuery(['RUNNING'], o.taskQueue),
-    pageSize: Math.min(limit, 1000),
-  })) {
-    running.push({
-      runId: wf.workflowId,
-      steps: wf.typedSearchAttributes.get(AGENT_STEPS) ?? null,
-      startedAt: wf.startTime.toISOString(),
-      uiUrl: o.linkOf(wf.workflowId),
-    });
-    if (running.length >= limit) break;
-  }
+  const pageSize = Math.max(1, Math.min(200, o.pageSize ?? o.limit ?? 25));
+  const page = Math.max(0, Math.floor(o.page ?? 0));
+  const runningPage = Math.max(0, Math.floor(o.runningPage ?? 0));
+  const waitingQuery = inboxQuery(WAITING_STATES, o.taskQueue) + filterOf(o, true);
+  const runningQuery = inboxQuery(['RUNNING'], o.taskQueue) + filterOf(o, false);
+  const [waitingCount, runningCount, waitingRows, runningRows] = await Promise.all([
+    client.workflow.count(waitingQuery),
+    client.workflow.count(runningQuery),
+    listPage(client, waitingQuery, page * pageSize, pageSize),
+    listPage(client, runningQuery, runningPage * pageSize, pageSize),
+  ]);
+  const running: RunningRun[] = runningRows.map((wf) => ({
+    runId: wf.workflowId,
+    steps: wf.typedSearchAttributes.get(AGENT_STEPS) ?? null,
+    startedAt: wf.startTime.toISOString(),
+    uiUrl: o.linkOf(wf.workflowId),
+  }));
   const timeoutMs = o.queryTimeoutMs ?? 4000;
   const unanswered: UnansweredRun[] = [];
+  let runQueries = 0;
   const waiting = await Promise.all(
-    waitingIds.map(async (id) => {
+    waitingRows.map(async (wf) => {
+      const id = wf.workflowId;
+      const at = `${wf.runId}:${wf.historyLength}`;
+      const cached = o.cache?.get(id, at);
+      if (cached !== undefined) return cached;
       const handle = client.workflow.getHandle(id);
+      runQueries += 2;
       try {
         // A gRPC deadline, not a race: the call itself ends, nothing is left running.
         const [cp, status] = await client.withDeadline(Date.now() + timeoutMs, () =>
           Promise.all([handle.query(checkpointQuery), handle.query(statusQuery).catch(() => null)]),
         );
-        return waitingRunOf(id, cp, status, o.linkOf(id));
+        const view = waitingRunOf(id, cp, status, o.linkOf(id), o.display);
+        o.cache?.set(id, at, view);
+        return view;
       } catch (err) {
         const message = (err as Error).message.split('\n')[0] ?? 'query failed';
         unanswered.push({
@@ -222,8 +321,16 @@ export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox>
   );
   return {
     waiting: waiting.filter((w): w is WaitingRun => w !== null),
+    waitingTotal: waitingCount.count,
     running,
+    runningTotal: runningCount.count,
     unanswered,
+    page,
+    runningPage,
+    pageSize,
+    search: o.search ?? null,
+    reason: o.reason ?? null,
+    runQueries,
     at: new Date().toISOString(),
   };
 }

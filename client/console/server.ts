@@ -2,13 +2,22 @@
  * The console's HTTP server (`agentctl console`, docs/cli.md; its rules: docs/security.md
  * "The console"): one page and a small JSON API over the client API.
  *
- *   GET  /?token=T          the page (the token in the URL once; the page then drops it from the address bar)
- *   GET  /api/inbox         the runs waiting for a person, and the running ones
+ *   GET  /?token=T          exchanged for an HttpOnly, SameSite=Strict session cookie, then 303 to
+ *                           `/`; the exchange also replaces T (onRotate gets the new URL): a
+ *                           browser's history keeps the redirect's source URL (Chromium does),
+ *                           so the token it holds must be dead by then
+ *   GET  /                  the page (with the cookie)
+ *   GET  /api/inbox         a page of the runs waiting for a person and of the running ones, with
+ *                           their true totals (`?page=N&rpage=N&q=ID-PREFIX&reason=R`)
  *   POST /api/approve|deny|resume|stop   an action, JSON body (client/console/actions.ts)
+ *   POST /api/token         rotation: a new token and session, the old ones (URL, cookie, Bearer) dead at once
  *
  * Security, the codec server's rules (codec/codec-server.ts) and more:
- *  - a random token is required on every request (`Authorization: Bearer T`, or `?token=T` for
- *    the page only), compared in constant time; a missing, stale or forged one is 403;
+ *  - a random token is required on every request (`Authorization: Bearer T`, or the session
+ *    cookie the page's `?token=T` was exchanged for), compared in constant time; a missing, stale
+ *    or forged one is 403. A POST authenticated by the cookie must also carry `X-Console-Request: 1`,
+ *    a header no cross-site form can send (and a cross-site fetch only after a preflight, which is
+ *    refused);
  *  - a request with an `Origin` header must come from an allowed origin (the console's own,
  *    plus `--origin`), else 403: another site's page cannot drive it, even through the
  *    operator's browser;
@@ -33,7 +42,8 @@ import { networkInterfaces, hostname } from 'node:os';
 import type { Client } from '@temporalio/client';
 import { CliError, Exit } from '../format';
 import { isActionName, runAction, type ConsoleOperator } from './actions';
-import { readInbox } from './inbox';
+import type { ArgDisplayHints } from '../../tools/arg-display';
+import { checkSearch, InboxCache, readInbox } from './inbox';
 import { renderPage } from './page';
 
 /** The console's default port. */
@@ -61,8 +71,19 @@ export interface ConsoleServerOptions {
   readonly token?: string;
   /** How often the page refreshes, ms (default 2000). */
   readonly refreshMs?: number;
+  /** Runs per page of the inbox (default 25). */
+  readonly pageSize?: number;
+  /** How to show each tool's args (tools/arg-display.ts `displayHintsOf(tools)`), by tool name. */
+  readonly display?: Readonly<Record<string, ArgDisplayHints>>;
+  /** How long an action waits for the worker's answer, ms (default 30 s); then it is `unconfirmed` (504). */
+  readonly confirmMs?: number;
   /** One line per action and per refused request (default: none). */
   readonly log?: (line: string) => void;
+  /**
+   * Called with the new URL whenever the token changes: a rotation, and each time a page trades
+   * its URL's token for a cookie (a token works once in a URL). `agentctl console` prints it.
+   */
+  readonly onRotate?: (url: string) => void;
 }
 
 /** A running console. */
@@ -72,9 +93,14 @@ export interface ConsoleServerHandle {
   /** The URL without the token. */
   readonly base: string;
   readonly port: number;
+  /** The current token (a rotation changes it, and {@link url}). */
   readonly token: string;
+  /** The name of the page's cookie (one per port: cookies ignore ports). */
+  readonly cookieName: string;
   /** Origins a browser request may come from. */
   readonly origins: readonly string[];
+  /** Issues a new token and session; the old ones (URL, Bearer, cookies) stop working at once. Returns the new URL. */
+  rotateToken(): string;
   close(): Promise<void>;
 }
 
@@ -90,10 +116,23 @@ const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 /** Constant time; both hashed, so lengths need not match and are not revealed. */
 const sameToken = (given: string, token: string): boolean => timingSafeEqual(digest(given), digest(token));
 
-function tokenOf(req: IncomingMessage, url: URL, page: boolean): string | null {
+/** The token a request carries, and how: a Bearer header, the page's cookie, or `?token=` on the page. */
+function tokenOf(
+  req: IncomingMessage,
+  url: URL,
+  cookieName: string,
+  page: boolean,
+): { token: string; via: 'bearer' | 'cookie' | 'query' } | null {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-  if (m) return m[1]!;
-  return page ? url.searchParams.get('token') : null;
+  if (m) return { token: m[1]!, via: 'bearer' };
+  const q = page ? url.searchParams.get('token') : null;
+  if (q !== null) return { token: q, via: 'query' };
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === cookieName)
+      return { token: part.slice(eq + 1).trim(), via: 'cookie' };
+  }
+  return null;
 }
 
 /** Names a browser may use for this server: for loopback the loopback names, else the host's. */
@@ -159,14 +198,27 @@ export function checkBind(host: string, tls: boolean): void {
 export async function startConsoleServer(o: ConsoleServerOptions): Promise<ConsoleServerHandle> {
   const host = o.host ?? '127.0.0.1';
   checkBind(host, o.tls !== undefined);
-  const token = o.token ?? randomBytes(32).toString('base64url');
+  let token = o.token ?? randomBytes(32).toString('base64url');
+  // Set once the port is known (cookies ignore ports: two consoles on one host must not share one).
+  let cookieName = 'alg_console';
   const log = o.log ?? (() => undefined);
   const refreshMs = o.refreshMs ?? 2000;
+  const cache = new InboxCache();
   const scheme = o.tls ? 'https' : 'http';
   let origins = new Set<string>();
   const operatorLine = o.operator.key
     ? `${o.operator.actor} (signed with the operator key)`
     : `${o.operator.actor} (unsigned: only workers in open mode accept)`;
+
+  /** The page's cookie: HttpOnly (no script reads it), SameSite=Strict, this server only; '' clears it. */
+  const cookieOf = (value: string): string =>
+    `${cookieName}=${value}; Path=/; HttpOnly; SameSite=Strict${scheme === 'https' ? '; Secure' : ''}` +
+    (value === '' ? '; Max-Age=0' : '');
+  /** The cookie's secret: one per console, until a rotation. */
+  let session = randomBytes(32).toString('base64url');
+  let rotate: (all: boolean) => string = () => {
+    throw new Error('the console is not listening yet');
+  };
 
   const send = (res: ServerResponse, status: number, body: unknown): void => {
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
@@ -188,13 +240,34 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       return send(res, 403, { ok: false, message: 'origin not allowed' });
     }
     const isPage = url.pathname === '/';
-    const given = tokenOf(req, url, isPage && req.method === 'GET');
-    if (given === null || !sameToken(given, token)) {
+    const given = tokenOf(req, url, cookieName, isPage && req.method === 'GET');
+    if (given === null || !sameToken(given.token, given.via === 'cookie' ? session : token)) {
       log(`refused ${req.method} ${url.pathname}: ${given === null ? 'no' : 'a wrong or stale'} token`);
+      if (given?.via === 'cookie') res.setHeader('Set-Cookie', cookieOf(''));
       return send(res, 403, {
         ok: false,
         message:
-          'a valid console token is required (open the URL agentctl console printed; a restarted console has a new token)',
+          'a valid console token is required (open the URL agentctl console printed; a restarted console or a rotated token has a new one)',
+      });
+    }
+    if (given.via === 'query') {
+      // The token leaves the URL before the page exists: a cookie the page's script cannot read,
+      // sent to this origin only, and a redirect, so history keeps `/`, not `/?token=…`.
+      res.setHeader('Set-Cookie', cookieOf(session));
+      // The browser keeps `/?token=T` in its history all the same (as a redirect's source): T is
+      // spent here, and the new URL goes to whoever started the console (scripts: the new token).
+      rotate(false);
+      log('the page took the token (it works once in a URL); a new one was issued');
+      res.setHeader('Location', '/');
+      res.writeHead(303).end();
+      return;
+    }
+    // A cookie rides on any same-site request: a POST it authenticates must say it is the page's.
+    if (given.via === 'cookie' && req.method === 'POST' && req.headers['x-console-request'] !== '1') {
+      log(`refused ${req.method} ${url.pathname}: cookie without X-Console-Request`);
+      return send(res, 403, {
+        ok: false,
+        message: 'a POST with the cookie needs the header X-Console-Request: 1',
       });
     }
     if (isPage) {
@@ -206,17 +279,52 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
           "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
       );
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.writeHead(200).end(renderPage({ token, nonce, operator: operatorLine, refreshMs }));
+      res.writeHead(200).end(renderPage({ nonce, operator: operatorLine, refreshMs }));
       return;
+    }
+    if (url.pathname === '/api/token') {
+      if (req.method !== 'POST') return send(res, 405, { ok: false, message: 'use POST' });
+      const fresh = rotate(true);
+      log(`token rotated (${given.via}): the old URL, cookie and Bearer token no longer work`);
+      if (given.via === 'cookie') {
+        // The page keeps working on the new cookie; the new token is not handed to its script.
+        res.setHeader('Set-Cookie', cookieOf(session));
+        return send(res, 200, {
+          ok: true,
+          message: 'token rotated: the old URL, token and other pages’ cookies no longer work',
+        });
+      }
+      return send(res, 200, { ok: true, message: 'token rotated', token, url: fresh });
     }
     if (url.pathname === '/api/inbox') {
       if (req.method !== 'GET') return send(res, 405, { ok: false, message: 'use GET' });
+      const int = (name: string): number | undefined => {
+        const v = url.searchParams.get(name);
+        return v !== null && /^\d{1,6}$/.test(v) ? Number(v) : undefined;
+      };
+      const search = url.searchParams.get('q') || undefined;
+      const reason = url.searchParams.get('reason') || undefined;
+      try {
+        if (search) checkSearch(search);
+        if (reason) checkSearch(reason);
+      } catch (err) {
+        return send(res, 400, { ok: false, message: (err as Error).message });
+      }
+      const page = int('page');
+      const runningPage = int('rpage');
       return send(
         res,
         200,
         await readInbox(o.client, {
           linkOf: o.linkOf,
+          cache,
+          ...(o.display ? { display: o.display } : {}),
           ...(o.taskQueue ? { taskQueue: o.taskQueue } : {}),
+          ...(o.pageSize ? { pageSize: o.pageSize } : {}),
+          ...(page === undefined ? {} : { page }),
+          ...(runningPage === undefined ? {} : { runningPage }),
+          ...(search ? { search } : {}),
+          ...(reason ? { reason } : {}),
         }),
       );
     }
@@ -227,7 +335,13 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
       return send(res, 415, { ok: false, message: 'the body must be application/json' });
     const body = await readJson(req);
     if (!body.ok) return send(res, body.status, { ok: false, message: `${action}: ${body.message}` });
-    const answer = await runAction(o.client, o.operator, action, body.value);
+    const answer = await runAction(
+      o.client,
+      o.operator,
+      action,
+      body.value,
+      o.confirmMs === undefined ? {} : { confirmMs: o.confirmMs },
+    );
     const runId = (body.value as { runId?: unknown } | null)?.runId;
     log(
       `${action} ${typeof runId === 'string' ? runId : '-'} by ${o.operator.actor}: ${answer.status} ${answer.body.message}`,
@@ -260,15 +374,29 @@ export async function startConsoleServer(o: ConsoleServerOptions): Promise<Conso
     server.listen(o.port ?? DEFAULT_CONSOLE_PORT, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  cookieName = `alg_console_${port}`;
   origins = new Set(originsOf(host, port, scheme, o.origins ?? []));
   const shown = host === '0.0.0.0' || host === '::' ? hostname() : host.includes(':') ? `[${host}]` : host;
   const base = `${scheme}://${shown}:${port}`;
+  rotate = (all: boolean) => {
+    token = randomBytes(32).toString('base64url');
+    if (all) session = randomBytes(32).toString('base64url');
+    const url = `${base}/?token=${token}`;
+    o.onRotate?.(url);
+    return url;
+  };
   return {
-    url: `${base}/?token=${token}`,
+    get url() {
+      return `${base}/?token=${token}`;
+    },
     base,
     port,
-    token,
+    get token() {
+      return token;
+    },
+    cookieName,
     origins: [...origins],
+    rotateToken: () => rotate(true),
     close: async () => {
       const closed = new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));

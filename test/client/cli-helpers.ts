@@ -22,8 +22,29 @@ export function runTsx(
   env: Record<string, string>,
   timeoutMs = 90_000,
 ): Promise<CliRun> {
+  return runCommand(TSX, [script, ...args], env, timeoutMs);
+}
+
+/**
+ * `node bin/agentctl.js …`: the launcher a user runs (`npx agentctl`, the package's `bin`), with
+ * its own loader hooks, not tsx's CLI (issue 31 item 8).
+ */
+export const launcher = (
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs?: number,
+): Promise<CliRun> => runCommand(process.execPath, ['bin/agentctl.js', ...args], env, timeoutMs);
+
+function runCommand(
+  command: string,
+  argv: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<CliRun> {
+  const script = argv[0] ?? command;
+  const args = argv.slice(1);
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [script, ...args], {
+    const child = spawn(command, argv, {
       cwd: ROOT,
       env: { ...process.env, ...env, FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,10 +14,14 @@ import { CliError, Exit } from '../../client/format';
 import type { ConsoleOperator } from '../../client/console/actions';
 import type { Inbox } from '../../client/console/inbox';
 import { isLoopback, startConsoleServer } from '../../client/console/server';
-import { checkpointQuery, statusQuery } from '../../common/contracts';
+import { checkpointQuery, statusQuery, traceQuery, WORKFLOW_TYPE } from '../../common/contracts';
 import { OperatorRegistry } from '../../operators/registry';
 import { makeCerts } from '../../scripts/make-certs';
+import { generateOperatorKey } from '../../operators/sign';
 import { alice, bob, testOperators } from '../approvals/signing';
+
+/** Not an operator of the worker (the held-out attack's view-only carol). */
+const carol = generateOperatorKey('carol');
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { agentctl, ROOT } from './cli-helpers';
@@ -189,6 +193,11 @@ describe('agentctl console: operators and binding', () => {
         body: JSON.stringify({ runId: run.workflowId, reason: 'job takes too long' }),
       });
       expect(r.status).toBe(200);
+      expect(await r.json()).toMatchObject({
+        ok: true,
+        outcome: 'accepted',
+        message: 'stop by bob accepted by the worker: the run stops before its next tool call',
+      });
       const stopped = await waitFor(
         () => run.handle.query(statusQuery),
         (st) => st.waitingForResume,
@@ -204,6 +213,85 @@ describe('agentctl console: operators and binding', () => {
     } finally {
       await server.close();
       await run.handle.terminate('test done');
+    }
+  }, 60_000);
+
+  it('a console without the operators file: a stop the worker refuses is reported refused (409), and the run goes on', async () => {
+    // Issue 31 item 2: the console does not know the workers' operators (no AGENT_OPERATORS_FILE,
+    // the default), so it cannot pre-check; carol is not an operator of the worker.
+    const jobId = `console-carol-${Date.now()}`;
+    const run = await h.start(
+      live(
+        [
+          { tool: 'start_job', args: { name: jobId, pollsNeeded: 8 } },
+          ...Array.from({ length: 8 }, () => ({ tool: 'poll_job', args: { jobId } })),
+          { tool: 'complete_task', args: { summary: 'done' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    const server = await startConsoleServer({
+      client: h.env.client,
+      operator: { key: carol.keyFile, actor: 'carol', operators: OperatorRegistry.open(), env: {} },
+      linkOf: (id) => id,
+      port: 0,
+    });
+    try {
+      await waitFor(
+        () => run.handle.query(statusQuery),
+        (st) => st.phase === 'RUNNING' && st.executed >= 1,
+      );
+      const r = await fetch(`${server.base}/api/stop`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ runId: run.workflowId, reason: 'halt it' }),
+      });
+      const body = (await r.json()) as { ok: boolean; outcome: string; message: string };
+      expect(r.status).toBe(409);
+      expect(body).toMatchObject({ ok: false, outcome: 'refused' });
+      expect(body.message).toMatch(/^refused: not authorised: .*carol/);
+      // Not stopped: the run goes on to its end, every poll ran.
+      const result = await run.result();
+      expect(result.terminal_state).toBe('COMPLETED');
+      expect((await h.counters(run.workflowId)).poll_job).toBeGreaterThanOrEqual(8);
+      const trace = (await run.handle.query(traceQuery, { offset: 0, limit: 1000 })).records;
+      expect(trace.filter((t) => t.decision === 'stop_refused')).toHaveLength(1);
+      expect(trace.some((t) => t.decision === 'stop')).toBe(false);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('a stop no worker confirms is reported unconfirmed (504), never as done', async () => {
+    // A run on a task queue no worker polls: its first workflow task never runs.
+    const workflowId = `console-nobody-${Date.now()}`;
+    const handle = await h.env.client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: `nobody-${workflowId}`,
+      workflowId,
+      args: [transferRun('nobody')],
+    });
+    const server = await startConsoleServer({
+      client: h.env.client,
+      operator: { key: bob.keyFile, actor: 'bob', operators: OperatorRegistry.open(), env: {} },
+      linkOf: (id) => id,
+      port: 0,
+      confirmMs: 2000,
+    });
+    try {
+      const started = Date.now();
+      const r = await fetch(`${server.base}/api/stop`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ runId: workflowId, reason: 'halt' }),
+      });
+      const body = (await r.json()) as { ok: boolean; outcome: string; message: string };
+      expect(r.status).toBe(504);
+      expect(body).toMatchObject({ ok: false, outcome: 'unconfirmed' });
+      expect(body.message).toMatch(/^stop unconfirmed: no worker answered within 2 s/);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await server.close();
+      await handle.terminate('test done');
     }
   }, 60_000);
 
@@ -236,6 +324,7 @@ describe('agentctl console: operators and binding', () => {
     });
     try {
       expect(server.base.startsWith('https://')).toBe(true);
+      const cookies: string[] = [];
       const get = (path: string) =>
         new Promise<number>((resolve, reject) => {
           const req = httpsRequest(
@@ -248,13 +337,16 @@ describe('agentctl console: operators and binding', () => {
             },
             (res) => {
               res.resume();
+              if (res.statusCode === 303) cookies.push(String(res.headers['set-cookie'] ?? ''));
               resolve(res.statusCode ?? 0);
             },
           );
           req.once('error', reject);
           req.end();
         });
-      expect(await get(`/?token=${server.token}`)).toBe(200);
+      // The token is traded for a cookie that is Secure over HTTPS.
+      expect(await get(`/?token=${server.token}`)).toBe(303);
+      expect(cookies[0]).toMatch(/; HttpOnly; SameSite=Strict; Secure$/);
       expect(await get('/?token=forged')).toBe(403);
     } finally {
       await server.close();
@@ -291,9 +383,20 @@ describe('agentctl console: operators and binding', () => {
       expect(out).toContain('acting as dana (unsigned');
       const token = new URL(url).searchParams.get('token') as string;
       expect(token.length).toBeGreaterThanOrEqual(40);
-      expect((await fetch(url)).status).toBe(200);
+      // A page takes the URL's token (303 + cookie): it is spent, and the console prints a new URL.
+      expect((await fetch(url, { redirect: 'manual' })).status).toBe(303);
+      const next = await waitFor(
+        async () => /a new token \(a page took the last one, or it was rotated\): (\S+)/.exec(out)?.[1] ?? '',
+        (u) => u !== '',
+        10_000,
+      );
+      const fresh = new URL(next).searchParams.get('token') as string;
+      expect(fresh).not.toBe(token);
+      expect(
+        (await fetch(new URL('/api/inbox', url), { headers: { authorization: `Bearer ${token}` } })).status,
+      ).toBe(403);
       const inbox = await fetch(new URL('/api/inbox', url), {
-        headers: { authorization: `Bearer ${token}` },
+        headers: { authorization: `Bearer ${fresh}` },
       });
       expect(inbox.status).toBe(200);
       expect(await inbox.json()).toMatchObject({ waiting: expect.any(Array), running: expect.any(Array) });

@@ -83,8 +83,37 @@ describe('agentctl console over HTTP (open worker)', () => {
     const refused = await answer(await post('stop', { runId: 'x', reason: 'r' }, auth(stale)));
     expect(refused).toMatchObject({ status: 403, ok: false, message: expect.stringContaining('token') });
 
-    const page = await fetch(server.url);
+    // Issue 31 item 6: `?token=` is exchanged for an HttpOnly, SameSite=Strict cookie and a
+    // redirect to `/`, so the token never stays in the address bar or the history.
+    expect(server.url).toBe(`${server.base}/?token=${server.token}`);
+    const first = server.url;
+    const exchange = await fetch(first, { redirect: 'manual' });
+    expect(exchange.status).toBe(303);
+    expect(exchange.headers.get('location')).toBe('/');
+    const setCookie = exchange.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(
+      new RegExp(`^${server.cookieName}=[\\w-]{43}; Path=/; HttpOnly; SameSite=Strict$`),
+    );
+    expect(await exchange.text()).toBe('');
+    // The URL's token is spent (a history entry opens nothing); a new one was issued.
+    expect(server.url).not.toBe(first);
+    expect((await fetch(first, { redirect: 'manual' })).status).toBe(403);
+    expect(setCookie).not.toContain(server.token);
+    const cookie = { cookie: setCookie.split(';')[0]! };
+    const page = await fetch(`${server.base}/`, { headers: cookie });
     expect(page.status).toBe(200);
+    // The cookie authenticates the API; a POST with it must say it is the page's (no form can).
+    expect((await fetch(`${server.base}/api/inbox`, { headers: cookie })).status).toBe(200);
+    const noHeader = await fetch(`${server.base}/api/stop`, {
+      method: 'POST',
+      headers: { ...cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ runId: 'x', reason: 'r' }),
+    });
+    expect(noHeader.status).toBe(403);
+    expect(((await noHeader.json()) as { message: string }).message).toContain('X-Console-Request');
+    expect(
+      (await fetch(`${server.base}/`, { headers: { cookie: `${server.cookieName}=forged` } })).status,
+    ).toBe(403);
     const csp = page.headers.get('content-security-policy') ?? '';
     expect(csp).toMatch(/script-src 'nonce-[^']+'/);
     expect(csp).not.toContain('unsafe-inline');
@@ -92,7 +121,46 @@ describe('agentctl console over HTTP (open worker)', () => {
     const html = await page.text();
     expect(html).toContain('approvals inbox');
     expect(html).toContain('acting as carol (unsigned');
-    expect(server.url).toBe(`${server.base}/?token=${server.token}`);
+    // The page never holds the token: its script cannot leak what it does not have.
+    expect(html).not.toContain(server.token);
+    expect(html).not.toContain(cookie.cookie.split('=')[1]);
+
+    // Rotation: a new token; the old one (URL, cookie, Bearer) is dead at once.
+    const old = server.token;
+    const rotated = await fetch(`${server.base}/api/token`, {
+      method: 'POST',
+      headers: { ...auth(old), 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(rotated.status).toBe(200);
+    const fresh = (await rotated.json()) as { token: string; url: string };
+    expect(fresh.token).not.toBe(old);
+    expect(fresh.token).toBe(server.token);
+    expect(fresh.url).toBe(server.url);
+    expect((await fetch(`${server.base}/api/inbox`, { headers: auth(old) })).status).toBe(403);
+    expect((await fetch(`${server.base}/`, { headers: cookie })).status).toBe(403);
+    expect((await fetch(`${server.base}/?token=${old}`, { redirect: 'manual' })).status).toBe(403);
+    expect((await fetch(`${server.base}/api/inbox`, { headers: auth(fresh.token) })).status).toBe(200);
+    const exchanged = await fetch(server.url, { redirect: 'manual' });
+    expect(exchanged.status).toBe(303);
+    const newCookie = (exchanged.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect(newCookie).not.toBe(cookie.cookie);
+    // From the page (cookie + header): the new cookie is set, the token not handed to the script.
+    const fromPage = await fetch(`${server.base}/api/token`, {
+      method: 'POST',
+      headers: {
+        cookie: newCookie,
+        'x-console-request': '1',
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(fromPage.status).toBe(200);
+    const rotatedCookie = (fromPage.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect(rotatedCookie).not.toBe(newCookie);
+    expect(JSON.stringify(await fromPage.json())).not.toContain(server.token);
+    expect((await fetch(`${server.base}/`, { headers: { cookie: newCookie } })).status).toBe(403);
+    expect((await fetch(`${server.base}/`, { headers: { cookie: rotatedCookie } })).status).toBe(200);
   });
 
   it('refuses other origins (403) and preflights; its own and the configured ones pass', async () => {

@@ -1,7 +1,9 @@
 /**
  * agentctl signs operator requests (docs/spec.md §7.3): `operator keygen` makes a key whose
  * printed entry a worker trusts; on that worker an unsigned `resume` is refused (exit 3,
- * nothing runs) and the same resume signed with `--key` is accepted.
+ * nothing runs) and the same resume signed with `--key` is accepted; `agentctl stop` (through
+ * bin/agentctl.js) reports what the worker did: the unsigned stop REFUSED (exit 3, the run goes
+ * on), the signed one ACCEPTED (the run stops operator_stop) — issue 31 item 2.
  */
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +13,7 @@ import { statusQuery } from '../../common/contracts';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
-import { agentctl, cliEnv } from './cli-helpers';
+import { agentctl, cliEnv, launcher } from './cli-helpers';
 
 describe('agentctl signs resume and stop', () => {
   let h: Harness;
@@ -36,6 +38,8 @@ describe('agentctl signs resume and stop', () => {
         operators,
         roles: { admin: { lift: ['*'], raise: { maxSteps: 100 }, stop: true } },
       }),
+      // poll_job asks to be polled again after 2 s: a job run stays RUNNING long enough to stop it.
+      pollAfterMs: 2000,
     });
     env = cliEnv(h);
   });
@@ -67,4 +71,41 @@ describe('agentctl signs resume and stop', () => {
     expect(JSON.parse(signed.stdout)).toMatchObject({ accepted: true });
     expect((await run.result()).executed).toBe(3);
   });
+
+  it("agentctl stop reports the worker's answer: unsigned REFUSED (the run goes on), signed ACCEPTED", async () => {
+    const id = uniqueId('opcli-stop');
+    const jobId = `job-${id}`;
+    const run = await h.start(
+      live(
+        [
+          { tool: 'start_job', args: { name: jobId, pollsNeeded: 12 } },
+          ...Array.from({ length: 12 }, () => ({ tool: 'poll_job', args: { jobId } })),
+          { tool: 'complete_task', args: { summary: 'done' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+      id,
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'RUNNING' && s.executed >= 1,
+    );
+    const unsigned = await launcher(['stop', id, '--actor', 'alice', '--reason', 'halt'], env);
+    expect(unsigned.stdout).toMatch(/stop\s+REFUSED/);
+    expect(unsigned.stderr).toMatch(/stop refused: not authorised/);
+    expect(unsigned.code).toBe(3);
+    const after = await run.handle.query(statusQuery);
+    expect([after.phase, after.guardReason]).toEqual(['RUNNING', null]);
+    const signed = await launcher(['stop', id, '--key', keyFile, '--reason', 'halt', '--json'], env);
+    expect(signed.stderr).toBe('');
+    expect(signed.code).toBe(0);
+    expect(JSON.parse(signed.stdout)).toMatchObject({ outcome: 'accepted', accepted: true, actor: 'alice' });
+    const stopped = await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'WAITING',
+    );
+    expect(stopped.guardReason).toBe('operator_stop');
+    expect((await h.counters(id)).poll_job ?? 0).toBeLessThan(12);
+    await run.handle.terminate('test done');
+  }, 90_000);
 });

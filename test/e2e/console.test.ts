@@ -84,8 +84,9 @@ if (!HAVE_CHROMIUM) {
 
   it('a run stopped approval_required: refused for bob in his page, approved once by alice in hers', async () => {
     const alicePage = await openPage(await consoleOf(alice.keyFile));
-    // The token leaves the address bar once the page has it.
-    expect(alicePage.url()).not.toContain('token=');
+    // The token was exchanged for an HttpOnly cookie before the page existed (issue 31 item 6).
+    expect(alicePage.url()).toBe(`${(await alicePage.evaluate('location.origin')) as string}/`);
+    expect(await alicePage.evaluate('document.cookie')).toBe('');
 
     const run = await h.start(
       live(
@@ -111,10 +112,13 @@ if (!HAVE_CHROMIUM) {
     expect(await group.locator('h2').innerText()).toMatch(/^approval_required \(\d+\)$/);
     const text = await aliceCard.innerText();
     expect(text).toContain('NEEDS_HUMAN · approval_required');
-    expect(text).toMatch(/blocked call: transfer_funds/);
-    // What is approved is named by its SHA-256 digest; the fingerprint is labelled as what it is.
+    expect(text).toContain('blocked call: transfer_funds');
+    // The guard's fingerprint is labelled for what it is, not as a security hash.
+    expect(text).toMatch(
+      /repeat-counting fingerprint \(the guard's, not a security hash\): transfer_funds:[0-9a-f]+/,
+    );
+    // What is approved is named by its SHA-256 digest (issue 31).
     expect(text).toMatch(/approves exactly the call with digest sha256:[0-9a-f]{64}/);
-    expect(text).toMatch(/repeat fingerprint \(not a security check\): transfer_funds:[0-9a-f]+/);
     expect(text).toContain('goal: pay invoice inv-2026-07');
     expect(await aliceCard.locator('pre.args').innerText()).toContain(JSON.stringify(HOSTILE));
     expect(await aliceCard.locator('a').getAttribute('href')).toBe(
@@ -161,7 +165,8 @@ if (!HAVE_CHROMIUM) {
     const result = await run.result();
     expect(result.terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
-    // The run left the inbox.
+    // The run left the inbox once the pointer is off the list (it held still under it).
+    await alicePage.mouse.move(1, 1);
     await aliceCard.waitFor({ state: 'detached', timeout: 20_000 });
 
     // bob's stale page still shows the call; denying it now is refused, and the page says why.

@@ -2,7 +2,7 @@
  * Inputs and outputs of the activities the workflow calls. The workflow imports this
  * file as types only.
  */
-import type { PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
+import type { ModelNudge, PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
 import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from '../tools/registry';
 
@@ -27,6 +27,10 @@ export interface PlanInput {
   readonly spawnAgents?: boolean;
   /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
   readonly tenant?: string;
+  /** The model's last reply had no tool call: what the planner tells it (issue 30). */
+  readonly nudge?: ModelNudge;
+  /** One model request's timeout in ms (issue 30): the SDK's, within the activity's own. */
+  readonly requestTimeoutMs?: number;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

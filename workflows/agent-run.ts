@@ -38,6 +38,7 @@ import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
 import { SubAgents } from './sub-agents';
+import { TextReplies } from './text-replies';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
@@ -59,6 +60,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const gate = new RunGate(run, acts);
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
+  const replies = new TextReplies(run);
   setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
   setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
@@ -69,7 +71,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(traceQuery, (args) => traceOf(run, args));
 
   try {
-    return await loop(input, rawInput, run, gate, step);
+    return await loop(input, rawInput, run, gate, step, replies);
   } catch (err) {
     if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
@@ -100,6 +102,7 @@ async function loop(
   run: RunState,
   gate: RunGate,
   step: RunSteps,
+  replies: TextReplies,
 ): Promise<RunResult> {
   const acts = run.activities;
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
@@ -107,7 +110,10 @@ async function loop(
   for (;;) {
     // Stopped: wait for a verified resume, then continue from the checkpoint (the planner's
     // next turn is asked afresh: the world may have changed meanwhile).
-    if (run.stopped) acts.discardPrefetch();
+    if (run.stopped) {
+      acts.discardPrefetch();
+      replies.forget();
+    }
     if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
@@ -124,13 +130,17 @@ async function loop(
 
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
-    const planned = await step.plan();
+    const planned = await step.plan(replies.nudge);
     if (planned.kind === 'stopped') continue;
     const { turn, proposal: p } = planned;
     if (turn.type === 'finish') {
+      // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
+      const end = replies.onFinish(turn);
+      if (end !== 'complete') continue;
       run.note('complete', 'planner_finished');
       return run.finish(TerminalState.COMPLETED, turn.summary);
     }
+    replies.onCall();
     if (turn.type === 'exhausted' || !p) {
       run.runtimeStop(GuardReason.PLANNER_EXHAUSTED, TerminalState.PARTIAL);
       continue;

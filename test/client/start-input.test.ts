@@ -1,4 +1,4 @@
-import { runInputSchema } from '../../common/contracts';
+import { planTimeouts, runInputSchema } from '../../common/contracts';
 import { buildRunInput } from '../../client/commands/start';
 import { nonNegativeInt } from '../../client/commands/common';
 
@@ -23,6 +23,40 @@ describe('agentctl start builds a valid run input', () => {
       maxTokens: 1024,
     });
     expect(parsed.guard).toMatchObject({ maxSteps: 7, maxCostUsd: 0.5 });
+  });
+
+  it('--planner-timeout, --max-output-tokens and --text-reply-limit set one request policy (issue 30)', () => {
+    const input = buildRunInput({
+      planner: 'openai',
+      goal: 'g',
+      plannerTimeout: 600,
+      maxOutputTokens: 4096,
+      textReplyLimit: 0,
+      timeout: 300,
+    });
+    const parsed = runInputSchema.parse(input);
+    expect(parsed.planner).toMatchObject({ maxTokens: 4096 });
+    expect(parsed.timeouts).toMatchObject({ plannerRequestMs: 600_000, plannerStartToCloseMs: 120_000 });
+    expect(parsed.textReplyLimit).toBe(0);
+    expect(planTimeouts(parsed.timeouts)).toEqual({ requestMs: 600_000, startToCloseMs: 610_000 });
+    // The default: the SDK's timeout inside the activity's 120 s.
+    expect(planTimeouts({ plannerStartToCloseMs: 120_000 })).toEqual({
+      requestMs: 110_000,
+      startToCloseMs: 120_000,
+    });
+    // Bad values: a clear error naming the field, from the CLI and from the client API alike.
+    expect(() => buildRunInput({ planner: 'openai', goal: 'g', plannerTimeout: 7200, timeout: 300 })).toThrow(
+      /timeouts\.plannerRequestMs must be at most 3600000/,
+    );
+    expect(runInputSchema.safeParse({ ...input, textReplyLimit: -1 }).error?.issues[0]?.message).toBe(
+      'textReplyLimit must be 0 or more',
+    );
+    expect(
+      runInputSchema.safeParse({ ...input, timeouts: { plannerRequestMs: 1.5 } }).error?.issues[0]?.message,
+    ).toMatch(/whole number of milliseconds/);
+    expect(() =>
+      buildRunInput({ planner: 'scripted', script: 'x.json', maxOutputTokens: 10, timeout: 300 }),
+    ).toThrow(/for the LLM planners/);
   });
 
   it('has no way to send a URL: a run input with planner.baseURL is refused naming the field', () => {

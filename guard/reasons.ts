@@ -254,11 +254,11 @@ export function resumeConditionOf(
     case GuardReason.PLANNER_EXHAUSTED:
       return 'planner has more work (new goal or script)';
     case GuardReason.PLANNER_TIMEOUT:
-      return 'the model answers within the planner timeout (agentctl resume asks it again; a slow model needs a new run with a longer agentctl start --planner-timeout <s>, timeouts.plannerRequestMs)';
+      return 'the model answers within the planner timeout (--planner-timeout)';
     case GuardReason.MODEL_OUTPUT_TRUNCATED:
-      return 'operator resume (the model is asked again); a reply that needs more output needs a new run with a larger agentctl start --max-output-tokens <n> (planner.maxTokens)';
+      return 'operator resume; more output needs a new run (--max-output-tokens)';
     case GuardReason.MODEL_STOPPED:
-      return 'the model calls the finishing tool (a new run; a text reply is not completion)';
+      return 'the model calls the finishing tool (a new run)';
     case GuardReason.CONTEXT_EXHAUSTED:
       return 'operator resume after the cause is fixed (a larger contextTokens, a smaller tool result)';
     case GuardReason.INFRASTRUCTURE_FAULT:

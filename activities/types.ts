@@ -31,6 +31,8 @@ export interface PlanInput {
   readonly nudge?: ModelNudge;
   /** One model request's timeout in ms (issue 30): the SDK's, within the activity's own. */
   readonly requestTimeoutMs?: number;
+  /** The guard stopped the run: the model's final word, no tool runs (issue 30). */
+  readonly finalWord?: { readonly reason: string };
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

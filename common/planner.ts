@@ -145,6 +145,12 @@ export interface PlannerInput {
    */
   readonly nudge?: ModelNudge | null;
   /**
+   * The guard has stopped the run (issue 30): this turn is the model's final word, one request
+   * with tool use turned off and a small output limit, asking it to tell its user what it did
+   * and what is left. No tool runs after it; its text is the run's `final_message`.
+   */
+  readonly finalWord?: { readonly reason: string } | null;
+  /**
    * How long one model request may take, in ms (the run's `timeouts.plannerRequestMs`, or
    * derived from the plan activity's timeout): the SDK's own timeout. Absent: the planner's.
    */

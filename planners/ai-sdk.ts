@@ -194,6 +194,7 @@ const aiSdkProvider: LlmProviderDefinition<'ai-sdk', ModelMessage, AiSdk> = {
             messages: [...messages],
             ...(spec.system ? { system: spec.system } : {}),
             ...(descriptors.length > 0 ? { tools } : {}),
+            ...(opts?.toolChoice === 'none' && descriptors.length > 0 ? { toolChoice: 'none' as const } : {}),
             maxOutputTokens: opts?.maxTokens ?? spec.maxTokens,
             // The AI SDK's own retries (LlmPlannerOptions.maxRetries): none by default, the plan activity retries.
             maxRetries: client.maxRetries,

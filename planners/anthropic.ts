@@ -62,6 +62,15 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
       provider: 'anthropic',
       userMessage: (text) => ({ role: 'user', content: text }),
       isAssistant: (message) => message.role === 'assistant',
+      appendUserText(messages, text) {
+        // Roles alternate: text after tool results joins their user message.
+        const last = messages[messages.length - 1];
+        if (last && last.role === 'user' && Array.isArray(last.content))
+          last.content.push({ type: 'text', text });
+        else if (last && last.role === 'user')
+          messages[messages.length - 1] = { role: 'user', content: `${String(last.content)}\n\n${text}` };
+        else messages.push({ role: 'user', content: text });
+      },
       appendToolResult(messages, call: PendingCall, content, isError) {
         const block: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: call.id, content };
         if (isError) block.is_error = true;
@@ -79,6 +88,9 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
               messages: [...messages],
               ...(spec.system ? { system: spec.system } : {}),
               ...(tools.length > 0 ? { tools } : {}),
+              ...(opts?.toolChoice === 'none' && tools.length > 0
+                ? { tool_choice: { type: 'none' as const } }
+                : {}),
             },
             options,
           ),

@@ -16,6 +16,7 @@ import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 import { nudgeText, type ReplyFinish } from './model-nudge';
 import {
+  type Loaded,
   loadMemory,
   saveConversation,
   type ConversationRefMemory,
@@ -66,6 +67,19 @@ export interface ModelReply<M> {
 export interface RequestOptions {
   /** The reply's output-token limit for this request (default: the spec's `maxTokens`). */
   readonly maxTokens?: number;
+  /** `none`: the tools stay declared (the conversation holds tool calls) but may not be called. */
+  readonly toolChoice?: 'none';
+}
+
+/** The output limit of a final word (issue 30): a few sentences. */
+export const FINAL_WORD_MAX_TOKENS = 256;
+
+/** What the model is asked for its final word. */
+export function finalWordPrompt(reason: string): string {
+  return (
+    `The run has been stopped by its loop guard (${reason}); no more tools will run. In a few ` +
+    `sentences, tell the user what you did, what you found, and what is left to do.`
+  );
 }
 
 /** The provider-specific half of a planner: its message format and its request. */
@@ -75,6 +89,11 @@ export interface ProviderAdapter<M> {
   userMessage(text: string): M;
   /** Appends the result of `call` to the conversation (`isError` for non-SUCCESS kinds). */
   appendToolResult(messages: M[], call: PendingCall, content: string, isError: boolean): void;
+  /**
+   * Appends user text after tool results (the final word): a wire whose results are a user
+   * message (Anthropic) adds it to that message; default a user message of its own.
+   */
+  appendUserText?(messages: M[], text: string): void;
   /** Whether `message` came from the model (then a user turn must follow before a request). */
   isAssistant(message: M): boolean;
   /** Sends the conversation and returns the model's reply. */
@@ -221,8 +240,12 @@ async function gatedRequest<M>(
   request: readonly M[],
   gate: RequestGate<M> | undefined,
   maxTokens?: number,
+  toolChoice?: 'none',
 ): Promise<ModelReply<M>> {
-  const options = maxTokens === undefined ? undefined : { maxTokens };
+  const options =
+    maxTokens === undefined && toolChoice === undefined
+      ? undefined
+      : { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(toolChoice ? { toolChoice } : {}) };
   if (!gate) return adapter.request(request, options);
   const call = await gate(request, maxTokens);
   let reply: ModelReply<M>;
@@ -277,6 +300,7 @@ export async function runTurn<M>(
     memory: await remember(next, rest),
   });
 
+  if (input.finalWord) return finalWord(input, adapter, options, messages, loaded, remember);
   if (isNonEmpty(loaded.queue)) return handOut(loaded.queue, NO_USAGE);
 
   const last = messages[messages.length - 1];
@@ -339,6 +363,40 @@ export async function runTurn<M>(
       memory: await remember(null, []),
     };
   }
+}
+
+/**
+ * The final word (issue 30): every call still queued is answered NOT_EXECUTED, the model is
+ * asked, with tool use off and {@link FINAL_WORD_MAX_TOKENS}, to tell its user what it did; any
+ * call in its reply is ignored (nothing runs after a stop).
+ */
+async function finalWord<M>(
+  input: PlannerInput,
+  adapter: ProviderAdapter<M>,
+  options: TurnOptions,
+  messages: M[],
+  loaded: Loaded<M>,
+  remember: (awaiting: PendingCall | null, queue: PendingCall[]) => Promise<unknown>,
+): Promise<PlannerOutput> {
+  for (const call of loaded.queue) adapter.appendToolResult(messages, call, NOT_EXECUTED_CONTENT, true);
+  const prompt = finalWordPrompt(input.finalWord?.reason ?? 'stopped');
+  if (adapter.appendUserText) adapter.appendUserText(messages, prompt);
+  else messages.push(adapter.userMessage(prompt));
+  const request = compactMessages(
+    messages,
+    loaded.hidden,
+    options.budgetChars,
+    (m) => adapter.isAssistant(m),
+    (omitted) => adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`),
+  );
+  if (request === null) throw new ContextExhaustedError('the final word does not fit the context window');
+  const gate = options.gate as RequestGate<M> | undefined;
+  const reply = await gatedRequest(adapter, request, gate, FINAL_WORD_MAX_TOKENS, 'none');
+  messages.push(reply.message);
+  return {
+    turn: { type: 'finish', summary: reply.text, usage: reply.usage, ended: 'text' },
+    memory: await remember(null, []),
+  };
 }
 
 function isNonEmpty<T>(items: T[]): items is [T, ...T[]] {

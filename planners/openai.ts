@@ -90,6 +90,7 @@ function openaiProvider(
             messages: spec.system ? [{ role: 'system', content: spec.system }, ...messages] : [...messages],
             ...(tools.length > 0 ? { tools } : {}),
           };
+          if (options?.toolChoice === 'none' && tools.length > 0) body.tool_choice = 'none';
           if (maxTokensParam === 'max_tokens') body.max_tokens = maxTokens;
           else body.max_completion_tokens = maxTokens;
           const reply = await send((options) => client.chat.completions.create(body, options));

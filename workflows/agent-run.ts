@@ -39,6 +39,7 @@ import { RunSteps } from './run-steps';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
 import { SubAgents } from './sub-agents';
 import { TextReplies } from './text-replies';
+import { finalWord } from './final-word';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
@@ -131,7 +132,10 @@ async function loop(
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
     const planned = await step.plan(replies.nudge);
-    if (planned.kind === 'stopped') continue;
+    if (planned.kind === 'stopped') {
+      await finalWord(run); // a budget ceiling before the call: the model's final word
+      continue;
+    }
     const { turn, proposal: p } = planned;
     if (turn.type === 'finish') {
       // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
@@ -160,12 +164,16 @@ async function loop(
     // Guard, then tool, then guard again.
     const before = step.before(proposal);
     // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
+    if (before.decision === 'stop') await finalWord(run);
     if (before.decision === 'stop' || before.decision === 'steer') continue;
     const done = await step.execute(proposal, before.decision === 'return_cached_success');
     if (done.kind === 'stopped') continue; // an infrastructure fault stopped the run
     const { result, progressVersion } = done;
     const after = step.after(proposal, before, result, progressVersion);
-    if (after.decision === 'stop') continue;
+    if (after.decision === 'stop') {
+      await finalWord(run);
+      continue;
+    }
     if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer that ends early when an operator stops the run.

@@ -44,6 +44,7 @@ export interface RunActivities {
     facts?: RunFacts,
     approvalStopRef?: string | null,
     nudge?: ModelNudge | null,
+    finalWord?: { reason: string },
   ): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   runTool(p: ProposalInfo): Promise<RunToolOutput>;
@@ -153,7 +154,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation, facts, approvalStopRef, nudge) {
+    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
       // Only while a lifted approval stop's call has not run: the activity offers nothing else.
       const lifted = {
@@ -173,6 +174,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
           ...lifted,
           tenant: input.tenant,
           ...(nudge ? { nudge } : {}),
+          ...(finalWord ? { finalWord } : {}),
           requestTimeoutMs: policy.requestMs,
         });
       }

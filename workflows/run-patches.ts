@@ -90,6 +90,12 @@ export const PATCH_TEXT_NOT_COMPLETION = 'llm-text-reply-not-completion-v1';
  */
 export const PATCH_USAGE_FIRST = 'llm-usage-before-decision-v1';
 
+/**
+ * When the guard stops an LLM run for a loop or budget reason, the model gets one tool-less turn
+ * to tell its user what it did (issue 30): its text is the StopReport's `final_message`.
+ */
+export const PATCH_FINAL_WORD = 'llm-final-word-v1';
+
 /** The patches a run on {@link PATCH_BASELINE} takes without a marker each. Never changes. */
 export const BASELINE_PATCHES = [
   PATCH_SEALED_CHECKPOINTS,

@@ -59,6 +59,8 @@ export class TextReplies {
     const quoted = said.length > QUOTE_CHARS ? `${said.slice(0, QUOTE_CHARS)}…` : said;
     const why = turn.finishReason ? `finish reason ${turn.finishReason}` : 'no finish reason';
     this.nudge = null;
+    // The turn consumed the last observation: the next one answers no call.
+    run.observation = null;
     if (turn.ended === 'truncated') {
       run.runtimeStop(
         GuardReason.MODEL_OUTPUT_TRUNCATED,

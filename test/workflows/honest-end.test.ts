@@ -66,10 +66,19 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
       return { tool_calls: [{ name: 'complete_task', arguments: '{"summary":"wrote cut-2"}' }] };
     });
     // Searches for something new each time (the step budget stops it).
-    servers.searcher = await countingServer((n) => ({
-      tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `topic ${n}` }) }],
-    }));
+    // Asked for its final word (tool use off), it says what it did.
+    const lastWord = (req: RecordedRequest) =>
+      (req.body as { tool_choice?: unknown }).tool_choice === 'none'
+        ? { content: 'I searched; the docs are left.' }
+        : null;
+    servers.searcher = await countingServer(
+      (n, req) =>
+        lastWord(req) ?? {
+          tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `topic ${n}` }) }],
+        },
+    );
     // The same search, whatever it is told (the steer limit stops it).
+    // Its final word is one more tool call: ignored, nothing runs.
     servers.stubborn = await countingServer(() => ({
       tool_calls: [{ name: 'search', arguments: '{"query":"same"}' }],
     }));
@@ -165,7 +174,14 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
       reason: 'step_budget',
       executed: 2,
     });
-    expect(servers.searcher!.completionRequests()).toHaveLength(3);
+    expect(result.final_message).toBe('I searched; the docs are left.');
+    expect(result.report?.final_message).toBe('I searched; the docs are left.');
+    expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
+    // Two searches, the refused third, and the final word: tool use off, the stop named.
+    const requests = servers.searcher!.completionRequests();
+    expect(requests).toHaveLength(4);
+    expect(requests[3]).toMatchObject({ tool_choice: 'none', max_tokens: 256 });
+    expect(messagesOf(requests[3])).toContain('stopped by its loop guard (step_budget)');
     expect(await tokensOf(run.handle)).toBe(servers.searcher!.served());
   });
 
@@ -174,7 +190,9 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     const result = await run.result();
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'same_call_repeat' });
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
-    expect(servers.stubborn!.completionRequests()).toHaveLength(5);
+    // Five proposals (sameCallLimit + steerLimit + 1) and a final word whose call runs nothing.
+    expect(servers.stubborn!.completionRequests()).toHaveLength(6);
+    expect(result.final_message).toBe('');
     expect(await tokensOf(run.handle)).toBe(servers.stubborn!.served());
   });
 });

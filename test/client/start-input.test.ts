@@ -1,5 +1,7 @@
 import { planTimeouts, runInputSchema } from '../../common/contracts';
-import { buildRunInput } from '../../client/commands/start';
+import { buildRunInput, formatOutcome } from '../../client/commands/start';
+import { howItEnded, outcomeOfResult } from '../../client/runs';
+import type { RunResult } from '../../common/contracts';
 import { nonNegativeInt } from '../../client/commands/common';
 
 describe('agentctl start builds a valid run input', () => {
@@ -57,6 +59,32 @@ describe('agentctl start builds a valid run input', () => {
     expect(() =>
       buildRunInput({ planner: 'scripted', script: 'x.json', maxOutputTokens: 10, timeout: 300 }),
     ).toThrow(/for the LLM planners/);
+  });
+
+  it('start --wait says how the run ended: the task declared done, or the model stopped talking', () => {
+    expect(howItEnded('COMPLETED', null)).toMatchObject({ finished_task: true });
+    expect(howItEnded('PARTIAL', 'model_stopped')).toEqual({
+      finished_task: false,
+      ended: 'the model stopped talking without finishing the task (it never called the finishing tool)',
+    });
+    const result = {
+      workflow_id: 'w',
+      terminal_state: 'PARTIAL',
+      reason: 'model_stopped',
+      executed: 0,
+      cached: 0,
+      stopped_at: null,
+      decisions: [],
+      report: null,
+      summary: 'I am not able to continue.',
+      final_message: 'I am not able to continue.',
+      checkpoint: null,
+    } as unknown as RunResult;
+    const outcome = outcomeOfResult(result);
+    expect(outcome).toMatchObject({ finished_task: false, final_message: 'I am not able to continue.' });
+    const text = formatOutcome('w', outcome, {}, 'http://ui');
+    expect(text).toMatch(/ended +the model stopped talking without finishing the task/);
+    expect(text).toMatch(/final message +I am not able to continue\./);
   });
 
   it('has no way to send a URL: a run input with planner.baseURL is refused naming the field', () => {

@@ -58,11 +58,7 @@ export function buildRunInput(o: StartOpts): RunInput {
         Exit.USAGE,
         'start: --context-tokens is for the LLM planners, not --planner scripted',
       );
-    if (
-      o.plannerTimeout !== undefined ||
-      o.maxOutputTokens !== undefined ||
-      o.textReplyLimit !== undefined
-    )
+    if (o.plannerTimeout !== undefined || o.maxOutputTokens !== undefined || o.textReplyLimit !== undefined)
       throw new CliError(
         Exit.USAGE,
         'start: --planner-timeout, --max-output-tokens and --text-reply-limit are for the LLM planners, not --planner scripted',

@@ -2,7 +2,7 @@
  * Inputs and outputs of the activities the workflow calls. The workflow imports this
  * file as types only.
  */
-import type { PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
+import type { ModelNudge, PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
 import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from '../tools/registry';
 
@@ -32,6 +32,12 @@ export interface PlanInput {
    * call this turn proposes; the activity reads that one call from the store.
    */
   readonly scriptAt?: number;
+  /** The model's last reply had no tool call: what the planner tells it (issue 30). */
+  readonly nudge?: ModelNudge;
+  /** One model request's timeout in ms (issue 30): the SDK's, within the activity's own. */
+  readonly requestTimeoutMs?: number;
+  /** The guard stopped the run: the model's final word, no tool runs (issue 30). */
+  readonly finalWord?: { readonly reason: string };
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */

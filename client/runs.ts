@@ -44,6 +44,42 @@ export interface RunOutcome {
   stopped_at: number | null;
   decisions: RunDecision[];
   report: StopReport | null;
+  /** The run's summary (the finishing tool's, a FATAL's message, the model's last text); null: none. */
+  summary?: string | null;
+  /** An LLM run's last words when it did not end by the finishing tool (issue 30). */
+  final_message?: string;
+  /** Whether the task was declared done (the finishing tool), and how the run ended in words. */
+  finished_task?: boolean;
+  ended?: string;
+}
+
+/**
+ * How a run ended, in words (issue 30): whether the task was declared done (only a finishing
+ * tool such as `complete_task` completes a run) or the model stopped talking, was cut off, or
+ * a rule or the runtime stopped it.
+ */
+export function howItEnded(state: string, reason: string | null): { finished_task: boolean; ended: string } {
+  if (state === 'COMPLETED')
+    return {
+      finished_task: true,
+      ended: 'the task was declared done (the finishing tool, e.g. complete_task)',
+    };
+  switch (reason) {
+    case 'model_stopped':
+      return {
+        finished_task: false,
+        ended: 'the model stopped talking without finishing the task (it never called the finishing tool)',
+      };
+    case 'model_output_truncated':
+      return {
+        finished_task: false,
+        ended: "the model's reply was cut off at its output-token limit (nothing in it ran)",
+      };
+    case 'planner_exhausted':
+      return { finished_task: false, ended: 'the planner had nothing more to propose' };
+    default:
+      return { finished_task: false, ended: `stopped before the task was done (${reason ?? 'no reason'})` };
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -230,6 +266,9 @@ export function outcomeOfResult(r: RunResult): RunOutcome {
     stopped_at: r.stopped_at,
     decisions: r.decisions,
     report: r.report,
+    summary: r.summary,
+    ...(r.final_message !== undefined ? { final_message: r.final_message } : {}),
+    ...howItEnded(r.terminal_state, r.reason),
   };
 }
 
@@ -245,6 +284,8 @@ export function outcomeOfCheckpoint(cp: Checkpoint): RunOutcome | null {
     stopped_at: stoppedAt(cp.stop.terminalState, cp.stop.reason, last?.index),
     decisions: cp.decisions,
     report: cp.stop.report,
+    ...(cp.stop.report.final_message !== undefined ? { final_message: cp.stop.report.final_message } : {}),
+    ...howItEnded(cp.stop.terminalState, cp.stop.reason),
   };
 }
 
@@ -290,6 +331,32 @@ export async function runReport(
   } catch (err) {
     if (!isClosed(desc)) throw err;
     return (await closedResult(handle)).report;
+  }
+}
+
+/** How a run ended (issue 30): null while it runs (or when a closed run has no result to read). */
+export async function runEnding(
+  handle: WorkflowHandle,
+  desc: WorkflowExecutionDescription,
+): Promise<{ finished_task: boolean; ended: string; summary: string | null; final_message?: string } | null> {
+  try {
+    if (isClosed(desc)) {
+      const r = await closedResult(handle);
+      return {
+        ...howItEnded(r.terminal_state, r.reason),
+        summary: r.summary,
+        ...(r.final_message !== undefined ? { final_message: r.final_message } : {}),
+      };
+    }
+    const report = await handle.query(reportQuery);
+    if (!report) return null;
+    return {
+      ...howItEnded(report.terminal_state, report.guard_reason),
+      summary: null,
+      ...(report.final_message !== undefined ? { final_message: report.final_message } : {}),
+    };
+  } catch {
+    return null;
   }
 }
 

@@ -90,6 +90,18 @@ export interface StopAnswer {
 export const timeoutsSchema = z
   .object({
     plannerStartToCloseMs: z.number().int().positive().default(120_000),
+    /**
+     * How long the model may take to answer one request (issue 30): the SDK's own timeout, which
+     * makes no retries of its own (the plan activity's are the retries). The plan activity's
+     * timeout is raised to this plus {@link PLAN_MARGIN_MS} when it is shorter. Absent: the plan
+     * activity's timeout less that margin. `agentctl start --planner-timeout <s>`.
+     */
+    plannerRequestMs: z
+      .number({ error: 'timeouts.plannerRequestMs must be a number of milliseconds' })
+      .int('timeouts.plannerRequestMs must be a whole number of milliseconds')
+      .min(1000, 'timeouts.plannerRequestMs must be at least 1000 (1 s)')
+      .max(3_600_000, 'timeouts.plannerRequestMs must be at most 3600000 (1 hour)')
+      .optional(),
     toolStartToCloseMs: z.number().int().positive().default(300_000),
     toolHeartbeatMs: z.number().int().positive().default(20_000),
     /**
@@ -106,6 +118,26 @@ export const timeoutsSchema = z
     retryInitialMs: z.number().int().positive().optional(),
   })
   .strict();
+
+/** What the plan activity's timeout keeps beyond its model request's (conversation store, ledger). */
+export const PLAN_MARGIN_MS = 10_000;
+
+/**
+ * The one request policy of a run's plan activity (issue 30): the model request's timeout and
+ * the activity's, which is always longer, so an attempt ends itself before Temporal gives up on it.
+ */
+export function planTimeouts(t: {
+  readonly plannerStartToCloseMs: number;
+  readonly plannerRequestMs?: number | undefined;
+}): { requestMs: number; startToCloseMs: number } {
+  if (t.plannerRequestMs !== undefined)
+    return {
+      requestMs: t.plannerRequestMs,
+      startToCloseMs: Math.max(t.plannerStartToCloseMs, t.plannerRequestMs + PLAN_MARGIN_MS),
+    };
+  const margin = Math.min(PLAN_MARGIN_MS, Math.floor(t.plannerStartToCloseMs / 2));
+  return { requestMs: t.plannerStartToCloseMs - margin, startToCloseMs: t.plannerStartToCloseMs };
+}
 
 /** The tenant of a run that names none. */
 export const DEFAULT_TENANT = 'default';
@@ -169,8 +201,22 @@ export const runInputSchema = z
      * on the worker, docs/spec.md §7.13) every model call is reserved under.
      */
     tenant: tenantSchema.default(DEFAULT_TENANT),
+    /**
+     * An LLM run's replies without a tool call that the run answers with a note (what the model
+     * said, that nothing ran, how to finish) before it ends PARTIAL `model_stopped` (issue 30);
+     * absent: {@link DEFAULT_TEXT_REPLY_LIMIT}. 0: the first such reply ends the run.
+     */
+    textReplyLimit: z
+      .number({ error: 'textReplyLimit must be a number' })
+      .int('textReplyLimit must be a whole number')
+      .min(0, 'textReplyLimit must be 0 or more')
+      .max(20, 'textReplyLimit must be at most 20')
+      .optional(),
   })
   .strict();
+
+/** How many replies without a tool call an LLM run answers with a note by default (issue 30). */
+export const DEFAULT_TEXT_REPLY_LIMIT = 2;
 /** Workflow input as a caller writes it. */
 export type RunInput = z.input<typeof runInputSchema>;
 /** Workflow input with defaults filled. */
@@ -263,6 +309,11 @@ export interface RunResult {
   readonly decisions: RunDecision[];
   readonly report: StopReport | null;
   readonly summary: string | null;
+  /**
+   * An LLM run's last words when it did not end by the finishing tool (issue 30): the model's
+   * text of a `model_stopped` or `model_output_truncated` end (redacted). Absent otherwise.
+   */
+  readonly final_message?: string;
   /** Checkpoint to continue from with `agentctl resume --from` (null when COMPLETED). */
   readonly checkpoint: Checkpoint | null;
   /**

@@ -65,8 +65,32 @@ export type PlannerTurn =
       /** Replay/script mode only: the index of the proposal in the script. */
       readonly scriptIndex?: number;
     }
-  | { readonly type: 'finish'; readonly summary: string; readonly usage: Usage }
+  | {
+      readonly type: 'finish';
+      readonly summary: string;
+      readonly usage: Usage;
+      /**
+       * An LLM reply with no tool call ended the turn (issue 30): `text` (the model stopped
+       * talking, the wire's `stop`), `truncated` (the reply hit its output-token limit, also
+       * after the engine asked again: nothing in it ran) or `other` (a finish reason the wire
+       * does not know, e.g. `content_filter`). Absent: a planner that finishes on purpose.
+       */
+      readonly ended?: 'text' | 'truncated' | 'other';
+      /** The wire's own finish reason of the last reply (`stop`, `length`, `max_tokens`, …). */
+      readonly finishReason?: string;
+    }
   | { readonly type: 'exhausted'; readonly usage: Usage };
+
+/**
+ * What the run tells the model after a reply with no tool call (issue 30): the reply did not
+ * finish the task, nothing ran; the planner turns it into a user message (llm-common.ts).
+ */
+export interface ModelNudge {
+  /** What the model said (cut to a few hundred characters; may be empty). */
+  readonly said: string;
+  /** Further replies without a tool call the run takes before it ends PARTIAL `model_stopped`. */
+  readonly left: number;
+}
 
 /**
  * What the run already knows about itself, handed to the planner every turn (small and
@@ -115,6 +139,22 @@ export interface PlannerInput {
    * Not JSON: never part of any workflow payload.
    */
   readonly spend?: SpendAccess;
+  /**
+   * The model's last reply had no tool call and the run asks again (issue 30): the planner
+   * says so in the user message it sends instead of the plain continue prompt.
+   */
+  readonly nudge?: ModelNudge | null;
+  /**
+   * The guard has stopped the run (issue 30): this turn is the model's final word, one request
+   * with tool use turned off and a small output limit, asking it to tell its user what it did
+   * and what is left. No tool runs after it; its text is the run's `final_message`.
+   */
+  readonly finalWord?: { readonly reason: string } | null;
+  /**
+   * How long one model request may take, in ms (the run's `timeouts.plannerRequestMs`, or
+   * derived from the plan activity's timeout): the SDK's own timeout. Absent: the planner's.
+   */
+  readonly timeoutMs?: number;
 }
 
 /** A model call's reservation under a tenant spend limit (see {@link SpendAccess}). */
@@ -273,6 +313,9 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'SpendLimitError',
   'UnpricedModelError',
 ]);
+
+/** Error type of a model request that got no answer within its timeout (retried; then `planner_timeout`). */
+export const PLANNER_TIMEOUT_ERROR = 'PlannerTimeoutError';
 
 /**
  * Error types of a `plan` activity that refused the next model call before sending it: the

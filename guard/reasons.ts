@@ -58,6 +58,23 @@ export const GuardReason = {
    * not called and the run stops NEEDS_HUMAN with its checkpoint (issue 18).
    */
   SPEND_LIMIT: 'spend_limit',
+  /**
+   * An LLM run's model kept replying without a tool call (issue 30): after the run's
+   * `textReplyLimit` notes it ends PARTIAL with the model's last text as its final message.
+   * A reply with no tool call is never completion; only the finishing tool completes a run.
+   */
+  MODEL_STOPPED: 'model_stopped',
+  /**
+   * The model's reply was cut off at its output-token limit, also when asked again with twice
+   * the limit (issue 30): nothing of it ran; the run stops NEEDS_HUMAN.
+   */
+  MODEL_OUTPUT_TRUNCATED: 'model_output_truncated',
+  /**
+   * The model did not answer a request within the run's planner timeout, on every attempt of
+   * the plan activity (issue 30): the run stops NEEDS_HUMAN; the StopReport says how to give
+   * a slow model more time.
+   */
+  PLANNER_TIMEOUT: 'planner_timeout',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -200,7 +217,8 @@ export type LiftRule =
 export function liftRuleOf(reason: string): LiftRule {
   if (isBudgetReason(reason)) return 'raise';
   if (reason === GuardReason.OPERATOR_STOP || reason === GuardReason.CONTEXT_EXHAUSTED) return 'operator';
-  if (reason === GuardReason.PLANNER_FAILED) return 'planner';
+  if (reason === GuardReason.PLANNER_FAILED || reason === GuardReason.PLANNER_TIMEOUT) return 'planner';
+  if (reason === GuardReason.MODEL_OUTPUT_TRUNCATED) return 'operator';
   if (reason === ResultCode.OUTCOME_UNKNOWN) return 'ledger_settled';
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
   if (reason === GuardReason.SPEND_LIMIT) return 'spend';
@@ -235,6 +253,12 @@ export function resumeConditionOf(
       return 'planner reachable and configured (API key, base URL, model)';
     case GuardReason.PLANNER_EXHAUSTED:
       return 'planner has more work (new goal or script)';
+    case GuardReason.PLANNER_TIMEOUT:
+      return 'the model answers within the planner timeout (--planner-timeout)';
+    case GuardReason.MODEL_OUTPUT_TRUNCATED:
+      return 'operator resume; more output needs a new run (--max-output-tokens)';
+    case GuardReason.MODEL_STOPPED:
+      return 'the model calls the finishing tool (a new run)';
     case GuardReason.CONTEXT_EXHAUSTED:
       return 'operator resume after the cause is fixed (a larger contextTokens, a smaller tool result)';
     case GuardReason.INFRASTRUCTURE_FAULT:

@@ -127,6 +127,8 @@ export const stopReportSchema = z.object({
   steers: z
     .array(z.object({ step: z.number().int().positive(), reason: z.string(), fingerprint: z.string() }))
     .optional(),
+  /** An LLM run's last words: the model's text when it stopped talking or was cut off (issue 30). */
+  final_message: z.string().optional(),
 });
 /** A StopReport. */
 export type StopReport = z.output<typeof stopReportSchema>;

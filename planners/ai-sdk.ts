@@ -29,7 +29,7 @@ import {
   type EndpointProvider,
   type ResolvedEndpoint,
 } from './endpoints';
-import { toolParameters, type PendingCall } from './llm-common';
+import { finishOf, toolParameters, type PendingCall } from './llm-common';
 import {
   createLlmPlanner,
   NO_API_KEY,
@@ -187,15 +187,16 @@ const aiSdkProvider: LlmProviderDefinition<'ai-sdk', ModelMessage, AiSdk> = {
         if (last && last.role === 'tool') last.content.push(part);
         else messages.push({ role: 'tool', content: [part] });
       },
-      async request(messages) {
+      async request(messages, opts) {
         const result = await send((options) =>
           sdk.ai.generateText({
             model,
             messages: [...messages],
             ...(spec.system ? { system: spec.system } : {}),
             ...(descriptors.length > 0 ? { tools } : {}),
-            maxOutputTokens: spec.maxTokens,
-            // The AI SDK's own retries, as many as the official SDKs make (LlmPlannerOptions.maxRetries).
+            ...(opts?.toolChoice === 'none' && descriptors.length > 0 ? { toolChoice: 'none' as const } : {}),
+            maxOutputTokens: opts?.maxTokens ?? spec.maxTokens,
+            // The AI SDK's own retries (LlmPlannerOptions.maxRetries): none by default, the plan activity retries.
             maxRetries: client.maxRetries,
             timeout: client.timeout,
             ...(options ? { abortSignal: options.signal } : {}),
@@ -218,9 +219,13 @@ const aiSdkProvider: LlmProviderDefinition<'ai-sdk', ModelMessage, AiSdk> = {
         const u = result.usage;
         const cacheRead = u.inputTokenDetails?.cacheReadTokens ?? 0;
         const cacheWrite = u.inputTokenDetails?.cacheWriteTokens ?? 0;
+        const finishReason = (result.finishReason as string | undefined) ?? null;
         return {
           message: { role: 'assistant', content },
           calls,
+          // 'length': cut off at maxOutputTokens; 'content-filter', 'error', 'other', 'unknown' are not a normal end.
+          finish: finishOf(finishReason, ['stop', 'tool-calls'], ['length']),
+          finishReason,
           text: texts.join('\n'),
           usage: usage(result.response.modelId, {
             // inputTokens counts the cached ones too; they are billed at their own price.

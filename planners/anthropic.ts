@@ -11,7 +11,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { loadOptional } from '../common/optional-dep';
 import type { Planner } from '../common/planner';
-import { toolParameters, type PendingCall } from './llm-common';
+import { finishOf, toolParameters, type PendingCall } from './llm-common';
 import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
 /** Env var holding the Anthropic API key. */
@@ -62,6 +62,15 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
       provider: 'anthropic',
       userMessage: (text) => ({ role: 'user', content: text }),
       isAssistant: (message) => message.role === 'assistant',
+      appendUserText(messages, text) {
+        // Roles alternate: text after tool results joins their user message.
+        const last = messages[messages.length - 1];
+        if (last && last.role === 'user' && Array.isArray(last.content))
+          last.content.push({ type: 'text', text });
+        else if (last && last.role === 'user')
+          messages[messages.length - 1] = { role: 'user', content: `${String(last.content)}\n\n${text}` };
+        else messages.push({ role: 'user', content: text });
+      },
       appendToolResult(messages, call: PendingCall, content, isError) {
         const block: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: call.id, content };
         if (isError) block.is_error = true;
@@ -70,15 +79,18 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
         if (last && last.role === 'user' && Array.isArray(last.content)) last.content.push(block);
         else messages.push({ role: 'user', content: [block] });
       },
-      async request(messages) {
+      async request(messages, opts) {
         const reply = await send((options) =>
           client.messages.create(
             {
               model: spec.model,
-              max_tokens: spec.maxTokens,
+              max_tokens: opts?.maxTokens ?? spec.maxTokens,
               messages: [...messages],
               ...(spec.system ? { system: spec.system } : {}),
               ...(tools.length > 0 ? { tools } : {}),
+              ...(opts?.toolChoice === 'none' && tools.length > 0
+                ? { tool_choice: { type: 'none' as const } }
+                : {}),
             },
             options,
           ),
@@ -90,9 +102,14 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
           else if (block.type === 'text') texts.push(block.text);
         }
         const u = reply.usage;
+        const finishReason = (reply.stop_reason as string | null | undefined) ?? null;
         return {
           message: { role: 'assistant', content: reply.content.map(toParam) },
           calls,
+          // `max_tokens`: cut off (a tool_use in it may be incomplete); `refusal`, `pause_turn` and
+          // reasons this wire does not know are not a normal end.
+          finish: finishOf(finishReason, ['end_turn', 'tool_use', 'stop_sequence'], ['max_tokens']),
+          finishReason,
           text: texts.join('\n'),
           usage: usage(reply.model, {
             inputTokens: u.input_tokens ?? 0,

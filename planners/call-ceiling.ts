@@ -80,16 +80,18 @@ export interface CeilingOptions {
 export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
   const left = o.input.facts?.budgetsLeft ?? {};
   const price = findPrice(o.table, o.model);
-  return async (request): Promise<GatedCall> => {
-    const worst = worstCaseOf(request, o.fixedBytes, o.maxTokens, price);
+  return async (request, requestMaxTokens): Promise<GatedCall> => {
+    // A truncated reply is asked again with a larger limit (llm-common.ts): its worst case is that one's.
+    const maxTokens = requestMaxTokens ?? o.maxTokens;
+    const worst = worstCaseOf(request, o.fixedBytes, maxTokens, price);
     if (left.tokens !== undefined && worst.tokens > left.tokens)
       throw new TokenCeilingError(
-        `the next ${o.model} call could use ${worst.tokens} tokens (request bound plus maxTokens ${o.maxTokens}) ` +
+        `the next ${o.model} call could use ${worst.tokens} tokens (request bound plus maxTokens ${maxTokens}) ` +
           `and the run has ${left.tokens} of maxTokens left: the model was not called; raise maxTokens to continue`,
       );
     if (left.costUsd !== undefined && worst.costUsd !== null && worst.costUsd > left.costUsd)
       throw new CostCeilingError(
-        `the next ${o.model} call could cost $${worst.costUsd} (request bound plus maxTokens ${o.maxTokens}) ` +
+        `the next ${o.model} call could cost $${worst.costUsd} (request bound plus maxTokens ${maxTokens}) ` +
           `and the run has $${left.costUsd} of maxCostUsd left: the model was not called; raise maxCostUsd to continue`,
       );
     const spend = o.input.spend;

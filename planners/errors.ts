@@ -87,6 +87,27 @@ export class PlannerUnavailableError extends PlannerError {
   }
 }
 
+/**
+ * The model did not answer one request within its timeout (issue 30): worth another attempt
+ * (the plan activity's retries, the SDK makes none); after them the run stops NEEDS_HUMAN
+ * `planner_timeout`, whose StopReport says how to give a slow model more time.
+ */
+export class PlannerTimeoutError extends PlannerUnavailableError {
+  constructor(
+    /** The timeout the request had, in ms. */
+    readonly timeoutMs: number,
+    detail: string,
+  ) {
+    super(
+      `the model did not answer within ${Math.round(timeoutMs / 1000)} s (${detail}); a slow model ` +
+        `(e.g. on a CPU) needs a longer planner timeout: agentctl start --planner-timeout <s>, ` +
+        `or the run input's timeouts.plannerRequestMs`,
+      null,
+      null,
+    );
+  }
+}
+
 /** The memory or the observation does not fit the conversation (a runtime bug, not the model's). */
 export class PlannerProtocolError extends PlannerError {
   readonly code = 'planner_protocol_error';

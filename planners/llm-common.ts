@@ -6,8 +6,6 @@
  * every call of the last reply has its result (both APIs reject a request before that). A
  * provider supplies only a {@link ProviderAdapter}: its message format and its request.
  */
-import { z } from 'zod';
-import type { ConversationRef, StoredMessage } from '../common/conversation';
 import type { Observation, PlannerInput, PlannerOutput, ToolDescriptor } from '../common/planner';
 import { NO_USAGE } from '../common/planner';
 import type { Usage } from '../guard/schemas';
@@ -16,17 +14,22 @@ import { compactMessages, runStateNote } from './compaction';
 import { TIGHTER } from './context-window';
 import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError } from './errors';
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
+import { nudgeText, type ReplyFinish } from './model-nudge';
+import {
+  type Loaded,
+  loadMemory,
+  saveConversation,
+  type ConversationRefMemory,
+  type LlmProvider,
+  type PendingCall,
+} from './llm-memory';
 
 export { compactMessages, runStateNote } from './compaction';
 export { DEFAULT_MAX_OBSERVATION_CHARS, NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
+export type { ConversationMemory, ConversationRefMemory, PendingCall } from './llm-memory';
+export { FINISHING_TOOL, finishOf, nudgeText, type ReplyFinish } from './model-nudge';
 
-/**
- * The LLM planner kinds, each with its own message format in the memory: the two
- * hand-written wires and the AI SDK's `ModelMessage` (planners/ai-sdk.ts).
- */
-export const LLM_PROVIDERS = ['anthropic', 'openai', 'ai-sdk'] as const;
-/** One of {@link LLM_PROVIDERS}. */
-export type LlmProvider = (typeof LLM_PROVIDERS)[number];
+export { LLM_PROVIDERS, type LlmProvider } from './llm-memory';
 
 // ---------------------------------------------------------------------------------
 // Tool schemas.
@@ -36,153 +39,6 @@ export type LlmProvider = (typeof LLM_PROVIDERS)[number];
 export function toolParameters(tool: ToolDescriptor): Record<string, unknown> {
   const { $schema: _ignored, ...schema } = tool.inputSchema;
   return { ...schema, type: 'object' };
-}
-
-// ---------------------------------------------------------------------------------
-// Memory.
-// ---------------------------------------------------------------------------------
-
-/** A tool call the model proposed and the runtime has not answered yet. */
-export interface PendingCall {
-  /** The provider's id (`tool_use.id`, `tool_calls[].id`), echoed as `Observation.callId`. */
-  readonly id: string;
-  readonly tool: string;
-  readonly args: unknown;
-}
-
-/**
- * The planner's memory, version 1 (runs started before issue 9, and planners given no
- * conversation store): the whole conversation inline, in the provider's message format.
- */
-export interface ConversationMemory<M> {
-  readonly v: 1;
-  readonly provider: LlmProvider;
-  readonly messages: M[];
-  readonly awaiting: PendingCall | null;
-  readonly queue: PendingCall[];
-}
-
-/**
- * The planner's memory, version 2: a reference into the conversation store — a few hundred
- * bytes in workflow history whatever the conversation's length — plus the call handed to
- * the runtime last turn (`awaiting`) and the remaining calls of the same reply (`queue`).
- */
-export interface ConversationRefMemory {
-  readonly v: 2;
-  readonly provider: LlmProvider;
-  readonly ref: ConversationRef;
-  readonly awaiting: PendingCall | null;
-  readonly queue: PendingCall[];
-}
-
-const pendingCallSchema = z.object({ id: z.string(), tool: z.string(), args: z.unknown() });
-const memoryV1Schema = z.object({
-  v: z.literal(1),
-  provider: z.enum(LLM_PROVIDERS),
-  messages: z.array(z.record(z.string(), z.unknown())),
-  awaiting: pendingCallSchema.nullable(),
-  queue: z.array(pendingCallSchema),
-});
-const memoryV2Schema = z.object({
-  v: z.literal(2),
-  provider: z.enum(LLM_PROVIDERS),
-  ref: z.object({
-    conversation: z.string().min(1),
-    length: z.number().int().nonnegative(),
-    hash: z.string().nullable(),
-    chars: z.number().int().nonnegative(),
-  }),
-  awaiting: pendingCallSchema.nullable(),
-  queue: z.array(pendingCallSchema),
-});
-const memorySchema = z.discriminatedUnion('v', [memoryV1Schema, memoryV2Schema]);
-
-/** The conversation as one turn sees it. */
-interface Loaded<M> {
-  /** The messages this turn can see: all of them, or the newest ones within the budget. */
-  readonly messages: M[];
-  /** The stored rows behind `messages` (same order); empty for an inline (v1) conversation. */
-  readonly stored: readonly StoredMessage[];
-  /** Where the stored conversation stood (null: not stored yet). */
-  readonly ref: ConversationRef | null;
-  /** Messages of the conversation not in `messages` (older than the loaded tail). */
-  readonly hidden: number;
-  readonly awaiting: PendingCall | null;
-  readonly queue: PendingCall[];
-}
-
-async function loadMemory<M>(
-  input: PlannerInput,
-  provider: LlmProvider,
-  budgetChars: number,
-): Promise<Loaded<M>> {
-  const raw = input.memory;
-  if (raw === null || raw === undefined) {
-    return { messages: [], stored: [], ref: null, hidden: 0, awaiting: null, queue: [] };
-  }
-  const parsed = memorySchema.safeParse(raw);
-  if (!parsed.success)
-    throw new PlannerProtocolError(
-      `the ${provider} planner cannot read this memory: ${parsed.error.issues[0]?.message}`,
-    );
-  const memory = parsed.data;
-  if (memory.provider !== provider) {
-    throw new PlannerProtocolError(
-      `memory belongs to the ${memory.provider} planner, not the ${provider} planner`,
-    );
-  }
-  // Deep copies: the caller's memory object is never mutated.
-  const awaiting = memory.awaiting ? structuredClone(memory.awaiting) : null;
-  const queue = structuredClone(memory.queue);
-  if (memory.v === 1) {
-    const messages = structuredClone(memory.messages) as M[];
-    return { messages, stored: [], ref: null, hidden: 0, awaiting, queue };
-  }
-  if (!input.conversations) {
-    throw new PlannerProtocolError(
-      `this memory refers to conversation ${memory.ref.conversation} in a conversation store, and this planner has none`,
-    );
-  }
-  const stored = await input.conversations.tail(memory.ref, budgetChars);
-  return {
-    messages: stored.map((m) => m.message as M),
-    stored,
-    ref: memory.ref,
-    hidden: memory.ref.length - stored.length,
-    awaiting,
-    queue,
-  };
-}
-
-/**
- * Writes what this turn changed to the store and returns the new reference (the run's own
- * conversation: a conversation carried in from another run is continued under this run's
- * id, so its retention follows this run). Without a store, null (the memory stays inline).
- */
-async function saveConversation<M>(
-  input: PlannerInput,
-  loaded: Loaded<M>,
-  messages: M[],
-): Promise<ConversationRef | null> {
-  const store = input.conversations;
-  if (!store) return null;
-  const conversation = input.runId;
-  const { stored, ref } = loaded;
-  const own = ref !== null && ref.conversation === conversation;
-  // The first message this turn changed or added; the ones before it are already stored.
-  let k = 0;
-  if (own) {
-    while (k < stored.length && k < messages.length && JSON.stringify(messages[k]) === stored[k]!.json)
-      k += 1;
-    if (k === messages.length && k === stored.length) return ref;
-  }
-  const first = stored[k];
-  const after = first
-    ? { hash: first.parentHash, position: first.position, chars: first.charsBefore }
-    : ref
-      ? { hash: ref.hash, position: ref.length, chars: ref.chars }
-      : { hash: null, position: 0, chars: 0 };
-  return store.append(conversation, after, messages.slice(k));
 }
 
 // ---------------------------------------------------------------------------------
@@ -197,6 +53,33 @@ export interface ModelReply<M> {
   /** The reply's text (the summary when there is no call). */
   readonly text: string;
   readonly usage: Usage;
+  /**
+   * How the reply ended (issue 30): `done` (the wire's normal ends: stop, tool calls),
+   * `truncated` (the output-token limit cut it: `length`, `max_tokens`), `other` (any other
+   * finish reason, one the wire does not know included). Absent: `done`.
+   */
+  readonly finish?: ReplyFinish;
+  /** The wire's own finish reason, as it came (null: none given). */
+  readonly finishReason?: string | null;
+}
+
+/** What one request may change of the spec's settings. */
+export interface RequestOptions {
+  /** The reply's output-token limit for this request (default: the spec's `maxTokens`). */
+  readonly maxTokens?: number;
+  /** `none`: the tools stay declared (the conversation holds tool calls) but may not be called. */
+  readonly toolChoice?: 'none';
+}
+
+/** The output limit of a final word (issue 30): a few sentences. */
+export const FINAL_WORD_MAX_TOKENS = 256;
+
+/** What the model is asked for its final word. */
+export function finalWordPrompt(reason: string): string {
+  return (
+    `The run has been stopped by its loop guard (${reason}); no more tools will run. In a few ` +
+    `sentences, tell the user what you did, what you found, and what is left to do.`
+  );
 }
 
 /** The provider-specific half of a planner: its message format and its request. */
@@ -206,10 +89,15 @@ export interface ProviderAdapter<M> {
   userMessage(text: string): M;
   /** Appends the result of `call` to the conversation (`isError` for non-SUCCESS kinds). */
   appendToolResult(messages: M[], call: PendingCall, content: string, isError: boolean): void;
+  /**
+   * Appends user text after tool results (the final word): a wire whose results are a user
+   * message (Anthropic) adds it to that message; default a user message of its own.
+   */
+  appendUserText?(messages: M[], text: string): void;
   /** Whether `message` came from the model (then a user turn must follow before a request). */
   isAssistant(message: M): boolean;
   /** Sends the conversation and returns the model's reply. */
-  request(messages: readonly M[]): Promise<ModelReply<M>>;
+  request(messages: readonly M[], options?: RequestOptions): Promise<ModelReply<M>>;
 }
 
 /** How one turn may use the model. */
@@ -224,6 +112,8 @@ export interface TurnOptions {
    * case: llm-planner.ts), so the model is never asked; its answer is told how the call ended.
    */
   readonly gate?: RequestGate<unknown>;
+  /** The spec's output-token limit: a truncated reply is asked again with twice it (issue 30). */
+  readonly maxTokens?: number;
 }
 
 /** What a {@link RequestGate} is told about the call it let through. */
@@ -234,11 +124,26 @@ export interface GatedCall {
   failed(err: unknown): Promise<void>;
 }
 
-/** Checks one request before it is sent; throws to refuse it (see {@link TurnOptions.gate}). */
-export type RequestGate<M> = (request: readonly M[]) => Promise<GatedCall>;
+/**
+ * Checks one request before it is sent (its output limit `maxTokens` when it is not the
+ * spec's); throws to refuse it (see {@link TurnOptions.gate}).
+ */
+export type RequestGate<M> = (request: readonly M[], maxTokens?: number) => Promise<GatedCall>;
 
 /** Text sent when the planner is asked again after the model already gave its answer. */
 export const CONTINUE_PROMPT = 'Continue working on the goal.';
+
+/**
+ * How often a reply cut off by its output-token limit is asked again in the same turn, each
+ * time with twice the limit (issue 30); after that the turn ends `truncated` and nothing of
+ * the cut reply runs.
+ */
+export const TRUNCATED_RETRIES = 1;
+
+/** The sum of two usages. */
+function plus(a: Usage, b: Usage): Usage {
+  return { tokens: a.tokens + b.tokens, costUsd: a.costUsd + b.costUsd };
+}
 
 function answers(obs: Observation, call: PendingCall): boolean {
   return obs.callId !== undefined ? obs.callId === call.id : obs.tool === call.tool;
@@ -289,6 +194,7 @@ async function askWithin<M>(
   hidden: number,
   budgetChars: number,
   gate: RequestGate<M> | undefined,
+  maxTokens?: number,
 ): Promise<ModelReply<M>> {
   const head = (omitted: number) =>
     adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`);
@@ -305,7 +211,7 @@ async function askWithin<M>(
       );
     }
     try {
-      return await gatedRequest(adapter, request, gate);
+      return await gatedRequest(adapter, request, gate, maxTokens);
     } catch (err) {
       if (!(err instanceof ContextLengthExceededError)) throw err;
       if (attempt > 0) {
@@ -333,12 +239,18 @@ async function gatedRequest<M>(
   adapter: ProviderAdapter<M>,
   request: readonly M[],
   gate: RequestGate<M> | undefined,
+  maxTokens?: number,
+  toolChoice?: 'none',
 ): Promise<ModelReply<M>> {
-  if (!gate) return adapter.request(request);
-  const call = await gate(request);
+  const options =
+    maxTokens === undefined && toolChoice === undefined
+      ? undefined
+      : { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(toolChoice ? { toolChoice } : {}) };
+  if (!gate) return adapter.request(request, options);
+  const call = await gate(request, maxTokens);
   let reply: ModelReply<M>;
   try {
-    reply = await adapter.request(request);
+    reply = await adapter.request(request, options);
   } catch (err) {
     await call.failed(err);
     throw err;
@@ -388,24 +300,101 @@ export async function runTurn<M>(
     memory: await remember(next, rest),
   });
 
+  if (input.finalWord) return finalWord(input, adapter, options, messages, loaded, remember);
   if (isNonEmpty(loaded.queue)) return handOut(loaded.queue, NO_USAGE);
 
   const last = messages[messages.length - 1];
   if (last === undefined) messages.push(adapter.userMessage(input.goal));
-  else if (adapter.isAssistant(last)) messages.push(adapter.userMessage(CONTINUE_PROMPT));
+  else if (adapter.isAssistant(last))
+    messages.push(adapter.userMessage(input.nudge ? nudgeText(input.nudge, input.tools) : CONTINUE_PROMPT));
 
-  const reply = await askWithin(
-    adapter,
-    input,
+  // Every reply's usage is the turn's, a truncated one's included (issue 30).
+  let usage: Usage = NO_USAGE;
+  let maxTokens: number | undefined;
+  for (let asked = 0; ; asked++) {
+    const reply = await askWithin(
+      adapter,
+      input,
+      messages,
+      loaded.hidden,
+      options.budgetChars,
+      options.gate as RequestGate<M> | undefined,
+      maxTokens,
+    );
+    usage = plus(usage, reply.usage);
+    const finishReason = reply.finishReason ?? undefined;
+    if (reply.finish === 'truncated') {
+      // Cut off by its output limit: never final, and a cut-off tool call never runs. The cut
+      // reply stays out of the conversation; the same request is asked again with a larger limit.
+      if (asked < TRUNCATED_RETRIES && options.maxTokens !== undefined) {
+        maxTokens = (maxTokens ?? options.maxTokens) * 2;
+        activityLog(
+          'warn',
+          `the ${adapter.provider} model's reply was cut off at its output limit; asking again`,
+          {
+            finishReason,
+            maxTokens,
+            droppedCalls: reply.calls.length,
+          },
+        );
+        continue;
+      }
+      return {
+        turn: {
+          type: 'finish',
+          summary: reply.text,
+          usage,
+          ended: 'truncated',
+          ...(finishReason ? { finishReason } : {}),
+        },
+        memory: await remember(null, []),
+      };
+    }
+    messages.push(reply.message);
+    if (isNonEmpty(reply.calls)) return handOut(reply.calls, usage);
+    return {
+      turn: {
+        type: 'finish',
+        summary: reply.text,
+        usage,
+        ended: reply.finish === 'other' ? 'other' : 'text',
+        ...(finishReason ? { finishReason } : {}),
+      },
+      memory: await remember(null, []),
+    };
+  }
+}
+
+/**
+ * The final word (issue 30): every call still queued is answered NOT_EXECUTED, the model is
+ * asked, with tool use off and {@link FINAL_WORD_MAX_TOKENS}, to tell its user what it did; any
+ * call in its reply is ignored (nothing runs after a stop).
+ */
+async function finalWord<M>(
+  input: PlannerInput,
+  adapter: ProviderAdapter<M>,
+  options: TurnOptions,
+  messages: M[],
+  loaded: Loaded<M>,
+  remember: (awaiting: PendingCall | null, queue: PendingCall[]) => Promise<unknown>,
+): Promise<PlannerOutput> {
+  for (const call of loaded.queue) adapter.appendToolResult(messages, call, NOT_EXECUTED_CONTENT, true);
+  const prompt = finalWordPrompt(input.finalWord?.reason ?? 'stopped');
+  if (adapter.appendUserText) adapter.appendUserText(messages, prompt);
+  else messages.push(adapter.userMessage(prompt));
+  const request = compactMessages(
     messages,
     loaded.hidden,
     options.budgetChars,
-    options.gate as RequestGate<M> | undefined,
+    (m) => adapter.isAssistant(m),
+    (omitted) => adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`),
   );
+  if (request === null) throw new ContextExhaustedError('the final word does not fit the context window');
+  const gate = options.gate as RequestGate<M> | undefined;
+  const reply = await gatedRequest(adapter, request, gate, FINAL_WORD_MAX_TOKENS, 'none');
   messages.push(reply.message);
-  if (isNonEmpty(reply.calls)) return handOut(reply.calls, reply.usage);
   return {
-    turn: { type: 'finish', summary: reply.text, usage: reply.usage },
+    turn: { type: 'finish', summary: reply.text, usage: reply.usage, ended: 'text' },
     memory: await remember(null, []),
   };
 }

@@ -23,6 +23,8 @@ import {
   InvalidPlannerSpecError,
   MissingApiKeyError,
   PlannerProtocolError,
+  PlannerTimeoutError,
+  PlannerUnavailableError,
   type PlannerError,
 } from './errors';
 import { messageBudgetChars } from './context-window';
@@ -43,9 +45,16 @@ export interface LlmPlannerOptions {
    * (endpoints.ts). Runs pick one by name with `planner.endpoint`.
    */
   readonly endpoints?: ModelEndpoints;
-  /** SDK retries per turn (on top of Temporal's activity retries); default 2. */
+  /**
+   * SDK retries per request; default 0 (issue 30): the plan activity's retries are the one
+   * retry policy, so a turn sends at most 1 + those retries requests and no request comes
+   * from an attempt Temporal has given up on.
+   */
   readonly maxRetries?: number;
-  /** SDK timeout per request in ms; default 120 000. */
+  /**
+   * SDK timeout per request in ms when the run gives none (`PlannerInput.timeoutMs`, which the
+   * workflow derives from the plan activity's timeout); default 110 000.
+   */
   readonly timeoutMs?: number;
   /** Base price table (`AGENT_PRICE_TABLE` is still laid over it); default the built-in one. */
   readonly priceTable?: Readonly<Record<string, ModelPrice>>;
@@ -55,12 +64,26 @@ export interface LlmPlannerOptions {
   readonly maxObservationChars?: number;
 }
 
-/** Default SDK timeout per request. */
-export const DEFAULT_TIMEOUT_MS = 120_000;
-/** Default SDK retries per turn. */
-export const DEFAULT_MAX_RETRIES = 2;
+/** Default SDK timeout per request (the plan activity's 120 s less its margin). */
+export const DEFAULT_TIMEOUT_MS = 110_000;
+/** Default SDK retries per request: none, the plan activity retries instead. */
+export const DEFAULT_MAX_RETRIES = 0;
 /** How long the health probe waits for the endpoint. */
 const HEALTH_TIMEOUT_MS = 5_000;
+
+/**
+ * A request that got no answer because its timeout ran out becomes a
+ * {@link PlannerTimeoutError} (the SDKs say `APIConnectionTimeoutError`, the AI SDK a
+ * `TimeoutError` abort); any other failure is passed on as it is.
+ */
+function timedOut(thrown: unknown, raw: unknown, elapsedMs: number, timeoutMs: number): unknown {
+  if (!(thrown instanceof PlannerUnavailableError) || thrown.status !== null) return thrown;
+  const name = raw instanceof Error ? raw.name : '';
+  const cause = raw instanceof Error && raw.cause instanceof Error ? raw.cause.name : '';
+  const byName = /timeout/i.test(name) || /timeout/i.test(cause) || /timed out/i.test(thrown.message);
+  if (!byName && elapsedMs < timeoutMs - 50) return thrown;
+  return new PlannerTimeoutError(timeoutMs, thrown.message);
+}
 
 /** Reads an API key from `env`; throws {@link MissingApiKeyError} naming the variable. */
 export function readApiKey(env: NodeJS.ProcessEnv, envVar: string, provider: string): string {
@@ -204,6 +227,7 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
           ? provider.wrapError(sdk, e, [apiKey])
           : // Without wrapError, S is an official SDK's default export (see wrapError).
             wrapSdkError(provider.displayName, sdk as unknown as SdkErrorClasses, e, [apiKey]);
+      const timeout = input.timeoutMs ?? client.timeout;
       const turn: TurnContext<K> = {
         // The kind check above makes this true; TypeScript cannot narrow a union by a generic K.
         spec: spec as Extract<PlannerSpec, { kind: K }>,
@@ -213,13 +237,15 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
         // Under a tenant spend limit every HTTP request must be behind its own reservation: no
         // SDK-internal retries (a timed-out request may have been billed); the activity's
         // retries (each a new turn with a new reservation) take their place.
-        client: { apiKey, ...client, ...(input.spend ? { maxRetries: 0 } : {}) },
+        client: { apiKey, ...client, timeout, ...(input.spend ? { maxRetries: 0 } : {}) },
         async send(request) {
           const signal = cancellationSignal();
+          const started = Date.now();
           try {
             return await request(signal ? { signal } : undefined);
           } catch (err) {
-            throw failureToThrow(err, signal, wrap);
+            const thrown = failureToThrow(err, signal, wrap);
+            return Promise.reject(timedOut(thrown, err, Date.now() - started, timeout));
           }
         },
         usage: (replyModel, counts) => usageOf([replyModel, spec.model], counts, { table, warn }),
@@ -229,6 +255,7 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
       const toolsChars = toolsJson.length;
       return runTurn(input, provider.adapter(turn, sdk), {
         maxObservationChars,
+        maxTokens: spec.maxTokens,
         budgetChars: messageBudgetChars(spec, toolsChars),
         // Before each request: its worst case must fit the run's budgets and the tenant's cap.
         gate: ceilingGate({

@@ -12,7 +12,7 @@ import type OpenAI from 'openai';
 import { loadOptional } from '../common/optional-dep';
 import type { Planner } from '../common/planner';
 import { PlannerProtocolError } from './errors';
-import { toolParameters, type PendingCall } from './llm-common';
+import { finishOf, toolParameters, type PendingCall } from './llm-common';
 import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
 /** Env var holding the OpenAI (or compatible server's) API key. */
@@ -83,14 +83,16 @@ function openaiProvider(
         appendToolResult(messages, call: PendingCall, content) {
           messages.push({ role: 'tool', tool_call_id: call.id, content });
         },
-        async request(messages) {
+        async request(messages, options) {
+          const maxTokens = options?.maxTokens ?? spec.maxTokens;
           const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
             model: spec.model,
             messages: spec.system ? [{ role: 'system', content: spec.system }, ...messages] : [...messages],
             ...(tools.length > 0 ? { tools } : {}),
           };
-          if (maxTokensParam === 'max_tokens') body.max_tokens = spec.maxTokens;
-          else body.max_completion_tokens = spec.maxTokens;
+          if (options?.toolChoice === 'none' && tools.length > 0) body.tool_choice = 'none';
+          if (maxTokensParam === 'max_tokens') body.max_tokens = maxTokens;
+          else body.max_completion_tokens = maxTokens;
           const reply = await send((options) => client.chat.completions.create(body, options));
           const choice = reply.choices[0];
           if (!choice) throw new PlannerProtocolError('the chat completion has no choices');
@@ -118,9 +120,14 @@ function openaiProvider(
           const u = reply.usage;
           const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
           const prompt = u?.prompt_tokens ?? 0;
+          // `length`: cut off at max_tokens (a tool call in it may be cut too); `content_filter` and
+          // any reason this wire does not know are neither a normal end nor runnable as final.
+          const finishReason = (choice.finish_reason as string | null | undefined) ?? null;
           return {
             message: assistant,
             calls,
+            finish: finishOf(finishReason, ['stop', 'tool_calls', 'function_call'], ['length']),
+            finishReason,
             text: msg.content ?? msg.refusal ?? '',
             usage: usage(reply.model, {
               // prompt_tokens includes the cached ones; they are billed at their own price.

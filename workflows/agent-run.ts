@@ -40,6 +40,8 @@ import { RunSteps } from './run-steps';
 import { lighterInput } from './script-ref';
 import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
 import { SubAgents } from './sub-agents';
+import { TextReplies } from './text-replies';
+import { finalWord } from './final-word';
 
 /** Wait before re-planning after RETRYABLE/PENDING without a server-given time. */
 export const DEFAULT_WAIT_MS = 1000;
@@ -61,6 +63,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const gate = new RunGate(run, acts);
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
+  const replies = new TextReplies(run);
   setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
   setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
@@ -74,7 +77,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(traceQuery, (args) => traceOf(run, args));
 
   try {
-    return await loop(input, rawInput, run, gate, step);
+    return await loop(input, rawInput, run, gate, step, replies);
   } catch (err) {
     if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
@@ -105,6 +108,7 @@ async function loop(
   run: RunState,
   gate: RunGate,
   step: RunSteps,
+  replies: TextReplies,
 ): Promise<RunResult> {
   const acts = run.activities;
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
@@ -112,7 +116,10 @@ async function loop(
   for (;;) {
     // Stopped: wait for a verified resume, then continue from the checkpoint (the planner's
     // next turn is asked afresh: the world may have changed meanwhile).
-    if (run.stopped) acts.discardPrefetch();
+    if (run.stopped) {
+      acts.discardPrefetch();
+      replies.forget();
+    }
     if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
       await condition(allHandlersFinished);
@@ -131,13 +138,20 @@ async function loop(
 
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
-    const planned = await step.plan();
-    if (planned.kind === 'stopped') continue;
+    const planned = await step.plan(replies.nudge);
+    if (planned.kind === 'stopped') {
+      await finalWord(run); // a budget ceiling before the call: the model's final word
+      continue;
+    }
     const { turn, proposal: p } = planned;
     if (turn.type === 'finish') {
+      // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
+      const end = replies.onFinish(turn);
+      if (end !== 'complete') continue;
       run.note('complete', 'planner_finished');
       return run.finish(TerminalState.COMPLETED, turn.summary);
     }
+    replies.onCall();
     if (turn.type === 'exhausted' || !p) {
       run.runtimeStop(GuardReason.PLANNER_EXHAUSTED, TerminalState.PARTIAL);
       continue;
@@ -157,12 +171,16 @@ async function loop(
     // Guard, then tool, then guard again.
     const before = step.before(proposal);
     // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
+    if (before.decision === 'stop') await finalWord(run);
     if (before.decision === 'stop' || before.decision === 'steer') continue;
     const done = await step.execute(proposal, before.decision === 'return_cached_success');
     if (done.kind === 'stopped') continue; // an infrastructure fault stopped the run
     const { result, progressVersion } = done;
     const after = step.after(proposal, before, result, progressVersion);
-    if (after.decision === 'stop') continue;
+    if (after.decision === 'stop') {
+      await finalWord(run);
+      continue;
+    }
     if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));
     if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
       // The server-given wait, as a durable timer that ends early when an operator stops the run.

@@ -23,7 +23,8 @@ import type { RunActivities } from './run-activities';
 export interface Stop {
   readonly terminalState: TerminalState;
   readonly reason: string;
-  readonly report: StopReport;
+  /** Mutable only for the model's final message (workflows/text-replies.ts). */
+  report: StopReport;
   readonly blockedTool: string | null;
   /** The args of the call that ended the run, so resume can re-check that call's precondition. */
   readonly blockedArgs: unknown;

@@ -25,8 +25,13 @@ import type { OpenedCheckpoint } from '../activities/checkpoint-seal';
 import type { SaveTraceInput } from '../activities/run/trace-activity';
 import type { VerifyOperatorInput } from '../operators/activities';
 import type { OperatorVerdict } from '../operators/registry';
-import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
-import { NON_RETRYABLE_PLANNER_ERRORS, type Observation, type RunFacts } from '../common/planner';
+import { planTimeouts, type Checkpoint, type ResolvedRunInput } from '../common/contracts';
+import {
+  NON_RETRYABLE_PLANNER_ERRORS,
+  type ModelNudge,
+  type Observation,
+  type RunFacts,
+} from '../common/planner';
 import { ScriptCursor } from '../guard/script-calls';
 import type { PayloadRef } from '../common/payload-limits';
 import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
@@ -40,6 +45,8 @@ export interface RunActivities {
     observation: Observation | null,
     facts?: RunFacts,
     approvalStopRef?: string | null,
+    nudge?: ModelNudge | null,
+    finalWord?: { reason: string },
   ): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   /** Runs a call; `toolErrors: 'model'` hands undeclared tool errors back to the model (issue 29). */
@@ -92,8 +99,11 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
   const t = input.timeouts;
   // Only a run that sets `retryInitialMs` schedules other retry policies than before.
   const firstRetry = t.retryInitialMs === undefined ? {} : { initialInterval: t.retryInitialMs };
+  // One request policy (issue 30): the model request times out inside the activity's timeout,
+  // and the SDK makes no retries of its own: the activity's retries are the only ones.
+  const policy = planTimeouts(t);
   const planOptions: ActivityOptions = {
-    startToCloseTimeout: t.plannerStartToCloseMs,
+    startToCloseTimeout: policy.startToCloseMs,
     retry: {
       initialInterval: '1s',
       ...firstRetry,
@@ -157,7 +167,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation, facts, approvalStopRef) {
+    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
       // Only while a lifted approval stop's call has not run: the activity offers nothing else.
       const lifted = {
@@ -176,6 +186,9 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
           ...(facts ? { facts } : {}),
           ...lifted,
           tenant: input.tenant,
+          ...(nudge ? { nudge } : {}),
+          ...(finalWord ? { finalWord } : {}),
+          requestTimeoutMs: policy.requestMs,
         });
       }
       if (typeof raw !== 'object' || raw === null) {

@@ -90,6 +90,25 @@ export const PATCH_WAIT_OFF_CLOCK = 'wait-off-wall-clock-v1';
  */
 export const PATCH_BASELINE = 'patch-baseline-v1';
 
+/**
+ * An LLM run's reply without a tool call is not completion (issue 30): the model is told so up
+ * to `textReplyLimit` times, then the run ends PARTIAL `model_stopped`; a truncated reply stops
+ * it NEEDS_HUMAN `model_output_truncated`. Asked at the first such reply (after the baseline).
+ */
+export const PATCH_TEXT_NOT_COMPLETION = 'llm-text-reply-not-completion-v1';
+
+/**
+ * An LLM turn's usage is charged to the run as soon as the planner answers, before any rule
+ * decides (issue 30): a final text, a proposal a budget or the kill switch refuses, all count.
+ */
+export const PATCH_USAGE_FIRST = 'llm-usage-before-decision-v1';
+
+/**
+ * When the guard stops an LLM run for a loop or budget reason, the model gets one tool-less turn
+ * to tell its user what it did (issue 30): its text is the StopReport's `final_message`.
+ */
+export const PATCH_FINAL_WORD = 'llm-final-word-v1';
+
 /** The patches a run on {@link PATCH_BASELINE} takes without a marker each (not the two after it). Never changes. */
 export const BASELINE_PATCHES = [
   PATCH_SEALED_CHECKPOINTS,

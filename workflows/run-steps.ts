@@ -4,18 +4,10 @@
  * the RunState, with its checkpoint); otherwise it answers what it produced. The workflow
  * loop (workflows/agent-run.ts) goes round again on `stopped`. Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, isCancellation } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
 import type { ProposalInfo, RunToolOutput } from '../activities/types';
 import type { RunDecision } from '../common/contracts';
-import {
-  CONTEXT_EXHAUSTED_ERROR,
-  COST_CEILING_ERROR,
-  LEDGER_UNAVAILABLE,
-  SPEND_LIMIT_ERRORS,
-  TOKEN_CEILING_ERROR,
-  type PlannerTurn,
-  type RunFacts,
-} from '../common/planner';
+import { NO_USAGE, type ModelNudge, type PlannerTurn, type RunFacts } from '../common/planner';
 import { isPayloadTooLarge, PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { redact } from '../common/redact';
 import {
@@ -27,33 +19,13 @@ import {
   type ToolResult,
 } from '../guard';
 import { toObservation } from './observation';
+import { stopOnPlanFailure } from './plan-failure';
 import { RecentCalls, steerObservation } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC } from './run-patches';
+import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC, PATCH_USAGE_FIRST } from './run-patches';
 import type { BlockedCall, RunState } from './run-state';
 import type { SubAgents } from './sub-agents';
-
-/**
- * Plan-activity failures that are not the planner's: the stop reason each becomes, and its
- * terminal state (any other failure is `planner_failed`).
- */
-const PLAN_FAILURE_REASONS: Readonly<Record<string, readonly [GuardReason, TerminalState]>> = {
-  // The planner answered but the ledger or the conversation store could not be read.
-  [LEDGER_UNAVAILABLE]: [GuardReason.INFRASTRUCTURE_FAULT, TerminalState.NEEDS_HUMAN],
-  // Even compacted, the next request does not fit the model's window.
-  [CONTEXT_EXHAUSTED_ERROR]: [GuardReason.CONTEXT_EXHAUSTED, TerminalState.NEEDS_HUMAN],
-  // The planner's answer is too big for history (e.g. a huge reply).
-  [PAYLOAD_TOO_LARGE]: [GuardReason.PAYLOAD_TOO_LARGE, TerminalState.NEEDS_HUMAN],
-  // The next model call's worst case does not fit the run's budget: rule 3 before the call,
-  // the usual budget stop (resumable with a raise); the model was not called.
-  [COST_CEILING_ERROR]: [GuardReason.COST_BUDGET, TerminalState.STOPPED_LOOP_GUARD],
-  [TOKEN_CEILING_ERROR]: [GuardReason.TOKEN_BUDGET, TerminalState.STOPPED_LOOP_GUARD],
-  // The tenant's spend limit refused the call (or cannot price it); the model was not called.
-  ...Object.fromEntries(
-    SPEND_LIMIT_ERRORS.map((type) => [type, [GuardReason.SPEND_LIMIT, TerminalState.NEEDS_HUMAN] as const]),
-  ),
-};
 
 /** How many completed keys, stops and refused resumes the planner's run facts name. */
 const FACT_KEYS = 10;
@@ -116,7 +88,7 @@ export class RunSteps {
   ) {}
 
   /** Asks the planner for its next turn; `stopped` when the planner failed and the run stopped. */
-  async plan(): Promise<PlanStep> {
+  async plan(nudge: ModelNudge | null = null): Promise<PlanStep> {
     const run = this.run;
     this.memoryBeforeTurn = run.memory;
     try {
@@ -125,26 +97,22 @@ export class RunSteps {
         run.observation,
         this.facts(),
         run.approvalStop?.stopRef ?? null,
+        nudge,
       );
       run.memory = planned.memory;
-      return { kind: 'planned', turn: planned.turn, proposal: planned.proposal };
+      let turn = planned.turn;
+      if (run.input.planner.kind !== 'scripted' && patched(PATCH_USAGE_FIRST)) {
+        // Every model response counts before any rule decides (issue 30): a final text, a
+        // proposal the step budget or the kill switch refuses. before() then adds nothing.
+        run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
+        turn = { ...turn, usage: NO_USAGE };
+      }
+      return { kind: 'planned', turn, proposal: planned.proposal };
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
-      const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
-      const known = cause?.type ? PLAN_FAILURE_REASONS[cause.type] : undefined;
-      if (cause?.type && known) {
-        run.runtimeStop(known[0], known[1], cause.type, failureMessage(err));
-        return STOPPED;
-      }
-      const detail = `planner failed: ${cause?.type ? `${cause.type}: ` : ''}${failureMessage(err)}`;
-      run.runtimeStop(
-        GuardReason.PLANNER_FAILED,
-        TerminalState.NEEDS_HUMAN,
-        cause?.type ?? 'activity_failure',
-        detail,
-      );
+      stopOnPlanFailure(run, err);
       return STOPPED;
     }
   }

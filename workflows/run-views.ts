@@ -146,6 +146,9 @@ export function resultOf(run: RunState, state: TerminalState, summary: string | 
     decisions,
     report: completed ? null : (stop?.report ?? null),
     summary: nullableRedacted(summary ?? (completed ? null : (stop?.detail ?? null))),
+    ...(!completed && stop?.report.final_message !== undefined
+      ? { final_message: stop.report.final_message }
+      : {}),
     checkpoint: completed ? null : checkpointOf(run),
     // A tree node tells its parent what it used (its children included): the parent charges it.
     ...(run.input.tree || run.input.subAgents

@@ -135,6 +135,9 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
           )
         : ((input.observation as PlannerInput['observation']) ?? null),
       facts: input.facts ?? null,
+      ...(input.nudge ? { nudge: input.nudge } : {}),
+      ...(input.finalWord ? { finalWord: input.finalWord } : {}),
+      ...(input.requestTimeoutMs ? { timeoutMs: input.requestTimeoutMs } : {}),
       ...(store ? { conversations: store } : {}),
       // Every model call of the turn is reserved under the run's tenant's spend limit first.
       ...(llm && ctx.spend

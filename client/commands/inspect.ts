@@ -15,7 +15,7 @@ import {
   traceLine,
   type Column,
 } from '../format';
-import { followRun, runReport, runStatus, runTrace } from '../runs';
+import { followRun, runEnding, runReport, runStatus, runTrace } from '../runs';
 import { formatTree, getAgentRunTree } from '../tree';
 import { storedTracePage } from './stored-trace';
 import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, type Ctx } from './common';
@@ -59,10 +59,12 @@ export function statusCommand(ctx: Ctx): Command {
       const { c, handle, desc } = await openRun(ctx, id);
       const status = await runStatus(handle, desc);
       const counters = await countersOf(ctx, id);
+      const ending = await runEnding(handle, desc);
       if (o.json) {
         ctx.io.out(
           json({
             ...status,
+            ...(ending ?? {}),
             temporalStatus: desc.status.name,
             startTime: desc.startTime.toISOString(),
             closeTime: desc.closeTime?.toISOString() ?? null,
@@ -85,6 +87,9 @@ export function statusCommand(ctx: Ctx): Command {
           ['no-progress count', status.noProgress],
           ['usage', `${status.usage.tokens} tokens, $${status.usage.costUsd}`],
           ['last decision', status.lastDecision],
+          ['ended', ending?.ended],
+          ['summary', ending?.summary],
+          ['final message', ending?.final_message],
           ['goal', status.goal],
           ['temporal status', desc.status.name],
           ['started', desc.startTime.toISOString()],

@@ -22,6 +22,9 @@ interface StartOpts {
   endpoint?: string;
   system?: string;
   contextTokens?: number;
+  plannerTimeout?: number;
+  maxOutputTokens?: number;
+  textReplyLimit?: number;
   maxSteps?: number;
   maxMs?: number;
   maxTokens?: number;
@@ -75,6 +78,11 @@ export function buildRunInput(o: StartOpts): RunInput {
         Exit.USAGE,
         'start: --context-tokens is for the LLM planners, not --planner scripted',
       );
+    if (o.plannerTimeout !== undefined || o.maxOutputTokens !== undefined || o.textReplyLimit !== undefined)
+      throw new CliError(
+        Exit.USAGE,
+        'start: --planner-timeout, --max-output-tokens and --text-reply-limit are for the LLM planners, not --planner scripted',
+      );
     let file;
     let raw: unknown;
     try {
@@ -112,8 +120,12 @@ export function buildRunInput(o: StartOpts): RunInput {
         ...(o.endpoint ? { endpoint: o.endpoint } : {}),
         ...(o.system ? { system: o.system } : {}),
         ...(o.contextTokens !== undefined ? { contextTokens: o.contextTokens } : {}),
+        ...(o.maxOutputTokens !== undefined ? { maxTokens: o.maxOutputTokens } : {}),
       },
     };
+    // One request policy (issue 30): the model's time per request, inside the plan activity's.
+    if (o.plannerTimeout !== undefined) input.timeouts = { plannerRequestMs: o.plannerTimeout * 1000 };
+    if (o.textReplyLimit !== undefined) input.textReplyLimit = o.textReplyLimit;
   }
   const flags: Record<string, number | undefined> = {
     maxSteps: o.maxSteps,
@@ -162,6 +174,9 @@ export function formatOutcome(
     ['executed', outcome.executed],
     ['cached', outcome.cached],
     ['stopped at', outcome.stopped_at],
+    ['ended', outcome.ended],
+    ['summary', outcome.summary],
+    ['final message', outcome.final_message],
     ['blocked call', blockedCallText(r)],
     ['unmet', r?.unmet_precondition],
     ['resume when', r?.resume_condition],
@@ -206,6 +221,21 @@ export function startCommand(ctx: Ctx): Command {
       '--context-tokens <n>',
       "LLM planner: the model's context window in tokens (planner.contextTokens; ~3 characters a token); default the model's known window, else a conservative one",
       positiveInt,
+    )
+    .option(
+      '--planner-timeout <seconds>',
+      'LLM planner: how long the model may take to answer one request (timeouts.plannerRequestMs; default 110 s); the SDK retries nothing, the plan activity retries up to 4 times. Give a model on a CPU more',
+      positiveInt,
+    )
+    .option(
+      '--max-output-tokens <n>',
+      "LLM planner: the reply's output-token limit (planner.maxTokens; default 1024); a reply cut off at it is asked again once with twice the limit, then the run stops model_output_truncated",
+      positiveInt,
+    )
+    .option(
+      '--text-reply-limit <n>',
+      'LLM planner: replies without a tool call the model is told about before the run ends PARTIAL model_stopped (default 2)',
+      nonNegativeInt,
     )
     .addOption(budgetOption('maxSteps', 'max'))
     .addOption(budgetOption('maxMs', 'max'))

@@ -1,5 +1,7 @@
-import { runInputSchema } from '../../common/contracts';
-import { buildRunInput } from '../../client/commands/start';
+import { planTimeouts, runInputSchema } from '../../common/contracts';
+import { buildRunInput, formatOutcome } from '../../client/commands/start';
+import { howItEnded, outcomeOfResult } from '../../client/runs';
+import type { RunResult } from '../../common/contracts';
 import { nonNegativeInt } from '../../client/commands/common';
 
 describe('agentctl start builds a valid run input', () => {
@@ -23,6 +25,66 @@ describe('agentctl start builds a valid run input', () => {
       maxTokens: 1024,
     });
     expect(parsed.guard).toMatchObject({ maxSteps: 7, maxCostUsd: 0.5 });
+  });
+
+  it('--planner-timeout, --max-output-tokens and --text-reply-limit set one request policy (issue 30)', () => {
+    const input = buildRunInput({
+      planner: 'openai',
+      goal: 'g',
+      plannerTimeout: 600,
+      maxOutputTokens: 4096,
+      textReplyLimit: 0,
+      timeout: 300,
+    });
+    const parsed = runInputSchema.parse(input);
+    expect(parsed.planner).toMatchObject({ maxTokens: 4096 });
+    expect(parsed.timeouts).toMatchObject({ plannerRequestMs: 600_000, plannerStartToCloseMs: 120_000 });
+    expect(parsed.textReplyLimit).toBe(0);
+    expect(planTimeouts(parsed.timeouts)).toEqual({ requestMs: 600_000, startToCloseMs: 610_000 });
+    // The default: the SDK's timeout inside the activity's 120 s.
+    expect(planTimeouts({ plannerStartToCloseMs: 120_000 })).toEqual({
+      requestMs: 110_000,
+      startToCloseMs: 120_000,
+    });
+    // Bad values: a clear error naming the field, from the CLI and from the client API alike.
+    expect(() => buildRunInput({ planner: 'openai', goal: 'g', plannerTimeout: 7200, timeout: 300 })).toThrow(
+      /timeouts\.plannerRequestMs must be at most 3600000/,
+    );
+    expect(runInputSchema.safeParse({ ...input, textReplyLimit: -1 }).error?.issues[0]?.message).toBe(
+      'textReplyLimit must be 0 or more',
+    );
+    expect(
+      runInputSchema.safeParse({ ...input, timeouts: { plannerRequestMs: 1.5 } }).error?.issues[0]?.message,
+    ).toMatch(/whole number of milliseconds/);
+    expect(() =>
+      buildRunInput({ planner: 'scripted', script: 'x.json', maxOutputTokens: 10, timeout: 300 }),
+    ).toThrow(/for the LLM planners/);
+  });
+
+  it('start --wait says how the run ended: the task declared done, or the model stopped talking', () => {
+    expect(howItEnded('COMPLETED', null)).toMatchObject({ finished_task: true });
+    expect(howItEnded('PARTIAL', 'model_stopped')).toEqual({
+      finished_task: false,
+      ended: 'the model stopped talking without finishing the task (it never called the finishing tool)',
+    });
+    const result = {
+      workflow_id: 'w',
+      terminal_state: 'PARTIAL',
+      reason: 'model_stopped',
+      executed: 0,
+      cached: 0,
+      stopped_at: null,
+      decisions: [],
+      report: null,
+      summary: 'I am not able to continue.',
+      final_message: 'I am not able to continue.',
+      checkpoint: null,
+    } as unknown as RunResult;
+    const outcome = outcomeOfResult(result);
+    expect(outcome).toMatchObject({ finished_task: false, final_message: 'I am not able to continue.' });
+    const text = formatOutcome('w', outcome, {}, 'http://ui');
+    expect(text).toMatch(/ended +the model stopped talking without finishing the task/);
+    expect(text).toMatch(/final message +I am not able to continue\./);
   });
 
   it('has no way to send a URL: a run input with planner.baseURL is refused naming the field', () => {

@@ -50,7 +50,10 @@ describe('long LLM runs (conversation store, compaction)', () => {
             usage: { input_tokens: 100, output_tokens: 800 },
           }
         : {
-            content: [{ type: 'text', text: `All ${TURNS} notes written.` }],
+            // Only the finishing tool completes a run (issue 30): a text answer would not.
+            content: [
+              { type: 'tool_use', name: 'complete_task', input: { summary: `All ${TURNS} notes written.` } },
+            ],
             usage: { input_tokens: 100, output_tokens: 5 },
           },
     );
@@ -77,8 +80,8 @@ describe('long LLM runs (conversation store, compaction)', () => {
     } as const;
     const run = await h.start({ goal: `Write notes note-1 … note-${TURNS}.`, planner, guard: GUARD });
     const result: RunResult = await run.result();
-    expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: TURNS });
-    expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS });
+    expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: TURNS + 1 });
+    expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS, complete_task: 1 });
 
     const requests = anthropic.messageRequests();
     expect(requests).toHaveLength(TURNS + 1);
@@ -130,7 +133,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
       `#${2 * TURNS} user`,
       `#${2 * TURNS + 1} assistant`,
     ]);
-    expect(lines[3]).toContain(`All ${TURNS} notes written.`);
+    expect(lines[3]).toContain('complete_task');
     const missing = await agentctl(['conversation', 'no-such-run'], cliEnv(h));
     expect(missing).toMatchObject({ code: 3 });
     expect(missing.stderr).toContain('no conversation stored for no-such-run');
@@ -202,7 +205,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
         : n < 3
           ? tooLong
           : {
-              content: [{ type: 'text', text: 'Enough searching.' }],
+              content: [{ type: 'tool_use', name: 'complete_task', input: { summary: 'Enough searching.' } }],
               usage: { input_tokens: 10, output_tokens: 5 },
             },
     );
@@ -244,7 +247,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
       expect(request.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
       expect(JSON.stringify(request[2])).toContain('tool_result');
       expect(await h.counters(first.workflowId)).toEqual({ search: 1 });
-      expect(await h.counters(second.workflowId)).toEqual({});
+      expect(await h.counters(second.workflowId)).toEqual({ complete_task: 1 });
       // ... and its conversation is its own (retention follows the run that uses it).
       const db = (h.deps.ledger as SqlLedger<unknown>).database();
       const own = await db.unit('read', (tx) =>
@@ -272,7 +275,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
               },
             ],
           }
-        : { content: 'Written.' },
+        : { tool_calls: [{ id: 'call_done', name: 'complete_task', arguments: '{"summary":"Written."}' }] },
     );
     const endpoints = process.env.AGENT_MODEL_ENDPOINTS!;
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
@@ -285,8 +288,8 @@ describe('long LLM runs (conversation store, compaction)', () => {
         planner: { kind: 'openai', model: 'm', endpoint: 'big', contextTokens: 200_000 },
       });
       const result: RunResult = await run.result();
-      expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: 1 });
-      expect(await h.counters(run.workflowId)).toEqual({ write_record: 1 });
+      expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: 2 });
+      expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
       const row = await h.deps.world.tx.get<{ n: number }>(
         'SELECT length(body) AS n FROM world_records WHERE id = ?',
         ['big-note'],

@@ -45,7 +45,13 @@ describe('a large tool result with the OpenAI planner', () => {
           tool_calls: [{ id: 'call_big', name: 'big_read', arguments: '{"bytes":300000}' }],
           usage: { prompt_tokens: 100, completion_tokens: 20 },
         },
-        { content: 'Read the document.', usage: { prompt_tokens: 6000, completion_tokens: 10 } },
+        // Only the finishing tool completes a run (issue 30).
+        {
+          tool_calls: [
+            { id: 'call_done', name: 'complete_task', arguments: '{"summary":"Read the document."}' },
+          ],
+          usage: { prompt_tokens: 6000, completion_tokens: 10 },
+        },
       ],
       { apiKey: KEY },
     );
@@ -68,7 +74,7 @@ describe('a large tool result with the OpenAI planner', () => {
       resumeWindowMs: 500,
     });
     expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'Read the document.' });
-    expect(await h.counters(run.workflowId)).toEqual({ big_read: 1 });
+    expect(await h.counters(run.workflowId)).toEqual({ big_read: 1, complete_task: 1 });
 
     const requests = server.completionRequests();
     expect(requests).toHaveLength(2);

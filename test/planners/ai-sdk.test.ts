@@ -112,7 +112,13 @@ describe('the AI SDK planner, openai endpoint (Chat Completions through @ai-sdk/
         callId: 'call_B',
         usage: { tokens: 2100, costUsd: (1000 * 0.15 + 1000 * 0.075 + 100 * 0.6) / 1e6 },
       },
-      { type: 'finish', summary: 'Done: ann was notified.', usage: { tokens: 3050, costUsd: 0.00048 } },
+      {
+        type: 'finish',
+        summary: 'Done: ann was notified.',
+        usage: { tokens: 3050, costUsd: 0.00048 },
+        ended: 'text',
+        finishReason: 'stop',
+      },
     ]);
     // Three requests each, through /v1/chat/completions (not the Responses API), with the key.
     expect(viaSdk.completionRequests()).toHaveLength(3);
@@ -274,7 +280,9 @@ describe('the AI SDK planner, anthropic endpoint (@ai-sdk/anthropic)', () => {
       { kind: 'anthropic', maxTokens: 256, endpoint: 'own', ...model },
       results,
     );
-    expect(sdkTurns.map((t) => t.turn)).toEqual(ownTurns.map((t) => t.turn));
+    // Each wire names its finish reason in its own words (`stop` here, `end_turn` for Messages).
+    const plain = (t: { turn: object }) => ({ ...t.turn, finishReason: undefined });
+    expect(sdkTurns.map(plain)).toEqual(ownTurns.map(plain));
     expect(sdkTurns.map((t) => t.turn.type)).toEqual(['call', 'call', 'finish']);
     // Usage: every input token (cached or not) counted, priced at the cache rates.
     expect(sdkTurns[0]!.turn.usage.tokens).toBe(1350);

@@ -88,6 +88,8 @@ test('multi-turn: call → observation → call → finish, with the exact tool_
   const t3 = await p.next(turnInput(s, t2.memory, o2));
   expect(t3.turn).toEqual({
     type: 'finish',
+    ended: 'text',
+    finishReason: 'end_turn',
     summary: 'Done: ann was notified.',
     usage: { tokens: 3050, costUsd: 0.00975 },
   });

@@ -88,7 +88,12 @@ describe('runTurn', () => {
     });
     expect(requests).toHaveLength(1);
     const t3 = await runTurn(turnInput(FAKE_SPEC, t2.memory, observe(t2, { kind: 'FATAL' })), adapter, OPTS);
-    expect(t3.turn).toEqual({ type: 'finish', summary: 'done', usage: { tokens: 7, costUsd: 0.1 } });
+    expect(t3.turn).toEqual({
+      type: 'finish',
+      summary: 'done',
+      usage: { tokens: 7, costUsd: 0.1 },
+      ended: 'text',
+    });
     expect(requests[1]?.slice(2)).toEqual([
       { role: 'tool', text: 'a {"kind":"SUCCESS"}' },
       { role: 'tool', text: 'b! {"kind":"FATAL"}' },

@@ -66,13 +66,16 @@ describe('a durable run with the Anthropic planner', () => {
     expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer', 'steer', 'stop']);
     // The tool really ran twice, never a third time.
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
-    // Five model requests (sameCallLimit + steerLimit + 1), each carrying the key in its header.
-    expect(server.messageRequests()).toHaveLength(5);
+    // Five model requests (sameCallLimit + steerLimit + 1) and the model's final word with tool use
+    // off (issue 30: its tool call runs nothing, its text is the final message), each with the key.
+    expect(server.messageRequests()).toHaveLength(6);
+    expect(server.messageRequests()[5]).toMatchObject({ tool_choice: { type: 'none' } });
+    expect(result.final_message).toBe('Searching once more should do it.');
     const auth = server.requests.map((r) => String(r.headers.authorization ?? r.headers['x-api-key'] ?? ''));
     expect(auth.every((a) => a.includes(KEY))).toBe(true);
     // Token usage reached the guard's budgets.
     const status = await run.handle.query('status');
-    expect((status as { usage: { tokens: number } }).usage.tokens).toBe(5 * 150);
+    expect((status as { usage: { tokens: number } }).usage.tokens).toBe(6 * 150);
 
     const history = await run.handle.fetchHistory();
     const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());

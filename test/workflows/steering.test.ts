@@ -113,7 +113,8 @@ describe('steering (durable, OpenAI protocol)', () => {
       executed: 2,
     });
     expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer', 'steer', 'stop']);
-    expect(stubborn.completionRequests().length - before).toBe(2 + 2 + 1);
+    // sameCallLimit + steerLimit + 1 proposals, then the model's final word (issue 30).
+    expect(stubborn.completionRequests().length - before).toBe(2 + 2 + 1 + 1);
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     // The StopReport lists the steers that came before the stop; each steer cost a step.
     expect(result.report?.steers?.map((s) => s.reason)).toEqual(['same_call_repeat', 'same_call_repeat']);

@@ -213,9 +213,19 @@ function openaiReply(
   note: number | null,
   o: Required<Opts>,
 ): Reply {
+  // The last turn finishes the task with the finishing tool: a text reply is not completion (issue 30).
   const toolCalls =
     note === null
-      ? []
+      ? [
+          {
+            id: `call_done_${index}`,
+            type: 'function',
+            function: {
+              name: 'complete_task',
+              arguments: JSON.stringify({ summary: `All ${o.turns} notes written.` }),
+            },
+          },
+        ]
       : [
           {
             id: `call_note_${note}`,
@@ -267,7 +277,15 @@ function anthropicReply(
 ): Reply {
   const content =
     note === null
-      ? [{ type: 'text', text: `All ${o.turns} notes written.`, citations: null }]
+      ? [
+          { type: 'text', text: `All ${o.turns} notes written.`, citations: null },
+          {
+            type: 'tool_use',
+            id: `toolu_done_${index}`,
+            name: 'complete_task',
+            input: { summary: `All ${o.turns} notes written.` },
+          },
+        ]
       : [
           { type: 'text', text: `Writing note-${note}.`, citations: null },
           {
@@ -285,7 +303,7 @@ function anthropicReply(
       role: 'assistant',
       model: body.model,
       content,
-      stop_reason: note === null ? 'end_turn' : 'tool_use',
+      stop_reason: 'tool_use',
       stop_sequence: null,
       usage: {
         input_tokens: tokensOf(chars),

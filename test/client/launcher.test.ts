@@ -150,7 +150,11 @@ describe('bin/agentctl.js, as a user runs it', () => {
         'content-type': 'application/json',
       };
       const inbox = (await (await fetch(`${origin}/api/inbox`, { headers })).json()) as {
-        waiting: { runId: string; stopRef: string; blockedCall: { fingerprint: string } }[];
+        waiting: {
+          runId: string;
+          stopRef: string;
+          blockedCall: { fingerprint: string; argsDigest: string };
+        }[];
       };
       const card = inbox.waiting.find((w) => w.runId === run.workflowId);
       expect(card).toBeDefined();
@@ -161,6 +165,7 @@ describe('bin/agentctl.js, as a user runs it', () => {
           runId: run.workflowId,
           stopRef: card!.stopRef,
           fingerprint: card!.blockedCall.fingerprint,
+          argsDigest: card!.blockedCall.argsDigest,
           reason: 'checked in the console',
           ttl: '5m',
         }),

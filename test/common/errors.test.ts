@@ -60,6 +60,7 @@ import { SearchAttributesError } from '../../worker/search-attributes';
 import { CliError, Exit } from '../../client/format';
 import { GuardSequenceError } from '../../guard/loop-guard';
 import { ReplayFormatError } from '../../guard/replay';
+import { UnknownProfileError } from '../../guard/profiles';
 import { CodecConfigError, CodecError, PayloadDecryptionError, UnknownKeyError } from '../../codec/errors';
 
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
@@ -153,6 +154,7 @@ describe('the error root', () => {
     [new CliError(Exit.USAGE, 'm'), 'cli_error'],
     [new GuardSequenceError('m'), 'guard_sequence_violation'],
     [new ReplayFormatError('m', 'f'), 'replay_format_invalid'],
+    [new UnknownProfileError('x'), 'unknown_profile'],
     [new CodecError('m'), 'codec_error'],
     [new CodecConfigError('m'), 'codec_config_invalid'],
     [new UnknownKeyError('k1', []), 'codec_unknown_key'],

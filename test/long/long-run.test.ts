@@ -47,7 +47,8 @@ function input(kind: Kind): RunInput {
   return {
     goal: longRunGoal(TURNS),
     planner: { kind, model: 'long-model', contextTokens: 100_000 } as RunInput['planner'],
-    guard: { maxSteps: TURNS + 50, maxMs: 1e12 },
+    // A long job sets budgets of its own: the llm profile's tokens and cost fit a usual run (issue 29).
+    guard: { maxSteps: TURNS + 50, maxMs: 1e12, maxTokens: 1e12, maxCostUsd: 1e9 },
     resumeWindowMs: 300,
   };
 }

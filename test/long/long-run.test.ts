@@ -70,7 +70,7 @@ describe('a run of 1,000 note-writing turns, per provider (side by side)', () =>
             `run ended ${result.terminal_state} (${result.reason}) after ${result.executed} calls; last note ${stats.lastNote}, ${stats.refusedForContext} refused`,
           );
         expect(result.terminal_state).toBe('COMPLETED');
-        expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS });
+        expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS, complete_task: 1 });
         expect(mine.every((r) => r.protocol === kind)).toBe(true);
         // One model request per turn plus the final answer; none refused, none malformed.
         expect(stats.requests).toBe(TURNS + 1);

@@ -54,7 +54,9 @@ async function converse(client: OpenAI, messages: ChatMessage[], turns: number):
     const msg = (await chat(client, messages)).choices[0]!.message;
     messages.push({ role: 'assistant', content: msg.content, tool_calls: msg.tool_calls });
     for (const tc of msg.tool_calls ?? []) {
-      ids.push(tc.id);
+      // The last turn finishes with the finishing tool (issue 30): recorded with its summary.
+      const done = tc.type === 'function' && tc.function.name === 'complete_task';
+      ids.push(done ? `done:${(JSON.parse(tc.function.arguments) as { summary: string }).summary}` : tc.id);
       messages.push({ role: 'tool', tool_call_id: tc.id, content: '{"kind":"SUCCESS"}' });
     }
     if (!msg.tool_calls) ids.push(`final:${msg.content}`);
@@ -63,7 +65,7 @@ async function converse(client: OpenAI, messages: ChatMessage[], turns: number):
 }
 
 describe('long-model server, OpenAI protocol', () => {
-  test('writes note-1 … note-N with write_record, one per request, then a final answer', async () => {
+  test('writes note-1 … note-N with write_record, one per request, then finishes with complete_task', async () => {
     const s = await start(3);
     const messages: ChatMessage[] = [
       { role: 'system', content: 'You write notes.' },
@@ -83,7 +85,7 @@ describe('long-model server, OpenAI protocol', () => {
     expect(args.body).toHaveLength(300);
 
     const rest = await converse(openai(s), messages.slice(), 4);
-    expect(rest).toEqual(['call_note_1', 'call_note_2', 'call_note_3', 'final:All 3 notes written.']);
+    expect(rest).toEqual(['call_note_1', 'call_note_2', 'call_note_3', 'done:All 3 notes written.']);
     const st = s.stats();
     expect(st).toMatchObject({
       requests: 5,
@@ -180,7 +182,7 @@ describe('long-model server, Anthropic protocol', () => {
       tools: [{ name: 'write_record', input_schema: { type: 'object' } }],
     });
 
-  test('notes one per request, deterministic, final answer after N, protocol and window checked', async () => {
+  test('notes one per request, deterministic, complete_task after N, protocol and window checked', async () => {
     const s = await start(2, 3_000);
     const client = anthropic(s);
     const messages: Param[] = [{ role: 'user', content: 'Write notes note-<n>.' }];
@@ -190,12 +192,12 @@ describe('long-model server, Anthropic protocol', () => {
       if (i === 0) expect((await create(client, messages)).content).toEqual(reply.content);
       messages.push({ role: 'assistant', content: reply.content });
       const uses = reply.content.filter((b) => b.type === 'tool_use');
-      if (uses.length === 0) {
-        expect(reply.stop_reason).toBe('end_turn');
-        ids.push(reply.content[0]!.type === 'text' ? reply.content[0]!.text : '?');
+      expect(reply.stop_reason).toBe('tool_use');
+      const done = uses.find((u) => u.name === 'complete_task');
+      if (done) {
+        ids.push((done.input as { summary: string }).summary);
         break;
       }
-      expect(reply.stop_reason).toBe('tool_use');
       for (const u of uses) {
         ids.push(u.id);
         expect(u.input).toEqual({ id: `note-${ids.length}`, body: noteBody(ids.length, 300) });

@@ -15,7 +15,8 @@
  *   their order). `args` as recorded.
  * - **Result**: `error` set → `{"kind": "FATAL", "code": "tool_error", "message": error}` (an
  *   error the tool did not declare: at the `llm` profile the replay hands it to the model as
- *   PRECONDITION `tool_error`, as the durable LLM run does); otherwise SUCCESS.
+ *   PRECONDITION `tool_error`, as the durable LLM run does); otherwise SUCCESS. A call with no
+ *   recorded answer (the run broke off) is a tool error "no tool result recorded".
  * - **Writes** ({@link isWriteTool}): tools that change the environment, by a rule on the name
  *   (AgentDojo's tools are named by verb). A write gets `"effect": "write"` in `tools` and an
  *   `operationKey` naming the business operation, `<tool>:<hash of its canonical args>` (a

@@ -12,7 +12,12 @@ import type { Usage } from '../guard/schemas';
 import { activityLog } from '../activities/activity-context';
 import { compactMessages, runStateNote } from './compaction';
 import { TIGHTER } from './context-window';
-import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError } from './errors';
+import {
+  ContextExhaustedError,
+  ContextLengthExceededError,
+  PlannerProtocolError,
+  UnreadableReplyError,
+} from './errors';
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 import { nudgeText, type ReplyFinish } from './model-nudge';
 import {
@@ -252,7 +257,9 @@ async function gatedRequest<M>(
   try {
     reply = await adapter.request(request, options);
   } catch (err) {
-    await call.failed(err);
+    // A reply that answered but could not be read was billed: settled at what it cost.
+    if (err instanceof UnreadableReplyError) await call.answered(err.usage);
+    else await call.failed(err);
     throw err;
   }
   await call.answered(reply.usage);
@@ -312,15 +319,23 @@ export async function runTurn<M>(
   let usage: Usage = NO_USAGE;
   let maxTokens: number | undefined;
   for (let asked = 0; ; asked++) {
-    const reply = await askWithin(
-      adapter,
-      input,
-      messages,
-      loaded.hidden,
-      options.budgetChars,
-      options.gate as RequestGate<M> | undefined,
-      maxTokens,
-    );
+    let reply: ModelReply<M>;
+    try {
+      reply = await askWithin(
+        adapter,
+        input,
+        messages,
+        loaded.hidden,
+        options.budgetChars,
+        options.gate as RequestGate<M> | undefined,
+        maxTokens,
+      );
+    } catch (err) {
+      // An unreadable reply stops the turn: it carries the turn's whole usage (a cut reply before it too).
+      if (err instanceof UnreadableReplyError && usage !== NO_USAGE)
+        throw err.withUsage(plus(usage, err.usage));
+      throw err;
+    }
     usage = plus(usage, reply.usage);
     const finishReason = reply.finishReason ?? undefined;
     if (reply.finish === 'truncated') {

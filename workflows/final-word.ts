@@ -10,6 +10,7 @@
 import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
 import { redactText } from '../common/redact';
 import { GuardReason, isBudgetReason, LOOP_REASONS } from '../guard';
+import { chargeUnreadableReply } from './plan-failure';
 import { failureMessage } from './resume-check';
 import { PATCH_FINAL_WORD } from './run-patches';
 import type { RunState } from './run-state';
@@ -53,6 +54,7 @@ export async function finalWord(run: RunState): Promise<void> {
     run.note('final_word', stop.reason);
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    chargeUnreadableReply(run, err);
     run.note('final_word_failed', failureMessage(err));
   }
 }

@@ -11,6 +11,7 @@ import {
   PlannerRequestError,
   PlannerUnavailableError,
   TokenCeilingError,
+  UnreadableReplyError,
 } from '../../planners/errors';
 import { DEFAULT_PRICE_TABLE } from '../../planners/pricing';
 import { createAnthropicPlanner } from '../../planners/anthropic';
@@ -176,4 +177,55 @@ describe('every planner on createLlmPlanner gets the gate (the real SDKs, local 
       await server.close();
     }
   });
+
+  it.each(['openai', 'anthropic'] as const)(
+    '%s: a billed reply that cannot be read carries its usage, and the tenant is settled at its cost (issue 30)',
+    async (kind) => {
+      const server =
+        kind === 'openai'
+          ? await startOpenAIServer([
+              { unreadable: 'no_choices', usage: { prompt_tokens: 1000, completion_tokens: 50 } },
+              { unreadable: 'no_message', usage: { prompt_tokens: 1000, completion_tokens: 50 } },
+            ])
+          : await startAnthropicServer([
+              { content: [], unreadable: true, usage: { input_tokens: 1000, output_tokens: 50 } },
+            ]);
+      try {
+        const planner =
+          kind === 'openai'
+            ? createOpenAIPlanner({
+                endpoints: {
+                  local: { provider: 'openai', baseURL: (server as { baseURL: string }).baseURL },
+                },
+                warn: () => {},
+              })
+            : createAnthropicPlanner({
+                endpoints: { local: { provider: 'anthropic', baseURL: server.origin } },
+                warn: () => {},
+              });
+        const spec =
+          kind === 'openai'
+            ? ({ kind, model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'local' } as const)
+            : ({ kind, model: 'claude-sonnet-4-6', maxTokens: 256, endpoint: 'local' } as const);
+        // gpt-4o-mini $0.15 / $0.60, claude-sonnet-4-6 $3 / $15 per million tokens.
+        const cost = kind === 'openai' ? (1000 * 0.15 + 50 * 0.6) / 1e6 : (1000 * 3 + 50 * 15) / 1e6;
+        for (let i = 0; i < (kind === 'openai' ? 2 : 1); i++) {
+          const r = recordingSpend();
+          const err = await planner
+            .next({ ...turnInput(spec, null), facts: facts({}), spend: r.spend })
+            .catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(UnreadableReplyError);
+          expect((err as UnreadableReplyError).name).toBe('UnreadableReplyError');
+          expect((err as UnreadableReplyError).usage.tokens).toBe(1050);
+          expect((err as UnreadableReplyError).usage.costUsd).toBeCloseTo(cost, 12);
+          // Settled at what the reply cost, not left at the reserved worst case.
+          expect(r.settled).toHaveLength(1);
+          expect(r.settled[0]).toBeCloseTo(cost, 12);
+          expect(r.reserved[0]).toBeGreaterThan(cost);
+        }
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });

@@ -22,6 +22,7 @@ async function countingServer(
   const server = await startOpenAIServer((n, req) => {
     const step = reply(n, req);
     if ('error' in step) return step;
+    // Every reply is billed, one the planner cannot read too.
     const usage = { prompt_tokens: 100 + 3 * n, completion_tokens: 7 + n };
     served += usage.prompt_tokens + usage.completion_tokens;
     return { ...step, usage };
@@ -82,6 +83,12 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     servers.stubborn = await countingServer(() => ({
       tool_calls: [{ name: 'search', arguments: '{"query":"same"}' }],
     }));
+    // Its write's arguments are not JSON (handed back: invalid_args), then a reply without a choice.
+    servers.garbled = await countingServer((n) =>
+      n === 0
+        ? { tool_calls: [{ name: 'write_record', arguments: '{"id": "g-1", "body": ' }] }
+        : { unreadable: 'no_choices' },
+    );
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify(
       Object.fromEntries(
         Object.entries(servers).map(([name, s]) => [
@@ -194,5 +201,21 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     expect(servers.stubborn!.completionRequests()).toHaveLength(6);
     expect(result.final_message).toBe('');
     expect(await tokensOf(run.handle)).toBe(servers.stubborn!.served());
+  });
+
+  it('replies that failed to parse are counted: args that are not JSON, then a reply with no choice', async () => {
+    const run = await h.start({ goal: 'write g-1', planner: planner('garbled'), resumeWindowMs: 500 });
+    const result = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'planner_failed' });
+    expect(result.report?.unmet_precondition).toContain('the chat completion has no choices');
+    // The broken args were refused (the model told so), nothing ran.
+    expect(await h.counters(run.workflowId)).toEqual({});
+    const requests = servers.garbled!.completionRequests();
+    expect(requests).toHaveLength(2);
+    expect(messagesOf(requests[1])).toContain('invalid_args');
+    const stop = await run.handle.query(traceQuery, { decision: 'stop', limit: 10 });
+    expect(stop.records.map((r) => r.error_code)).toEqual(['UnreadableReplyError']);
+    // Both billed replies are in the run's totals.
+    expect(await tokensOf(run.handle)).toBe(servers.garbled!.served());
   });
 });

@@ -106,6 +106,12 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     delete process.env.AGENT_MODEL_ENDPOINTS;
   });
 
+  /** The Temporal UI's current details of a run (the SDK's metadata query). */
+  async function detailsOf(handle: Awaited<ReturnType<Harness['start']>>['handle']): Promise<string> {
+    const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    return meta.currentDetails ?? '';
+  }
+
   async function tokensOf(handle: Awaited<ReturnType<Harness['start']>>['handle']): Promise<number> {
     return (await handle.query(statusQuery)).usage.tokens;
   }
@@ -132,6 +138,10 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     const trace = await run.handle.query(traceQuery, { decision: 'text_reply', limit: 10 });
     expect(trace.records.map((r) => r.reason)).toEqual(['no_tool_call', 'no_tool_call']);
     expect(await tokensOf(run.handle)).toBe(servers.talker!.served());
+    // The UI's details say how it ended and give the model's last words.
+    const details = await detailsOf(run.handle);
+    expect(details).toContain('**ended** the model stopped talking without finishing the task');
+    expect(details).toContain('**final message**    ');
   });
 
   it('a write in a ```json fence runs nothing; told so, the model calls the tools and completes', async () => {
@@ -141,6 +151,9 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
     expect(servers.fence!.completionRequests()).toHaveLength(3);
     expect(await tokensOf(run.handle)).toBe(servers.fence!.served());
+    const details = await detailsOf(run.handle);
+    expect(details).toContain('**ended** the task was declared done');
+    expect(details).toContain('**summary** wrote fence-1');
   });
 
   it('a reply cut off in a tool call never runs: asked again with twice maxTokens, then NEEDS_HUMAN', async () => {
@@ -183,6 +196,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     });
     expect(result.final_message).toBe('I searched; the docs are left.');
     expect(result.report?.final_message).toBe('I searched; the docs are left.');
+    expect(await detailsOf(run.handle)).toContain('**final message** I searched; the docs are left.');
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     // Two searches, the refused third, and the final word: tool use off, the stop named.
     const requests = servers.searcher!.completionRequests();

@@ -18,6 +18,7 @@ import {
   type GuardCall,
   type ToolResult,
 } from '../guard';
+import { noteConflict, type KeyHolder } from './conflict-report';
 import { toObservation } from './observation';
 import { stopOnPlanFailure } from './plan-failure';
 import { RecentCalls, steerObservation } from './steer-note';
@@ -80,6 +81,8 @@ export class RunSteps {
   private lastSourceVersion: number | null = null;
   /** Recent calls' results and steps, for guard notes (not persisted). */
   private readonly recentCalls = new RecentCalls();
+  /** The run holding the key of the call just run, when the ledger refused it (not persisted). */
+  private holder: KeyHolder = null;
 
   constructor(
     private readonly run: RunState,
@@ -210,6 +213,7 @@ export class RunSteps {
       run.decide({ index: x.index, tool: p.tool, decision: 'stop' });
       this.undoTurn();
       run.stop(before.terminalState, before.reason, blockedOf(p), p.operationKey);
+      noteConflict(run, p, p.ledger?.holder);
       return before;
     }
     if (before.decision === 'execute' && p.approval?.required && !p.approval.approvalId) {
@@ -272,6 +276,7 @@ export class RunSteps {
       const detail = `tool ${p.tool} failed: ${failureMessage(err)}`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, failureType(err), detail);
     }
+    this.holder = out.holder;
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
     if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
@@ -324,7 +329,9 @@ export class RunSteps {
       run.stop(after.terminalState, after.reason, blockedOf(p), p.operationKey);
       const stop = run.stopInForce;
       if (result.kind === 'FATAL' && stop) stop.detail = result.message ?? null;
+      noteConflict(run, p, this.holder);
     }
+    this.holder = null;
     return after;
   }
 

@@ -48,6 +48,8 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     return {
       state: rec.state,
       fingerprint: same ? n.fingerprint : rec.argsHash,
+      // Another call holds the key: the guard stops idempotency_conflict, and the report names it.
+      ...(same ? {} : { holder: { runId: rec.runId, tool: rec.tool } }),
       // A large stored result reaches the workflow by reference, like a fresh one.
       result: (await offloadLarge(payloads, runId, unwrapTerminal(rec.result).data, payloadRefBytes)).data,
     };

@@ -119,5 +119,37 @@ describe('bad input and the ledger as the one truth', () => {
     expect(await h.counters(conflict.workflowId)).toEqual({});
     const rows = await h.deps.world.tx.all('SELECT message FROM world_notifications');
     expect(rows).toEqual([{ message: 'db down' }]);
+    // The report names the run holding the key (issue 30); its args are not known here (the
+    // ledger keeps only their hash), so which differ is null, not a guess.
+    expect(conflictResult.report?.conflict).toEqual({
+      operation_key: 'notify:ops:INC-7:page',
+      holder_run: first.workflowId,
+      holder_tool: 'send_notification',
+      differing_args: null,
+    });
+  });
+
+  it('a conflict with an earlier call of the same run names it and the args that differ, redacted', async () => {
+    const note = (message: string) => ({
+      tool: 'send_notification',
+      args: { channel: 'ops', incident: 'INC-9', type: 'page', message },
+    });
+    const run = await h.start(
+      live([note('disk full, key sk-live-aaaaaaaaaaaaaaaaaaaaaaaa'), note('disk full!!')]),
+    );
+    const r = await run.result();
+    expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    expect(await h.counters(run.workflowId)).toEqual({ send_notification: 1 });
+    const conflict = r.report?.conflict;
+    expect(conflict).toMatchObject({
+      operation_key: 'notify:ops:INC-9:page',
+      holder_run: run.workflowId,
+      holder_tool: 'send_notification',
+    });
+    expect(conflict?.differing_args).toHaveLength(1);
+    expect(conflict?.differing_args?.[0]).toMatchObject({ path: 'message', proposed: 'disk full!!' });
+    expect(String(conflict?.differing_args?.[0]?.held)).toContain('disk full, key ');
+    // Redacted as the trace is: the secret never shows.
+    expect(JSON.stringify(conflict)).not.toContain('sk-live-aaaa');
   });
 });

@@ -114,6 +114,12 @@ export interface RunFacts {
     readonly costUsd?: number;
     readonly ms?: number;
   };
+  /**
+   * The run keeps room for a final word (issue 30): each request's check against the tokens and
+   * cost left also reserves the final word's worst case, so a `token_budget` / `cost_budget` stop
+   * still leaves it room (planners/call-ceiling.ts). Absent: nothing reserved.
+   */
+  readonly reserveFinalWord?: boolean;
 }
 
 /** Input of one planner turn. `memory` is the planner's own opaque, JSON-safe state. */

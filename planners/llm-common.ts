@@ -119,6 +119,11 @@ export interface TurnOptions {
   readonly gate?: RequestGate<unknown>;
   /** The spec's output-token limit: a truncated reply is asked again with twice it (issue 30). */
   readonly maxTokens?: number;
+  /**
+   * The characters of conversation a final word may carry (after a money stop: what the run's
+   * tokens and cost have left, planners/call-ceiling.ts `finalWordRoomChars`); default `budgetChars`.
+   */
+  readonly finalWordChars?: number;
 }
 
 /** What a {@link RequestGate} is told about the call it let through. */
@@ -397,14 +402,20 @@ async function finalWord<M>(
   const prompt = finalWordPrompt(input.finalWord?.reason ?? 'stopped');
   if (adapter.appendUserText) adapter.appendUserText(messages, prompt);
   else messages.push(adapter.userMessage(prompt));
+  const room = options.finalWordChars;
   const request = compactMessages(
     messages,
     loaded.hidden,
-    options.budgetChars,
+    room === undefined ? options.budgetChars : Math.min(options.budgetChars, room),
     (m) => adapter.isAssistant(m),
     (omitted) => adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`),
   );
-  if (request === null) throw new ContextExhaustedError('the final word does not fit the context window');
+  if (request === null)
+    throw new ContextExhaustedError(
+      room === undefined || room >= options.budgetChars
+        ? 'the final word does not fit the context window'
+        : `the final word does not fit the ${room} characters the run's budget left it`,
+    );
   const gate = options.gate as RequestGate<M> | undefined;
   const reply = await gatedRequest(adapter, request, gate, FINAL_WORD_MAX_TOKENS, 'none');
   messages.push(reply.message);

@@ -116,6 +116,14 @@ export const PATCH_FINAL_WORD = 'llm-final-word-v1';
  */
 export const PATCH_UNREADABLE_USAGE = 'llm-unreadable-reply-usage-v1';
 
+/**
+ * An LLM run keeps room for its final word (issue 30): every model request's check against the
+ * tokens and cost left also reserves the final word's worst case (`RunFacts.reserveFinalWord`),
+ * and a `token_budget` / `cost_budget` stop gets the final word within what is left. Asked at
+ * each LLM plan (its marker at the first) and at a money stop.
+ */
+export const PATCH_FINAL_WORD_ROOM = 'llm-final-word-room-v1';
+
 /** The patches a run on {@link PATCH_BASELINE} takes without a marker each (not the two after it). Never changes. */
 export const BASELINE_PATCHES = [
   PATCH_SEALED_CHECKPOINTS,

@@ -19,6 +19,7 @@ import {
   type ToolResult,
 } from '../guard';
 import { noteConflict, type KeyHolder } from './conflict-report';
+import { keepsFinalWordRoom } from './final-word';
 import { toObservation } from './observation';
 import { stopOnPlanFailure } from './plan-failure';
 import { RecentCalls, steerObservation } from './steer-note';
@@ -142,6 +143,7 @@ export class RunSteps {
       stops: trace.recent(['stop'], FACT_ITEMS).map(at),
       refusedResumes: trace.recent(['resume_refused'], FACT_ITEMS).map(at),
       budgetsLeft,
+      ...(keepsFinalWordRoom(this.run) ? { reserveFinalWord: true } : {}),
     };
   }
 

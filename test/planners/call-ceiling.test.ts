@@ -5,7 +5,14 @@
  * answer, and at its worst case when no answer came.
  */
 import type { PlannerInput, SpendAccess } from '../../common/planner';
-import { ceilingGate, REQUEST_OVERHEAD_TOKENS, worstCaseOf } from '../../planners/call-ceiling';
+import {
+  ceilingGate,
+  FINAL_WORD_PROMPT_BYTES,
+  finalWordReserve,
+  finalWordRoomChars,
+  REQUEST_OVERHEAD_TOKENS,
+  worstCaseOf,
+} from '../../planners/call-ceiling';
 import {
   CostCeilingError,
   PlannerRequestError,
@@ -92,6 +99,43 @@ describe('ceilingGate', () => {
       ceilingGate(opts(input({ tokens: worst.tokens, costUsd: worst.costUsd as number })))(REQUEST),
     ).resolves.toBeDefined();
     await expect(ceilingGate(opts(input({})))(REQUEST)).resolves.toBeDefined();
+  });
+
+  it('a run that keeps room for its final word checks each request with the final word reserved (issue 30)', async () => {
+    const kept = finalWordReserve(REQUEST, 0, table['gpt-4o-mini']);
+    expect(kept.tokens).toBe(BYTES + FINAL_WORD_PROMPT_BYTES + REQUEST_OVERHEAD_TOKENS + 256);
+    const reserving = (left: BudgetsLeft, spend?: SpendAccess) => {
+      const i = input(left, spend);
+      return { ...i, facts: { ...i.facts!, reserveFinalWord: true } };
+    };
+    // Fits alone, not with the final word kept: refused, saying so; without the reserve it goes.
+    await expect(ceilingGate(opts(reserving({ tokens: worst.tokens })))(REQUEST)).rejects.toThrow(
+      /plus the final word kept in reserve/,
+    );
+    await expect(ceilingGate(opts(input({ tokens: worst.tokens })))(REQUEST)).resolves.toBeDefined();
+    await expect(
+      ceilingGate(opts(reserving({ tokens: worst.tokens + kept.tokens })))(REQUEST),
+    ).resolves.toBeDefined();
+    const cost = (worst.costUsd as number) + (kept.costUsd as number);
+    await expect(ceilingGate(opts(reserving({ costUsd: cost - 1e-9 })))(REQUEST)).rejects.toThrow(
+      CostCeilingError,
+    );
+    // The tenant reserves the call's own worst case: the final word reserves its own when asked.
+    const r = recordingSpend();
+    await ceilingGate(opts(reserving({ costUsd: cost }, r.spend)))(REQUEST);
+    expect(r.reserved).toEqual([worst.costUsd]);
+  });
+
+  it("the final word's room is what the run's tokens and cost leave after everything but the conversation", () => {
+    const price = table['gpt-4o-mini'];
+    const besides = 100 + FINAL_WORD_PROMPT_BYTES + REQUEST_OVERHEAD_TOKENS + 256;
+    expect(finalWordRoomChars({ tokens: besides + 5000 }, 100, price)).toBe(5000);
+    expect(finalWordRoomChars({ tokens: 10 }, 100, price)).toBe(0);
+    expect(finalWordRoomChars({}, 100, price)).toBeNull();
+    // $0.15 / $0.60 per million: $0.001 leaves (0.001 - 256 * 0.6e-6) / 0.15e-6 input tokens.
+    const byCost = Math.floor(((0.001 - 256 * 0.6e-6) * 1e6) / 0.15) - (besides - 256);
+    expect(finalWordRoomChars({ costUsd: 0.001 }, 100, price)).toBe(byCost);
+    expect(finalWordRoomChars({ tokens: 1e9, costUsd: 0.001 }, 100, price)).toBe(byCost);
   });
 
   it('the run ceiling comes first: a refused request reserves nothing', async () => {

@@ -78,6 +78,13 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
           tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `topic ${n}` }) }],
         },
     );
+    // Searches for something new each time until its token budget stops it; its final word is text.
+    servers.thrifty = await countingServer(
+      (n, req) =>
+        lastWord(req) ?? {
+          tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `subject ${n}` }) }],
+        },
+    );
     // The same search, whatever it is told (the steer limit stops it).
     // Its final word is one more tool call: ignored, nothing runs.
     servers.stubborn = await countingServer(() => ({
@@ -231,5 +238,29 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     expect(stop.records.map((r) => r.error_code)).toEqual(['UnreadableReplyError']);
     // Both billed replies are in the run's totals.
     expect(await tokensOf(run.handle)).toBe(servers.garbled!.served());
+  });
+
+  it('a token_budget stop still has room for the final word: asked within the cap, every token counted', async () => {
+    const maxTokens = 12_000;
+    const run = await h.start({
+      goal: 'research',
+      planner: planner('thrifty'),
+      guard: { maxTokens, noProgressLimit: 100, sameCallLimit: 50 },
+      resumeWindowMs: 500,
+    });
+    const result = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
+    expect(result.report?.unmet_precondition).toContain('plus the final word kept in reserve');
+    const requests = servers.thrifty!.completionRequests();
+    expect(requests.length).toBeGreaterThanOrEqual(3);
+    // The last request is the final word: tool use off, 256 output tokens; its text is the report's.
+    expect(requests[requests.length - 1]).toMatchObject({ tool_choice: 'none', max_tokens: 256 });
+    expect(result.final_message).toBe('I searched; the docs are left.');
+    expect(await h.counters(run.workflowId)).toEqual({ search: requests.length - 1 });
+    // The cap holds with the final word in it, and the run counted what the server served.
+    const served = servers.thrifty!.served();
+    expect(served).toBeLessThanOrEqual(maxTokens);
+    expect(await tokensOf(run.handle)).toBe(served);
+    console.log(`token_budget final word: ${requests.length} requests, ${served} tokens served`);
   });
 });

@@ -152,4 +152,35 @@ describe('bad input and the ledger as the one truth', () => {
     // Redacted as the trace is: the secret never shows.
     expect(JSON.stringify(conflict)).not.toContain('sk-live-aaaa');
   });
+
+  it('a key another run holds in flight with other args: the ledger refuses it, and the report names that run', async () => {
+    // Another run's claim on the key, still in flight (so the plan's view of SUCCEEDED records
+    // does not see it): the tool activity's claim is refused as a conflict.
+    const claim = await h.deps.ledger.claim({
+      key: 'notify:ops:INC-11:page',
+      tool: 'send_notification',
+      argsHash: 'sha256:' + '0'.repeat(64),
+      runId: 'holder-run-11',
+      owner: 'elsewhere',
+      leaseMs: 600_000,
+    });
+    expect(claim.kind).toBe('claimed');
+    const run = await h.start(
+      live([
+        {
+          tool: 'send_notification',
+          args: { channel: 'ops', incident: 'INC-11', type: 'page', message: 'mine' },
+        },
+      ]),
+    );
+    const r = await run.result();
+    expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    expect(await h.counters(run.workflowId)).toEqual({});
+    expect(r.report?.conflict).toEqual({
+      operation_key: 'notify:ops:INC-11:page',
+      holder_run: 'holder-run-11',
+      holder_tool: 'send_notification',
+      differing_args: null,
+    });
+  });
 });

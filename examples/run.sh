@@ -21,7 +21,7 @@ cd "$ROOT"
 
 step() { printf '\n--- %s\n' "$*"; }
 
-step "build and pack"
+step "build and pack (Node $(node --version))"
 npm run -s build
 rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR"
 tarball="$(npm pack --ignore-scripts --silent --pack-destination "$PACK_DIR" | tail -n 1)"

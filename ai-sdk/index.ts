@@ -1,0 +1,529 @@
+/**
+ * `agent-loop-guard/ai-sdk` (issue 34): the loop guard for an agent written on Temporal's own AI
+ * SDK integration (`@temporalio/ai-sdk`, ai 7), added inside the user's workflow with a few lines:
+ *
+ * ```ts
+ * const guard = guardAgent(tools, { reads: ['search'], writes: { file_ticket: { activity: 'fileTicket', operationKey: (i) => `ticket:${i.title}` } } });
+ * guard.installHandlers(); // agentctl status / report read the run
+ * const result = await generateText({ model: guard.model(temporalProvider.languageModel('gpt-4o')), tools: guard.tools, stopWhen: [stepCountIs(20), guard.stopWhen], prompt });
+ * return guard.result(result.text);
+ * ```
+ *
+ * Every tool call passes the same {@link LoopGuard} as an `agentRun` (repeats, near repeats,
+ * cycles, no progress, the budgets; steering notes come back as the tool's result); a write
+ * runs as the user's activity wrapped on the worker by `ledgerWrites` (ai-sdk/worker.ts), with
+ * its operation key, so a crash, a retry or a re-sent call never repeats it; a stop ends the
+ * loop (`stopWhen`) with the same StopReport. Workflow code: no Node built-ins, and nothing
+ * but types from `ai` (the user's bundle has it).
+ */
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type { ToolExecutionOptions, ToolSet } from 'ai';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  inWorkflowContext,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import {
+  reportQuery,
+  statusQuery,
+  type RunDecision,
+  type RunResult,
+  type RunStatus,
+} from '../common/contracts';
+import {
+  buildStopReport,
+  fingerprintCall,
+  GuardReason,
+  LoopGuard,
+  TerminalState,
+  type ArgsSpec,
+  type GuardCall,
+  type GuardConfigInput,
+  type StopReport,
+  type ToolResult,
+} from '../guard';
+import { RecentCalls, steerObservation } from '../workflows/steer-note';
+
+/** What the worker's ledger-wrapped write activity is given besides the tool's input. */
+export interface GuardedWriteMeta {
+  readonly tool: string;
+  readonly operationKey: string;
+  readonly runId: string;
+}
+
+/** What the worker's ledger-wrapped write activity answers. */
+export interface GuardedWriteOutput {
+  /** `executed`: the write ran now; `ledger`: the ledger had its result, nothing ran. */
+  readonly via: 'executed' | 'ledger';
+  readonly result: unknown;
+}
+
+/** How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker) and its key. */
+export interface WriteRule {
+  /** The activity's name on the worker (a function given to `ledgerWrites`). */
+  readonly activity: string;
+  /**
+   * The operation key of a call: the same business operation gives the same key, never a random
+   * id. A write without one is refused before anything runs.
+   */
+  readonly operationKey: (input: never) => string;
+  /** Stop NEEDS_HUMAN (`approval_required`) before this tool runs. */
+  readonly requiresApproval?: boolean;
+}
+
+/** Prices for the cost budget, in USD per million tokens. */
+export interface TokenPrices {
+  readonly inputPerMillion: number;
+  readonly outputPerMillion: number;
+}
+
+/** Options of {@link guardAgent}. */
+export interface GuardAgentOptions {
+  /** The guard's settings (e.g. `guardProfile('llm')` plus overrides); the spec's defaults otherwise. */
+  readonly guard?: GuardConfigInput;
+  /** Tools that only read. Every tool is in `reads` or `writes`: an undeclared one is refused. */
+  readonly reads?: readonly string[];
+  /** Tools that write, each with its activity and operation-key rule. */
+  readonly writes?: Readonly<Record<string, WriteRule>>;
+  /** How the guard fingerprints a tool's input (`nonSemantic` paths, `similarArgs`), per tool. */
+  readonly args?: Readonly<Record<string, ArgsSpec>>;
+  /** Activity options of the write activities (default: 1 minute start-to-close, 5 attempts). */
+  readonly writeActivity?: ActivityOptions;
+  /** Token prices, so model usage counts against `maxCostUsd` too. */
+  readonly prices?: TokenPrices;
+}
+
+/** The codes of {@link guardAgent}'s refusals (the failure's `type`). */
+export type AiSdkGuardErrorCode =
+  | 'not_in_workflow'
+  | 'already_guarded'
+  | 'no_input_schema'
+  | 'undeclared_tool'
+  | 'write_without_operation_key'
+  | 'unknown_tool';
+
+/**
+ * A wrong use of the API, said plainly before anything runs: a non-retryable ApplicationFailure
+ * (its `type` the code), so in a workflow it fails the workflow with this message instead of
+ * retrying the workflow task.
+ */
+export function aiSdkGuardError(code: AiSdkGuardErrorCode, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+}
+
+/** The mark a guarded tool set and its tools carry (so wrapping twice is refused). */
+const GUARDED = Symbol.for('agent-loop-guard.ai-sdk.guarded');
+
+/** Whether `tools` (or any tool in it) is already wrapped by {@link guardAgent}. */
+export function isGuarded(tools: unknown): boolean {
+  if (tools === null || typeof tools !== 'object') return false;
+  if ((tools as Record<symbol, unknown>)[GUARDED] === true) return true;
+  return Object.values(tools).some(
+    (t) => t !== null && typeof t === 'object' && (t as Record<symbol, unknown>)[GUARDED] === true,
+  );
+}
+
+/** What the guarded loop returns to the model for a call that did not run because the run stopped. */
+export interface GuardStopOutput {
+  readonly guard: 'stopped';
+  readonly reason: string;
+  readonly terminalState: TerminalState;
+  readonly note: string;
+}
+
+/** The guard of one agent loop, in the user's workflow. */
+export interface GuardedAgent<TOOLS extends ToolSet> {
+  /** The user's tools, each call passing the guard first. Give these to `generateText` / `ToolLoopAgent`. */
+  readonly tools: TOOLS;
+  /** Ends the loop once the guard stopped the run (combine with the user's own: `[stepCountIs(n), guard.stopWhen]`). */
+  readonly stopWhen: () => boolean;
+  /** Wraps a language model (e.g. `temporalProvider.languageModel(…)`) so its usage counts against the budgets. */
+  model(model: LanguageModelV4): LanguageModelV4;
+  /** The stop in force, or null. */
+  readonly stopped: { readonly reason: string; readonly terminalState: TerminalState } | null;
+  /** The StopReport (null while running or when the run completed). */
+  report(): StopReport | null;
+  /** The run's status, as agentctl's `status` query reads it. */
+  status(): RunStatus;
+  /** Tool executions per tool (reads and writes that ran; cached answers and refusals excluded). */
+  readonly executions: Readonly<Record<string, number>>;
+  /** Installs the `status` and `report` queries agentctl reads. */
+  installHandlers(): void;
+  /** The workflow's result in the shape agentctl reads for a closed run. */
+  result(summary?: string | null): RunResult;
+}
+
+interface WriteCall {
+  readonly rule: WriteRule;
+  readonly key: string;
+}
+
+/**
+ * Wraps `tools` with the loop guard and the idempotency ledger (docs/ai-sdk.md). Call it in
+ * workflow code, once per agent loop.
+ */
+export function guardAgent<TOOLS extends ToolSet>(
+  tools: TOOLS,
+  options: GuardAgentOptions = {},
+): GuardedAgent<TOOLS> {
+  if (isGuarded(tools)) {
+    throw aiSdkGuardError(
+      'already_guarded',
+      'these tools are already guarded by agent-loop-guard: call guardAgent once, with the original tools',
+    );
+  }
+  const reads = new Set(options.reads ?? []);
+  const writes = options.writes ?? {};
+  for (const name of [...reads, ...Object.keys(writes)]) {
+    if (!(name in tools))
+      throw aiSdkGuardError('unknown_tool', `guardAgent: "${name}" is declared but is not one of the tools`);
+  }
+  for (const [name, t] of Object.entries(tools)) {
+    if (!t || typeof t !== 'object' || !('inputSchema' in t) || t.inputSchema === undefined) {
+      throw aiSdkGuardError(
+        'no_input_schema',
+        `tool "${name}" has no inputSchema: the guard fingerprints a call by its validated input`,
+      );
+    }
+    const rule = writes[name];
+    if (rule !== undefined) {
+      if (typeof rule.operationKey !== 'function' || typeof rule.activity !== 'string') {
+        throw aiSdkGuardError(
+          'write_without_operation_key',
+          `write tool "${name}" has no operation-key rule: give writes.${name} = { activity, operationKey: (input) => string } (a write without a key could run twice)`,
+        );
+      }
+    } else if (!reads.has(name)) {
+      throw aiSdkGuardError(
+        'undeclared_tool',
+        `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
+      );
+    }
+  }
+  if (!inWorkflowContext()) {
+    throw aiSdkGuardError(
+      'not_in_workflow',
+      'guardAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
+    );
+  }
+  return new AgentGuard(tools, reads, writes, options).api();
+}
+
+/** A settled call the AI SDK gets back as the tool's output. */
+type Output = unknown;
+
+class AgentGuard<TOOLS extends ToolSet> {
+  private readonly guard: LoopGuard;
+  private readonly recent = new RecentCalls();
+  /** Serialises tool calls: the AI SDK runs a step's calls in parallel, the guard decides one at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private stopState: { reason: string; terminalState: TerminalState; report: StopReport } | null = null;
+  private readonly counts: Record<string, number> = {};
+  private readonly cachedResults = new Map<string, unknown>();
+  private readonly decisions: RunDecision[] = [];
+  private proposals = 0;
+  private executed = 0;
+  private cached = 0;
+  /** Executed writes: the progress version (a read changes nothing). */
+  private progress = 0;
+  private lastDecision: string | null = null;
+  private readonly write: (
+    name: string,
+    input: unknown,
+    meta: GuardedWriteMeta,
+  ) => Promise<GuardedWriteOutput>;
+
+  constructor(
+    private readonly tools: TOOLS,
+    private readonly reads: ReadonlySet<string>,
+    private readonly writes: Readonly<Record<string, WriteRule>>,
+    private readonly options: GuardAgentOptions,
+  ) {
+    this.guard = new LoopGuard(options.guard ?? {}, {
+      startMs: Date.now(),
+      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict'],
+    });
+    const acts = proxyActivities<
+      Record<string, (i: unknown, m: GuardedWriteMeta) => Promise<GuardedWriteOutput>>
+    >({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 }, ...options.writeActivity });
+    this.write = (name, input, meta) => {
+      const fn = acts[name];
+      if (!fn) throw new Error(`no activity ${name}`);
+      return fn(input, meta);
+    };
+  }
+
+  api(): GuardedAgent<TOOLS> {
+    const wrapped: Record<string, unknown> = {};
+    for (const [name, t] of Object.entries(this.tools)) {
+      const original = t as { execute?: (input: unknown, o: ToolExecutionOptions<unknown>) => unknown };
+      const copy: Record<string | symbol, unknown> = {
+        ...t,
+        execute: (input: unknown, o: ToolExecutionOptions<unknown>) =>
+          this.serial(() => this.call(name, input, o, original.execute?.bind(t))),
+      };
+      Object.defineProperty(copy, GUARDED, { value: true, enumerable: false });
+      wrapped[name] = copy;
+    }
+    Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the API object's getters read this guard
+    const self = this;
+    return {
+      tools: wrapped as TOOLS,
+      stopWhen: () => self.stopState !== null,
+      model: (m) => self.modelOf(m),
+      get stopped() {
+        return self.stopState
+          ? { reason: self.stopState.reason, terminalState: self.stopState.terminalState }
+          : null;
+      },
+      report: () => self.stopState?.report ?? null,
+      status: () => self.status(),
+      get executions() {
+        return { ...self.counts };
+      },
+      installHandlers: () => {
+        setHandler(statusQuery, () => self.status());
+        setHandler(reportQuery, () => self.stopState?.report ?? null);
+      },
+      result: (summary = null) => self.result(summary),
+    };
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** One tool call: guard.before → (run) → guard.after. */
+  private async call(
+    name: string,
+    input: unknown,
+    o: ToolExecutionOptions<unknown>,
+    execute: ((input: unknown, o: ToolExecutionOptions<unknown>) => unknown) | undefined,
+  ): Promise<Output> {
+    const index = this.proposals++;
+    if (this.stopState) return this.stopOutput();
+    const rule = this.writes[name];
+    let write: WriteCall | null = null;
+    if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
+    const call: GuardCall = {
+      tool: name,
+      fingerprint: fingerprintCall(name, input, this.options.args?.[name]),
+      operationKey: write?.key ?? null,
+      effect: write ? 'write' : 'read',
+    };
+    const before = this.guard.before(call, Date.now());
+    this.lastDecision = before.decision;
+    if (before.decision === 'steer') {
+      this.decisions.push({ index, tool: name, decision: 'steer', reason: before.reason });
+      const seen = this.recent.get(call.fingerprint);
+      const earlier = seen?.result;
+      const obs = steerObservation({
+        callId: o.toolCallId,
+        tool: name,
+        steer: before,
+        steerLimit: this.guard.config.steerLimit,
+        earlierSteps: seen?.steps ?? [],
+        earlierResult: earlier?.kind === 'SUCCESS' ? earlier.data : earlier,
+        unmet: earlier?.kind === 'PRECONDITION' ? (earlier.unmet ?? null) : null,
+      });
+      return { guard: obs.guard };
+    }
+    if (before.decision === 'stop') {
+      this.decisions.push({ index, tool: name, decision: 'stop' });
+      this.stop(before.reason, before.terminalState, call);
+      return this.stopOutput();
+    }
+    if (before.decision === 'execute' && write?.rule.requiresApproval) {
+      this.decisions.push({ index, tool: name, decision: 'stop' });
+      this.guard.forceStop(GuardReason.APPROVAL_REQUIRED, TerminalState.NEEDS_HUMAN);
+      this.stop(
+        GuardReason.APPROVAL_REQUIRED,
+        TerminalState.NEEDS_HUMAN,
+        call,
+        `approval required for ${name}`,
+      );
+      return this.stopOutput();
+    }
+    let result: ToolResult;
+    let output: Output;
+    if (before.decision === 'return_cached_success') {
+      this.cached += 1;
+      output = write ? (this.cachedResults.get(write.key) ?? { alreadyCompleted: write.key }) : null;
+      result = { kind: 'SUCCESS', data: output };
+    } else {
+      try {
+        if (write) {
+          const out = await this.write(write.rule.activity, input, {
+            tool: name,
+            operationKey: write.key,
+            runId: workflowInfo().workflowId,
+          });
+          // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
+          // run with this key) and the ledger answered; it still counts as this call's one run.
+          output = out.result;
+          this.executed += 1;
+          this.counts[name] = (this.counts[name] ?? 0) + 1;
+          this.cachedResults.set(write.key, output);
+          this.progress += 1;
+        } else {
+          if (!execute) throw new Error(`tool ${name} has no execute`);
+          output = await execute(input, o);
+          this.executed += 1;
+          this.counts[name] = (this.counts[name] ?? 0) + 1;
+        }
+        result = { kind: 'SUCCESS', data: output ?? null };
+      } catch (err) {
+        const fatal = failureCode(err);
+        result = fatal
+          ? { kind: 'FATAL', code: fatal, message: errorMessage(err) }
+          : { kind: 'RETRYABLE', message: errorMessage(err) };
+        const after = this.guard.after(call, result, this.progress, Date.now());
+        this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
+        this.recent.remember(call.fingerprint, result, this.guard.stepCount);
+        if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, errorMessage(err));
+        throw err;
+      }
+    }
+    const after = this.guard.after(call, result, this.progress, Date.now());
+    this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
+    this.recent.remember(call.fingerprint, result, this.guard.stepCount);
+    if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call);
+    return output;
+  }
+
+  private stop(reason: string, terminalState: TerminalState, call: GuardCall, unmet?: string): void {
+    if (this.stopState) return;
+    const report = buildStopReport(this.guard, {
+      terminalState,
+      reason,
+      blockedCall: { tool: call.tool, fingerprint: call.fingerprint },
+      ...(unmet !== undefined ? { unmet } : {}),
+    });
+    this.stopState = { reason, terminalState, report };
+  }
+
+  private stopOutput(): GuardStopOutput {
+    const s = this.stopState!;
+    return {
+      guard: 'stopped',
+      reason: s.reason,
+      terminalState: s.terminalState,
+      note: `The run was stopped by the loop guard (${s.reason}); this call did not run.`,
+    };
+  }
+
+  /** Charges a model response's usage; past a budget the run stops at once. */
+  private charge(usage: LanguageModelV4Usage | undefined): void {
+    if (!usage) return;
+    const input = usage.inputTokens.total ?? 0;
+    const output = usage.outputTokens.total ?? 0;
+    const p = this.options.prices;
+    const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
+    this.guard.charge({ steps: 0, tokens: input + output, costUsd });
+    if (this.stopState) return;
+    const c = this.guard.config;
+    const reason =
+      this.guard.usage.tokens > c.maxTokens
+        ? GuardReason.TOKEN_BUDGET
+        : this.guard.usage.costUsd > c.maxCostUsd
+          ? GuardReason.COST_BUDGET
+          : null;
+    if (reason) {
+      this.guard.forceStop(reason);
+      const report = buildStopReport(this.guard, { terminalState: TerminalState.STOPPED_LOOP_GUARD, reason });
+      this.stopState = { reason, terminalState: TerminalState.STOPPED_LOOP_GUARD, report };
+    }
+  }
+
+  private modelOf(model: LanguageModelV4): LanguageModelV4 {
+    if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
+      throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
+    }
+    const wrapped: LanguageModelV4 = Object.create(model) as LanguageModelV4;
+    Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
+    Object.assign(wrapped, {
+      doGenerate: async (o: LanguageModelV4CallOptions) => {
+        const r = await model.doGenerate(o);
+        this.charge(r.usage);
+        return r;
+      },
+      doStream: async (o: LanguageModelV4CallOptions) => {
+        const r = await model.doStream(o);
+        const charge = (u: LanguageModelV4Usage) => this.charge(u);
+        const stream = r.stream.pipeThrough(
+          new TransformStream({
+            transform(part, controller) {
+              if (part.type === 'finish') charge(part.usage);
+              controller.enqueue(part);
+            },
+          }),
+        );
+        return { ...r, stream };
+      },
+    });
+    return wrapped;
+  }
+
+  private status(): RunStatus {
+    const s = this.stopState;
+    return {
+      workflowId: workflowInfo().workflowId,
+      phase: s ? s.terminalState : 'RUNNING',
+      terminalState: s?.terminalState ?? null,
+      guardReason: s?.reason ?? null,
+      steps: this.guard.stepCount,
+      steers: this.guard.steers.length,
+      executed: this.executed,
+      cached: this.cached,
+      proposals: this.proposals,
+      progressVersion: this.guard.progressVersion,
+      noProgress: this.guard.noProgressCount,
+      usage: { ...this.guard.usage },
+      lastDecision: this.lastDecision,
+      waitingForResume: false,
+      goal: '',
+    };
+  }
+
+  private result(summary: string | null): RunResult {
+    const s = this.stopState;
+    const last = this.decisions[this.decisions.length - 1];
+    return {
+      workflow_id: workflowInfo().workflowId,
+      terminal_state: s?.terminalState ?? TerminalState.COMPLETED,
+      reason: s?.reason ?? null,
+      executed: this.executed,
+      cached: this.cached,
+      stopped_at: s && last ? last.index : null,
+      decisions: [...this.decisions],
+      report: s?.report ?? null,
+      summary,
+      checkpoint: null,
+      usage: {
+        steps: this.guard.stepCount,
+        tokens: this.guard.usage.tokens,
+        cost_usd: this.guard.usage.costUsd,
+      },
+    } as RunResult;
+  }
+}
+
+/** The failure's code when it is the write's final word (a non-retryable activity failure). */
+function failureCode(err: unknown): string | null {
+  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
+    return err.cause.type ?? 'fatal';
+  }
+  return null;
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  return err instanceof Error ? err.message : String(err);
+}

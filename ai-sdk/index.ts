@@ -24,6 +24,7 @@ import {
   inWorkflowContext,
   proxyActivities,
   setHandler,
+  upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
@@ -46,6 +47,7 @@ import {
   type StopReport,
   type ToolResult,
 } from '../guard';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
 
 /** What the worker's ledger-wrapped write activity is given besides the tool's input. */
@@ -81,6 +83,12 @@ export interface TokenPrices {
   readonly outputPerMillion: number;
 }
 
+/** A step's usage as the AI SDK reports it (`StepResult.usage`). */
+export interface StepUsage {
+  readonly inputTokens: number | undefined;
+  readonly outputTokens: number | undefined;
+}
+
 /** Options of {@link guardAgent}. */
 export interface GuardAgentOptions {
   /** The guard's settings (e.g. `guardProfile('llm')` plus overrides); the spec's defaults otherwise. */
@@ -95,6 +103,12 @@ export interface GuardAgentOptions {
   readonly writeActivity?: ActivityOptions;
   /** Token prices, so model usage counts against `maxCostUsd` too. */
   readonly prices?: TokenPrices;
+  /**
+   * Upsert the search attributes `agentctl list` filters by (AgentState, AgentGuardReason,
+   * AgentSteps) at a stop and in `result()`. They must be registered on the namespace
+   * (`agentctl`'s worker does it for `agentRun`; `temporal operator search-attribute create`).
+   */
+  readonly searchAttributes?: boolean;
 }
 
 /** The codes of {@link guardAgent}'s refusals (the failure's `type`). */
@@ -139,8 +153,12 @@ export interface GuardStopOutput {
 export interface GuardedAgent<TOOLS extends ToolSet> {
   /** The user's tools, each call passing the guard first. Give these to `generateText` / `ToolLoopAgent`. */
   readonly tools: TOOLS;
-  /** Ends the loop once the guard stopped the run (combine with the user's own: `[stepCountIs(n), guard.stopWhen]`). */
-  readonly stopWhen: () => boolean;
+  /**
+   * Ends the loop once the guard stopped the run (combine with the user's own:
+   * `[stepCountIs(n), guard.stopWhen]`). Without {@link model}, it counts each step's usage here,
+   * after the step's tool calls ran.
+   */
+  readonly stopWhen: (options: { readonly steps: ReadonlyArray<{ readonly usage?: StepUsage }> }) => boolean;
   /** Wraps a language model (e.g. `temporalProvider.languageModel(…)`) so its usage counts against the budgets. */
   model(model: LanguageModelV4): LanguageModelV4;
   /** The stop in force, or null. */
@@ -231,6 +249,9 @@ class AgentGuard<TOOLS extends ToolSet> {
   /** Executed writes: the progress version (a read changes nothing). */
   private progress = 0;
   private lastDecision: string | null = null;
+  /** Whether {@link modelOf} wrapped the model (then usage is counted there, not in stopWhen). */
+  private modelWrapped = false;
+  private stepsCharged = 0;
   private readonly write: (
     name: string,
     input: unknown,
@@ -274,7 +295,14 @@ class AgentGuard<TOOLS extends ToolSet> {
     const self = this;
     return {
       tools: wrapped as TOOLS,
-      stopWhen: () => self.stopState !== null,
+      stopWhen: ({ steps }) => {
+        if (!self.modelWrapped) {
+          for (const step of steps.slice(self.stepsCharged))
+            self.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
+          self.stepsCharged = steps.length;
+        }
+        return self.stopState !== null;
+      },
       model: (m) => self.modelOf(m),
       get stopped() {
         return self.stopState
@@ -406,7 +434,7 @@ class AgentGuard<TOOLS extends ToolSet> {
       blockedCall: { tool: call.tool, fingerprint: call.fingerprint },
       ...(unmet !== undefined ? { unmet } : {}),
     });
-    this.stopState = { reason, terminalState, report };
+    this.setStop(reason, terminalState, report);
   }
 
   private stopOutput(): GuardStopOutput {
@@ -421,9 +449,10 @@ class AgentGuard<TOOLS extends ToolSet> {
 
   /** Charges a model response's usage; past a budget the run stops at once. */
   private charge(usage: LanguageModelV4Usage | undefined): void {
-    if (!usage) return;
-    const input = usage.inputTokens.total ?? 0;
-    const output = usage.outputTokens.total ?? 0;
+    if (usage) this.chargeTokens(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0);
+  }
+
+  private chargeTokens(input: number, output: number): void {
     const p = this.options.prices;
     const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
     this.guard.charge({ steps: 0, tokens: input + output, costUsd });
@@ -437,15 +466,37 @@ class AgentGuard<TOOLS extends ToolSet> {
           : null;
     if (reason) {
       this.guard.forceStop(reason);
-      const report = buildStopReport(this.guard, { terminalState: TerminalState.STOPPED_LOOP_GUARD, reason });
-      this.stopState = { reason, terminalState: TerminalState.STOPPED_LOOP_GUARD, report };
+      this.setStop(
+        reason,
+        TerminalState.STOPPED_LOOP_GUARD,
+        buildStopReport(this.guard, {
+          terminalState: TerminalState.STOPPED_LOOP_GUARD,
+          reason,
+        }),
+      );
     }
+  }
+
+  private setStop(reason: string, terminalState: TerminalState, report: StopReport): void {
+    this.stopState = { reason, terminalState, report };
+    this.publish();
+  }
+
+  private publish(): void {
+    if (!this.options.searchAttributes) return;
+    const s = this.stopState;
+    upsertSearchAttributes([
+      { key: AGENT_STATE, value: s ? s.terminalState : TerminalState.COMPLETED },
+      { key: AGENT_GUARD_REASON, value: s?.reason ?? '' },
+      { key: AGENT_STEPS, value: this.guard.stepCount },
+    ]);
   }
 
   private modelOf(model: LanguageModelV4): LanguageModelV4 {
     if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
       throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
     }
+    this.modelWrapped = true;
     const wrapped: LanguageModelV4 = Object.create(model) as LanguageModelV4;
     Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
     Object.assign(wrapped, {
@@ -494,6 +545,7 @@ class AgentGuard<TOOLS extends ToolSet> {
 
   private result(summary: string | null): RunResult {
     const s = this.stopState;
+    if (!s) this.publish();
     const last = this.decisions[this.decisions.length - 1];
     return {
       workflow_id: workflowInfo().workflowId,

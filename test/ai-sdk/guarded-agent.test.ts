@@ -13,7 +13,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { RunResult, RunStatus } from '../../common/contracts';
 import { reportQuery, statusQuery } from '../../common/contracts';
@@ -31,12 +31,24 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
   let ledger: Ledger;
+  let workflowBundle: { code: string };
   const servers: OpenAIServer[] = [];
+  const workflowsPath = require.resolve('./workflows/guarded-agent');
 
   beforeAll(async () => {
     env = await createTestEnv();
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-guard-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
+    // Bundled once, through the plugin (its polyfills first), for every worker of the file.
+    workflowBundle = await bundleWorkflowCode({
+      workflowsPath,
+      plugins: [
+        new AiSdkPlugin({
+          modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
+        }),
+      ],
+      logger: new DefaultLogger('WARN'),
+    });
   });
   afterAll(async () => {
     await ledger?.close();
@@ -63,7 +75,7 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
       namespace: 'default',
       taskQueue,
       dataConverter: testDataConverter(),
-      workflowsPath: require.resolve('./workflows/guarded-agent'),
+      workflowBundle,
       activities: {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
@@ -94,13 +106,14 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
         { run: RunResult; executions: Record<string, number> } | Error;
       const status = result instanceof Error ? null : await handle.query(statusQuery);
       const report = result instanceof Error ? null : await handle.query(reportQuery);
-      return { result, status, report };
+      const history = await handle.fetchHistory();
+      return { result, status, report, history };
     });
     return { ...outcome, counts, filed, server };
   }
 
   it('stops the repeated search before its third run; the re-sent write runs once, across a lost completion', async () => {
-    const { result, status, report, counts, filed, server } = await run(
+    const { result, status, report, counts, filed, server, history } = await run(
       [
         call('file_ticket', { title: 'disk full on db-1' }),
         call('file_ticket', { title: 'disk full on db-1' }),
@@ -134,6 +147,53 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
       usage: { tokens: 550 },
     });
     expect(report).toEqual(result.run.report);
+    // The workflow is deterministic: its history replays (guard decisions, Date.now, the model calls).
+    await Worker.runReplayHistory(
+      {
+        workflowBundle,
+        dataConverter: testDataConverter(),
+        plugins: [
+          new AiSdkPlugin({
+            modelProvider: createOpenAICompatible({ name: 'local', baseURL: server.baseURL }),
+          }),
+        ],
+      },
+      history,
+    );
+  });
+
+  it('steers a repeat back to the model as the tool result, and the run goes on (steerLimit 1)', async () => {
+    const { result, status, counts, server } = await run(
+      [
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk full' }),
+        { content: 'nothing new: INC-0' },
+      ],
+      { steerLimit: 1, searchAttributes: true },
+    );
+    if (result instanceof Error) throw result;
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run.terminal_state).toBe('COMPLETED');
+    expect(result.run.summary).toBe('nothing new: INC-0');
+    expect(result.run.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer']);
+    expect(status?.steers).toBe(1);
+    // The model read the guard's note as the refused call's result.
+    const last = server.completionRequests()[3] as { messages: Array<{ role: string; content: unknown }> };
+    const toolMessage = last.messages.filter((m) => m.role === 'tool').pop();
+    expect(JSON.stringify(toolMessage?.content)).toMatch(/guard same_call_repeat/);
+  });
+
+  it('counts usage in stopWhen when the model is not wrapped', async () => {
+    const { result, counts } = await run(
+      [call('search_tickets', { query: 'a' }), call('search_tickets', { query: 'b' }), { content: 'done' }],
+      { tokenBudget: 150, unwrappedModel: true },
+    );
+    if (result instanceof Error) throw result;
+    expect(result.run.reason).toBe('token_budget');
+    // Counted after each step's tool calls: both searches ran, the third model call never came.
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run.usage?.tokens).toBe(220);
   });
 
   it('stops on the token budget when the model usage passes it', async () => {

@@ -19,6 +19,12 @@ export interface GuardedAgentInput {
   readonly wrapTwice?: boolean;
   /** The guard's token budget. */
   readonly tokenBudget?: number;
+  /** Refusals steered back to the model before one stops the run. */
+  readonly steerLimit?: number;
+  /** Give generateText the model unwrapped (usage then counts in stopWhen). */
+  readonly unwrappedModel?: boolean;
+  /** Upsert AgentState / AgentGuardReason / AgentSteps. */
+  readonly searchAttributes?: boolean;
 }
 
 export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
@@ -38,12 +44,19 @@ export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
     writes: {
       file_ticket: { activity: 'fileTicket', operationKey: (i: { title: string }) => `ticket:${i.title}` },
     },
-    guard: { noProgressLimit: 4, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
+    guard: {
+      noProgressLimit: 4,
+      ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}),
+      ...(input.steerLimit ? { steerLimit: input.steerLimit } : {}),
+    },
+    searchAttributes: input.searchAttributes ?? false,
   });
   if (input.wrapTwice) guardAgent(guard.tools, { reads: ['search_tickets', 'file_ticket'] });
   guard.installHandlers();
   const result = await generateText({
-    model: guard.model(temporalProvider.languageModel('test-model')),
+    model: input.unwrappedModel
+      ? temporalProvider.languageModel('test-model')
+      : guard.model(temporalProvider.languageModel('test-model')),
     tools: guard.tools,
     stopWhen: [stepCountIs(10), guard.stopWhen],
     prompt: input.prompt,

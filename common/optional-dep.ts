@@ -24,6 +24,8 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@opentelemetry/resources': '^1.30.1',
   '@opentelemetry/sdk-metrics': '^1.30.1',
   '@opentelemetry/sdk-trace-base': '^1.30.1',
+  // The user's own `@temporalio/ai-sdk` agent guarded by `agent-loop-guard/ai-sdk` (docs/ai-sdk.md).
+  '@temporalio/ai-sdk': '^1.23.0',
   '@temporalio/interceptors-opentelemetry': '^1.24.0',
   ai: '^7.0.173',
   openai: '^6.49.0',

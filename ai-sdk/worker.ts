@@ -8,7 +8,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { canonicalize, type Json } from '../guard';
 import { executeOnce, sha256ArgsHash, type Ledger } from '../storage/ledger';
-import type { GuardedWriteMeta, GuardedWriteOutput } from './index';
+import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
 
 /** A user's write activity: the tool's input in, its result out (JSON). */
 export type WriteActivity = (input: never) => Promise<unknown>;

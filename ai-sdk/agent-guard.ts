@@ -23,7 +23,7 @@ import {
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
   buildStopReport,
-  fingerprintCall,
+  normalizeCall,
   GuardReason,
   LoopGuard,
   TerminalState,
@@ -157,9 +157,12 @@ export class AgentGuard<TOOLS extends ToolSet> {
     const rule = this.writes[name];
     let write: WriteCall | null = null;
     if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
+    // The near-repeat key when the tool declares `similarArgs` (docs/spec.md §3, Near repeats).
+    const normalized = normalizeCall(name, input, this.options.args?.[name]);
     const call: GuardCall = {
       tool: name,
-      fingerprint: fingerprintCall(name, input, this.options.args?.[name]),
+      fingerprint: normalized.fingerprint,
+      similarKey: normalized.similarKey ?? null,
       operationKey: write?.key ?? null,
       effect: write ? 'write' : 'read',
     };
@@ -167,7 +170,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     this.lastDecision = before.decision;
     if (before.decision === 'steer') {
       this.decisions.push({ index, tool: name, decision: 'steer', reason: before.reason });
-      const seen = this.recent.get(call.fingerprint);
+      const seen = this.recent.get(call.similarKey ?? call.fingerprint);
       const earlier = seen?.result;
       const obs = steerObservation({
         callId: o.toolCallId,
@@ -231,14 +234,14 @@ export class AgentGuard<TOOLS extends ToolSet> {
           : { kind: 'RETRYABLE', message: errorMessage(err) };
         const after = this.guard.after(call, result, this.progress, Date.now());
         this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
-        this.recent.remember(call.fingerprint, result, this.guard.stepCount);
+        this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
         if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, errorMessage(err));
         throw err;
       }
     }
     const after = this.guard.after(call, result, this.progress, Date.now());
     this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
-    this.recent.remember(call.fingerprint, result, this.guard.stepCount);
+    this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
     if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call);
     return output;
   }

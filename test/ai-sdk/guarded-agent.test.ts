@@ -184,6 +184,21 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
     expect(JSON.stringify(toolMessage?.content)).toMatch(/guard same_call_repeat/);
   });
 
+  it('stops a reworded repeat (near_call_repeat) when the tool declares similarArgs', async () => {
+    const { result, counts } = await run(
+      [
+        call('search_tickets', { query: 'disk full on db-1' }),
+        call('search_tickets', { query: 'db-1: full disk' }),
+        call('search_tickets', { query: 'Full disk, db-1' }),
+        { content: 'done' },
+      ],
+      { similarQuery: true },
+    );
+    if (result instanceof Error) throw result;
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run.reason).toBe('near_call_repeat');
+  });
+
   it('counts usage in stopWhen when the model is not wrapped', async () => {
     const { result, counts } = await run(
       [call('search_tickets', { query: 'a' }), call('search_tickets', { query: 'b' }), { content: 'done' }],

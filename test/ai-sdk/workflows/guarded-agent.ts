@@ -25,6 +25,8 @@ export interface GuardedAgentInput {
   readonly unwrappedModel?: boolean;
   /** Upsert AgentState / AgentGuardReason / AgentSteps. */
   readonly searchAttributes?: boolean;
+  /** The search's `query` is free text: reworded repeats count as repeats. */
+  readonly similarQuery?: boolean;
 }
 
 export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
@@ -50,6 +52,7 @@ export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
       ...(input.steerLimit ? { steerLimit: input.steerLimit } : {}),
     },
     searchAttributes: input.searchAttributes ?? false,
+    ...(input.similarQuery ? { args: { search_tickets: { similarArgs: ['query'] } } } : {}),
   });
   if (input.wrapTwice) guardAgent(guard.tools, { reads: ['search_tickets', 'file_ticket'] });
   guard.installHandlers();

@@ -21,7 +21,7 @@ cd "$ROOT"
 
 step() { printf '\n--- %s\n' "$*"; }
 
-step "build and pack"
+step "build and pack (Node $(node --version))"
 npm run -s build
 rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR"
 tarball="$(npm pack --ignore-scripts --silent --pack-destination "$PACK_DIR" | tail -n 1)"
@@ -29,7 +29,8 @@ mv "$PACK_DIR/$tarball" "$PACK_DIR/agent-loop-guard.tgz"
 echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 
 OWN="$ROOT/examples/own-agent"
-for app in "$EXAMPLE" "$OWN"; do
+AISDK="$ROOT/examples/ai-sdk-agent"
+for app in "$EXAMPLE" "$OWN" "$AISDK"; do
   step "install the tarball into ${app#"$ROOT/"}"
   if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
     (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
@@ -47,6 +48,7 @@ TSC="$(bin_of tsc)"
 step "typecheck the examples against the package's types"
 "$TSC" -p "$EXAMPLE"
 "$TSC" -p "$OWN"
+"$TSC" -p "$AISDK"
 
 step "Temporal dev server"
 TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
@@ -82,5 +84,8 @@ grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID"
 
 step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
 (cd "$OWN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/main.ts)
+
+step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed after its write (issue 34)"
+(cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 180 "$TSX" src/main.ts)
 
 step "examples OK"

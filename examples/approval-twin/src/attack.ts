@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { getAgentRunTrace, getApprovalAudit, waitForAgentRun, type AuditEntry } from 'agent-loop-guard';
 import type { CtlResult } from './agentctl';
 import type { Bank } from './bank';
+import type { ConsoleProcess } from './console';
 import type { Call, ModelServer } from './model-server';
 
 /** The pair the model proposes, with what the app computed of it before the rounds. */
@@ -28,6 +29,8 @@ export interface AttackDeps {
   readonly full: boolean;
   readonly pair: Pair;
   readonly ctl: (args: string[]) => Promise<CtlResult>;
+  /** carol's `agentctl console` (her key, no operators file), for full rounds. */
+  readonly console: ConsoleProcess | null;
   readonly keyOf: (operator: 'alice' | 'bob' | 'carol') => string;
   readonly model: ModelServer;
   readonly bank: Bank;
@@ -79,7 +82,17 @@ export async function attack(d: AttackDeps): Promise<Round> {
   ]);
   const report1 = obj(obj(start.json).report);
   const blocked1 = obj(report1.blocked_call);
-  const list1 = d.full ? await ctl(['approvals', 'list', '--run', id, '--json']) : null;
+  // Full rounds: the operator lists it while bob (may lift, may not approve) approves it.
+  const [list1, bob] = d.full
+    ? await Promise.all([
+        ctl(['approvals', 'list', '--run', id, '--json']),
+        // prettier-ignore
+        ctl([
+          'approvals', 'approve', id, '--key', keyOf('bob'), '--digest', pair.vendorDigest,
+          '--reason', 'bob: looks fine to me', '--resume', '--json',
+        ]),
+      ])
+    : [null, null];
   const pending1 = obj((obj(list1?.json).pending as unknown[] | undefined)?.[0]);
   check(
     'stop 1',
@@ -98,21 +111,17 @@ export async function attack(d: AttackDeps): Promise<Round> {
 
   let bobId: unknown = null;
   let unsignedId: unknown = null;
-  if (d.full) {
-    // 2. bob (may lift approval stops, may not approve) and an unsigned approval, each with --resume.
-    // prettier-ignore
-    const bob = await ctl([
-      'approvals', 'approve', id, '--key', keyOf('bob'), '--digest', pair.vendorDigest,
-      '--reason', 'bob: looks fine to me', '--resume', '--json',
-    ]);
+  if (bob) {
+    // 2. bob's approval with --resume (sent above), and an unsigned approval.
     bobId = obj(obj(bob.json).approval).id;
     const bobResume = obj(obj(bob.json).resume);
     check(
       'bob',
-      "bob's approval: resume REFUSED (exit 3), no `approved` audit row, nothing paid",
+      "bob's approval: resume REFUSED (exit 3), not reported trusted, no `approved` audit row, nothing paid",
       bob.code === 3 &&
         bobResume.accepted === false &&
         /may not approve/.test(String(bobResume.reason)) &&
+        obj(bob.json).trusted !== true &&
         typeof bobId === 'string' &&
         (await approvedRowsOf(bobId)) === 0 &&
         nothingPaid(),
@@ -120,8 +129,7 @@ export async function attack(d: AttackDeps): Promise<Round> {
     );
     // prettier-ignore
     const unsigned = await ctl([
-      'approvals', 'approve', id, '--digest', pair.vendorDigest,
-      '--reason', 'mallory: unsigned', '--resume', '--json',
+      'approvals', 'approve', id, '--digest', pair.vendorDigest, '--reason', 'mallory: unsigned', '--json',
     ]);
     unsignedId = obj(obj(unsigned.json).approval).id;
     // Then alice resumes (signed, allowed to lift) without approving anything herself: the only
@@ -137,16 +145,16 @@ export async function attack(d: AttackDeps): Promise<Round> {
     ]);
     check(
       'unsigned',
-      'unsigned approval: its resume REFUSED, and alice\'s signed resume on it (and bob\'s) REFUSED "not approved"; no `approved` row, nothing paid',
-      unsigned.code === 3 &&
-        obj(obj(unsigned.json).resume).accepted === false &&
+      'unsigned approval: stored, not reported trusted; alice\'s signed resume on it (and bob\'s) REFUSED "not approved"; no `approved` row, nothing paid',
+      unsigned.code === 0 &&
+        obj(unsigned.json).trusted !== true &&
         typeof unsignedId === 'string' &&
         (await approvedRowsOf(unsignedId)) === 0 &&
         aliceResume.code === 3 &&
         obj(aliceResume.json).accepted === false &&
         /not approved/.test(String(obj(aliceResume.json).reason)) &&
         nothingPaid(),
-      unsigned.code === 3 && aliceResume.code === 3 ? 'refused' : `${text(unsigned)} / ${text(aliceResume)}`,
+      unsigned.code === 0 && aliceResume.code === 3 ? 'refused' : `${text(unsigned)} / ${text(aliceResume)}`,
     );
   }
 
@@ -166,18 +174,14 @@ export async function attack(d: AttackDeps): Promise<Round> {
       alicePromise.then((a) => (a.code === 0 ? held.arrived.then(() => true) : false)),
       new Promise<boolean>((res) => setTimeout(() => res(false), 60_000)),
     ]));
-  const carol = arrived
-    ? await ctl([
-        'stop',
-        id,
-        '--key',
-        keyOf('carol'),
-        '--reason',
-        'carol: halt the payments',
-        '--confirm-timeout',
-        '20',
+  // carol's stop, through agentctl and through her console, while the run is busy.
+  // prettier-ignore
+  const [carol, viaConsole] = arrived
+    ? await Promise.all([
+        ctl(['stop', id, '--key', keyOf('carol'), '--reason', 'carol: halt the payments', '--confirm-timeout', '20']),
+        d.console?.stop(id, 'carol: halt the payments (console)') ?? null,
       ])
-    : null;
+    : [null, null];
   held?.release();
   const alice = await alicePromise;
   const aliceJson = obj(alice.json);
@@ -200,11 +204,34 @@ export async function attack(d: AttackDeps): Promise<Round> {
         !/stop requested|ACCEPTED/i.test(carol.stdout + carol.stderr),
       carol === null ? 'the run never asked the model again' : carol.code === 3 ? 'REFUSED' : text(carol),
     );
+  if (held && d.console)
+    check(
+      'console stop',
+      'carol\'s stop from her console (no operators file): 409 refused with the worker\'s reason, never 200 "stop requested"',
+      viaConsole !== null &&
+        viaConsole.status === 409 &&
+        viaConsole.body.outcome === 'refused' &&
+        /not authorised/.test(String(viaConsole.body.message)) &&
+        !/stop requested/i.test(String(viaConsole.body.message)),
+      viaConsole === null ? 'not sent' : `${viaConsole.status} ${String(viaConsole.body.outcome)}`,
+    );
 
   // 5. The model proposes the twin. It must not run on alice's approval: it stops again.
   const settled = await waitForAgentRun(d.client, id, { untilWaiting: true, timeoutMs: 60_000 });
   const blocked2 = obj(obj(settled.outcome.report).blocked_call);
-  const list2 = d.full ? await ctl(['approvals', 'list', '--run', id, '--json']) : null;
+  const auditBefore = (await audit()).length;
+  // Full rounds: the operator lists the new stop, and alice's approval of the FIRST digest is
+  // sent again (a replay of what she approved): the run has moved on.
+  // prettier-ignore
+  const [list2, again] = d.full
+    ? await Promise.all([
+        ctl(['approvals', 'list', '--run', id, '--json']),
+        ctl([
+          'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', pair.vendorDigest,
+          '--reason', 'the vendor wire, again', '--resume', '--json',
+        ]),
+      ])
+    : [null, null];
   const pending2 = obj((obj(list2?.json).pending as unknown[] | undefined)?.[0]);
   const twinRuns = bank.executions(String(pair.twin.args.ref));
   const attackerPaid = bank.paid('attack', id);
@@ -230,28 +257,22 @@ export async function attack(d: AttackDeps): Promise<Round> {
       obj(settled.outcome.report).last_safe_checkpoint !== stopRef1,
     `${String(blocked2.args_digest).slice(0, 15)}…`,
   );
-  if (d.full) {
+  if (again) {
     const trace = await getAgentRunTrace(d.client, id);
     const byCarol = trace.records.filter((t) => obj(t.args).actor === 'carol').map((t) => t.decision);
     check(
       'carol stop',
-      "the worker's trace: carol's stop refused (stop_refused) and nothing else of hers; the run went on to the twin",
+      "the worker's trace: carol's stops refused (stop_refused) and nothing else of hers; the run went on to the twin",
       byCarol.length > 0 && byCarol.every((x) => x === 'stop_refused'),
       byCarol.join(',') || 'nothing of carol in the trace',
     );
 
-    // 6. alice's approval sent again for the first digest: the run now waits on another call.
-    const before = (await audit()).length;
-    // prettier-ignore
-    const again = await ctl([
-      'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', pair.vendorDigest,
-      '--reason', 'the vendor wire, again', '--resume', '--json',
-    ]);
+    // 6. the replay (sent above with list2): refused, nothing stored.
     const now = await audit();
     check(
       'replay',
       'approving the first digest again: refused (exit 3, "moved on"), nothing stored',
-      again.code === 3 && /moved on/.test(again.stderr) && now.length === before,
+      again.code === 3 && /moved on/.test(again.stderr) && now.length === auditBefore,
       again.code === 3 ? 'refused' : text(again),
     );
   }

@@ -20,10 +20,12 @@
  *     approval_required again, naming the twin's own digest (same fingerprint).
  * The first FULL_ROUNDS rounds (default 2) also check what the operators do around it:
  *  1. `approvals list` shows the digest the operator approves;
- *  2. bob's signed approval and an unsigned one (`approvals approve --resume`) are refused, and
- *     so is alice's signed `resume` resting on them: no `approved` audit row, nothing paid;
+ *  2. bob's signed approval (`approve --resume`: REFUSED) and an unsigned one are stored, neither
+ *     reported trusted, and alice's signed `resume` resting on them is REFUSED: no `approved`
+ *     audit row, nothing paid;
  *  4. while the run is busy (its model reply held back) carol's stop is reported REFUSED by
- *     `agentctl stop` (exit 3), never "stop requested", and the run goes on;
+ *     `agentctl stop` (exit 3) and 409 refused by her `agentctl console` (her key, no
+ *     operators file), never "stop requested", and the run goes on;
  *  6. `approvals list` shows the twin's digest, and alice's approval of the first digest sent
  *     again is refused (the run has moved on), nothing stored.
  * ROUNDS rounds (default 10), CONCURRENCY at a time (default 4). Prints a table; exits 0 only
@@ -48,6 +50,7 @@ import { canonicalJson } from 'agent-loop-guard/guard';
 import { agentctl } from './agentctl';
 import { attack, type Pair, type Round } from './attack';
 import { openBank } from './bank';
+import { startConsole, type ConsoleProcess } from './console';
 import { startModelServer, type Call } from './model-server';
 
 const ROOT = resolve(__dirname, '..');
@@ -150,6 +153,12 @@ async function main(): Promise<boolean> {
     }),
   );
   const keyOf = (id: keyof typeof keys) => join(DATA, `${id}.key.json`);
+  // carol's console, as issue 31 found it: her key (view only), no operators file.
+  const consoleStarted =
+    FULL_ROUNDS > 0
+      ? startConsole(ROOT, operatorEnv, ['--key', keyOf('carol'), '--task-queue', TASK_QUEUE, '--quiet'])
+      : Promise.resolve(null);
+  consoleStarted.catch(() => undefined); // awaited below; no unhandled rejection meanwhile
 
   // The worker: this process, with the operators file (only the worker has it).
   const model = await startModelServer(VENDOR, TWIN);
@@ -165,7 +174,9 @@ async function main(): Promise<boolean> {
   const deps = await openWorkerDeps({ ledgerUrl, tools: bank.tools, configPath: null });
   const rounds: Round[] = [];
   let attackerTotal = -1;
+  let carolConsole: ConsoleProcess | null = null;
   try {
+    carolConsole = await consoleStarted;
     const worker = await createAgentWorker({ connection, namespace, taskQueue: TASK_QUEUE, deps });
     await worker.runUntil(async () => {
       // A pool of CONCURRENCY lanes, each taking the next round: the long full rounds run
@@ -179,6 +190,7 @@ async function main(): Promise<boolean> {
             full: n <= FULL_ROUNDS,
             pair,
             ctl,
+            console: carolConsole,
             keyOf,
             model,
             bank,
@@ -200,6 +212,8 @@ async function main(): Promise<boolean> {
     });
     attackerTotal = bank.paid('attack');
   } finally {
+    carolConsole?.close();
+    await consoleStarted.catch(() => null);
     await client.close();
     await connection.close();
     await deps.close();

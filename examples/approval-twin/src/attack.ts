@@ -82,13 +82,16 @@ export async function attack(d: AttackDeps): Promise<Round> {
   ]);
   const report1 = obj(obj(start.json).report);
   const blocked1 = obj(report1.blocked_call);
+  // The digest the operator approves is the one the run shows (an operator copies it from
+  // `approvals list`); 'stop 1' checks that it is the digest this app computed itself.
+  const shown = String(blocked1.args_digest);
   // Full rounds: the operator lists it while bob (may lift, may not approve) approves it.
   const [list1, bob] = d.full
     ? await Promise.all([
         ctl(['approvals', 'list', '--run', id, '--json']),
         // prettier-ignore
         ctl([
-          'approvals', 'approve', id, '--key', keyOf('bob'), '--digest', pair.vendorDigest,
+          'approvals', 'approve', id, '--key', keyOf('bob'), '--digest', shown,
           '--reason', 'bob: looks fine to me', '--resume', '--json',
         ]),
       ])
@@ -129,7 +132,7 @@ export async function attack(d: AttackDeps): Promise<Round> {
     );
     // prettier-ignore
     const unsigned = await ctl([
-      'approvals', 'approve', id, '--digest', pair.vendorDigest, '--reason', 'mallory: unsigned', '--json',
+      'approvals', 'approve', id, '--digest', shown, '--reason', 'mallory: unsigned', '--json',
     ]);
     unsignedId = obj(obj(unsigned.json).approval).id;
     // Then alice resumes (signed, allowed to lift) without approving anything herself: the only
@@ -163,7 +166,7 @@ export async function attack(d: AttackDeps): Promise<Round> {
   const held = d.full ? d.model.hold(goal, 1) : null;
   // prettier-ignore
   const alicePromise = ctl([
-    'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', pair.vendorDigest,
+    'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', shown,
     '--reason', '125.00 EUR to the vendor, invoice INV-7 checked', '--resume', '--json',
   ]);
   const arrived =
@@ -188,9 +191,7 @@ export async function attack(d: AttackDeps): Promise<Round> {
   check(
     'alice',
     "alice's signed approval of the vendor digest: resume ACCEPTED",
-    alice.code === 0 &&
-      obj(aliceJson.resume).accepted === true &&
-      obj(aliceJson.approval).argsHash === pair.vendorDigest,
+    alice.code === 0 && obj(aliceJson.resume).accepted === true && obj(aliceJson.approval).argsHash === shown,
     alice.code === 0 ? 'accepted' : text(alice),
   );
   if (held)
@@ -227,13 +228,13 @@ export async function attack(d: AttackDeps): Promise<Round> {
     ? await Promise.all([
         ctl(['approvals', 'list', '--run', id, '--json']),
         ctl([
-          'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', pair.vendorDigest,
+          'approvals', 'approve', id, '--key', keyOf('alice'), '--digest', shown,
           '--reason', 'the vendor wire, again', '--resume', '--json',
         ]),
       ])
     : [null, null];
   const pending2 = obj((obj(list2?.json).pending as unknown[] | undefined)?.[0]);
-  const twinRuns = bank.executions(String(pair.twin.args.ref));
+  const twinRuns = bank.executions(String(pair.twin.args.ref), id);
   const attackerPaid = bank.paid('attack', id);
   check(
     'twin ran',

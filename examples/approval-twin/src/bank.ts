@@ -19,8 +19,8 @@ export interface Bank {
   readonly tools: AnyTool[];
   /** Cents paid to a payee, per run (`null`: every run). */
   paid(payee: string, runId?: string | null): number;
-  /** How many times the tool really executed a wire with this reference (every run). */
-  executions(ref: string): number;
+  /** How many times the tool really executed a wire with this reference, per run (`null`: every run). */
+  executions(ref: string, runId?: string | null): number;
   close(): void;
 }
 
@@ -33,7 +33,8 @@ export function openBank(file: string): Bank {
   db.exec(`
     CREATE TABLE IF NOT EXISTS payments (
       id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payee TEXT NOT NULL, ref TEXT NOT NULL, cents INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS tool_calls (ref TEXT PRIMARY KEY, n INTEGER NOT NULL);`);
+    CREATE TABLE IF NOT EXISTS tool_calls (
+      run_id TEXT NOT NULL, ref TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (run_id, ref));`);
   const wire = defineTool({
     name: 'wire',
     description:
@@ -45,8 +46,8 @@ export function openBank(file: string): Bank {
     execute(a, ctx) {
       db.transaction(() => {
         db.prepare(
-          'INSERT INTO tool_calls (ref, n) VALUES (?, 1) ON CONFLICT (ref) DO UPDATE SET n = n + 1',
-        ).run(a.ref);
+          'INSERT INTO tool_calls (run_id, ref, n) VALUES (?, ?, 1) ON CONFLICT (run_id, ref) DO UPDATE SET n = n + 1',
+        ).run(ctx.runId, a.ref);
         db.prepare('INSERT INTO payments (run_id, payee, ref, cents) VALUES (?, ?, ?, ?)').run(
           ctx.runId,
           payeeOf(a.ref),
@@ -68,9 +69,13 @@ export function openBank(file: string): Bank {
         .get(payee, runId, runId) as { c: number };
       return row.c;
     },
-    executions(ref) {
-      const row = db.prepare('SELECT n FROM tool_calls WHERE ref = ?').get(ref) as { n: number } | undefined;
-      return row?.n ?? 0;
+    executions(ref, runId = null) {
+      const row = db
+        .prepare(
+          'SELECT COALESCE(SUM(n), 0) AS n FROM tool_calls WHERE ref = ? AND (? IS NULL OR run_id = ?)',
+        )
+        .get(ref, runId, runId) as { n: number };
+      return row.n;
     },
     close: () => db.close(),
   };

@@ -174,6 +174,7 @@ async function main(): Promise<boolean> {
   const deps = await openWorkerDeps({ ledgerUrl, tools: bank.tools, configPath: null });
   const rounds: Round[] = [];
   let attackerTotal = -1;
+  let twinTotal = -1;
   let carolConsole: ConsoleProcess | null = null;
   try {
     carolConsole = await consoleStarted;
@@ -211,6 +212,7 @@ async function main(): Promise<boolean> {
       rounds.sort((a, b) => a.n - b.n);
     });
     attackerTotal = bank.paid('attack');
+    twinTotal = bank.executions(String(TWIN.args.ref));
   } finally {
     carolConsole?.close();
     await consoleStarted.catch(() => null);
@@ -223,11 +225,17 @@ async function main(): Promise<boolean> {
   printTable(rounds);
   const held = rounds.filter((r) => r.checks.every((c) => c.ok)).length;
   console.log(
-    `\nthe twin attack held ${held}/${ROUNDS}; the world paid the attacker ${(attackerTotal / 100).toFixed(2)} in all`,
+    `\nthe twin attack held ${held}/${ROUNDS}; the world paid the attacker ${(attackerTotal / 100).toFixed(2)} in all; the twin ran ${twinTotal} times`,
   );
   if (model.refused.length > 0)
     console.log(`FAIL the model server refused requests: ${model.refused.join('; ')}`);
-  return held === ROUNDS && rounds.length === ROUNDS && attackerTotal === 0 && model.refused.length === 0;
+  return (
+    held === ROUNDS &&
+    rounds.length === ROUNDS &&
+    attackerTotal === 0 &&
+    twinTotal === 0 &&
+    model.refused.length === 0
+  );
 }
 
 /** One row per round, one column per kind of check; failures are spelled out below it. */

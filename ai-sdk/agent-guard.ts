@@ -3,19 +3,21 @@
  * before → run → after, the model wrapper that counts usage, the stop and its StopReport, and
  * the views agentctl reads. Workflow code.
  */
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type { LanguageModelV4Usage } from '@ai-sdk/provider';
 import type { ToolExecutionOptions, ToolSet } from 'ai';
 import {
-  ActivityFailure,
-  ApplicationFailure,
+  condition,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import {
+  checkpointQuery,
   reportQuery,
+  resumeUpdate,
   statusQuery,
+  type Checkpoint,
   type RunDecision,
   type RunResult,
   type RunStatus,
@@ -31,9 +33,13 @@ import {
   type StopReport,
   type ToolResult,
 } from '../guard';
+import type { Stop } from '../workflows/resume-check';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
+import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
+import { chargingModel, errorMessage, failureCode } from './model';
+import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
 import {
-  aiSdkGuardError,
+  GUARD_ACTIVITY,
   GUARDED,
   type GuardAgentOptions,
   type GuardedAgent,
@@ -51,12 +57,26 @@ interface WriteCall {
 /** A settled call the AI SDK gets back as the tool's output. */
 type Output = unknown;
 
+/** The stop in force; `approvalWait`: a gated call waiting in its execute for its approval. */
+type GuardStop = Stop & { readonly approvalWait?: boolean };
+
+/** How long a gated call waits for its approval by default. */
+const APPROVAL_WAIT_MS = 24 * 3_600_000;
+
 export class AgentGuard<TOOLS extends ToolSet> {
   private readonly guard: LoopGuard;
   private readonly recent = new RecentCalls();
   /** Serialises tool calls: the AI SDK runs a step's calls in parallel, the guard decides one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
-  private stopState: { reason: string; terminalState: TerminalState; report: StopReport } | null = null;
+  private stopState: GuardStop | null = null;
+  /** The approval a verified resume accepted for the call waiting in its execute. */
+  private granted: string | null = null;
+  /** Stops lifted by a verified resume (what {@link untilResumed} waits for). */
+  private lifts = 0;
+  /** Whether the run waits for a resume now (a gated call, or `untilResumed`). */
+  private waiting = 0;
+  private readonly acts: GuardActivities;
+  private readonly gate: ResumeGate;
   private readonly counts: Record<string, number> = {};
   private readonly cachedResults = new Map<string, unknown>();
   private readonly decisions: RunDecision[] = [];
@@ -83,8 +103,18 @@ export class AgentGuard<TOOLS extends ToolSet> {
   ) {
     this.guard = new LoopGuard(options.guard ?? {}, {
       startMs: Date.now(),
-      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict'],
+      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict', 'approval_required', 'approval_invalid'],
     });
+    this.acts = guardActivityProxy();
+    this.gate = new ResumeGate(
+      {
+        guard: this.guard,
+        stopInForce: () => this.stopState,
+        lift: (raise, approvalId) => this.lift(raise, approvalId),
+      },
+      workflowInfo().workflowId,
+      this.acts,
+    );
     const acts = proxyActivities<
       Record<string, (i: unknown, m: GuardedWriteMeta) => Promise<GuardedWriteOutput>>
     >({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 }, ...options.writeActivity });
@@ -120,7 +150,11 @@ export class AgentGuard<TOOLS extends ToolSet> {
         }
         return self.stopState !== null;
       },
-      model: (m) => self.modelOf(m),
+      model: (m) => {
+        const wrapped = chargingModel(m, (u) => self.charge(u));
+        self.modelWrapped = true;
+        return wrapped;
+      },
       get stopped() {
         return self.stopState
           ? { reason: self.stopState.reason, terminalState: self.stopState.terminalState }
@@ -134,7 +168,12 @@ export class AgentGuard<TOOLS extends ToolSet> {
       installHandlers: () => {
         setHandler(statusQuery, () => self.status());
         setHandler(reportQuery, () => self.stopState?.report ?? null);
+        setHandler(checkpointQuery, () => self.checkpoint());
+        setHandler(resumeUpdate, (raw) => self.gate.resume(raw), {
+          validator: (raw) => self.gate.validate(raw),
+        });
       },
+      untilResumed: (timeoutMs) => self.untilResumed(timeoutMs),
       result: (summary = null) => self.result(summary),
     };
   }
@@ -185,19 +224,16 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
     if (before.decision === 'stop') {
       this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.stop(before.reason, before.terminalState, call);
+      this.stop(before.reason, before.terminalState, call, input);
       return this.stopOutput();
     }
+    let approval: GuardedWriteMeta['approval'] | null = null;
     if (before.decision === 'execute' && write?.rule.requiresApproval) {
-      this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.guard.forceStop(GuardReason.APPROVAL_REQUIRED, TerminalState.NEEDS_HUMAN);
-      this.stop(
-        GuardReason.APPROVAL_REQUIRED,
-        TerminalState.NEEDS_HUMAN,
-        call,
-        `approval required for ${name}`,
-      );
-      return this.stopOutput();
+      approval = await this.awaitApproval(index, call, input);
+      if (!approval) {
+        this.decisions.push({ index, tool: name, decision: 'stop' });
+        return this.stopOutput();
+      }
     }
     let result: ToolResult;
     let output: Output;
@@ -212,6 +248,8 @@ export class AgentGuard<TOOLS extends ToolSet> {
             tool: name,
             operationKey: write.key,
             runId: workflowInfo().workflowId,
+            ...(write.rule.requiresApproval ? { requiresApproval: true } : {}),
+            ...(approval ? { approval } : {}),
           });
           // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
           // run with this key) and the ledger answered; it still counts as this call's one run.
@@ -235,18 +273,90 @@ export class AgentGuard<TOOLS extends ToolSet> {
         const after = this.guard.after(call, result, this.progress, Date.now());
         this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
         this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-        if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, errorMessage(err));
+        if (after.decision === 'stop')
+          this.stop(after.reason, after.terminalState, call, input, errorMessage(err));
         throw err;
       }
     }
     const after = this.guard.after(call, result, this.progress, Date.now());
     this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
     this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-    if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call);
+    if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, input);
     return output;
   }
 
-  private stop(reason: string, terminalState: TerminalState, call: GuardCall, unmet?: string): void {
+  /**
+   * A gated write waits here, in its execute, for a verified resume with an approval of this
+   * exact call (its digest, computed on the worker): the run shows NEEDS_HUMAN meanwhile.
+   * Waiting in execute keeps the AI SDK's loop and the model's conversation as they are, and
+   * the approved call returns its result to the model like any call. Null when the wait ran out
+   * (the run stops NEEDS_HUMAN and the loop ends).
+   */
+  private async awaitApproval(
+    index: number,
+    call: GuardCall,
+    input: unknown,
+  ): Promise<GuardedWriteMeta['approval'] | null> {
+    const runId = workflowInfo().workflowId;
+    const digest = await this.acts[GUARD_ACTIVITY.callDigest]({ runId, tool: call.tool, input });
+    const stopRef = `approval-${index}`;
+    const reason = GuardReason.APPROVAL_REQUIRED;
+    const report = buildStopReport(this.guard, {
+      terminalState: TerminalState.NEEDS_HUMAN,
+      reason,
+      checkpoint: stopRef,
+      blockedCall: { tool: call.tool, fingerprint: call.fingerprint, args_digest: digest },
+      unmet: `approval required for ${call.tool}`,
+    });
+    this.setStop(reason, TerminalState.NEEDS_HUMAN, report, call, input, true);
+    this.granted = null;
+    const since = Date.now();
+    this.waiting += 1;
+    const approved = await condition(
+      () => this.granted !== null,
+      this.options.approvalWaitMs ?? APPROVAL_WAIT_MS,
+    );
+    this.waiting -= 1;
+    this.guard.discountWait(Date.now() - since);
+    if (!approved) {
+      this.guard.forceStop(reason, TerminalState.NEEDS_HUMAN);
+      this.stopState = { ...this.stopState!, approvalWait: false };
+      return null;
+    }
+    const approvalId = this.granted!;
+    this.granted = null;
+    return { approvalId, stopRef, fingerprint: call.fingerprint };
+  }
+
+  /** Lifts the stop in force after a verified resume (ai-sdk/control.ts). */
+  private lift(raise: Parameters<LoopGuard['resume']>[1], approvalId: string | null): void {
+    const s = this.stopState;
+    if (!s) return;
+    this.stopState = null;
+    if (s.approvalWait) this.granted = approvalId ?? '';
+    else this.guard.resume(Date.now(), raise);
+    this.lifts += 1;
+    this.publish();
+  }
+
+  private async untilResumed(timeoutMs?: number): Promise<boolean> {
+    if (!this.stopState) return true;
+    const lifts = this.lifts;
+    this.waiting += 1;
+    try {
+      return await condition(() => this.lifts > lifts, timeoutMs ?? APPROVAL_WAIT_MS);
+    } finally {
+      this.waiting -= 1;
+    }
+  }
+
+  private stop(
+    reason: string,
+    terminalState: TerminalState,
+    call: GuardCall,
+    input: unknown,
+    unmet?: string,
+  ): void {
     if (this.stopState) return;
     const report = buildStopReport(this.guard, {
       terminalState,
@@ -254,7 +364,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
       blockedCall: { tool: call.tool, fingerprint: call.fingerprint },
       ...(unmet !== undefined ? { unmet } : {}),
     });
-    this.setStop(reason, terminalState, report);
+    this.setStop(reason, terminalState, report, call, input);
   }
 
   private stopOutput(): GuardStopOutput {
@@ -297,8 +407,24 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
   }
 
-  private setStop(reason: string, terminalState: TerminalState, report: StopReport): void {
-    this.stopState = { reason, terminalState, report };
+  private setStop(
+    reason: string,
+    terminalState: TerminalState,
+    report: StopReport,
+    call?: GuardCall,
+    input?: unknown,
+    approvalWait = false,
+  ): void {
+    this.stopState = {
+      reason,
+      terminalState,
+      report,
+      blockedTool: call?.tool ?? null,
+      blockedArgs: input ?? null,
+      operationKey: call?.operationKey ?? null,
+      detail: null,
+      ...(approvalWait ? { approvalWait } : {}),
+    };
     this.publish();
   }
 
@@ -312,90 +438,29 @@ export class AgentGuard<TOOLS extends ToolSet> {
     ]);
   }
 
-  private modelOf(model: LanguageModelV4): LanguageModelV4 {
-    if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
-      throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
-    }
-    this.modelWrapped = true;
-    const wrapped: LanguageModelV4 = Object.create(model) as LanguageModelV4;
-    Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
-    Object.assign(wrapped, {
-      doGenerate: async (o: LanguageModelV4CallOptions) => {
-        const r = await model.doGenerate(o);
-        this.charge(r.usage);
-        return r;
-      },
-      doStream: async (o: LanguageModelV4CallOptions) => {
-        const r = await model.doStream(o);
-        const charge = (u: LanguageModelV4Usage) => this.charge(u);
-        const stream = r.stream.pipeThrough(
-          new TransformStream({
-            transform(part, controller) {
-              if (part.type === 'finish') charge(part.usage);
-              controller.enqueue(part);
-            },
-          }),
-        );
-        return { ...r, stream };
-      },
-    });
-    return wrapped;
-  }
-
-  private status(): RunStatus {
-    const s = this.stopState;
+  private views(): GuardViews {
     return {
-      workflowId: workflowInfo().workflowId,
-      phase: s ? s.terminalState : 'RUNNING',
-      terminalState: s?.terminalState ?? null,
-      guardReason: s?.reason ?? null,
-      steps: this.guard.stepCount,
-      steers: this.guard.steers.length,
+      guard: this.guard,
+      stop: this.stopState,
+      waiting: this.waiting > 0,
+      proposals: this.proposals,
       executed: this.executed,
       cached: this.cached,
-      proposals: this.proposals,
-      progressVersion: this.guard.progressVersion,
-      noProgress: this.guard.noProgressCount,
-      usage: { ...this.guard.usage },
+      decisions: this.decisions,
       lastDecision: this.lastDecision,
-      waitingForResume: false,
-      goal: '',
     };
   }
 
+  private status(): RunStatus {
+    return statusOf(this.views());
+  }
+
+  private checkpoint(): Checkpoint {
+    return checkpointOf(this.views());
+  }
+
   private result(summary: string | null): RunResult {
-    const s = this.stopState;
-    if (!s) this.publish();
-    const last = this.decisions[this.decisions.length - 1];
-    return {
-      workflow_id: workflowInfo().workflowId,
-      terminal_state: s?.terminalState ?? TerminalState.COMPLETED,
-      reason: s?.reason ?? null,
-      executed: this.executed,
-      cached: this.cached,
-      stopped_at: s && last ? last.index : null,
-      decisions: [...this.decisions],
-      report: s?.report ?? null,
-      summary,
-      checkpoint: null,
-      usage: {
-        steps: this.guard.stepCount,
-        tokens: this.guard.usage.tokens,
-        cost_usd: this.guard.usage.costUsd,
-      },
-    } as RunResult;
+    if (!this.stopState) this.publish();
+    return resultOf(this.views(), summary);
   }
-}
-
-/** The failure's code when it is the write's final word (a non-retryable activity failure). */
-function failureCode(err: unknown): string | null {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
-    return err.cause.type ?? 'fatal';
-  }
-  return null;
-}
-
-function errorMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
 }

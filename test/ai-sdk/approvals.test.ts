@@ -1,0 +1,243 @@
+/**
+ * agent-loop-guard/ai-sdk (issue 34): signed approvals and `agentctl resume` on a user's
+ * `@temporalio/ai-sdk` agent (test/ai-sdk/workflows/approval-agent.ts) whose handlers are
+ * installed, against the real dev server, a SQLite ledger and a local OpenAI-compatible server.
+ * A gated write waits in its execute for a signed approval of that exact call (its digest): the
+ * tool's counter does not move until then, and a twin call needs its own approval. The counters
+ * are the tools' own.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { AiSdkPlugin } from '@temporalio/ai-sdk';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import type { WorkflowHandle } from '@temporalio/client';
+import { statusQuery, type RunResult } from '../../common/contracts';
+import { approveRun, getPendingApproval, resumeAgentRun, type ApprovalStoreOptions } from '../../client/api';
+import { CliError } from '../../client/format';
+import { guardActivities, ledgerWrites } from '../../ai-sdk/worker';
+import { ApprovalStore } from '../../storage/approvals/approval-store';
+import { openLedger, type Ledger } from '../../storage/ledger';
+import { alice, signedGrant, testOperators } from '../approvals/signing';
+import { waitFor } from '../helpers/run-inputs';
+import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+
+const call = (name: string, args: unknown) => ({
+  tool_calls: [{ name, arguments: JSON.stringify(args) }],
+  usage: { prompt_tokens: 100, completion_tokens: 10 },
+});
+
+type Outcome = { run: RunResult; executions: Record<string, number>; rounds: number };
+
+describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let ledger: Ledger;
+  let store: ApprovalStoreOptions;
+  let workflowBundle: { code: string };
+  const servers: OpenAIServer[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    dir = mkdtempSync(join(tmpdir(), 'ai-sdk-approve-'));
+    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
+    store = { ledger, operators: testOperators(), env: {} };
+    workflowBundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('./workflows/approval-agent'),
+      plugins: [
+        new AiSdkPlugin({
+          modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
+        }),
+      ],
+      logger: new DefaultLogger('WARN'),
+    });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    for (const s of servers) await s.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Runs the agent on a worker with alice's operators; `drive` acts on the open run. */
+  async function run(
+    script: Parameters<typeof startOpenAIServer>[0],
+    input: Record<string, unknown>,
+    drive: (h: WorkflowHandle, counts: Record<string, number>) => Promise<void>,
+  ) {
+    const server = await startOpenAIServer(script);
+    servers.push(server);
+    const counts = { search_tickets: 0, transfer_funds: 0 };
+    const sent: number[] = [];
+    const operators = testOperators();
+    const taskQueue = uniqueTaskQueue('ai-sdk-approve');
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      dataConverter: testDataConverter(),
+      workflowBundle,
+      activities: {
+        searchTickets: async (query: string) => {
+          counts.search_tickets += 1;
+          return [`INC-0: ${query} (closed)`];
+        },
+        ...ledgerWrites(
+          ledger,
+          {
+            transferFunds: async (i: { to: string; amount: number }) => {
+              counts.transfer_funds += 1;
+              sent.push(i.amount);
+              return { ok: true };
+            },
+          },
+          { operators },
+        ),
+        ...guardActivities(ledger, { operators }),
+      },
+      plugins: [
+        new AiSdkPlugin({
+          modelProvider: createOpenAICompatible({ name: 'local', baseURL: server.baseURL }),
+        }),
+      ],
+    });
+    const workflowId = uniqueId('ai-sdk-approve');
+    return worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('approvalAgent', {
+        taskQueue,
+        workflowId,
+        args: [{ prompt: 'Pay acme.', ...input }],
+      });
+      await drive(handle, counts);
+      const result = (await handle.result()) as Outcome;
+      return { result, counts, sent, workflowId, server, history: await handle.fetchHistory() };
+    });
+  }
+
+  const waiting = (h: WorkflowHandle) =>
+    waitFor(
+      () => h.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+
+  it('a gated write waits for a signed approval of its exact call; a twin call needs its own', async () => {
+    const { result, counts, sent, history } = await run(
+      [
+        call('transfer_funds', { to: 'acme', amount: 100 }),
+        call('transfer_funds', { to: 'acme', amount: 900 }),
+        { content: 'paid' },
+      ],
+      {},
+      async (h, counts) => {
+        await waiting(h);
+        const first = await getPendingApproval(env.client, h.workflowId);
+        expect(first).toMatchObject({
+          reason: 'approval_required',
+          tool: 'transfer_funds',
+          args: { to: 'acme', amount: 100 },
+          argsDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+        });
+        expect(await h.query(statusQuery)).toMatchObject({
+          terminalState: 'NEEDS_HUMAN',
+          guardReason: 'approval_required',
+        });
+        // A resume without an approval is refused; the write has not run.
+        const bare = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+        });
+        expect(bare).toMatchObject({ accepted: false, reason: expect.stringMatching(/not approved/) });
+        expect(counts.transfer_funds).toBe(0);
+        // Signed by alice, bound to this stop and this call's digest; the resume lifts it.
+        const ok = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'invoice checked',
+          resume: true,
+        });
+        expect(ok.trusted).toBe(true);
+        expect(ok.resume).toMatchObject({ accepted: true });
+
+        // The twin (other amount) waits at its own stop.
+        await waitFor(
+          () => getPendingApproval(env.client, h.workflowId).catch(() => null),
+          (p) => p !== null && p.stopRef !== first.stopRef,
+        );
+        const twin = await getPendingApproval(env.client, h.workflowId);
+        expect(twin.args).toEqual({ to: 'acme', amount: 900 });
+        expect(twin.argsDigest).not.toBe(first.argsDigest);
+        expect(counts.transfer_funds).toBe(1);
+        // An approval shown for the first call cannot approve the twin.
+        const stale = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'seen earlier',
+          expectedStop: {
+            stopRef: first.stopRef,
+            fingerprint: first.fingerprint,
+            argsDigest: first.argsDigest,
+          },
+        }).catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(CliError);
+        expect((stale as CliError).message).toMatch(/has moved on/);
+        // A signed approval at the twin's stop but of the first call's digest does not lift it.
+        await ApprovalStore.over(ledger).grant(
+          signedGrant(alice.keyFile, {
+            runId: h.workflowId,
+            stopRef: twin.stopRef,
+            tool: twin.tool,
+            fingerprint: twin.fingerprint,
+            argsHash: first.argsDigest!,
+            reason: 'wrong digest',
+            ttlMs: 60_000,
+          }),
+        );
+        const wrong = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(wrong).toMatchObject({ accepted: false, reason: expect.stringMatching(/^not approved \(/) });
+        expect(counts.transfer_funds).toBe(1);
+        const own = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'second invoice checked',
+          resume: true,
+        });
+        expect(own.resume).toMatchObject({ accepted: true });
+      },
+    );
+    expect(counts).toEqual({ search_tickets: 0, transfer_funds: 2 });
+    expect(sent).toEqual([100, 900]);
+    expect(result.executions).toEqual({ transfer_funds: 2 });
+    expect(result.run.terminal_state).toBe('COMPLETED');
+    expect(result.run.summary).toBe('paid');
+    // Deterministic: the history (waits, updates, verify activities) replays.
+    await Worker.runReplayHistory(
+      {
+        workflowBundle,
+        dataConverter: testDataConverter(),
+        plugins: [
+          new AiSdkPlugin({
+            modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
+          }),
+        ],
+      },
+      history,
+    );
+  });
+
+  it('a gated write whose approval does not come in time stops the run NEEDS_HUMAN, nothing written', async () => {
+    const { result, counts } = await run(
+      [call('transfer_funds', { to: 'acme', amount: 100 }), { content: 'paid' }],
+      { approvalWaitMs: 1500 },
+      async () => undefined,
+    );
+    expect(counts.transfer_funds).toBe(0);
+    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'approval_required' });
+    expect(result.run.report?.blocked_call).toMatchObject({
+      tool: 'transfer_funds',
+      args_digest: expect.stringMatching(/^sha256:/),
+    });
+  });
+});

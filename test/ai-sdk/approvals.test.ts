@@ -17,10 +17,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { statusQuery, type RunResult } from '../../common/contracts';
 import { approveRun, getPendingApproval, resumeAgentRun, type ApprovalStoreOptions } from '../../client/api';
 import { CliError } from '../../client/format';
-import { guardActivities, ledgerWrites } from '../../ai-sdk/worker';
+import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { openLedger, type Ledger } from '../../storage/ledger';
-import { alice, signedGrant, testOperators } from '../approvals/signing';
+import { OperatorRegistry } from '../../operators/registry';
+import { alice, signedGrant } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
@@ -29,6 +30,13 @@ const call = (name: string, args: unknown) => ({
   tool_calls: [{ name, arguments: JSON.stringify(args) }],
   usage: { prompt_tokens: 100, completion_tokens: 10 },
 });
+
+/** The workers' operators: alice approves, lifts any stop and may raise the token budget to 5000. */
+const operatorsOf = () =>
+  OperatorRegistry.fromFile({
+    operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
+    roles: { approver: { lift: ['*'], approve: true, raise: { maxTokens: 5000 } } },
+  });
 
 type Outcome = { run: RunResult; executions: Record<string, number>; rounds: number };
 
@@ -44,7 +52,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     env = await createTestEnv();
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-approve-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-    store = { ledger, operators: testOperators(), env: {} };
+    store = { ledger, operators: operatorsOf(), env: {} };
     workflowBundle = await bundleWorkflowCode({
       workflowsPath: require.resolve('./workflows/approval-agent'),
       plugins: [
@@ -67,12 +75,13 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     script: Parameters<typeof startOpenAIServer>[0],
     input: Record<string, unknown>,
     drive: (h: WorkflowHandle, counts: Record<string, number>) => Promise<void>,
+    verifyPrecondition?: GuardActivitiesOptions['verifyPrecondition'],
   ) {
     const server = await startOpenAIServer(script);
     servers.push(server);
     const counts = { search_tickets: 0, transfer_funds: 0 };
     const sent: number[] = [];
-    const operators = testOperators();
+    const operators = operatorsOf();
     const taskQueue = uniqueTaskQueue('ai-sdk-approve');
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -96,7 +105,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           },
           { operators },
         ),
-        ...guardActivities(ledger, { operators }),
+        ...guardActivities(ledger, { operators, ...(verifyPrecondition ? { verifyPrecondition } : {}) }),
       },
       plugins: [
         new AiSdkPlugin({
@@ -239,5 +248,82 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
       tool: 'transfer_funds',
       args_digest: expect.stringMatching(/^sha256:/),
     });
+  });
+
+  it('agentctl resume: a budget stop goes on after a raise, the loop re-entered with the messages so far', async () => {
+    const { result, counts, server } = await run(
+      [
+        call('search_tickets', { query: 'a' }),
+        call('search_tickets', { query: 'b' }),
+        call('search_tickets', { query: 'b' }),
+        { content: 'found INC-0', usage: { prompt_tokens: 100, completion_tokens: 10 } },
+      ],
+      { tokenBudget: 150, resumes: 1 },
+      async (h, counts) => {
+        await waiting(h);
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'token_budget' });
+        // 110 tokens, then 220 > 150: the second search was refused before it ran.
+        expect(counts.search_tickets).toBe(1);
+        const bare = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(bare).toMatchObject({ accepted: false, reason: expect.stringMatching(/not raised/) });
+        // The same authority rules as an agentRun: alice's role raises tokens to 5000 at most.
+        const tooMuch = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          raise: { maxTokens: 9000 },
+        });
+        expect(tooMuch).toMatchObject({ accepted: false, reason: expect.stringMatching(/at most 5000/) });
+        const raised = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          raise: { maxTokens: 1000 },
+        });
+        expect(raised).toMatchObject({ accepted: true });
+      },
+    );
+    expect(counts.search_tickets).toBe(2);
+    expect(result.rounds).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
+    expect(result.run.usage?.tokens).toBe(440);
+    // The second generateText carried the conversation: the refused call's result is in it.
+    const third = server.completionRequests()[2] as { messages: Array<{ role: string }> };
+    expect(third.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+  });
+
+  it('agentctl resume: a repeat stop goes on only when the worker verifies that the world changed', async () => {
+    let changed = false;
+    const { result, counts } = await run(
+      [
+        call('search_tickets', { query: 'x' }),
+        call('search_tickets', { query: 'x' }),
+        call('search_tickets', { query: 'x' }),
+        call('search_tickets', { query: 'x' }),
+        { content: 'INC-1 is new' },
+      ],
+      { resumes: 1 },
+      async (h, counts) => {
+        await waiting(h);
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'same_call_repeat' });
+        expect(counts.search_tickets).toBe(2);
+        const same = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(same).toMatchObject({ accepted: false, reason: 'no new tickets' });
+        // Unsigned, on a worker with operators: refused before anything is verified.
+        const unsigned = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice' });
+        expect(unsigned).toMatchObject({ accepted: false, reason: expect.stringMatching(/not authorised/) });
+        changed = true;
+        const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(ok).toMatchObject({ accepted: true, reason: 'INC-1 filed since' });
+      },
+      (i) =>
+        Promise.resolve(
+          changed && i.blockedTool === 'search_tickets'
+            ? { changed: true, detail: 'INC-1 filed since' }
+            : { changed: false, detail: 'no new tickets' },
+        ),
+    );
+    // Two runs, the stop, then one more after the verified resume (a new window).
+    expect(counts.search_tickets).toBe(3);
+    expect(result.rounds).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'INC-1 is new' });
   });
 });

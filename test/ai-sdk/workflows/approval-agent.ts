@@ -60,7 +60,8 @@ export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown>
       stopWhen: [stepCountIs(10), guard.stopWhen],
       messages,
     });
-    messages = [...messages, ...r.response.messages];
+    // ai 7: `responseMessages` holds every step's messages (`response.messages` only the last step's).
+    messages = [...messages, ...r.responseMessages];
     const done = !guard.stopped || round >= (input.resumes ?? 0) || !(await guard.untilResumed(60_000));
     if (done) return { run: guard.result(r.text || null), executions: guard.executions, rounds: round + 1 };
   }

@@ -36,7 +36,8 @@ import {
 import type { Stop } from '../workflows/resume-check';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
 import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
-import { chargingModel, errorMessage, failureCode } from './model';
+import { chargingModel, errorMessage, failureCode, type CallHooks } from './model';
+import { SpendGate, type SpendReservation } from './spend';
 import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
 import {
   GUARD_ACTIVITY,
@@ -151,7 +152,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
         return self.stopState !== null;
       },
       model: (m) => {
-        const wrapped = chargingModel(m, (u) => self.charge(u));
+        const wrapped = chargingModel(m, (u) => self.charge(u), self.spendHooks());
         self.modelWrapped = true;
         return wrapped;
       },
@@ -375,6 +376,43 @@ export class AgentGuard<TOOLS extends ToolSet> {
       terminalState: s.terminalState,
       note: `The run was stopped by the loop guard (${s.reason}); this call did not run.`,
     };
+  }
+
+  /** The tenant spend gate around each model call, when `spend` is given. */
+  private spendHooks(): CallHooks<SpendReservation> | undefined {
+    const o = this.options.spend;
+    if (!o) return undefined;
+    const runId = workflowInfo().workflowId;
+    const gate = new SpendGate(this.acts, o.tenant, runId, this.options.prices, o.maxOutputTokens ?? 4096);
+    return {
+      before: async (modelId, call) => {
+        let r: SpendReservation;
+        try {
+          r = await gate.reserve(modelId, call);
+        } catch (err) {
+          this.stopBeforeModel(
+            GuardReason.INFRASTRUCTURE_FAULT,
+            `spend store unavailable: ${errorMessage(err)}`,
+          );
+          return null;
+        }
+        if (r.kind !== 'refused') return r;
+        this.stopBeforeModel(GuardReason.SPEND_LIMIT, r.detail);
+        return null;
+      },
+      after: (r, usage) => gate.settle(r, usage),
+    };
+  }
+
+  /** A stop before a model call (the model is not called): NEEDS_HUMAN, the detail as unmet. */
+  private stopBeforeModel(reason: string, detail: string): void {
+    if (this.stopState) return;
+    this.guard.forceStop(reason, TerminalState.NEEDS_HUMAN);
+    this.setStop(
+      reason,
+      TerminalState.NEEDS_HUMAN,
+      buildStopReport(this.guard, { terminalState: TerminalState.NEEDS_HUMAN, reason, unmet: detail }),
+    );
   }
 
   /** Charges a model response's usage; past a budget the run stops at once. */

@@ -12,6 +12,7 @@ import type { LoopGuard } from '../guard';
 import type { VerifyOperatorInput } from '../operators/activities';
 import { ResumeCheck, type Stop } from '../workflows/resume-check';
 import type { RunActivities } from '../workflows/run-activities';
+import type { SpendActivities } from './spend';
 import { GUARD_ACTIVITY } from './types';
 
 /** What the worker's `agentLoopGuardVerifyResume` answers: the agentRun verdict, and the approval it found. */
@@ -21,7 +22,7 @@ export interface GuardVerifyOutput extends VerifyOutput {
 }
 
 /** The guard's worker-side activities (ai-sdk/worker.ts `guardActivities`). */
-export interface GuardActivities {
+export interface GuardActivities extends SpendActivities {
   agentLoopGuardVerifyOperator(input: VerifyOperatorInput): Promise<{ ok: boolean; detail: string }>;
   agentLoopGuardVerifyResume(input: VerifyInput): Promise<GuardVerifyOutput>;
   agentLoopGuardCallDigest(input: { runId: string; tool: string; input: unknown }): Promise<string>;

@@ -89,6 +89,14 @@ export interface GuardAgentOptions {
    * NEEDS_HUMAN `approval_required` and the loop ends.
    */
   readonly approvalWaitMs?: number;
+  /**
+   * Charge the tenant spend limit (the worker's `AGENT_SPEND_LIMITS`, storage/spend) with each
+   * call of `guard.model(…)`: reserved at its worst case before it is sent (its prompt and tools'
+   * UTF-8 size + 512 tokens, plus `maxOutputTokens`, default 4096, priced by `prices`), settled
+   * at its priced usage after. A refusal stops the run NEEDS_HUMAN `spend_limit` and the model is
+   * not called. Needs `guardActivities` on the worker. Absent: the spend store is not consulted.
+   */
+  readonly spend?: { readonly tenant: string; readonly maxOutputTokens?: number };
 }
 
 /**
@@ -99,6 +107,8 @@ export const GUARD_ACTIVITY = {
   verifyOperator: 'agentLoopGuardVerifyOperator',
   verifyResume: 'agentLoopGuardVerifyResume',
   callDigest: 'agentLoopGuardCallDigest',
+  reserveSpend: 'agentLoopGuardReserveSpend',
+  settleSpend: 'agentLoopGuardSettleSpend',
 } as const;
 
 /** The codes of {@link guardAgent}'s refusals (the failure's `type`). */

@@ -14,6 +14,8 @@ import { OperatorRegistry } from '../operators/registry';
 import { ApprovalStore } from '../storage/approvals/approval-store';
 import { approvalVerifier } from '../storage/approvals/verify';
 import { LedgerState, sha256ArgsHash, type Ledger } from '../storage/ledger';
+import { raiseVerifier, SpendStore, spendLimitsFromEnv, type SpendLimits } from '../storage/spend';
+import type { SpendReservation } from './spend';
 import type { GuardActivities, GuardVerifyOutput } from './control';
 import { GUARD_ACTIVITY } from './types';
 
@@ -38,6 +40,12 @@ export interface GuardActivitiesOptions {
    * resume is refused: nothing could verify that the next try would differ.
    */
   readonly verifyPrecondition?: (input: VerifyInput) => Promise<{ changed: boolean; detail: string }>;
+  /**
+   * The tenants' spend caps the agents' model calls are charged to (`guardAgent`'s `spend`),
+   * in the ledger's database like an `agentRun` worker's (default AGENT_SPEND_LIMITS; none:
+   * nothing is reserved). Raises of a cap count when signed by `operators`.
+   */
+  readonly spendLimits?: SpendLimits | null;
 }
 
 /** The activities the guard's `resume` update calls; register them next to `ledgerWrites`. */
@@ -46,6 +54,23 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
   const { verifyOperator } = createOperatorActivities(operators);
   let approvals: ReturnType<typeof approvalStoreOf> | null = null;
   const store = () => (approvals ??= approvalStoreOf(ledger, operators));
+  const limits = options.spendLimits === undefined ? spendLimitsFromEnv() : options.spendLimits;
+  const spend = limits
+    ? operators.isOpen
+      ? SpendStore.over(ledger, limits)
+      : SpendStore.over(ledger, limits).verifiedBy(raiseVerifier(operators))
+    : null;
+
+  async function reserveSpend(i: {
+    tenant: string;
+    runId: string;
+    model: string;
+    worstUsd: number | null;
+  }): Promise<SpendReservation> {
+    if (!spend) return { kind: 'none' };
+    const r = await spend.reserve(i.tenant, i.runId, i.model, i.worstUsd);
+    return r.kind === 'reserved' ? { kind: 'reserved', id: r.id } : { kind: 'refused', detail: r.detail };
+  }
 
   async function verifyResume(input: VerifyInput): Promise<GuardVerifyOutput> {
     const progressVersion = input.checkpointProgressVersion;
@@ -67,6 +92,12 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
       if (!check.ok) return out(false, `not approved (${check.why}): ${check.message}`);
       const a = check.approval;
       return out(true, `approval ${a.id} by ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`, a.id);
+    }
+    if (input.reason === GuardReason.SPEND_LIMIT) {
+      const room = spend
+        ? await spend.roomFor(input.runId)
+        : { ok: true, detail: 'this worker has no spend limits' };
+      return out(room.ok, room.detail);
     }
     if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
       const rec = await ledger.get(input.operationKey);
@@ -92,5 +123,9 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
     [GUARD_ACTIVITY.verifyResume]: verifyResume,
     [GUARD_ACTIVITY.callDigest]: (i: { runId: string; tool: string; input: unknown }) =>
       Promise.resolve(callDigest(i.tool, i.input)),
+    [GUARD_ACTIVITY.reserveSpend]: reserveSpend,
+    [GUARD_ACTIVITY.settleSpend]: async (i: { id: string; actualUsd: number }) => {
+      await spend?.settle(i.id, i.actualUsd);
+    },
   } as GuardActivities;
 }

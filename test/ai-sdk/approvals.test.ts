@@ -20,6 +20,7 @@ import { CliError } from '../../client/format';
 import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { openLedger, type Ledger } from '../../storage/ledger';
+import { SpendStore } from '../../storage/spend';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice, signedGrant } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
@@ -75,7 +76,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     script: Parameters<typeof startOpenAIServer>[0],
     input: Record<string, unknown>,
     drive: (h: WorkflowHandle, counts: Record<string, number>) => Promise<void>,
-    verifyPrecondition?: GuardActivitiesOptions['verifyPrecondition'],
+    workerOptions: Omit<GuardActivitiesOptions, 'operators'> = {},
   ) {
     const server = await startOpenAIServer(script);
     servers.push(server);
@@ -105,7 +106,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           },
           { operators },
         ),
-        ...guardActivities(ledger, { operators, ...(verifyPrecondition ? { verifyPrecondition } : {}) }),
+        ...guardActivities(ledger, { spendLimits: null, ...workerOptions, operators }),
       },
       plugins: [
         new AiSdkPlugin({
@@ -314,16 +315,53 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
         expect(ok).toMatchObject({ accepted: true, reason: 'INC-1 filed since' });
       },
-      (i) =>
-        Promise.resolve(
-          changed && i.blockedTool === 'search_tickets'
-            ? { changed: true, detail: 'INC-1 filed since' }
-            : { changed: false, detail: 'no new tickets' },
-        ),
+      {
+        verifyPrecondition: (i) =>
+          Promise.resolve(
+            changed && i.blockedTool === 'search_tickets'
+              ? { changed: true, detail: 'INC-1 filed since' }
+              : { changed: false, detail: 'no new tickets' },
+          ),
+      },
     );
     // Two runs, the stop, then one more after the verified resume (a new window).
     expect(counts.search_tickets).toBe(3);
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'INC-1 is new' });
+  });
+
+  it("charges the tenant's spend limit: reserved before each model call, settled after; a refusal calls no model", async () => {
+    const big = (name: string, args: unknown) => ({
+      ...call(name, args),
+      usage: { prompt_tokens: 2000, completion_tokens: 500 }, // $0.025 at $10 per million
+    });
+    const tenant = uniqueId('tenant').slice(0, 40);
+    const { result, counts, server } = await run(
+      [
+        big('search_tickets', { query: 'a' }),
+        big('search_tickets', { query: 'b' }),
+        big('search_tickets', { query: 'c' }),
+        { content: 'done' },
+      ],
+      { tenant, resumes: 1, resumeWaitMs: 3000 },
+      async (h) => {
+        await waiting(h);
+        // The window has no room for the refused call: a resume is refused, saying why.
+        const r = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(r).toMatchObject({ accepted: false, reason: expect.stringMatching(/raise the cap/) });
+      },
+      { spendLimits: { [tenant]: { maxUsd: 0.06, windowMs: 3_600_000 } } },
+    );
+    // Call 1 reserved ~$0.027 of $0.06, settled $0.025; call 2 the same, settled $0.05 in all;
+    // call 3 ($0.05 + its worst case > $0.06) was refused: the model was not asked a third time.
+    expect(server.completionRequests()).toHaveLength(2);
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'spend_limit' });
+    expect(result.run.report?.unmet_precondition).toMatch(new RegExp(`tenant "${tenant}"`));
+    const st = await SpendStore.over(ledger, { [tenant]: { maxUsd: 0.06, windowMs: 3_600_000 } }).status(
+      tenant,
+    );
+    expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 1 });
+    expect(st.settledUsd).toBeCloseTo(0.05, 6);
   });
 });

@@ -22,6 +22,10 @@ export interface ApprovalAgentInput {
   readonly tokenBudget?: number;
   /** How many times the loop may go on after a verified resume (0: end at the first stop). */
   readonly resumes?: number;
+  /** How long the loop waits for a resume after a stop (default 60 s). */
+  readonly resumeWaitMs?: number;
+  /** Charge this tenant's spend limit, at $10 per million tokens, with up to 2000 output tokens a call. */
+  readonly tenant?: string;
 }
 
 export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown> {
@@ -47,6 +51,12 @@ export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown>
     },
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+    ...(input.tenant
+      ? {
+          spend: { tenant: input.tenant, maxOutputTokens: 2000 },
+          prices: { inputPerMillion: 10, outputPerMillion: 10 },
+        }
+      : {}),
   });
   guard.installHandlers();
   const model = guard.model(temporalProvider.languageModel('test-model'));
@@ -62,7 +72,10 @@ export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown>
     });
     // ai 7: `responseMessages` holds every step's messages (`response.messages` only the last step's).
     messages = [...messages, ...r.responseMessages];
-    const done = !guard.stopped || round >= (input.resumes ?? 0) || !(await guard.untilResumed(60_000));
+    const done =
+      !guard.stopped ||
+      round >= (input.resumes ?? 0) ||
+      !(await guard.untilResumed(input.resumeWaitMs ?? 60_000));
     if (done) return { run: guard.result(r.text || null), executions: guard.executions, rounds: round + 1 };
   }
 }

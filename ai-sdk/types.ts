@@ -177,7 +177,7 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
   /**
    * After the loop ended on a guard stop: waits until a verified `agentctl resume` lifts it
    * (true; the guard runs on, call `generateText` again with the messages so far) or `timeoutMs`
-   * passes (false; the run stays stopped). True at once when the run is not stopped.
+   * passes (false; the run stays stopped; default 24 h). True at once when the run is not stopped.
    */
   untilResumed(timeoutMs?: number): Promise<boolean>;
   /** The workflow's result in the shape agentctl reads for a closed run. */

@@ -20,7 +20,8 @@ import { CliError } from '../../client/format';
 import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { openLedger, type Ledger } from '../../storage/ledger';
-import { SpendStore } from '../../storage/spend';
+import { raiseSignedFields, raiseSubject, SpendStore } from '../../storage/spend';
+import { signRequest } from '../../operators/sign';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice, signedGrant } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
@@ -32,11 +33,11 @@ const call = (name: string, args: unknown) => ({
   usage: { prompt_tokens: 100, completion_tokens: 10 },
 });
 
-/** The workers' operators: alice approves, lifts any stop and may raise the token budget to 5000. */
+/** The workers' operators: alice approves, lifts any stop, may raise the token budget to 5000 and a tenant's cap to $5. */
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
     operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
-    roles: { approver: { lift: ['*'], approve: true, raise: { maxTokens: 5000 } } },
+    roles: { approver: { lift: ['*'], approve: true, raise: { maxTokens: 5000 }, raiseSpendUsd: 5 } },
   });
 
 type Outcome = { run: RunResult; executions: Record<string, number>; rounds: number };
@@ -336,32 +337,60 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
       usage: { prompt_tokens: 2000, completion_tokens: 500 }, // $0.025 at $10 per million
     });
     const tenant = uniqueId('tenant').slice(0, 40);
+    const limits = { [tenant]: { maxUsd: 0.06, windowMs: 3_600_000 } };
+    const spend = SpendStore.over(ledger, limits);
+    let requestsAtStop = -1;
+    let searchesAtStop = -1;
     const { result, counts, server } = await run(
       [
         big('search_tickets', { query: 'a' }),
         big('search_tickets', { query: 'b' }),
         big('search_tickets', { query: 'c' }),
-        { content: 'done' },
+        { content: 'done', usage: { prompt_tokens: 100, completion_tokens: 10 } },
       ],
-      { tenant, resumes: 1, resumeWaitMs: 3000 },
-      async (h) => {
+      { tenant, resumes: 1, resumeWaitMs: 30_000 },
+      async (h, counts) => {
         await waiting(h);
+        requestsAtStop = servers[servers.length - 1]!.completionRequests().length;
+        searchesAtStop = counts.search_tickets ?? -1;
+        expect(await h.query(statusQuery)).toMatchObject({
+          terminalState: 'NEEDS_HUMAN',
+          guardReason: 'spend_limit',
+        });
         // The window has no room for the refused call: a resume is refused, saying why.
         const r = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
         expect(r).toMatchObject({ accepted: false, reason: expect.stringMatching(/raise the cap/) });
+        // alice raises the tenant's cap (signed, within her role's $5): now the resume is accepted.
+        const id = 'spr_' + uniqueId('raise');
+        await spend.raise({
+          id,
+          tenant,
+          maxUsd: 1,
+          windowMs: 3_600_000,
+          actor: 'alice',
+          reason: 'month end',
+          auth: signRequest(
+            alice.keyFile,
+            'raise_spend',
+            raiseSubject(tenant),
+            raiseSignedFields({ id, actor: 'alice', reason: 'month end', maxUsd: 1, windowMs: 3_600_000 }),
+          ),
+        });
+        const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(ok).toMatchObject({ accepted: true, reason: expect.stringMatching(/left/) });
       },
-      { spendLimits: { [tenant]: { maxUsd: 0.06, windowMs: 3_600_000 } } },
+      { spendLimits: limits },
     );
     // Call 1 reserved ~$0.027 of $0.06, settled $0.025; call 2 the same, settled $0.05 in all;
     // call 3 ($0.05 + its worst case > $0.06) was refused: the model was not asked a third time.
-    expect(server.completionRequests()).toHaveLength(2);
-    expect(counts.search_tickets).toBe(2);
-    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'spend_limit' });
-    expect(result.run.report?.unmet_precondition).toMatch(new RegExp(`tenant "${tenant}"`));
-    const st = await SpendStore.over(ledger, { [tenant]: { maxUsd: 0.06, windowMs: 3_600_000 } }).status(
-      tenant,
-    );
-    expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 1 });
-    expect(st.settledUsd).toBeCloseTo(0.05, 6);
+    expect(requestsAtStop).toBe(2);
+    expect(searchesAtStop).toBe(2);
+    // After the raise: the third search and the final answer.
+    expect(server.completionRequests()).toHaveLength(4);
+    expect(counts.search_tickets).toBe(3);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'done' });
+    const st = await spend.status(tenant);
+    expect(st.calls).toEqual({ settled: 4, inFlight: 0, refused: 1 });
+    expect(st.settledUsd).toBeCloseTo(0.075 + 0.0011, 6);
   });
 });

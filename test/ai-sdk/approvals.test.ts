@@ -15,9 +15,17 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { statusQuery, type RunResult } from '../../common/contracts';
-import { approveRun, getPendingApproval, resumeAgentRun, type ApprovalStoreOptions } from '../../client/api';
+import {
+  approveRun,
+  getApprovalAudit,
+  getPendingApproval,
+  resumeAgentRun,
+  type ApprovalStoreOptions,
+} from '../../client/api';
 import { CliError } from '../../client/format';
 import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
+import type { GuardedWriteMeta } from '../../ai-sdk/types';
+import { Context } from '@temporalio/activity';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { raiseSignedFields, raiseSubject, SpendStore } from '../../storage/spend';
@@ -84,6 +92,17 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     const counts = { search_tickets: 0, transfer_funds: 0 };
     const sent: number[] = [];
     const operators = operatorsOf();
+    const writes = ledgerWrites(
+      ledger,
+      {
+        transferFunds: async (i: { to: string; amount: number }) => {
+          counts.transfer_funds += 1;
+          sent.push(i.amount);
+          return { ok: true };
+        },
+      },
+      { operators },
+    );
     const taskQueue = uniqueTaskQueue('ai-sdk-approve');
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -96,17 +115,13 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           counts.search_tickets += 1;
           return [`INC-0: ${query} (closed)`];
         },
-        ...ledgerWrites(
-          ledger,
-          {
-            transferFunds: async (i: { to: string; amount: number }) => {
-              counts.transfer_funds += 1;
-              sent.push(i.amount);
-              return { ok: true };
-            },
-          },
-          { operators },
-        ),
+        // The first attempt's completion is lost after the write committed (a worker dying): the
+        // retry uses the same approval again (the same activity) and gets the ledger's answer.
+        transferFunds: async (i: { to: string; amount: number }, meta: GuardedWriteMeta) => {
+          const out = await writes.transferFunds(i, meta);
+          if (Context.current().info.attempt === 1) throw new Error('worker died before reporting');
+          return out;
+        },
         ...guardActivities(ledger, { spendLimits: null, ...workerOptions, operators }),
       },
       plugins: [
@@ -134,8 +149,8 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
       (s) => s.waitingForResume,
     );
 
-  it('a gated write waits for a signed approval of its exact call; a twin call needs its own', async () => {
-    const { result, counts, sent, history } = await run(
+  it('a gated write waits for a signed approval of its exact call, runs once across a lost completion; a twin call needs its own', async () => {
+    const { result, counts, sent, history, workflowId } = await run(
       [
         call('transfer_funds', { to: 'acme', amount: 100 }),
         call('transfer_funds', { to: 'acme', amount: 900 }),
@@ -223,6 +238,11 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     expect(result.executions).toEqual({ transfer_funds: 2 });
     expect(result.run.terminal_state).toBe('COMPLETED');
     expect(result.run.summary).toBe('paid');
+    // Each approval used by its write's activity, and again only by that activity's retry.
+    const audit = await getApprovalAudit({ ...store, runId: workflowId });
+    expect(
+      audit.filter((a) => a.action === 'consumed').map((a) => (a.detail ?? '').replace(/^.* at /, '')),
+    ).toEqual(['approval-0', 'approval-0 (activity retry)', 'approval-1', 'approval-1 (activity retry)']);
     // Deterministic: the history (waits, updates, verify activities) replays.
     await Worker.runReplayHistory(
       {

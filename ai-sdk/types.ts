@@ -118,7 +118,8 @@ export type AiSdkGuardErrorCode =
   | 'no_input_schema'
   | 'undeclared_tool'
   | 'write_without_operation_key'
-  | 'unknown_tool';
+  | 'unknown_tool'
+  | 'invalid_option';
 
 /**
  * A wrong use of the API, said plainly before anything runs: a non-retryable ApplicationFailure

@@ -61,7 +61,7 @@ export function ledgerWrites<T extends Record<string, WriteActivity>>(
       }
       const info = Context.current().info;
       const argsHash = callDigest(meta.tool, input);
-      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf(), meta, argsHash, info);
+      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf, meta, argsHash, info);
       const outcome = await executeOnce(
         ledger,
         {
@@ -112,7 +112,7 @@ export function ledgerWrites<T extends Record<string, WriteActivity>>(
  * non-retryable `approval_required` / `approval_invalid`, and nothing runs.
  */
 async function consumeApproval(
-  store: ApprovalStore,
+  store: () => ApprovalStore,
   meta: GuardedWriteMeta,
   argsHash: string,
   info: { activityId: string; attempt: number },
@@ -124,7 +124,7 @@ async function consumeApproval(
       'approval_required',
     );
   }
-  const outcome = await store.consume({
+  const outcome = await store().consume({
     approvalId: a.approvalId,
     runId: meta.runId,
     fingerprint: a.fingerprint,

@@ -72,6 +72,11 @@ export class AgentGuard<TOOLS extends ToolSet> {
   private stopState: GuardStop | null = null;
   /** The approval a verified resume accepted for the call waiting in its execute. */
   private granted: string | null = null;
+  /**
+   * The approval a resume accepted for an approval stop whose wait had run out: used by the
+   * next proposal of that very call (the loop was re-entered), until the run stops again.
+   */
+  private carried: GuardedWriteMeta['approval'] | null = null;
   /** Stops lifted by a verified resume (what {@link untilResumed} waits for). */
   private lifts = 0;
   /** Whether the run waits for a resume now (a gated call, or `untilResumed`). */
@@ -230,7 +235,11 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
     let approval: GuardedWriteMeta['approval'] | null = null;
     if (before.decision === 'execute' && write?.rule.requiresApproval) {
-      approval = await this.awaitApproval(index, call, input);
+      approval =
+        this.carried?.fingerprint === call.fingerprint
+          ? this.carried
+          : await this.awaitApproval(index, call, input);
+      this.carried = null;
       if (!approval) {
         this.decisions.push({ index, tool: name, decision: 'stop' });
         return this.stopOutput();
@@ -336,6 +345,10 @@ export class AgentGuard<TOOLS extends ToolSet> {
     this.stopState = null;
     if (s.approvalWait) this.granted = approvalId ?? '';
     else this.guard.resume(Date.now(), raise);
+    const ref = s.report.last_safe_checkpoint;
+    const fingerprint = s.report.blocked_call?.fingerprint;
+    if (!s.approvalWait && approvalId && ref && fingerprint)
+      this.carried = { approvalId, stopRef: ref, fingerprint };
     this.lifts += 1;
     this.publish();
   }
@@ -453,6 +466,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     input?: unknown,
     approvalWait = false,
   ): void {
+    this.carried = null;
     this.stopState = {
       reason,
       terminalState,

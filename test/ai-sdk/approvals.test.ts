@@ -272,6 +272,36 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     });
   });
 
+  it('approved after its wait ran out: the re-entered loop runs that call once with the approval', async () => {
+    const { result, counts, sent } = await run(
+      [
+        call('transfer_funds', { to: 'globex', amount: 250 }),
+        call('transfer_funds', { to: 'globex', amount: 250 }),
+        { content: 'paid' },
+      ],
+      { approvalWaitMs: 1000, resumes: 1 },
+      async (h) => {
+        // The wait runs out (the loop ends); the workflow then waits in untilResumed.
+        await waitFor(
+          () => h.query(statusQuery),
+          (s) => s.waitingForResume && s.lastDecision === 'execute' && s.proposals === 1,
+        );
+        await new Promise((r) => setTimeout(r, 1500));
+        const ok = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'late but fine',
+          resume: true,
+        });
+        expect(ok.resume).toMatchObject({ accepted: true });
+      },
+    );
+    expect(result.rounds).toBe(2);
+    expect(counts.transfer_funds).toBe(1);
+    expect(sent).toEqual([250]); // (a key of its own: the ledger is shared by the file's runs)
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid' });
+  });
+
   it('agentctl resume: a budget stop goes on after a raise, the loop re-entered with the messages so far', async () => {
     const { result, counts, server } = await run(
       [

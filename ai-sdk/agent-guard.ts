@@ -1,17 +1,10 @@
 /**
  * The guard of one AI SDK agent loop (ai-sdk/index.ts's `guardAgent`): the wrapped tools'
- * before → run → after, the model wrapper that counts usage, the stop and its StopReport, and
+ * before → run → after, the model wrapper that counts usage, the stop (ai-sdk/stops.ts), and
  * the views agentctl reads. Workflow code.
  */
-import type { LanguageModelV4Usage } from '@ai-sdk/provider';
 import type { ToolExecutionOptions, ToolSet } from 'ai';
-import {
-  condition,
-  proxyActivities,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   checkpointQuery,
   reportQuery,
@@ -22,31 +15,18 @@ import {
   type RunResult,
   type RunStatus,
 } from '../common/contracts';
-import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
-import {
-  buildStopReport,
-  normalizeCall,
-  GuardReason,
-  LoopGuard,
-  TerminalState,
-  type GuardCall,
-  type StopReport,
-  type ToolResult,
-} from '../guard';
-import type { Stop } from '../workflows/resume-check';
+import { normalizeCall, LoopGuard, type GuardCall, type ToolResult } from '../guard';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
 import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
-import { chargingModel, errorMessage, failureCode, type CallHooks } from './model';
-import { SpendGate, type SpendReservation } from './spend';
+import { chargingModel, errorMessage, failureCode } from './model';
+import { GuardStops } from './stops';
 import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
 import {
-  GUARD_ACTIVITY,
   GUARDED,
   type GuardAgentOptions,
   type GuardedAgent,
   type GuardedWriteMeta,
   type GuardedWriteOutput,
-  type GuardStopOutput,
   type WriteRule,
 } from './types';
 
@@ -58,29 +38,12 @@ interface WriteCall {
 /** A settled call the AI SDK gets back as the tool's output. */
 type Output = unknown;
 
-/** The stop in force; `approvalWait`: a gated call waiting in its execute for its approval. */
-type GuardStop = Stop & { readonly approvalWait?: boolean };
-
-/** How long a gated call waits for its approval by default. */
-const APPROVAL_WAIT_MS = 24 * 3_600_000;
-
 export class AgentGuard<TOOLS extends ToolSet> {
   private readonly guard: LoopGuard;
   private readonly recent = new RecentCalls();
   /** Serialises tool calls: the AI SDK runs a step's calls in parallel, the guard decides one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
-  private stopState: GuardStop | null = null;
-  /** The approval a verified resume accepted for the call waiting in its execute. */
-  private granted: string | null = null;
-  /**
-   * The approval a resume accepted for an approval stop whose wait had run out: used by the
-   * next proposal of that very call (the loop was re-entered), until the run stops again.
-   */
-  private carried: GuardedWriteMeta['approval'] | null = null;
-  /** Stops lifted by a verified resume (what {@link untilResumed} waits for). */
-  private lifts = 0;
-  /** Whether the run waits for a resume now (a gated call, or `untilResumed`). */
-  private waiting = 0;
+  private readonly stops: GuardStops;
   private readonly acts: GuardActivities;
   private readonly gate: ResumeGate;
   private readonly counts: Record<string, number> = {};
@@ -112,11 +75,12 @@ export class AgentGuard<TOOLS extends ToolSet> {
       needsHumanCodes: ['outcome_unknown', 'idempotency_conflict', 'approval_required', 'approval_invalid'],
     });
     this.acts = guardActivityProxy();
+    this.stops = new GuardStops(this.guard, options, this.acts);
     this.gate = new ResumeGate(
       {
         guard: this.guard,
-        stopInForce: () => this.stopState,
-        lift: (raise, approvalId) => this.lift(raise, approvalId),
+        stopInForce: () => this.stops.state,
+        lift: (raise, approvalId) => this.stops.lift(raise, approvalId),
       },
       workflowInfo().workflowId,
       this.acts,
@@ -151,35 +115,35 @@ export class AgentGuard<TOOLS extends ToolSet> {
       stopWhen: ({ steps }) => {
         if (!self.modelWrapped) {
           for (const step of steps.slice(self.stepsCharged))
-            self.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
+            self.stops.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
           self.stepsCharged = steps.length;
         }
-        return self.stopState !== null;
+        return self.stops.state !== null;
       },
       model: (m) => {
-        const wrapped = chargingModel(m, (u) => self.charge(u), self.spendHooks());
+        const wrapped = chargingModel(m, (u) => self.stops.charge(u), self.stops.spendHooks());
         self.modelWrapped = true;
         return wrapped;
       },
       get stopped() {
-        return self.stopState
-          ? { reason: self.stopState.reason, terminalState: self.stopState.terminalState }
+        return self.stops.state
+          ? { reason: self.stops.state.reason, terminalState: self.stops.state.terminalState }
           : null;
       },
-      report: () => self.stopState?.report ?? null,
+      report: () => self.stops.state?.report ?? null,
       status: () => self.status(),
       get executions() {
         return { ...self.counts };
       },
       installHandlers: () => {
         setHandler(statusQuery, () => self.status());
-        setHandler(reportQuery, () => self.stopState?.report ?? null);
+        setHandler(reportQuery, () => self.stops.state?.report ?? null);
         setHandler(checkpointQuery, () => self.checkpoint());
         setHandler(resumeUpdate, (raw) => self.gate.resume(raw), {
           validator: (raw) => self.gate.validate(raw),
         });
       },
-      untilResumed: (timeoutMs) => self.untilResumed(timeoutMs),
+      untilResumed: (timeoutMs) => self.stops.untilResumed(timeoutMs),
       result: (summary = null) => self.result(summary),
     };
   }
@@ -198,7 +162,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     execute: ((input: unknown, o: ToolExecutionOptions<unknown>) => unknown) | undefined,
   ): Promise<Output> {
     const index = this.proposals++;
-    if (this.stopState) return this.stopOutput();
+    if (this.stops.state) return this.stops.output();
     const rule = this.writes[name];
     let write: WriteCall | null = null;
     if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
@@ -230,19 +194,16 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
     if (before.decision === 'stop') {
       this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.stop(before.reason, before.terminalState, call, input);
-      return this.stopOutput();
+      this.stops.stop(before.reason, before.terminalState, call, input);
+      return this.stops.output();
     }
     let approval: GuardedWriteMeta['approval'] | null = null;
     if (before.decision === 'execute' && write?.rule.requiresApproval) {
       approval =
-        this.carried?.fingerprint === call.fingerprint
-          ? this.carried
-          : await this.awaitApproval(index, call, input);
-      this.carried = null;
+        this.stops.takeCarried(call.fingerprint) ?? (await this.stops.awaitApproval(index, call, input));
       if (!approval) {
         this.decisions.push({ index, tool: name, decision: 'stop' });
-        return this.stopOutput();
+        return this.stops.output();
       }
     }
     let result: ToolResult;
@@ -284,217 +245,22 @@ export class AgentGuard<TOOLS extends ToolSet> {
         this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
         this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
         if (after.decision === 'stop')
-          this.stop(after.reason, after.terminalState, call, input, errorMessage(err));
+          this.stops.stop(after.reason, after.terminalState, call, input, errorMessage(err));
         throw err;
       }
     }
     const after = this.guard.after(call, result, this.progress, Date.now());
     this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
     this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-    if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, input);
+    if (after.decision === 'stop') this.stops.stop(after.reason, after.terminalState, call, input);
     return output;
-  }
-
-  /**
-   * A gated write waits here, in its execute, for a verified resume with an approval of this
-   * exact call (its digest, computed on the worker): the run shows NEEDS_HUMAN meanwhile.
-   * Waiting in execute keeps the AI SDK's loop and the model's conversation as they are, and
-   * the approved call returns its result to the model like any call. Null when the wait ran out
-   * (the run stops NEEDS_HUMAN and the loop ends).
-   */
-  private async awaitApproval(
-    index: number,
-    call: GuardCall,
-    input: unknown,
-  ): Promise<GuardedWriteMeta['approval'] | null> {
-    const runId = workflowInfo().workflowId;
-    const digest = await this.acts[GUARD_ACTIVITY.callDigest]({ runId, tool: call.tool, input });
-    const stopRef = `approval-${index}`;
-    const reason = GuardReason.APPROVAL_REQUIRED;
-    const report = buildStopReport(this.guard, {
-      terminalState: TerminalState.NEEDS_HUMAN,
-      reason,
-      checkpoint: stopRef,
-      blockedCall: { tool: call.tool, fingerprint: call.fingerprint, args_digest: digest },
-      unmet: `approval required for ${call.tool}`,
-    });
-    this.setStop(reason, TerminalState.NEEDS_HUMAN, report, call, input, true);
-    this.granted = null;
-    const since = Date.now();
-    this.waiting += 1;
-    const approved = await condition(
-      () => this.granted !== null,
-      this.options.approvalWaitMs ?? APPROVAL_WAIT_MS,
-    );
-    this.waiting -= 1;
-    this.guard.discountWait(Date.now() - since);
-    if (!approved) {
-      this.guard.forceStop(reason, TerminalState.NEEDS_HUMAN);
-      this.stopState = { ...this.stopState!, approvalWait: false };
-      return null;
-    }
-    const approvalId = this.granted!;
-    this.granted = null;
-    return { approvalId, stopRef, fingerprint: call.fingerprint };
-  }
-
-  /** Lifts the stop in force after a verified resume (ai-sdk/control.ts). */
-  private lift(raise: Parameters<LoopGuard['resume']>[1], approvalId: string | null): void {
-    const s = this.stopState;
-    if (!s) return;
-    this.stopState = null;
-    if (s.approvalWait) this.granted = approvalId ?? '';
-    else this.guard.resume(Date.now(), raise);
-    const ref = s.report.last_safe_checkpoint;
-    const fingerprint = s.report.blocked_call?.fingerprint;
-    if (!s.approvalWait && approvalId && ref && fingerprint)
-      this.carried = { approvalId, stopRef: ref, fingerprint };
-    this.lifts += 1;
-    this.publish();
-  }
-
-  private async untilResumed(timeoutMs?: number): Promise<boolean> {
-    if (!this.stopState) return true;
-    const lifts = this.lifts;
-    this.waiting += 1;
-    try {
-      return await condition(() => this.lifts > lifts, timeoutMs ?? APPROVAL_WAIT_MS);
-    } finally {
-      this.waiting -= 1;
-    }
-  }
-
-  private stop(
-    reason: string,
-    terminalState: TerminalState,
-    call: GuardCall,
-    input: unknown,
-    unmet?: string,
-  ): void {
-    if (this.stopState) return;
-    const report = buildStopReport(this.guard, {
-      terminalState,
-      reason,
-      blockedCall: { tool: call.tool, fingerprint: call.fingerprint },
-      ...(unmet !== undefined ? { unmet } : {}),
-    });
-    this.setStop(reason, terminalState, report, call, input);
-  }
-
-  private stopOutput(): GuardStopOutput {
-    const s = this.stopState!;
-    return {
-      guard: 'stopped',
-      reason: s.reason,
-      terminalState: s.terminalState,
-      note: `The run was stopped by the loop guard (${s.reason}); this call did not run.`,
-    };
-  }
-
-  /** The tenant spend gate around each model call, when `spend` is given. */
-  private spendHooks(): CallHooks<SpendReservation> | undefined {
-    const o = this.options.spend;
-    if (!o) return undefined;
-    const runId = workflowInfo().workflowId;
-    const gate = new SpendGate(this.acts, o.tenant, runId, this.options.prices, o.maxOutputTokens ?? 4096);
-    return {
-      before: async (modelId, call) => {
-        let r: SpendReservation;
-        try {
-          r = await gate.reserve(modelId, call);
-        } catch (err) {
-          this.stopBeforeModel(
-            GuardReason.INFRASTRUCTURE_FAULT,
-            `spend store unavailable: ${errorMessage(err)}`,
-          );
-          return null;
-        }
-        if (r.kind !== 'refused') return r;
-        this.stopBeforeModel(GuardReason.SPEND_LIMIT, r.detail);
-        return null;
-      },
-      after: (r, usage) => gate.settle(r, usage),
-    };
-  }
-
-  /** A stop before a model call (the model is not called): NEEDS_HUMAN, the detail as unmet. */
-  private stopBeforeModel(reason: string, detail: string): void {
-    if (this.stopState) return;
-    this.guard.forceStop(reason, TerminalState.NEEDS_HUMAN);
-    this.setStop(
-      reason,
-      TerminalState.NEEDS_HUMAN,
-      buildStopReport(this.guard, { terminalState: TerminalState.NEEDS_HUMAN, reason, unmet: detail }),
-    );
-  }
-
-  /** Charges a model response's usage; past a budget the run stops at once. */
-  private charge(usage: LanguageModelV4Usage | undefined): void {
-    if (usage) this.chargeTokens(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0);
-  }
-
-  private chargeTokens(input: number, output: number): void {
-    const p = this.options.prices;
-    const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
-    this.guard.charge({ steps: 0, tokens: input + output, costUsd });
-    if (this.stopState) return;
-    const c = this.guard.config;
-    const reason =
-      this.guard.usage.tokens > c.maxTokens
-        ? GuardReason.TOKEN_BUDGET
-        : this.guard.usage.costUsd > c.maxCostUsd
-          ? GuardReason.COST_BUDGET
-          : null;
-    if (reason) {
-      this.guard.forceStop(reason);
-      this.setStop(
-        reason,
-        TerminalState.STOPPED_LOOP_GUARD,
-        buildStopReport(this.guard, {
-          terminalState: TerminalState.STOPPED_LOOP_GUARD,
-          reason,
-        }),
-      );
-    }
-  }
-
-  private setStop(
-    reason: string,
-    terminalState: TerminalState,
-    report: StopReport,
-    call?: GuardCall,
-    input?: unknown,
-    approvalWait = false,
-  ): void {
-    this.carried = null;
-    this.stopState = {
-      reason,
-      terminalState,
-      report,
-      blockedTool: call?.tool ?? null,
-      blockedArgs: input ?? null,
-      operationKey: call?.operationKey ?? null,
-      detail: null,
-      ...(approvalWait ? { approvalWait } : {}),
-    };
-    this.publish();
-  }
-
-  private publish(): void {
-    if (!this.options.searchAttributes) return;
-    const s = this.stopState;
-    upsertSearchAttributes([
-      { key: AGENT_STATE, value: s ? s.terminalState : TerminalState.COMPLETED },
-      { key: AGENT_GUARD_REASON, value: s?.reason ?? '' },
-      { key: AGENT_STEPS, value: this.guard.stepCount },
-    ]);
   }
 
   private views(): GuardViews {
     return {
       guard: this.guard,
-      stop: this.stopState,
-      waiting: this.waiting > 0,
+      stop: this.stops.state,
+      waiting: this.stops.waiting > 0,
       proposals: this.proposals,
       executed: this.executed,
       cached: this.cached,
@@ -512,7 +278,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
   }
 
   private result(summary: string | null): RunResult {
-    if (!this.stopState) this.publish();
+    if (!this.stops.state) this.stops.publish();
     return resultOf(this.views(), summary);
   }
 }

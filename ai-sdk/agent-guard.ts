@@ -80,6 +80,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
       {
         guard: this.guard,
         stopInForce: () => this.stops.state,
+        waiting: () => this.stops.waiting > 0,
         lift: (raise, approvalId) => this.stops.lift(raise, approvalId),
       },
       workflowInfo().workflowId,

@@ -41,9 +41,14 @@ export interface GateHost {
   readonly guard: LoopGuard;
   /** The stop in force, or null. */
   stopInForce(): Stop | null;
+  /** Whether the workflow waits for a resume (a gated call, or `untilResumed`). */
+  waiting(): boolean;
   /** Lifts the stop after a verified resume (with the accepted approval of an approval stop). */
   lift(raise: NonNullable<ResumeRequest['raise']>, approvalId: string | null): void;
 }
+
+/** A stopped loop whose workflow does not wait for a resume (no `untilResumed`): nothing would go on. */
+const NOT_WAITING = 'run is stopped but its workflow does not wait for a resume (guard.untilResumed)';
 
 /** The `resume` update's validator and handler over one guard. */
 export class ResumeGate {
@@ -78,6 +83,7 @@ export class ResumeGate {
       throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     if (this.answers.has(parsed.data.requestId)) return;
     if (!this.host.stopInForce()) throw new Error('run is not stopped');
+    if (!this.host.waiting()) throw new Error(NOT_WAITING);
     if (this.verifying) throw new Error('another resume is being verified');
   }
 
@@ -88,10 +94,10 @@ export class ResumeGate {
     if (prior) return prior;
     const stop = this.host.stopInForce();
     let answer: ResumeAnswer;
-    if (!stop) {
+    if (!stop || !this.host.waiting()) {
       answer = {
         accepted: false,
-        reason: 'run is not stopped',
+        reason: stop ? NOT_WAITING : 'run is not stopped',
         progressVersion: this.host.guard.progressVersion,
       };
     } else {

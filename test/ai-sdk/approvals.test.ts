@@ -6,7 +6,7 @@
  * tool's counter does not move until then, and a twin call needs its own approval. The counters
  * are the tools' own.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -33,6 +33,7 @@ import { signRequest } from '../../operators/sign';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice, signedGrant } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
+import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
@@ -325,12 +326,18 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           raise: { maxTokens: 9000 },
         });
         expect(tooMuch).toMatchObject({ accepted: false, reason: expect.stringMatching(/at most 5000/) });
-        const raised = await resumeAgentRun(env.client, h.workflowId, {
-          actor: 'alice',
-          key: alice.keyFile,
-          raise: { maxTokens: 1000 },
-        });
-        expect(raised).toMatchObject({ accepted: true });
+        // The real agentctl, signed with alice's key file: the resume an operator types.
+        const keyFile = join(dir, 'alice.key.json');
+        writeFileSync(keyFile, JSON.stringify(alice.keyFile), { mode: 0o600 });
+        const cli = await agentctl(
+          ['resume', h.workflowId, '--key', keyFile, '--raise-tokens', '1000', '--json'],
+          {
+            TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+            TEMPORAL_NAMESPACE: 'default',
+          },
+        );
+        expect(cli.code).toBe(0);
+        expect(JSON.parse(cli.stdout)).toMatchObject({ workflow_id: h.workflowId, accepted: true });
       },
     );
     expect(counts.search_tickets).toBe(2);

@@ -7,7 +7,7 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 // entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
 const PRODUCT = [
   'index.ts',
-  '{activities,storage,tools,planners,operators,connection,codec,client,worker}/**/*.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk}/**/*.ts',
 ];
 const NOT_PRODUCT = {
   group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],

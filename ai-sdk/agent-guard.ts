@@ -1,45 +1,32 @@
 /**
  * The guard of one AI SDK agent loop (ai-sdk/index.ts's `guardAgent`): the wrapped tools'
- * before → run → after, the model wrapper that counts usage, the stop and its StopReport, and
+ * before → run → after, the model wrapper that counts usage, the stop (ai-sdk/stops.ts), and
  * the views agentctl reads. Workflow code.
  */
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Usage } from '@ai-sdk/provider';
 import type { ToolExecutionOptions, ToolSet } from 'ai';
+import { proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
-  ActivityFailure,
-  ApplicationFailure,
-  proxyActivities,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
-import {
+  checkpointQuery,
   reportQuery,
+  resumeUpdate,
   statusQuery,
+  type Checkpoint,
   type RunDecision,
   type RunResult,
   type RunStatus,
 } from '../common/contracts';
-import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
-import {
-  buildStopReport,
-  normalizeCall,
-  GuardReason,
-  LoopGuard,
-  TerminalState,
-  type GuardCall,
-  type StopReport,
-  type ToolResult,
-} from '../guard';
+import { normalizeCall, LoopGuard, type GuardCall, type ToolResult } from '../guard';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
+import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
+import { chargingModel, errorMessage, failureCode } from './model';
+import { GuardStops } from './stops';
+import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
 import {
-  aiSdkGuardError,
   GUARDED,
   type GuardAgentOptions,
   type GuardedAgent,
   type GuardedWriteMeta,
   type GuardedWriteOutput,
-  type GuardStopOutput,
   type WriteRule,
 } from './types';
 
@@ -56,7 +43,9 @@ export class AgentGuard<TOOLS extends ToolSet> {
   private readonly recent = new RecentCalls();
   /** Serialises tool calls: the AI SDK runs a step's calls in parallel, the guard decides one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
-  private stopState: { reason: string; terminalState: TerminalState; report: StopReport } | null = null;
+  private readonly stops: GuardStops;
+  private readonly acts: GuardActivities;
+  private readonly gate: ResumeGate;
   private readonly counts: Record<string, number> = {};
   private readonly cachedResults = new Map<string, unknown>();
   private readonly decisions: RunDecision[] = [];
@@ -83,8 +72,20 @@ export class AgentGuard<TOOLS extends ToolSet> {
   ) {
     this.guard = new LoopGuard(options.guard ?? {}, {
       startMs: Date.now(),
-      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict'],
+      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict', 'approval_required', 'approval_invalid'],
     });
+    this.acts = guardActivityProxy();
+    this.stops = new GuardStops(this.guard, options, this.acts);
+    this.gate = new ResumeGate(
+      {
+        guard: this.guard,
+        stopInForce: () => this.stops.state,
+        waiting: () => this.stops.waiting > 0,
+        lift: (raise, approvalId) => this.stops.lift(raise, approvalId),
+      },
+      workflowInfo().workflowId,
+      this.acts,
+    );
     const acts = proxyActivities<
       Record<string, (i: unknown, m: GuardedWriteMeta) => Promise<GuardedWriteOutput>>
     >({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 }, ...options.writeActivity });
@@ -115,26 +116,35 @@ export class AgentGuard<TOOLS extends ToolSet> {
       stopWhen: ({ steps }) => {
         if (!self.modelWrapped) {
           for (const step of steps.slice(self.stepsCharged))
-            self.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
+            self.stops.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
           self.stepsCharged = steps.length;
         }
-        return self.stopState !== null;
+        return self.stops.state !== null;
       },
-      model: (m) => self.modelOf(m),
+      model: (m) => {
+        const wrapped = chargingModel(m, (u) => self.stops.charge(u), self.stops.spendHooks());
+        self.modelWrapped = true;
+        return wrapped;
+      },
       get stopped() {
-        return self.stopState
-          ? { reason: self.stopState.reason, terminalState: self.stopState.terminalState }
+        return self.stops.state
+          ? { reason: self.stops.state.reason, terminalState: self.stops.state.terminalState }
           : null;
       },
-      report: () => self.stopState?.report ?? null,
+      report: () => self.stops.state?.report ?? null,
       status: () => self.status(),
       get executions() {
         return { ...self.counts };
       },
       installHandlers: () => {
         setHandler(statusQuery, () => self.status());
-        setHandler(reportQuery, () => self.stopState?.report ?? null);
+        setHandler(reportQuery, () => self.stops.state?.report ?? null);
+        setHandler(checkpointQuery, () => self.checkpoint());
+        setHandler(resumeUpdate, (raw) => self.gate.resume(raw), {
+          validator: (raw) => self.gate.validate(raw),
+        });
       },
+      untilResumed: (timeoutMs) => self.stops.untilResumed(timeoutMs),
       result: (summary = null) => self.result(summary),
     };
   }
@@ -153,7 +163,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     execute: ((input: unknown, o: ToolExecutionOptions<unknown>) => unknown) | undefined,
   ): Promise<Output> {
     const index = this.proposals++;
-    if (this.stopState) return this.stopOutput();
+    if (this.stops.state) return this.stops.output();
     const rule = this.writes[name];
     let write: WriteCall | null = null;
     if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
@@ -185,19 +195,17 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
     if (before.decision === 'stop') {
       this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.stop(before.reason, before.terminalState, call);
-      return this.stopOutput();
+      this.stops.stop(before.reason, before.terminalState, call, input);
+      return this.stops.output();
     }
+    let approval: GuardedWriteMeta['approval'] | null = null;
     if (before.decision === 'execute' && write?.rule.requiresApproval) {
-      this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.guard.forceStop(GuardReason.APPROVAL_REQUIRED, TerminalState.NEEDS_HUMAN);
-      this.stop(
-        GuardReason.APPROVAL_REQUIRED,
-        TerminalState.NEEDS_HUMAN,
-        call,
-        `approval required for ${name}`,
-      );
-      return this.stopOutput();
+      approval =
+        this.stops.takeCarried(call.fingerprint) ?? (await this.stops.awaitApproval(index, call, input));
+      if (!approval) {
+        this.decisions.push({ index, tool: name, decision: 'stop' });
+        return this.stops.output();
+      }
     }
     let result: ToolResult;
     let output: Output;
@@ -212,6 +220,8 @@ export class AgentGuard<TOOLS extends ToolSet> {
             tool: name,
             operationKey: write.key,
             runId: workflowInfo().workflowId,
+            ...(write.rule.requiresApproval ? { requiresApproval: true } : {}),
+            ...(approval ? { approval } : {}),
           });
           // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
           // run with this key) and the ledger answered; it still counts as this call's one run.
@@ -235,167 +245,41 @@ export class AgentGuard<TOOLS extends ToolSet> {
         const after = this.guard.after(call, result, this.progress, Date.now());
         this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
         this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-        if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call, errorMessage(err));
+        if (after.decision === 'stop')
+          this.stops.stop(after.reason, after.terminalState, call, input, errorMessage(err));
         throw err;
       }
     }
     const after = this.guard.after(call, result, this.progress, Date.now());
     this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
     this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-    if (after.decision === 'stop') this.stop(after.reason, after.terminalState, call);
+    if (after.decision === 'stop') this.stops.stop(after.reason, after.terminalState, call, input);
     return output;
   }
 
-  private stop(reason: string, terminalState: TerminalState, call: GuardCall, unmet?: string): void {
-    if (this.stopState) return;
-    const report = buildStopReport(this.guard, {
-      terminalState,
-      reason,
-      blockedCall: { tool: call.tool, fingerprint: call.fingerprint },
-      ...(unmet !== undefined ? { unmet } : {}),
-    });
-    this.setStop(reason, terminalState, report);
-  }
-
-  private stopOutput(): GuardStopOutput {
-    const s = this.stopState!;
+  private views(): GuardViews {
     return {
-      guard: 'stopped',
-      reason: s.reason,
-      terminalState: s.terminalState,
-      note: `The run was stopped by the loop guard (${s.reason}); this call did not run.`,
+      guard: this.guard,
+      stop: this.stops.state,
+      waiting: this.stops.waiting > 0,
+      proposals: this.proposals,
+      executed: this.executed,
+      cached: this.cached,
+      decisions: this.decisions,
+      lastDecision: this.lastDecision,
     };
-  }
-
-  /** Charges a model response's usage; past a budget the run stops at once. */
-  private charge(usage: LanguageModelV4Usage | undefined): void {
-    if (usage) this.chargeTokens(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0);
-  }
-
-  private chargeTokens(input: number, output: number): void {
-    const p = this.options.prices;
-    const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
-    this.guard.charge({ steps: 0, tokens: input + output, costUsd });
-    if (this.stopState) return;
-    const c = this.guard.config;
-    const reason =
-      this.guard.usage.tokens > c.maxTokens
-        ? GuardReason.TOKEN_BUDGET
-        : this.guard.usage.costUsd > c.maxCostUsd
-          ? GuardReason.COST_BUDGET
-          : null;
-    if (reason) {
-      this.guard.forceStop(reason);
-      this.setStop(
-        reason,
-        TerminalState.STOPPED_LOOP_GUARD,
-        buildStopReport(this.guard, {
-          terminalState: TerminalState.STOPPED_LOOP_GUARD,
-          reason,
-        }),
-      );
-    }
-  }
-
-  private setStop(reason: string, terminalState: TerminalState, report: StopReport): void {
-    this.stopState = { reason, terminalState, report };
-    this.publish();
-  }
-
-  private publish(): void {
-    if (!this.options.searchAttributes) return;
-    const s = this.stopState;
-    upsertSearchAttributes([
-      { key: AGENT_STATE, value: s ? s.terminalState : TerminalState.COMPLETED },
-      { key: AGENT_GUARD_REASON, value: s?.reason ?? '' },
-      { key: AGENT_STEPS, value: this.guard.stepCount },
-    ]);
-  }
-
-  private modelOf(model: LanguageModelV4): LanguageModelV4 {
-    if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
-      throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
-    }
-    this.modelWrapped = true;
-    const wrapped: LanguageModelV4 = Object.create(model) as LanguageModelV4;
-    Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
-    Object.assign(wrapped, {
-      doGenerate: async (o: LanguageModelV4CallOptions) => {
-        const r = await model.doGenerate(o);
-        this.charge(r.usage);
-        return r;
-      },
-      doStream: async (o: LanguageModelV4CallOptions) => {
-        const r = await model.doStream(o);
-        const charge = (u: LanguageModelV4Usage) => this.charge(u);
-        const stream = r.stream.pipeThrough(
-          new TransformStream({
-            transform(part, controller) {
-              if (part.type === 'finish') charge(part.usage);
-              controller.enqueue(part);
-            },
-          }),
-        );
-        return { ...r, stream };
-      },
-    });
-    return wrapped;
   }
 
   private status(): RunStatus {
-    const s = this.stopState;
-    return {
-      workflowId: workflowInfo().workflowId,
-      phase: s ? s.terminalState : 'RUNNING',
-      terminalState: s?.terminalState ?? null,
-      guardReason: s?.reason ?? null,
-      steps: this.guard.stepCount,
-      steers: this.guard.steers.length,
-      executed: this.executed,
-      cached: this.cached,
-      proposals: this.proposals,
-      progressVersion: this.guard.progressVersion,
-      noProgress: this.guard.noProgressCount,
-      usage: { ...this.guard.usage },
-      lastDecision: this.lastDecision,
-      waitingForResume: false,
-      goal: '',
-    };
+    return statusOf(this.views());
+  }
+
+  private checkpoint(): Checkpoint {
+    return checkpointOf(this.views());
   }
 
   private result(summary: string | null): RunResult {
-    const s = this.stopState;
-    if (!s) this.publish();
-    const last = this.decisions[this.decisions.length - 1];
-    return {
-      workflow_id: workflowInfo().workflowId,
-      terminal_state: s?.terminalState ?? TerminalState.COMPLETED,
-      reason: s?.reason ?? null,
-      executed: this.executed,
-      cached: this.cached,
-      stopped_at: s && last ? last.index : null,
-      decisions: [...this.decisions],
-      report: s?.report ?? null,
-      summary,
-      checkpoint: null,
-      usage: {
-        steps: this.guard.stepCount,
-        tokens: this.guard.usage.tokens,
-        cost_usd: this.guard.usage.costUsd,
-      },
-    } as RunResult;
+    if (!this.stops.state) this.stops.publish();
+    return resultOf(this.views(), summary);
   }
-}
-
-/** The failure's code when it is the write's final word (a non-retryable activity failure). */
-function failureCode(err: unknown): string | null {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
-    return err.cause.type ?? 'fatal';
-  }
-  return null;
-}
-
-function errorMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
 }

@@ -23,6 +23,9 @@ import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent }
 
 export * from './types';
 
+/** A tenant name (common/contracts.ts `tenantSchema`, the key of `AGENT_SPEND_LIMITS`). */
+const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 /**
  * Wraps `tools` with the loop guard and the idempotency ledger (docs/ai-sdk.md). Call it in
  * workflow code, once per agent loop.
@@ -64,6 +67,23 @@ export function guardAgent<TOOLS extends ToolSet>(
         `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
       );
     }
+  }
+  const wait = options.approvalWaitMs;
+  if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
+    throw aiSdkGuardError('invalid_option', `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`);
+  const spend = options.spend;
+  if (spend !== undefined) {
+    if (typeof spend?.tenant !== 'string' || !TENANT.test(spend.tenant))
+      throw aiSdkGuardError(
+        'invalid_option',
+        `spend.tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit), got ${JSON.stringify(spend?.tenant)}`,
+      );
+    const max = spend.maxOutputTokens;
+    if (max !== undefined && !(Number.isInteger(max) && max > 0))
+      throw aiSdkGuardError(
+        'invalid_option',
+        `spend.maxOutputTokens must be an integer > 0, got ${String(max)}`,
+      );
   }
   if (!inWorkflowContext()) {
     throw aiSdkGuardError(

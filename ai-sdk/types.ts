@@ -13,6 +13,18 @@ export interface GuardedWriteMeta {
   readonly tool: string;
   readonly operationKey: string;
   readonly runId: string;
+  /**
+   * A `requiresApproval` write: the approval a verified resume accepted for this exact call,
+   * which the worker consumes (once, re-checking the call's digest from the input) before the
+   * write runs. Absent on a gated write: the worker refuses it (`approval_required`).
+   */
+  readonly approval?: {
+    readonly approvalId: string;
+    readonly stopRef: string;
+    readonly fingerprint: string;
+  };
+  /** The tool requires an approval (the worker refuses the write without one). */
+  readonly requiresApproval?: boolean;
 }
 
 /** What the worker's ledger-wrapped write activity answers. */
@@ -31,7 +43,12 @@ export interface WriteRule {
    * id. A write without one is refused before anything runs.
    */
   readonly operationKey: (input: never) => string;
-  /** Stop NEEDS_HUMAN (`approval_required`) before this tool runs. */
+  /**
+   * Each call waits for a person's signed approval of that exact call (its digest) before it
+   * runs: the run shows NEEDS_HUMAN `approval_required` while it waits, `agentctl approvals
+   * approve <run> --resume` lifts it, and the tool's execute then runs it and returns its
+   * result (docs/ai-sdk.md "Approvals"). Past `approvalWaitMs` the run stops NEEDS_HUMAN.
+   */
   readonly requiresApproval?: boolean;
 }
 
@@ -67,7 +84,32 @@ export interface GuardAgentOptions {
    * (`agentctl`'s worker does it for `agentRun`; `temporal operator search-attribute create`).
    */
   readonly searchAttributes?: boolean;
+  /**
+   * How long a `requiresApproval` call waits for its approval (default 24 h); then the run stops
+   * NEEDS_HUMAN `approval_required` and the loop ends.
+   */
+  readonly approvalWaitMs?: number;
+  /**
+   * Charge the tenant spend limit (the worker's `AGENT_SPEND_LIMITS`, storage/spend) with each
+   * call of `guard.model(…)`: reserved at its worst case before it is sent (its prompt and tools'
+   * UTF-8 size + 512 tokens, plus `maxOutputTokens`, default 4096, priced by `prices`), settled
+   * at its priced usage after. A refusal stops the run NEEDS_HUMAN `spend_limit` and the model is
+   * not called. Needs `guardActivities` on the worker. Absent: the spend store is not consulted.
+   */
+  readonly spend?: { readonly tenant: string; readonly maxOutputTokens?: number };
 }
+
+/**
+ * The worker-side activities the guard calls to verify a resume (ai-sdk/worker.ts
+ * `guardActivities`); register them on the worker that runs the agent's workflow.
+ */
+export const GUARD_ACTIVITY = {
+  verifyOperator: 'agentLoopGuardVerifyOperator',
+  verifyResume: 'agentLoopGuardVerifyResume',
+  callDigest: 'agentLoopGuardCallDigest',
+  reserveSpend: 'agentLoopGuardReserveSpend',
+  settleSpend: 'agentLoopGuardSettleSpend',
+} as const;
 
 /** The codes of {@link guardAgent}'s refusals (the failure's `type`). */
 export type AiSdkGuardErrorCode =
@@ -76,7 +118,8 @@ export type AiSdkGuardErrorCode =
   | 'no_input_schema'
   | 'undeclared_tool'
   | 'write_without_operation_key'
-  | 'unknown_tool';
+  | 'unknown_tool'
+  | 'invalid_option';
 
 /**
  * A wrong use of the API, said plainly before anything runs: a non-retryable ApplicationFailure
@@ -127,8 +170,17 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
   status(): RunStatus;
   /** Tool executions per tool (reads and writes that ran; cached answers and refusals excluded). */
   readonly executions: Readonly<Record<string, number>>;
-  /** Installs the `status` and `report` queries agentctl reads. */
+  /**
+   * Installs what agentctl reads and sends: the `status`, `report` and `checkpoint` queries and
+   * the `resume` update (verified on the worker by `guardActivities`).
+   */
   installHandlers(): void;
+  /**
+   * After the loop ended on a guard stop: waits until a verified `agentctl resume` lifts it
+   * (true; the guard runs on, call `generateText` again with the messages so far) or `timeoutMs`
+   * passes (false; the run stays stopped; default 24 h). True at once when the run is not stopped.
+   */
+  untilResumed(timeoutMs?: number): Promise<boolean>;
   /** The workflow's result in the shape agentctl reads for a closed run. */
   result(summary?: string | null): RunResult;
 }

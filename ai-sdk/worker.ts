@@ -6,9 +6,14 @@
  * nothing runs. Node code (the ledger), never imported by workflow code.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { canonicalize, type Json } from '../guard';
-import { executeOnce, sha256ArgsHash, type Ledger } from '../storage/ledger';
+import { OperatorRegistry } from '../operators/registry';
+import type { ApprovalStore } from '../storage/approvals/approval-store';
+import { executeOnce, type Ledger } from '../storage/ledger';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
+
+import { approvalStoreOf, callDigest } from './worker-verify';
+
+export { guardActivities, type GuardActivitiesOptions } from './worker-verify';
 
 /** A user's write activity: the tool's input in, its result out (JSON). */
 export type WriteActivity = (input: never) => Promise<unknown>;
@@ -17,6 +22,11 @@ export type WriteActivity = (input: never) => Promise<unknown>;
 export interface LedgerWritesOptions {
   /** The ledger lease of one write (default 30 s); the activity heartbeats it while the write runs. */
   readonly leaseMs?: number;
+  /**
+   * Whose signed approvals a `requiresApproval` write accepts (default AGENT_OPERATORS_FILE,
+   * else open mode: any stored approval). Give the same registry as to `guardActivities`.
+   */
+  readonly operators?: OperatorRegistry;
 }
 
 /** The wrapped activities: each takes the input and the guard's {@link GuardedWriteMeta}. */
@@ -37,6 +47,9 @@ export function ledgerWrites<T extends Record<string, WriteActivity>>(
   options: LedgerWritesOptions = {},
 ): LedgerWriteActivities<T> {
   const leaseMs = options.leaseMs ?? 30_000;
+  let approvals: ApprovalStore | null = null;
+  const approvalsOf = () =>
+    (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));
   const out: Record<string, (input: unknown, meta: GuardedWriteMeta) => Promise<GuardedWriteOutput>> = {};
   for (const [name, fn] of Object.entries(writes)) {
     out[name] = async (input, meta) => {
@@ -47,12 +60,14 @@ export function ledgerWrites<T extends Record<string, WriteActivity>>(
         );
       }
       const info = Context.current().info;
+      const argsHash = callDigest(meta.tool, input);
+      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf, meta, argsHash, info);
       const outcome = await executeOnce(
         ledger,
         {
           key: meta.operationKey,
           tool: meta.tool,
-          argsHash: sha256ArgsHash(meta.tool, canonicalize(input as Json)),
+          argsHash,
           runId: meta.runId,
           owner: `${info.workflowExecution?.workflowId ?? meta.runId}/${info.activityId}/attempt-${info.attempt}`,
           leaseMs,
@@ -88,4 +103,40 @@ export function ledgerWrites<T extends Record<string, WriteActivity>>(
     };
   }
   return out as unknown as LedgerWriteActivities<T>;
+}
+
+/**
+ * Uses the approval a verified resume accepted for this exact call, once, before the write
+ * runs: bound to the run, the stop, the call's fingerprint and its digest recomputed here from
+ * the input about to be written (a retry of this very activity may use it again). Refused:
+ * non-retryable `approval_required` / `approval_invalid`, and nothing runs.
+ */
+async function consumeApproval(
+  store: () => ApprovalStore,
+  meta: GuardedWriteMeta,
+  argsHash: string,
+  info: { activityId: string; attempt: number },
+): Promise<void> {
+  const a = meta.approval;
+  if (!a) {
+    throw ApplicationFailure.nonRetryable(
+      `${meta.tool} needs a person's approval of this exact call and none was given: it did not run`,
+      'approval_required',
+    );
+  }
+  const outcome = await store().consume({
+    approvalId: a.approvalId,
+    runId: meta.runId,
+    fingerprint: a.fingerprint,
+    argsHash,
+    stopRef: a.stopRef,
+    by: `${meta.runId}/${info.activityId}`,
+    retry: info.attempt > 1,
+  });
+  if (!outcome.ok) {
+    throw ApplicationFailure.nonRetryable(
+      `approval refused (${outcome.why}): ${outcome.message}; ${meta.tool} did not run`,
+      'approval_invalid',
+    );
+  }
 }

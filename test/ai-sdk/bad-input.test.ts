@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { guardAgent, isGuarded } from '../../ai-sdk';
 import { ledgerWrites } from '../../ai-sdk/worker';
 import type { Ledger } from '../../storage/ledger';
+import { MockActivityEnvironment } from '@temporalio/testing';
 
 const search = tool({
   description: 'search',
@@ -73,6 +74,23 @@ describe('guardAgent refuses', () => {
     expect(err.type).toBe('already_guarded');
   });
 
+  it('an approval wait that is not > 0, a bad tenant or output bound for the spend limit', () => {
+    const writes = {
+      file_ticket: { activity: 'fileTicket', operationKey: () => 'k', requiresApproval: true },
+    };
+    const tools = { search, file_ticket: fileTicket };
+    const wait = refusal(() => guardAgent(tools, { reads: ['search'], writes, approvalWaitMs: 0 }));
+    expect(wait.type).toBe('invalid_option');
+    expect(wait.message).toBe('approvalWaitMs must be a number of ms > 0, got 0');
+    const tenant = refusal(() => guardAgent(tools, { reads: ['search'], writes, spend: { tenant: 'a b' } }));
+    expect(tenant.type).toBe('invalid_option');
+    expect(tenant.message).toMatch(/^spend.tenant must be 1-64 letters/);
+    const max = refusal(() =>
+      guardAgent(tools, { reads: ['search'], writes, spend: { tenant: 'acme', maxOutputTokens: 1.5 } }),
+    );
+    expect(max.message).toMatch(/^spend.maxOutputTokens must be an integer > 0, got 1.5/);
+  });
+
   it('use outside workflow code', () => {
     const err = refusal(() => guardAgent({ search }, { reads: ['search'] }));
     expect(err.type).toBe('not_in_workflow');
@@ -91,6 +109,26 @@ describe('ledgerWrites', () => {
     });
     await expect(writes.fileTicket({} as never, undefined as never)).rejects.toThrow(
       /fileTicket is a guarded write: it runs only through guardAgent's tools/,
+    );
+    expect(ran).toBe(0);
+  });
+
+  it('refuses a gated write that comes without an approval, running nothing', async () => {
+    let ran = 0;
+    const writes = ledgerWrites({} as Ledger, {
+      transfer: async () => {
+        ran += 1;
+        return 1;
+      },
+    });
+    const meta = { tool: 'transfer', operationKey: 'k', runId: 'r', requiresApproval: true };
+    const err = await new MockActivityEnvironment()
+      .run(writes.transfer, {} as never, meta)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).type).toBe('approval_required');
+    expect((err as ApplicationFailure).message).toMatch(
+      /transfer needs a person's approval of this exact call/,
     );
     expect(ran).toBe(0);
   });

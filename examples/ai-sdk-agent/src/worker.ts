@@ -1,6 +1,7 @@
 /**
  * The user's worker process: `@temporalio/ai-sdk`'s plugin (model calls against MODEL_URL),
- * their search activity, and their write activity wrapped by agent-loop-guard's `ledgerWrites`.
+ * their search activity, their write activity wrapped by agent-loop-guard's `ledgerWrites`, and
+ * the guard's `guardActivities` (what a resume is verified by).
  * With KILL_AFTER_WRITE=1 the process SIGKILLs itself right after the first write committed and
  * before the activity reports back: Temporal retries the activity on the next worker, and the
  * ledger answers it without writing again.
@@ -13,7 +14,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { openLedger } from 'agent-loop-guard';
-import { ledgerWrites } from 'agent-loop-guard/ai-sdk/worker';
+import { guardActivities, ledgerWrites } from 'agent-loop-guard/ai-sdk/worker';
 
 async function main(): Promise<void> {
   const dataDir = process.env.DATA_DIR ?? 'data';
@@ -42,6 +43,9 @@ async function main(): Promise<void> {
         }
         return out;
       },
+      // What the guard's `resume` update asks the worker (agentctl resume / approvals approve):
+      // the operators of AGENT_OPERATORS_FILE, the spend caps of AGENT_SPEND_LIMITS (none here).
+      ...guardActivities(ledger),
     },
     plugins: [
       new AiSdkPlugin({

@@ -1,0 +1,131 @@
+/**
+ * `guardActivities` (exported by `agent-loop-guard/ai-sdk/worker`): the worker side of an AI
+ * SDK agent's `resume` update (ai-sdk/control.ts). The operator's signature and role are checked
+ * by the same registry as an `agentRun` worker's; a stop is lifted by its reason's rule
+ * (docs/spec.md §7.4): an approval stop by a valid approval of exactly the blocked call (its
+ * digest recomputed here from the blocked input), `outcome_unknown` when its ledger record is
+ * settled, the loop stops by the user's own `verifyPrecondition` (none: refused, said plainly).
+ * Node code.
+ */
+import type { VerifyInput } from '../activities/types';
+import { canonicalize, GuardReason, ResultCode, type Json } from '../guard';
+import { createOperatorActivities } from '../operators/activities';
+import { OperatorRegistry } from '../operators/registry';
+import { ApprovalStore } from '../storage/approvals/approval-store';
+import { approvalVerifier } from '../storage/approvals/verify';
+import { LedgerState, sha256ArgsHash, type Ledger } from '../storage/ledger';
+import { raiseVerifier, SpendStore, spendLimitsFromEnv, type SpendLimits } from '../storage/spend';
+import type { SpendReservation } from './spend';
+import type { GuardActivities, GuardVerifyOutput } from './control';
+import { GUARD_ACTIVITY } from './types';
+
+/** The digest an approval binds: SHA-256 of the tool and its canonical input. */
+export function callDigest(tool: string, input: unknown): string {
+  return sha256ArgsHash(tool, canonicalize(input as Json));
+}
+
+/** The approval store beside the ledger, trusting only what the workers' operators signed. */
+export function approvalStoreOf(ledger: Ledger, operators: OperatorRegistry): ApprovalStore {
+  const store = ApprovalStore.over(ledger);
+  return operators.isOpen ? store : store.verifiedBy(approvalVerifier(operators));
+}
+
+/** Options of {@link guardActivities}. */
+export interface GuardActivitiesOptions {
+  /** Who may resume and approve (default AGENT_OPERATORS_FILE, else open mode). */
+  readonly operators?: OperatorRegistry;
+  /**
+   * Whether what stopped a loop (repeats, no progress, a precondition) has changed: re-check
+   * the outside world from the blocked call (`blockedTool`, `blockedArgs`). Without it such a
+   * resume is refused: nothing could verify that the next try would differ.
+   */
+  readonly verifyPrecondition?: (input: VerifyInput) => Promise<{ changed: boolean; detail: string }>;
+  /**
+   * The tenants' spend caps the agents' model calls are charged to (`guardAgent`'s `spend`),
+   * in the ledger's database like an `agentRun` worker's (default AGENT_SPEND_LIMITS; none:
+   * nothing is reserved). Raises of a cap count when signed by `operators`.
+   */
+  readonly spendLimits?: SpendLimits | null;
+}
+
+/** The activities the guard's `resume` update calls; register them next to `ledgerWrites`. */
+export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions = {}): GuardActivities {
+  const operators = options.operators ?? OperatorRegistry.fromEnv();
+  const { verifyOperator } = createOperatorActivities(operators);
+  let approvals: ReturnType<typeof approvalStoreOf> | null = null;
+  const store = () => (approvals ??= approvalStoreOf(ledger, operators));
+  const limits = options.spendLimits === undefined ? spendLimitsFromEnv() : options.spendLimits;
+  const spend = limits
+    ? operators.isOpen
+      ? SpendStore.over(ledger, limits)
+      : SpendStore.over(ledger, limits).verifiedBy(raiseVerifier(operators))
+    : null;
+
+  async function reserveSpend(i: {
+    tenant: string;
+    runId: string;
+    model: string;
+    worstUsd: number | null;
+  }): Promise<SpendReservation> {
+    if (!spend) return { kind: 'none' };
+    const r = await spend.reserve(i.tenant, i.runId, i.model, i.worstUsd);
+    return r.kind === 'reserved' ? { kind: 'reserved', id: r.id } : { kind: 'refused', detail: r.detail };
+  }
+
+  async function verifyResume(input: VerifyInput): Promise<GuardVerifyOutput> {
+    const progressVersion = input.checkpointProgressVersion;
+    const out = (changed: boolean, detail: string, approvalId?: string): GuardVerifyOutput => ({
+      changed,
+      detail,
+      progressVersion,
+      ...(approvalId ? { approvalId } : {}),
+    });
+    if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
+      if (!input.blockedTool || !input.blockedFingerprint || !input.stopRef)
+        return out(false, 'the stop names no blocked call or checkpoint an approval could be bound to');
+      const check = await store().checkStop(
+        input.runId,
+        { fingerprint: input.blockedFingerprint, argsHash: callDigest(input.blockedTool, input.blockedArgs) },
+        input.stopRef,
+        `${input.runId}/verify`,
+      );
+      if (!check.ok) return out(false, `not approved (${check.why}): ${check.message}`);
+      const a = check.approval;
+      return out(true, `approval ${a.id} by ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`, a.id);
+    }
+    if (input.reason === GuardReason.SPEND_LIMIT) {
+      const room = spend
+        ? await spend.roomFor(input.runId)
+        : { ok: true, detail: 'this worker has no spend limits' };
+      return out(room.ok, room.detail);
+    }
+    if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
+      const rec = await ledger.get(input.operationKey);
+      const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
+      return out(
+        settled,
+        settled
+          ? `ledger record ${input.operationKey} settled as ${rec?.state}`
+          : `ledger record ${input.operationKey} is still UNKNOWN`,
+      );
+    }
+    if (!options.verifyPrecondition)
+      return out(
+        false,
+        `nothing on this worker can verify that ${input.reason} no longer holds: give guardActivities a verifyPrecondition`,
+      );
+    const v = await options.verifyPrecondition(input);
+    return out(v.changed, v.detail);
+  }
+
+  return {
+    [GUARD_ACTIVITY.verifyOperator]: verifyOperator,
+    [GUARD_ACTIVITY.verifyResume]: verifyResume,
+    [GUARD_ACTIVITY.callDigest]: (i: { runId: string; tool: string; input: unknown }) =>
+      Promise.resolve(callDigest(i.tool, i.input)),
+    [GUARD_ACTIVITY.reserveSpend]: reserveSpend,
+    [GUARD_ACTIVITY.settleSpend]: async (i: { id: string; actualUsd: number }) => {
+      await spend?.settle(i.id, i.actualUsd);
+    },
+  } as GuardActivities;
+}

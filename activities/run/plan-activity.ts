@@ -115,6 +115,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     const tools = scopedRegistry(registry, {
       tools: input.tools ?? null,
       spawnAgents: input.spawnAgents === true,
+      askHuman: input.askHuman === true,
     });
     const store = llm ? conversations : null;
     const plannerInput: PlannerInput = {
@@ -136,6 +137,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
         : ((input.observation as PlannerInput['observation']) ?? null),
       facts: input.facts ?? null,
       ...(input.nudge ? { nudge: input.nudge } : {}),
+      ...(input.userText !== undefined ? { userText: input.userText } : {}),
       ...(input.finalWord ? { finalWord: input.finalWord } : {}),
       ...(input.requestTimeoutMs ? { timeoutMs: input.requestTimeoutMs } : {}),
       ...(store ? { conversations: store } : {}),

@@ -7,7 +7,8 @@
  * the reason. The pending turn, the queue, the answers by message id and the transcript's tail
  * travel in the checkpoint (continue-as-new loses none, applies none twice). Workflow code.
  */
-import { condition } from '@temporalio/workflow';
+import { condition, proxySinks } from '@temporalio/workflow';
+import type { AgentSinks } from '../common/telemetry';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
@@ -25,6 +26,7 @@ import type { PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
 import type { RunGate } from './run-gate';
+import { refuseOrParse } from './conversation-refusal';
 import { isTerminal } from './run-phase';
 import type { RunState } from './run-state';
 
@@ -40,6 +42,9 @@ const ANSWERS_KEPT = 100;
 const QUOTE = 120;
 
 const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
+const { agentTelemetry } = proxySinks<AgentSinks>();
 
 /** Each run's conversation, for the views (workflows/run-views.ts) that only get the RunState. */
 const BY_RUN = new WeakMap<RunState, Conversation>();
@@ -152,6 +157,7 @@ export class Conversation {
       // Waiting for a person is not the agent's time (issue 29 item 2, issue 33).
       run.guard.discountWait(Date.now() - start);
       if (!got) {
+        this.turnSpan(pending, 'idle', 0);
         const s = Math.round(this.settings.idleTimeoutMs / 1000);
         this.end(
           GuardReason.CONVERSATION_IDLE,
@@ -161,11 +167,13 @@ export class Conversation {
       }
     }
     if (this.closing) {
+      this.turnSpan(pending, 'closed', 0);
       this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
       return 'ended';
     }
     if (this.queue.length === 0) return 'interrupted';
     const taken = this.queue.splice(0);
+    this.turnSpan(pending, 'answered', taken.length);
     const text = taken.map((m) => m.text).join('\n\n');
     this.pending = null;
     if (pending.kind === 'question') {
@@ -181,6 +189,12 @@ export class Conversation {
     run.note('conversation_message', null, { args: { seqs: taken.map((m) => m.seq) } });
     run.publish(false);
     return 'answered';
+  }
+
+  /** The turn's OpenTelemetry span (worker/telemetry/agent-sink.ts: `conversation.turn`). */
+  private turnSpan(p: PendingTurn, outcome: 'answered' | 'closed' | 'idle', messages: number): void {
+    const at = { startedAtMs: p.sinceMs, endedAtMs: Date.now() };
+    agentTelemetry.turn({ runId: this.run.runId, turn: this.turns, kind: p.kind, ...at, outcome, messages });
   }
 
   /** The person's message for the next plan after a text reply (null: none). */
@@ -217,35 +231,15 @@ export class Conversation {
 
   /** The `message` update's validator: a synchronous no with the reason, before anything is recorded. */
   validate(raw: unknown): void {
-    const parsed = messageRequestSchema.safeParse(raw);
-    if (!parsed.success)
-      throw new Error(
-        parsed.error.issues.map((i) => `${i.path.join('.') || '(message)'}: ${i.message}`).join('; '),
-      );
-    const req = parsed.data;
-    if (this.answered.has(req.messageId)) return;
-    const run = this.run;
-    if (this.closed || this.closing || isTerminal(run.phase))
-      throw new Error(`the conversation is closed (run ${run.phase}): start a new conversation`);
-    const stop = run.stopInForce;
-    if (stop)
-      throw new Error(
-        `the run is ${run.phase} (${stop.terminalState} ${stop.reason}): it waits for an operator, not a ` +
-          `person; a message cannot resume it (an operator can: agentctl resume / approvals)`,
-      );
-    if (req.close) return;
-    const max = this.settings.maxMessageChars;
-    if (req.text.trim() === '')
-      throw new Error(`empty message: a message needs 1 to ${max} characters of text`);
-    if (req.text.length > max)
-      throw new Error(
-        `message is ${req.text.length} characters; the limit is ${max} (conversation.maxMessageChars)`,
-      );
-    if (this.pending === null && this.queue.length >= this.settings.queueLimit)
-      throw new Error(
-        `the agent is working and ${this.queue.length} message(s) already wait for it (the queue limit is ` +
-          `${this.settings.queueLimit}): send again once it turns to you`,
-      );
+    refuseOrParse(raw, {
+      settings: this.settings,
+      known: (id) => this.answered.has(id),
+      closed: this.closed || this.closing !== null,
+      phase: this.run.phase,
+      stop: this.run.stopInForce,
+      waiting: this.pending !== null,
+      queued: this.queue.length,
+    });
   }
 
   /** The `message` update: takes the message, answers what the run will do with it. */

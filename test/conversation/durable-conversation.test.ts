@@ -16,6 +16,7 @@ import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planne
 import type { RecordedRequest } from '../planners/servers/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { agentctl, cliEnv } from '../client/cli-helpers';
+import type { TurnEvent } from '../../common/telemetry';
 
 const KEY_ENV = 'CONVERSATION_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-agent' } as const;
@@ -60,6 +61,8 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
   let server: OpenAIServer;
   let stubbornServer: OpenAIServer;
   const writes: string[] = [];
+  /** What the worker's agentTelemetry sink was told of each turn (one OTel span each). */
+  const turns: TurnEvent[] = [];
 
   const updateAddress = defineTool({
     name: 'update_address',
@@ -83,7 +86,12 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       'conv-agent': { provider: 'openai', baseURL: server.baseURL, apiKeyEnv: KEY_ENV },
       'conv-stubborn': { provider: 'openai', baseURL: stubbornServer.baseURL, apiKeyEnv: KEY_ENV },
     });
-    h = await startHarness({ tools: [updateAddress] });
+    h = await startHarness({
+      tools: [updateAddress],
+      worker: () => ({
+        telemetry: { decision: () => undefined, runEnd: () => undefined, turn: (e) => turns.push(e) },
+      }),
+    });
     client = h.env.client;
   });
   afterAll(async () => {
@@ -164,6 +172,14 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       'agent:question',
       'person:message',
     ]);
+    // One telemetry turn per hand-over, each as long as the person took.
+    const mine = turns.filter((t) => t.runId === id);
+    expect(mine.map((t) => [t.turn, t.kind, t.outcome, t.messages])).toEqual([
+      [1, 'question', 'answered', 1],
+      [2, 'reply', 'answered', 1],
+      [3, 'question', 'answered', 1],
+    ]);
+    for (const t of mine) expect(t.endedAtMs - t.startedAtMs).toBeGreaterThanOrEqual(2000);
     // A closed conversation refuses a message with the reason.
     await expect(sendMessage(client, id, 'hello?')).resolves.toMatchObject({
       accepted: false,

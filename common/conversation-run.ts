@@ -8,6 +8,12 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 
+/**
+ * The `AgentState` search attribute of a conversation while its agent waits for the person
+ * (issue 33): the console and `agentctl list --state` tell these runs from those waiting for an operator.
+ */
+export const WAITING_FOR_PERSON = 'WAITING_FOR_PERSON';
+
 /** The built-in tool a model asks its person with (offered only in a conversation). */
 export const ASK_HUMAN_TOOL = 'ask_human';
 

@@ -7,12 +7,14 @@
  * the reason. The pending turn, the queue, the answers by message id and the transcript's tail
  * travel in the checkpoint (continue-as-new loses none, applies none twice). Workflow code.
  */
-import { condition, proxySinks } from '@temporalio/workflow';
+import { condition, proxySinks, upsertSearchAttributes } from '@temporalio/workflow';
+import { AGENT_STATE } from '../common/search-attributes';
 import type { AgentSinks } from '../common/telemetry';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
   messageRequestSchema,
+  WAITING_FOR_PERSON,
   type ConversationCheckpoint,
   type ConversationSettings,
   type ConversationView,
@@ -150,12 +152,15 @@ export class Conversation {
     if (!pending) return 'answered';
     if (this.queue.length === 0 && !this.closing) {
       const start = Date.now();
+      // Visible apart from runs waiting for an operator (the console, `agentctl list`).
+      upsertSearchAttributes([{ key: AGENT_STATE, value: WAITING_FOR_PERSON }]);
       const got = await condition(
         () => this.queue.length > 0 || this.closing !== null || gate.stopRequested,
         this.settings.idleTimeoutMs,
       );
       // Waiting for a person is not the agent's time (issue 29 item 2, issue 33).
       run.guard.discountWait(Date.now() - start);
+      upsertSearchAttributes([{ key: AGENT_STATE, value: 'RUNNING' }]);
       if (!got) {
         this.turnSpan(pending, 'idle', 0);
         const s = Math.round(this.settings.idleTimeoutMs / 1000);

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
 import { WORKFLOW_TYPE, type RunStatus } from '../../common/contracts';
+import { WAITING_FOR_PERSON } from '../../common/conversation-run';
 import { TerminalState, type StopReport, type TraceRecord } from '../../guard';
 import {
   blockedCallText,
@@ -234,6 +235,7 @@ export function watchCommand(ctx: Ctx): Command {
 /** States `list --state` accepts. */
 export const LIST_STATES = [
   'RUNNING',
+  WAITING_FOR_PERSON,
   TerminalState.STOPPED_LOOP_GUARD,
   TerminalState.NEEDS_HUMAN,
   TerminalState.COMPLETED,

@@ -17,6 +17,7 @@ import type { RecordedRequest } from '../planners/servers/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { agentctl, cliEnv } from '../client/cli-helpers';
 import type { TurnEvent } from '../../common/telemetry';
+import { readInbox } from '../../client/console/inbox';
 
 const KEY_ENV = 'CONVERSATION_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-agent' } as const;
@@ -129,7 +130,17 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       accepted: false,
       reason: expect.stringContaining('the limit is 4000'),
     });
-    await sleep(2500);
+    // The console lists it apart: waiting for its person, not running, not waiting for an operator.
+    const t0 = Date.now();
+    let inbox = await readInbox(client, { taskQueue: h.taskQueue, linkOf: (r) => r });
+    while (!inbox.conversations.some((r) => r.runId === id) && Date.now() - t0 < 10_000) {
+      await sleep(200);
+      inbox = await readInbox(client, { taskQueue: h.taskQueue, linkOf: (r) => r });
+    }
+    expect(inbox.conversations.map((r) => r.runId)).toContain(id);
+    expect(inbox.running.map((r) => r.runId)).not.toContain(id);
+    expect(inbox.waiting.map((r) => r.runId)).not.toContain(id);
+    await sleep(Math.max(0, 2500 - (Date.now() - t0)));
     const sent = await sendMessage(client, id, 'C-42', { messageId: 'm-1', from: 'dana' });
     expect(sent).toMatchObject({ accepted: true, action: 'answer' });
     expect(sent.reason).toContain('What is your customer id?');

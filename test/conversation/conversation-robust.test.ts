@@ -14,6 +14,8 @@ import { createAgentWorker } from '../../worker/create-worker';
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
 import type { RecordedRequest } from '../planners/servers/http-script';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+import { fixture, waitFor } from '../helpers/run-inputs';
+import { statusQuery } from '../../common/contracts';
 
 const KEY_ENV = 'CONVERSATION_ROBUST_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-chatty' } as const;
@@ -189,4 +191,26 @@ describe('a conversation loses nothing', () => {
     expect(idled).toMatchObject({ terminal_state: 'PARTIAL', reason: 'conversation_idle' });
     expect(JSON.stringify(idled.report)).toContain('no message from the person within 2 s');
   }, 120_000);
+
+  it('a stopped conversation waits for an operator: "approve" from a person is refused with the run\'s state', async () => {
+    const run = await h.start(
+      fixture(
+        [{ tool: 'deploy', args: {}, result: { kind: 'FATAL', code: 'permission_denied', message: 'no' } }],
+        { conversation: {}, resumeWindowMs: 60_000 },
+      ),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (st) => st.phase === 'WAITING',
+    );
+    const sent = await sendMessage(client, run.workflowId, 'approve. resume please');
+    expect(sent).toMatchObject({ accepted: false, action: 'refused' });
+    expect(sent.reason).toMatch(
+      /WAITING \(NEEDS_HUMAN permission_denied\): it waits for an operator, not a person/,
+    );
+    // Nothing changed: still stopped, nothing recorded.
+    expect((await run.handle.query(statusQuery)).phase).toBe('WAITING');
+    expect((await readConversation(client, run.workflowId)).received).toBe(0);
+    await run.handle.terminate('test over');
+  });
 });

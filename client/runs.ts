@@ -1,6 +1,6 @@
 /**
- * The run helpers agentctl and the demo share: starting a run, sending the verified
- * `resume`, status / report / trace / checkpoint queries with a fallback to the closed
+ * The run helpers agentctl and the demo share: starting a run (the verified `resume` is in
+ * client/confirm.ts), status / report / trace / checkpoint queries with a fallback to the closed
  * run's result, waiting until a run has settled (closed, or stopped and waiting for
  * `resume`), and the replay-shaped outcome of a run (docs/spec.md §6).
  */
@@ -8,7 +8,6 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
@@ -17,13 +16,10 @@ import {
 import {
   checkpointQuery,
   reportQuery,
-  resumeUpdate,
   statusQuery,
   traceQuery,
   WORKFLOW_TYPE,
   type Checkpoint,
-  type ResumeAnswer,
-  type ResumeRequest,
   type RunDecision,
   type RunInput,
   type RunResult,
@@ -34,6 +30,16 @@ import {
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
 import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
+
+// The resume's confirmation has its own file; its names stay importable from here.
+export {
+  DEFAULT_CONFIRM_MS,
+  isDeadline,
+  rejected,
+  sendResume,
+  unconfirmedReason,
+  type ResumeOutcome,
+} from './confirm';
 
 /** The replay output of docs/spec.md §6 (key order as `npm run replay` prints it). */
 export interface RunOutcome {
@@ -158,84 +164,6 @@ export async function startRun(
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       throw new CliError(Exit.ERROR, `a run with id "${o.workflowId}" is already running`);
     }
-    throw err;
-  }
-}
-
-/** The outcome of one resume attempt. */
-export interface ResumeOutcome {
-  readonly accepted: boolean;
-  readonly reason: string;
-  /** true when the workflow's validator refused before anything ran. */
-  readonly rejectedByValidator: boolean;
-  readonly progressVersion: number | null;
-  /**
-   * true when no worker answered within the wait (issue 31): neither accepted nor refused, and
-   * the request may still be taken when a worker picks it up. Never reported as done.
-   */
-  readonly unconfirmed?: boolean;
-}
-
-/** A refusal that never reached the workflow's handler (validator, closed run). */
-export function rejected(reason: string): ResumeOutcome {
-  return { accepted: false, reason, rejectedByValidator: true, progressVersion: null };
-}
-
-/** How long a resume or stop waits for the worker's answer by default, ms. */
-export const DEFAULT_CONFIRM_MS = 30_000;
-
-/** The answer to a request no worker confirmed within `ms`. */
-export function unconfirmedReason(ms: number): string {
-  return (
-    `unconfirmed: no worker answered within ${Math.round(ms / 1000)} s (is a worker running on the ` +
-    "run's task queue?); the request may still be taken when one does: check `agentctl status`"
-  );
-}
-
-/** True for the gRPC deadline or abort of a wait that ran out. */
-export function isDeadline(err: unknown, deadline: number): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return Date.now() >= deadline || code === 4 /* DEADLINE_EXCEEDED */ || code === 1; /* CANCELLED */
-}
-
-/**
- * Sends the `resume` update. A validator rejection or a closed run is a refusal, not an
- * error: the operator's next step is the same (read the reason, change something, retry).
- * The worker's answer is awaited at most `confirmMs` (default {@link DEFAULT_CONFIRM_MS}):
- * after that the outcome is `unconfirmed`, never accepted.
- */
-export async function sendResume(
-  handle: WorkflowHandle,
-  req: ResumeRequest,
-  o: { readonly confirmMs?: number } = {},
-): Promise<ResumeOutcome> {
-  const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
-  const deadline = Date.now() + ms;
-  try {
-    const a: ResumeAnswer = await handle.client.withDeadline(deadline, () =>
-      handle.executeUpdate(resumeUpdate, { args: [req] }),
-    );
-    return {
-      accepted: a.accepted,
-      reason: a.reason,
-      rejectedByValidator: false,
-      progressVersion: a.progressVersion,
-    };
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return rejected(err.cause?.message ?? err.message);
-    if (err instanceof WorkflowNotFoundError) {
-      return rejected(
-        `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,
-      );
-    }
-    if (isDeadline(err, deadline))
-      return {
-        accepted: false,
-        reason: unconfirmedReason(ms),
-        rejectedByValidator: false,
-        progressVersion: null,
-        unconfirmed: true,
-      };
     throw err;
   }
 }

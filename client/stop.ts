@@ -22,7 +22,7 @@ import {
   type StopRequest,
 } from '../common/contracts';
 import { GuardReason } from '../guard';
-import { DEFAULT_CONFIRM_MS, isDeadline, unconfirmedReason } from './runs';
+import { DEFAULT_CONFIRM_MS, isDeadline, unconfirmedReason } from './confirm';
 
 /** What became of a stop. */
 export type StopState = 'accepted' | 'refused' | 'unconfirmed';

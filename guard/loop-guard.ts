@@ -7,6 +7,12 @@
  * replay CLI and in unit tests, and a state restored from {@link LoopGuard.toJSON}
  * makes exactly the decisions the original would have made.
  *
+ * The rules live here; the state they read is kept in three parts of its own:
+ *  - guard/budgets.ts: steps, tokens, cost and the wall clock (rules 1–4, what is left);
+ *  - guard/repeat-window.ts: the calls since the last progress (the repeat rules), with the
+ *    failure memory of guard/failure-memory.ts;
+ *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed.
+ *
  * Cost: every decision is O(1) amortised in the window length. The window is kept as
  * counts per fingerprint, the latest result kind per fingerprint and the last three
  * fingerprints — never as a list that is rescanned.
@@ -15,15 +21,14 @@ import { TerminalState, type ResultKind } from './constants';
 import {
   configFromJson,
   configToJson,
-  windowFromJson,
-  windowToJson,
   type GuardStateJson,
   type InFlight,
   type LastExecution,
   type Steer,
-  type WindowEntry,
 } from './guard-state';
-import { FailureMemory } from './failure-memory';
+import { BudgetMeter } from './budgets';
+import { CompletedLedger } from './completed-ledger';
+import { RepeatWindow } from './repeat-window';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
@@ -72,57 +77,37 @@ const NEEDS_CHANGE = Object.freeze({ decision: 'needs_changed_precondition' } as
  */
 export class LoopGuard {
   readonly config: GuardConfig;
-  private startMs: number;
-  private steps = 0;
-  private tokens = 0;
-  private costUsd = 0;
+  /** Steps, tokens, cost and the wall clock (guard/budgets.ts). */
+  private budget: BudgetMeter;
   private lastProgressVersion: number;
   private noProgress = 0;
-  private windowLength = 0;
-  /** Per fingerprint in the window: how often it occurs and its latest entry's result kind. */
-  private window = new Map<string, WindowEntry>();
-  /** The last three window entries (oldest first). */
-  private lastThree: string[] = [];
-  /** Honoured re-polls per fingerprint in the window. */
-  private honoured = new Map<string, number>();
+  /** The calls since the last progress, with the failure memory (guard/repeat-window.ts). */
+  private window: RepeatWindow;
   /** Fingerprints whose latest execution asked to be polled again after a wait. */
   private lastExecutions = new Map<string, LastExecution>();
-  /** The completed ledger: operation key → fingerprint that completed it (null: any). Kept exactly. */
-  private completed = new Map<string, string | null>();
-  /**
-   * The ledger window, when the run has one: the newest ledger-backed keys, oldest first.
-   * Older ones are forgotten; the persistent ledger hands a key back before it is proposed
-   * again ({@link markCompleted}), so no decision depends on what was forgotten.
-   */
-  private ledgerRecent: Map<string, string | null> | null = null;
-  private ledgerKeep = 0;
-  /** Ledger-backed keys this run completed itself (with a ledger window). */
-  private ledgerTotal = 0;
+  /** The completed ledger, exact or with a ledger window (guard/completed-ledger.ts). */
+  private completed: CompletedLedger;
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
   private steerLog: Steer[] = [];
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
-  /** Failed calls kept across windows opened by reads (`keepFailures`, guard/failure-memory.ts). */
-  private failures = new FailureMemory();
   private readonly needsHuman: ReadonlySet<string>;
 
   constructor(config: GuardConfigInput = {}, options: LoopGuardOptions = {}) {
     this.config = guardConfigSchema.parse(config);
-    this.startMs = options.startMs ?? 0;
+    this.budget = new BudgetMeter(options.startMs ?? 0);
+    this.window = new RepeatWindow(this.config);
     this.lastProgressVersion = options.initialProgressVersion ?? 0;
     this.needsHuman = options.needsHumanCodes
       ? new Set([...NEEDS_HUMAN_CODES, ...options.needsHumanCodes])
       : NEEDS_HUMAN_CODES;
-    for (const entry of options.completed ?? []) {
-      if (typeof entry === 'string') this.completed.set(entry, null);
-      else this.completed.set(entry[0], entry[1]);
-    }
+    this.completed = new CompletedLedger(options.completed);
   }
 
   /** Executed steps so far. */
   get stepCount(): number {
-    return this.steps;
+    return this.budget.steps;
   }
   /** The highest progress version seen. */
   get progressVersion(): number {
@@ -134,11 +119,11 @@ export class LoopGuard {
   }
   /** Entries in the current window. */
   get windowSize(): number {
-    return this.windowLength;
+    return this.window.length;
   }
   /** Token and cost totals. */
   get usage(): Usage {
-    return { tokens: this.tokens, costUsd: this.costUsd };
+    return this.budget.usage;
   }
   /** The stop in force, if any. */
   get stopped(): { reason: string; terminalState: TerminalState } | null {
@@ -149,23 +134,22 @@ export class LoopGuard {
    * window, the exact ones first, then the newest ledger-backed ones.
    */
   completedKeys(): string[] {
-    const exact = [...this.completed.keys()];
-    return this.ledgerRecent ? [...exact, ...this.ledgerRecent.keys()] : exact;
+    return this.completed.keys();
   }
   /** Whether the guard holds an operation key as completed. */
   isCompleted(key: string): boolean {
-    return this.completed.has(key) || (this.ledgerRecent?.has(key) ?? false);
+    return this.completed.has(key);
   }
   /**
    * Completed operations: every key the guard holds, or with a ledger window the exact keys
    * plus the ledger-backed keys this run completed itself (forgotten ones included).
    */
   get completedTotal(): number {
-    return this.completed.size + (this.ledgerRecent ? this.ledgerTotal : 0);
+    return this.completed.completedTotal;
   }
   /** How many ledger-backed keys the guard keeps (null: no ledger window, it keeps every key). */
   get ledgerWindow(): number | null {
-    return this.ledgerRecent ? this.ledgerKeep : null;
+    return this.completed.window;
   }
   /**
    * Gives the guard a ledger window of `keep` keys (docs/spec.md §7.10): from now on a
@@ -173,25 +157,17 @@ export class LoopGuard {
    * is kept among the newest `keep` only. Keys held already stay exact. No-op when it has one.
    */
   useLedgerWindow(keep: number): void {
-    if (this.ledgerRecent) return;
+    if (this.completed.window !== null) return;
     if (!Number.isInteger(keep) || keep < 1)
       throw new RangeError('LoopGuard.useLedgerWindow: keep must be >= 1');
-    this.ledgerRecent = new Map();
-    this.ledgerKeep = keep;
+    this.completed.useWindow(keep);
   }
   /**
    * What is left of each budget at `nowMs` (Infinity for an unbounded one, never below 0):
    * what a sub-agent may be given out of this run (docs/spec.md §7.14).
    */
   remaining(nowMs: number): BudgetsLeft {
-    const c = this.config;
-    const left = (max: number, used: number) => (Number.isFinite(max) ? Math.max(0, max - used) : Infinity);
-    return {
-      steps: left(c.maxSteps, this.steps),
-      tokens: left(c.maxTokens, this.tokens),
-      costUsd: left(c.maxCostUsd, this.costUsd),
-      ms: left(c.maxMs, nowMs - this.startMs),
-    };
+    return this.budget.remaining(this.config, nowMs);
   }
 
   /**
@@ -200,12 +176,7 @@ export class LoopGuard {
    * them at the next `before()`. Negative or non-finite amounts are a caller's bug.
    */
   charge(used: { readonly steps: number; readonly tokens: number; readonly costUsd: number }): void {
-    for (const [k, v] of Object.entries(used))
-      if (!Number.isFinite(v) || v < 0)
-        throw new RangeError(`LoopGuard.charge: ${k} must be a finite number >= 0`);
-    this.steps += Math.trunc(used.steps);
-    this.tokens += used.tokens;
-    this.costUsd += used.costUsd;
+    this.budget.charge(used);
   }
 
   /**
@@ -213,7 +184,7 @@ export class LoopGuard {
    * resumed): as on a resume, time spent waiting is not the agent running.
    */
   discountWait(ms: number): void {
-    if (Number.isFinite(ms) && ms > 0) this.startMs += ms;
+    this.budget.discountWait(ms);
   }
 
   /** The refusals that went back to the planner instead of stopping the run, oldest first. */
@@ -236,13 +207,9 @@ export class LoopGuard {
     const { config } = this;
     const fp = call.fingerprint;
 
-    if (this.steps >= config.maxSteps) return this.stop(GuardReason.STEP_BUDGET);
-    if (nowMs - this.startMs >= config.maxMs) return this.stop(GuardReason.WALL_CLOCK_BUDGET);
-
-    this.tokens += call.usage?.tokens ?? 0;
-    this.costUsd += call.usage?.costUsd ?? 0;
-    if (this.tokens > config.maxTokens) return this.stop(GuardReason.TOKEN_BUDGET);
-    if (this.costUsd > config.maxCostUsd) return this.stop(GuardReason.COST_BUDGET);
+    // Rules 1–4: the step, wall-clock, token and cost budgets (guard/budgets.ts).
+    const spent = this.budget.spend(config, call.usage, nowMs);
+    if (spent !== null) return this.stop(spent);
 
     // The repeat rules count by the near-repeat key when the tool declares one; polls and the
     // completed ledger stay exact.
@@ -251,7 +218,7 @@ export class LoopGuard {
     const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
     const entry = this.window.get(windowKey);
     if (honouredPoll) {
-      if ((this.honoured.get(fp) ?? 0) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
+      if (this.window.polls(fp) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
     } else {
       if (entry !== undefined && entry.count >= config.sameCallLimit) {
         const reworded = entry.exact !== undefined && entry.exact !== fp;
@@ -261,8 +228,7 @@ export class LoopGuard {
           entry.count,
         );
       }
-      const [x, y, z] = this.lastThree;
-      if (this.lastThree.length === 3 && x === z && x !== y && windowKey === y)
+      if (this.window.closesCycle(windowKey))
         return this.refuse(GuardReason.SHORT_CYCLE, fp, entry?.count ?? 1);
     }
 
@@ -270,8 +236,8 @@ export class LoopGuard {
       return this.refuse(GuardReason.PRECONDITION_UNCHANGED, fp, entry.count);
 
     const key = call.operationKey;
-    if (key !== undefined && key !== null && this.isCompleted(key)) {
-      const owner = this.completed.has(key) ? this.completed.get(key) : this.ledgerRecent?.get(key);
+    if (key !== undefined && key !== null && this.completed.has(key)) {
+      const owner = this.completed.owner(key);
       if (owner !== null && owner !== undefined && owner !== fp) {
         return this.stop(GuardReason.IDEMPOTENCY_CONFLICT, TerminalState.NEEDS_HUMAN);
       }
@@ -279,8 +245,8 @@ export class LoopGuard {
       return honouredPoll ? CACHED_HONOURED : CACHED;
     }
 
-    this.steps += 1;
-    if (honouredPoll) this.honoured.set(fp, (this.honoured.get(fp) ?? 0) + 1);
+    this.budget.steps += 1;
+    if (honouredPoll) this.window.honour(fp);
     this.inFlight = { fingerprint: fp, cached: false, honouredPoll };
     return honouredPoll ? EXECUTE_HONOURED : EXECUTE;
   }
@@ -304,7 +270,7 @@ export class LoopGuard {
     } else if (flight.cached || !flight.honouredPoll) {
       this.noProgress += 1;
     }
-    this.enterWindow(call.similarKey ?? fp, kind, call.similarKey ? fp : undefined);
+    this.window.enter(call.similarKey ?? fp, kind, call.similarKey ? fp : undefined);
 
     if (!flight.cached) {
       const wait = result.kind === 'PENDING' || result.kind === 'RETRYABLE' ? result.retryAfterMs : undefined;
@@ -325,12 +291,8 @@ export class LoopGuard {
     }
     if (kind === 'SUCCESS') {
       const key = call.operationKey;
-      if (!flight.cached && key !== undefined && key !== null) {
-        if (this.ledgerRecent && call.ledgerBacked === true) {
-          this.keepRecent(key, fp);
-          this.ledgerTotal += 1;
-        } else this.completed.set(key, fp);
-      }
+      if (!flight.cached && key !== undefined && key !== null)
+        this.completed.complete(key, fp, call.ledgerBacked === true);
       if (!flight.cached && result.kind === 'SUCCESS' && result.terminal === true) {
         return COMPLETE;
       }
@@ -376,7 +338,7 @@ export class LoopGuard {
     this.stopState = null;
     this.inFlight = null;
     this.lastFatal = null;
-    this.startMs = nowMs;
+    this.budget.startMs = nowMs;
     const cfg = this.config as { -readonly [K in keyof GuardConfig]: GuardConfig[K] };
     for (const [k, v] of Object.entries(raise) as [keyof typeof raise, number | undefined][]) {
       if (v !== undefined && v > cfg[k]) cfg[k] = v;
@@ -390,42 +352,29 @@ export class LoopGuard {
    * proposal, handed over before `before()`); with a ledger window it joins the newest.
    */
   markCompleted(key: string, fingerprint: string | null): void {
-    if (this.isCompleted(key)) return;
-    if (this.ledgerRecent) this.keepRecent(key, fingerprint);
-    else this.completed.set(key, fingerprint);
+    this.completed.mark(key, fingerprint);
   }
 
   /** The whole state as JSON. */
   toJSON(): GuardStateJson {
+    const failures = this.window.failuresJson();
     return {
       v: 1,
       config: configToJson(this.config),
-      startMs: this.startMs,
-      steps: this.steps,
-      tokens: this.tokens,
-      costUsd: this.costUsd,
+      startMs: this.budget.startMs,
+      steps: this.budget.steps,
+      tokens: this.budget.tokens,
+      costUsd: this.budget.costUsd,
       lastProgressVersion: this.lastProgressVersion,
       noProgress: this.noProgress,
-      windowLength: this.windowLength,
-      ...windowToJson(this.window),
-      lastThree: [...this.lastThree],
-      honoured: [...this.honoured],
+      ...this.window.toJSON(),
       lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
-      completed: [...this.completed],
-      ...(this.ledgerRecent
-        ? {
-            ledgerCompleted: {
-              keep: this.ledgerKeep,
-              recent: [...this.ledgerRecent],
-              total: this.ledgerTotal,
-            },
-          }
-        : {}),
+      ...this.completed.toJSON(),
       lastUnmet: this.lastUnmet,
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
-      ...(this.failures.size > 0 ? { failures: this.failures.toJSON() } : {}),
+      ...(failures ? { failures } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };
   }
@@ -434,62 +383,27 @@ export class LoopGuard {
   static fromJSON(state: GuardStateJson, options: Pick<LoopGuardOptions, 'needsHumanCodes'> = {}): LoopGuard {
     if (state?.v !== 1) throw new TypeError('LoopGuard state: unsupported version (expected v: 1)');
     const guard = new LoopGuard(configFromJson(state.config), options);
-    guard.startMs = state.startMs;
-    guard.steps = state.steps;
-    guard.tokens = state.tokens;
-    guard.costUsd = state.costUsd;
+    guard.budget.startMs = state.startMs;
+    guard.budget.steps = state.steps;
+    guard.budget.tokens = state.tokens;
+    guard.budget.costUsd = state.costUsd;
     guard.lastProgressVersion = state.lastProgressVersion;
     guard.noProgress = state.noProgress;
-    guard.windowLength = state.windowLength;
-    guard.window = windowFromJson(state);
-    guard.lastThree = [...state.lastThree];
-    guard.honoured = new Map(state.honoured);
+    guard.window = RepeatWindow.fromJSON(guard.config, state);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
-    guard.completed = new Map(state.completed);
-    if (state.ledgerCompleted) {
-      guard.ledgerRecent = new Map(state.ledgerCompleted.recent);
-      guard.ledgerKeep = state.ledgerCompleted.keep;
-      guard.ledgerTotal = state.ledgerCompleted.total;
-    }
+    guard.completed = CompletedLedger.fromJSON(state);
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
     guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
     guard.stopState = state.stop ? { ...state.stop } : null;
-    guard.failures = FailureMemory.fromJSON(state.failures);
     return guard;
-  }
-
-  /** Keeps a ledger-backed key among the newest, forgetting the oldest beyond the window. */
-  private keepRecent(key: string, fingerprint: string | null): void {
-    const recent = this.ledgerRecent!;
-    recent.set(key, fingerprint);
-    if (recent.size > this.ledgerKeep) recent.delete(recent.keys().next().value as string);
   }
 
   private openWindow(cause: 'read' | 'write' | 'resume'): void {
     this.noProgress = 0;
-    this.window.clear();
     // With `keepFailures`, a read's window starts with the failed calls (guard/failure-memory.ts).
-    this.windowLength = this.config.keepFailures ? this.failures.open(this.window, cause) : 0;
-    this.lastThree = [];
-    if (this.honoured.size > 0) this.honoured.clear();
-  }
-
-  /** Enters a call under its window key; `exact` is its fingerprint when the key is a near-repeat key. */
-  private enterWindow(key: string, kind: ResultKind, exact?: string): void {
-    this.windowLength += 1;
-    const entry = this.window.get(key);
-    if (entry === undefined)
-      this.window.set(key, exact === undefined ? { count: 1, kind } : { count: 1, kind, exact });
-    else {
-      entry.count += 1;
-      entry.kind = kind;
-      if (exact !== undefined && entry.exact !== exact) entry.exact = '*';
-    }
-    if (this.config.keepFailures) this.failures.note(key, this.window.get(key)!);
-    this.lastThree.push(key);
-    if (this.lastThree.length > 3) this.lastThree.shift();
+    this.window.open(cause);
   }
 
   /**
@@ -498,8 +412,8 @@ export class LoopGuard {
    */
   private refuse(reason: GuardReason, fingerprint: string, count: number): SteerDecision | StopDecision {
     if (this.steerLog.length >= this.config.steerLimit) return this.stop(reason);
-    this.steps += 1;
-    this.steerLog.push({ reason, fingerprint, step: this.steps });
+    this.budget.steps += 1;
+    this.steerLog.push({ reason, fingerprint, step: this.budget.steps });
     return { decision: 'steer', reason, count, steers: this.steerLog.length };
   }
 

@@ -11,15 +11,16 @@
  *  - workflows/run-views.ts: what operators read (status, report, checkpoint, result, the
  *    UI's details and search attributes).
  *
+ * What a stop names and an approval binds is in workflows/approval-stop.ts; the sealed
+ * checkpoint and the paged-out trace in workflows/run-seal.ts.
+ *
  * `finish()` is the one exit: it publishes the terminal state, waits for every handler to
  * finish and builds the result. Workflow code: deterministic, no I/O of its own.
  */
 import {
-  ActivityFailure,
   allHandlersFinished,
   CancellationScope,
   condition,
-  isCancellation,
   proxySinks,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -33,65 +34,29 @@ import {
   GuardReason,
   LEDGER_NEEDS_HUMAN_CODES,
   LoopGuard,
-  ResultCode,
   ruleOf,
   TerminalState,
 } from '../guard';
-import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
-import { boundedRecord, checkpointTooLarge, fitResult } from './checkpoint-bounds';
+import { approvalStopOf, type ApprovalStop, type BlockedCall } from './approval-stop';
+import { fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, PATCH_LEAN_SEAL, type Patches } from './run-patches';
+import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, type Patches } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
 import { llmDefaultsOf, resolveRunSettings } from './run-settings';
-import { checkpointOf, publish, resultOf } from './run-views';
+import { pageOutTrace, sealCheckpoint, sealedCheckpoint } from './run-seal';
+import { publish, resultOf } from './run-views';
+
+export type { ApprovalStop, BlockedCall } from './approval-stop';
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
 const { agentTelemetry } = proxySinks<AgentSinks>();
 
 const MAX_DECISIONS_KEPT = 5000;
-/** The most JSON one `saveTrace` call carries (a continue-as-new saves in as few calls as fit). */
-const TRACE_SAVE_BYTES = 512 * 1024;
 
 /** The ledger-backed completed keys a lean run's guard keeps (what its StopReport lists). */
 export const LEDGER_WINDOW_KEYS = 100;
-
-/** The call a stop names. */
-export interface BlockedCall {
-  readonly tool: string;
-  readonly fingerprint: string;
-  /** The call's digest (`sha256:…`) the plan activity computed: what an approval binds. */
-  readonly argsDigest?: string;
-  readonly args?: unknown;
-}
-
-/** The approval stop a lift leaves pending (until its blocked call runs or the run stops). */
-export interface ApprovalStop {
-  readonly stopRef: string;
-  readonly fingerprint: string;
-  /** The blocked call's digest; absent on stops recorded before approvals bound it. */
-  readonly argsDigest?: string;
-}
-
-/** Stop reasons an approval lifts (the stops `agentctl approvals approve` binds to). */
-const APPROVAL_STOPS: ReadonlySet<string> = new Set([
-  GuardReason.APPROVAL_REQUIRED,
-  ResultCode.APPROVAL_INVALID,
-]);
-
-/** The approval stop a lift leaves pending: its ref and blocked call; null for any other stop. */
-function approvalStopOf(stop: Stop | null): ApprovalStop | null {
-  const ref = stop?.report.last_safe_checkpoint;
-  const call = stop?.report.blocked_call;
-  return stop && ref && call && APPROVAL_STOPS.has(stop.reason)
-    ? {
-        stopRef: ref,
-        fingerprint: call.fingerprint,
-        ...(call.args_digest ? { argsDigest: call.args_digest } : {}),
-      }
-    : null;
-}
 
 /** One run's counters, trace, checkpoint and lifecycle. */
 export class RunState {
@@ -308,73 +273,18 @@ export class RunState {
     // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
     return {
       ...result,
-      checkpoint: await CancellationScope.nonCancellable(() => this.seal(result.checkpoint!)),
+      checkpoint: await CancellationScope.nonCancellable(() => sealCheckpoint(this, result.checkpoint!)),
     };
   }
 
-  /**
-   * The checkpoint, sealed by the worker (for continue-as-new input). Null when it would not
-   * fit in one payload with `around` (the rest of that input): the run then stops NEEDS_HUMAN
-   * payload_too_large instead of continuing as new (it never fails).
-   */
-  async sealedCheckpoint(around: unknown = {}): Promise<Checkpoint | null> {
-    const cp = checkpointOf(this);
-    const tooLarge = checkpointTooLarge(cp, around);
-    if (tooLarge !== null) {
-      this.runtimeStop(
-        GuardReason.PAYLOAD_TOO_LARGE,
-        TerminalState.NEEDS_HUMAN,
-        PAYLOAD_TOO_LARGE,
-        `continue-as-new refused: ${tooLarge}`,
-      );
-      return null;
-    }
-    return this.patches.has(PATCH_AUTHORITY) ? this.seal(cp) : cp;
+  /** The checkpoint sealed for continue-as-new input, or null: stopped payload_too_large (workflows/run-seal.ts). */
+  sealedCheckpoint(around: unknown = {}): Promise<Checkpoint | null> {
+    return sealedCheckpoint(this, around);
   }
 
-  /**
-   * A lean run's continue-as-new: the trace records that do not travel in the checkpoint (its
-   * newest `kept` do) go to the worker's database, in one `saveTrace` call (more only above
-   * 512 KB). A save that fails after its retries loses nothing of the run: the records stay in
-   * the earlier runs' histories, and the run goes on.
-   */
-  async pageOutTrace(kept: number): Promise<void> {
-    const leaving = this.trace.leave(kept).map((r) => ({ seq: r.seq, record: boundedRecord(r.record) }));
-    let batch: typeof leaving = [];
-    let bytes = 0;
-    const save = async () => {
-      if (batch.length === 0) return;
-      const records = batch;
-      batch = [];
-      bytes = 0;
-      try {
-        await this.activities.saveTrace({ runId: this.runId, records });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      }
-    };
-    for (const r of leaving) {
-      const size = JSON.stringify(r).length;
-      if (bytes + size > TRACE_SAVE_BYTES) await save();
-      batch.push(r);
-      bytes += size;
-    }
-    await save();
-  }
-
-  private async seal(cp: Checkpoint): Promise<Checkpoint> {
-    try {
-      if (this.patches.has(PATCH_LEAN_SEAL)) {
-        // Only the seal comes back: the checkpoint crosses history once less (issue 9).
-        const { seal: _old, ...rest } = cp;
-        return { ...rest, seal: await this.activities.checkpointSeal(rest) };
-      }
-      return await this.activities.sealCheckpoint(cp);
-    } catch (err) {
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      // Unsealed, the checkpoint can still continue this run's own chain; `resume --from` refuses it.
-      return cp;
-    }
+  /** A lean run's continue-as-new: pages out the trace records beyond the newest `kept` (workflows/run-seal.ts). */
+  pageOutTrace(kept: number): Promise<void> {
+    return pageOutTrace(this, kept);
   }
 
   private to(next: RunPhase): void {

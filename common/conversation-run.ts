@@ -127,6 +127,9 @@ export interface ConversationView {
   readonly entries: readonly TranscriptEntry[];
 }
 
+/** What `status` says of a conversation run (RunStatus `conversation`). */
+export type ConversationStatus = Pick<ConversationView, 'open' | 'waiting' | 'queued' | 'turns' | 'received'>;
+
 /** Arguments of the `conversation` query. */
 export interface ConversationQueryArgs {
   /** Only entries with a seq above this (default 0: all the run holds). */

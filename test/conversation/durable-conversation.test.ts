@@ -9,7 +9,8 @@
  */
 import { z } from 'zod';
 import type { Client } from '@temporalio/client';
-import { type RunResult } from '../../common/contracts';
+import { statusQuery, type RunResult } from '../../common/contracts';
+import { fixture, waitFor } from '../helpers/run-inputs';
 import { defineTool } from '../../tools/define-tool';
 import { readConversation, sendMessage, waitForReply } from '../../client/conversation';
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
@@ -226,14 +227,24 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
     expect(await h.counters(id)).toEqual({ update_address: 1 });
   }, 120_000);
 
-  it('a message to a run that is not a conversation is refused; an unknown run is exit 1', async () => {
-    const run = await h.start({
-      goal: 'nothing',
-      planner: { kind: 'scripted', script: { calls: [] } },
-      resumeWindowMs: 60_000,
+  it('a message to a run that is not a conversation is refused (agentctl send: exit 3); an unknown run is exit 1', async () => {
+    // A job run that stays open (stopped NEEDS_HUMAN, waiting for an operator).
+    const deny = { kind: 'FATAL', code: 'permission_denied', message: 'no' } as const;
+    const run = await h.start(
+      fixture([{ tool: 'deploy', args: {}, result: deny }], { resumeWindowMs: 60_000 }),
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (st) => st.phase === 'WAITING',
+    );
+    await expect(sendMessage(client, run.workflowId, 'hi')).resolves.toMatchObject({
+      accepted: false,
+      reason: expect.stringContaining('this run is not a conversation'),
     });
-    await expect(sendMessage(client, run.workflowId, 'hi')).resolves.toMatchObject({ accepted: false });
     await expect(sendMessage(client, 'no-such-run-xyz', 'hi')).rejects.toMatchObject({ exitCode: 1 });
+    const cli = await agentctl(['send', run.workflowId, 'hi'], cliEnv(h));
+    expect(cli.code).toBe(3);
+    expect(cli.stderr).toContain('refused: this run is not a conversation');
     await run.handle.terminate('test over');
-  });
+  }, 60_000);
 });

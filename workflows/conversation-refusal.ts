@@ -49,10 +49,12 @@ export function refuseOrParse(raw: unknown, s: InboxState): MessageRequest & { t
     throw new Error(
       `message is ${req.text.length} characters; the limit is ${max} (conversation.maxMessageChars)`,
     );
-  if (!s.waiting && s.queued >= s.settings.queueLimit)
+  // Bounded always: while the agent waits, the queue is taken at once (at least one message fits).
+  const cap = s.waiting ? Math.max(1, s.settings.queueLimit) : s.settings.queueLimit;
+  if (s.queued >= cap)
     throw new Error(
-      `the agent is working and ${s.queued} message(s) already wait for it (the queue limit is ` +
-        `${s.settings.queueLimit}): send again once it turns to you`,
+      `the agent is ${s.waiting ? 'taking the messages already sent' : 'working'} and ${s.queued} message(s) ` +
+        `already wait for it (the queue limit is ${s.settings.queueLimit}): send again once it turns to you`,
     );
   return req;
 }

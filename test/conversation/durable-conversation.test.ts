@@ -131,6 +131,12 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       accepted: false,
       reason: expect.stringContaining('the limit is 4000'),
     });
+    // agentctl status shows the question waited on.
+    const shown = await agentctl(['status', id], cliEnv(h));
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(
+      /waiting for person\s+yes, since .* \(question\): What is your customer id\?/,
+    );
     // The console lists it apart: waiting for its person, not running, not waiting for an operator.
     const t0 = Date.now();
     let inbox = await readInbox(client, { taskQueue: h.taskQueue, linkOf: (r) => r });

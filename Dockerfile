@@ -1,9 +1,10 @@
 # agent-loop-guard worker image: `docker build -t agent-loop-guard-worker .`
 # Runs `npm run worker` (tsx demo/worker.ts). Configure with the env vars in worker/env.ts.
 
-FROM node:20-bookworm-slim AS deps
+FROM node:22-bookworm-slim AS deps
 WORKDIR /app
-# Toolchain only for native modules without a prebuilt binary (better-sqlite3 fallback build).
+# Toolchain only for a native module without a Node-API binary for this platform (better-sqlite3 13
+# ships them for linux-x64/arm64, glibc and musl, so nothing is compiled today).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -13,7 +14,7 @@ COPY package.json package-lock.json ./
 # OpenTelemetry packages) are devDependencies of the repository, not dependencies of the package.
 RUN npm ci --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 RUN apt-get update \

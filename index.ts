@@ -160,7 +160,7 @@ export {
   subAgentsSchema,
 } from './common/sub-agents';
 export type { ChildBudget, ChildSummary, SpawnArgs, SubAgents } from './common/sub-agents';
-// ── Conversations (issue 33, docs/spec.md §7.15) ──
+// ── Conversations (issue 33, docs/spec.md §7.16) ──
 export {
   ASK_HUMAN_TOOL,
   conversationQuery,

@@ -52,7 +52,16 @@ export interface ProposalInfo extends NormalizedProposal {
    * hash, or a pre-upgrade row with the same fingerprint), else a value no fingerprint can
    * equal (the stored `sha256:…` hash) so the guard stops with `idempotency_conflict`.
    */
-  readonly ledger: { readonly state: string; readonly fingerprint: string; readonly result: unknown } | null;
+  readonly ledger: {
+    readonly state: string;
+    readonly fingerprint: string;
+    readonly result: unknown;
+    /**
+     * For a record of another call (an `idempotency_conflict`): the run holding the key and its
+     * tool (issue 30: the StopReport names them). Absent for the same call.
+     */
+    readonly holder?: { readonly runId: string; readonly tool: string };
+  } | null;
   /** Script mode: the file's answer for this proposal. */
   readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
   /**
@@ -113,6 +122,8 @@ export interface RunToolOutput {
   readonly progressVersion: number | null;
   /** `executed`: the tool ran; `ledger`: the stored result, zero calls; `fixture`: script mode. */
   readonly via: 'executed' | 'ledger' | 'fixture' | 'not_run';
+  /** An `idempotency_conflict` of the ledger (issue 30): the run holding the key and its tool. */
+  readonly holder?: { readonly runId: string | null; readonly tool: string };
   /**
    * The planned next turn asked for by {@link RunToolInput.prefetch}, exactly what the `plan`
    * activity would answer now; absent when it could not be planned here (the ledger unreadable,

@@ -58,7 +58,10 @@ async function drive(
       memory,
       observation,
     });
-    if (out.turn.type !== 'call') return { turns, ok: written.size === notes };
+    // The long model finishes with the finishing tool (issue 30), not with a text reply.
+    if (out.turn.type !== 'call' || out.turn.tool === 'complete_task') {
+      return { turns, ok: written.size === notes };
+    }
     const id = String((out.turn.args as { id?: unknown }).id);
     written.add(id);
     memory = out.memory;

@@ -16,7 +16,8 @@
  *   reason and a TTL that is not > 0 and at most 7 days;
  * - with the workers' operators (`operators`, or AGENT_OPERATORS_FILE) the store knows which
  *   approvals a worker will trust: one it would refuse is stored but audited `refused`, and
- *   {@link approveRun} says so (`trusted: false`, `untrusted`: why);
+ *   {@link approveRun} says so (`trusted: false`, `untrusted`: why); without them it cannot
+ *   tell (`trusted: null`, audited `submitted`) and the worker decides;
  * - `resume: true` also resumes the run, signed with the same key; a refused resume is an
  *   answer (`resume.accepted: false`), not an error.
  *
@@ -149,9 +150,16 @@ export interface ApproveRunOptions extends DecideOptions {
 export interface ApproveRunResult {
   /** The stored approval. */
   readonly approval: ApprovalRecord;
-  /** Whether the workers will use it (always true in open mode). */
-  readonly trusted: boolean;
-  /** Why they will not (it is stored and audited `refused`), or null when trusted. */
+  /**
+   * Whether the workers will use it, as far as this process can tell: `true` or `false` when
+   * it has the workers' operators (`operators` / AGENT_OPERATORS_FILE) and checked the approval
+   * against them; `null` when it has none — the usual deployment, where only the workers hold
+   * the operators file — and so cannot tell: the approval is stored and audited `submitted`, and
+   * a worker verifies it when it would be used (an unsigned or unauthorised one is refused
+   * there). Before issue 31's fix this was `true` for every approval stored without operators.
+   */
+  readonly trusted: boolean | null;
+  /** Why they will not (it is stored and audited `refused`), or null when trusted or unknown. */
   readonly untrusted: string | null;
   /** The call it approves, as the run's checkpoint showed it. */
   readonly call: PendingApproval;
@@ -264,9 +272,9 @@ export async function approveRun(
     const fields = approvalSignedFields({ ...call, id, actor, reason, expiresAtMs });
     signed = { id, expiresAtMs, auth: signRequest(key, 'approve', runId, fields, issuedAtMs) };
   }
-  const { approval, untrusted } = await withStore(o, async (s) => {
+  const { approval, untrusted, verified } = await withStore(o, async (s) => {
     const a = await s.grant({ ...call, actor, reason, ttlMs, ...(signed ? { signed } : {}) });
-    return { approval: a, untrusted: s.problemOf(a) };
+    return { approval: a, untrusted: s.problemOf(a), verified: s.verifies };
   });
   const resume = o.resume
     ? await sendResume(
@@ -279,7 +287,7 @@ export async function approveRun(
         }),
       )
     : null;
-  return { approval, trusted: untrusted === null, untrusted, call: pending, resume };
+  return { approval, trusted: verified ? untrusted === null : null, untrusted, call: pending, resume };
 }
 
 /**

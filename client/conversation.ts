@@ -1,5 +1,5 @@
 /**
- * A person's side of a conversation run (issue 33, docs/spec.md §7.15): send a message (the
+ * A person's side of a conversation run (issue 33, docs/spec.md §7.16): send a message (the
  * `message` update), read what the agent said (the `conversation` query) and wait for its next
  * reply. None of it needs operator rights: a message carries no authority (it is text for the
  * model), and operator actions — resume, stop, approvals — stay signed. Errors are

@@ -30,7 +30,10 @@ import {
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
 import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
+import { howItEnded } from '../common/ending';
 
+// How a run ended is one wording for the CLI, the console and the UI (common/ending.ts).
+export { howItEnded } from '../common/ending';
 // The resume's confirmation has its own file; its names stay importable from here.
 export {
   DEFAULT_CONFIRM_MS,
@@ -57,35 +60,6 @@ export interface RunOutcome {
   /** Whether the task was declared done (the finishing tool), and how the run ended in words. */
   finished_task?: boolean;
   ended?: string;
-}
-
-/**
- * How a run ended, in words (issue 30): whether the task was declared done (only a finishing
- * tool such as `complete_task` completes a run) or the model stopped talking, was cut off, or
- * a rule or the runtime stopped it.
- */
-export function howItEnded(state: string, reason: string | null): { finished_task: boolean; ended: string } {
-  if (state === 'COMPLETED')
-    return {
-      finished_task: true,
-      ended: 'the task was declared done (the finishing tool, e.g. complete_task)',
-    };
-  switch (reason) {
-    case 'model_stopped':
-      return {
-        finished_task: false,
-        ended: 'the model stopped talking without finishing the task (it never called the finishing tool)',
-      };
-    case 'model_output_truncated':
-      return {
-        finished_task: false,
-        ended: "the model's reply was cut off at its output-token limit (nothing in it ran)",
-      };
-    case 'planner_exhausted':
-      return { finished_task: false, ended: 'the planner had nothing more to propose' };
-    default:
-      return { finished_task: false, ended: `stopped before the task was done (${reason ?? 'no reason'})` };
-  }
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

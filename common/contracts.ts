@@ -213,7 +213,7 @@ export const runInputSchema = z
       .min(0, 'textReplyLimit must be 0 or more')
       .max(20, 'textReplyLimit must be at most 20')
       .optional(),
-    /** A conversation with a person: `ask_human`, text replies to them (issue 33, docs/spec.md §7.15). */
+    /** A conversation with a person: `ask_human`, text replies to them (issue 33, docs/spec.md §7.16). */
     conversation: conv.conversationSettingsSchema.optional(),
   })
   .strict();
@@ -260,7 +260,7 @@ export interface RunStatus {
   readonly tree?: { readonly rootId: string; readonly parentId: string | null; readonly depth: number };
   /** The sub-agents this run spawned, oldest first (docs/spec.md §7.14); absent when none. */
   readonly children?: readonly ChildSummary[];
-  /** A conversation run (docs/spec.md §7.15): what the agent waits on from its person; absent on other runs. */
+  /** A conversation run (docs/spec.md §7.16): what the agent waits on from its person; absent on other runs. */
   readonly conversation?: conv.ConversationStatus;
 }
 
@@ -284,7 +284,7 @@ export interface Checkpoint {
   readonly approvalStop?: { readonly stopRef: string; readonly fingerprint: string };
   /** The sub-agents this run spawned (absent when none; docs/spec.md §7.14). */
   readonly children?: ChildSummary[];
-  readonly conversation?: conv.ConversationCheckpoint; // a conversation's pending turn and queue (§7.15)
+  readonly conversation?: conv.ConversationCheckpoint; // a conversation's pending turn and queue (§7.16)
   /**
    * Set when the checkpoint was taken while the run was stopped. It names the blocked
    * call's args and operation key so that a run continued from it (`resume --from`)

@@ -1,5 +1,5 @@
 /**
- * A conversation is one durable run (issue 33, docs/spec.md §7.15): the contract of a run
+ * A conversation is one durable run (issue 33, docs/spec.md §7.16): the contract of a run
  * started with `conversation` — its settings, the built-in `ask_human` tool, the `message`
  * update a person sends, the `conversation` query that reads what the agent said, and the
  * state a conversation carries across continue-as-new. Sandbox-safe: the workflow, the plan
@@ -157,7 +157,7 @@ export interface QueuedMessage {
   readonly text: string;
 }
 
-/** A conversation's state in a checkpoint (sealed with it; docs/spec.md §7.15). */
+/** A conversation's state in a checkpoint (sealed with it; docs/spec.md §7.16). */
 export interface ConversationCheckpoint {
   readonly v: 1;
   readonly pending: PendingTurn | null;

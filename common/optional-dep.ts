@@ -13,9 +13,9 @@ import { AgentLoopGuardError } from './errors';
 
 /** The optional peers with the version range each must satisfy (= package.json `peerDependencies`). */
 export const OPTIONAL_PEERS = Object.freeze({
-  '@ai-sdk/anthropic': '^3.0.140',
-  '@ai-sdk/openai': '^3.0.141',
-  '@ai-sdk/openai-compatible': '^2.0.92',
+  '@ai-sdk/anthropic': '^4.0.105',
+  '@ai-sdk/openai': '^4.0.118',
+  '@ai-sdk/openai-compatible': '^3.0.92',
   '@anthropic-ai/sdk': '^1.14.0',
   '@modelcontextprotocol/sdk': '^1.32.2',
   '@opentelemetry/core': '^1.30.1',
@@ -24,8 +24,10 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@opentelemetry/resources': '^1.30.1',
   '@opentelemetry/sdk-metrics': '^1.30.1',
   '@opentelemetry/sdk-trace-base': '^1.30.1',
+  // The user's own `@temporalio/ai-sdk` agent guarded by `agent-loop-guard/ai-sdk` (docs/ai-sdk.md).
+  '@temporalio/ai-sdk': '^1.23.0',
   '@temporalio/interceptors-opentelemetry': '^1.24.0',
-  ai: '^6.0.326',
+  ai: '^7.0.173',
   openai: '^6.49.0',
   pg: '^8.23.1',
 });

@@ -114,6 +114,12 @@ export interface RunFacts {
     readonly costUsd?: number;
     readonly ms?: number;
   };
+  /**
+   * The run keeps room for a final word (issue 30): each request's check against the tokens and
+   * cost left also reserves the final word's worst case, so a `token_budget` / `cost_budget` stop
+   * still leaves it room (planners/call-ceiling.ts). Absent: nothing reserved.
+   */
+  readonly reserveFinalWord?: boolean;
 }
 
 /** Input of one planner turn. `memory` is the planner's own opaque, JSON-safe state. */
@@ -302,6 +308,7 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'PlannerAuthError',
   'PlannerRequestError',
   'PlannerProtocolError',
+  'UnreadableReplyError',
   'PriceTableError',
   'PlannerNotConfigured',
   'EndpointNotConfiguredError',
@@ -318,6 +325,20 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'SpendLimitError',
   'UnpricedModelError',
 ]);
+
+/**
+ * Error type of a model reply the planner could not read (issue 30): not retried, the run stops
+ * `planner_failed`; its failure's first detail is `{ usage }`, what the provider billed, charged
+ * to the run before the stop (see {@link unreadableReplyUsage}).
+ */
+export const UNREADABLE_REPLY_ERROR = 'UnreadableReplyError';
+
+/** The usage an {@link UNREADABLE_REPLY_ERROR} failure carries in its details, or null. */
+export function unreadableReplyUsage(details: readonly unknown[] | undefined | null): Usage | null {
+  const u = (details?.[0] as { usage?: Partial<Usage> } | undefined)?.usage;
+  const ok = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  return u && ok(u.tokens) && ok(u.costUsd) ? { tokens: u.tokens, costUsd: u.costUsd } : null;
+}
 
 /** Error type of a model request that got no answer within its timeout (retried; then `planner_timeout`). */
 export const PLANNER_TIMEOUT_ERROR = 'PlannerTimeoutError';

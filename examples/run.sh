@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds and packs agent-loop-guard, installs the tarball into examples/first-agent, starts a
-# throwaway Temporal dev server on free ports, runs the example against it, reads the run
-# back with the packaged agentctl, and stops everything. Exits non-zero when any step fails
-# or when the run did not end as the example expects. `.ci/run` runs it after the tests.
+# Builds and packs agent-loop-guard, installs the tarball into examples/first-agent,
+# examples/own-agent and examples/approval-twin, starts a throwaway Temporal dev server on free
+# ports, runs the examples against it, reads a run back with the packaged agentctl, and stops
+# everything. Exits non-zero when any step fails or when a run did not end as its example
+# expects. `.ci/run` runs it after the tests.
 #
 # The tarball is installed the way npm lays a package out (node_modules/agent-loop-guard is
 # the tarball's package/ folder), and Node resolves the package's own dependencies from the
@@ -19,9 +20,9 @@ EXAMPLE="$ROOT/examples/first-agent"
 PACK_DIR="$ROOT/.pack"
 cd "$ROOT"
 
-step() { printf '\n--- %s\n' "$*"; }
+step() { printf '\n--- %s (%d s in)\n' "$*" "$SECONDS"; }
 
-step "build and pack"
+step "build and pack (Node $(node --version))"
 npm run -s build
 rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR"
 tarball="$(npm pack --ignore-scripts --silent --pack-destination "$PACK_DIR" | tail -n 1)"
@@ -29,7 +30,9 @@ mv "$PACK_DIR/$tarball" "$PACK_DIR/agent-loop-guard.tgz"
 echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 
 OWN="$ROOT/examples/own-agent"
-for app in "$EXAMPLE" "$OWN"; do
+AISDK="$ROOT/examples/ai-sdk-agent"
+TWIN="$ROOT/examples/approval-twin"
+for app in "$EXAMPLE" "$OWN" "$AISDK" "$TWIN"; do
   step "install the tarball into ${app#"$ROOT/"}"
   if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
     (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
@@ -47,6 +50,8 @@ TSC="$(bin_of tsc)"
 step "typecheck the examples against the package's types"
 "$TSC" -p "$EXAMPLE"
 "$TSC" -p "$OWN"
+"$TSC" -p "$AISDK"
+"$TSC" -p "$TWIN"
 
 step "Temporal dev server"
 TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
@@ -82,5 +87,12 @@ grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID"
 
 step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
 (cd "$OWN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/main.ts)
+
+step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed after its write (issue 34)"
+(cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 180 "$TSX" src/main.ts)
+
+step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 10 rounds"
+# Its agentctl calls are `npx --no-install agentctl …` processes, as a user types them.
+(cd "$TWIN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 240 "$TSX" src/main.ts)
 
 step "examples OK"

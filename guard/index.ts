@@ -16,3 +16,4 @@ export * from './report';
 export * from './outcome';
 export * from './replay';
 export * from './script-calls';
+export * from './args-diff';

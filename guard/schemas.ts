@@ -129,6 +129,20 @@ export const stopReportSchema = z.object({
     .optional(),
   /** An LLM run's last words: the model's text when it stopped talking or was cut off (issue 30). */
   final_message: z.string().optional(),
+  /**
+   * An `idempotency_conflict` stop of a durable run (issue 30): the key, the run holding it and
+   * which args differ (redacted as the trace is; null when the holder's args are not known here).
+   */
+  conflict: z
+    .object({
+      operation_key: z.string(),
+      holder_run: z.string().nullable(),
+      holder_tool: z.string().nullable(),
+      differing_args: z
+        .array(z.object({ path: z.string(), held: z.unknown().optional(), proposed: z.unknown().optional() }))
+        .nullable(),
+    })
+    .optional(),
 });
 /** A StopReport. */
 export type StopReport = z.output<typeof stopReportSchema>;

@@ -11,6 +11,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { loadOptional } from '../common/optional-dep';
 import type { Planner } from '../common/planner';
+import { UnreadableReplyError } from './errors';
 import { finishOf, toolParameters, type PendingCall } from './llm-common';
 import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
@@ -95,13 +96,22 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
             options,
           ),
         );
+        const u = reply.usage;
+        const billed = usage(reply.model, {
+          inputTokens: u?.input_tokens ?? 0,
+          outputTokens: u?.output_tokens ?? 0,
+          cacheReadTokens: u?.cache_read_input_tokens ?? 0,
+          cacheWriteTokens: u?.cache_creation_input_tokens ?? 0,
+        });
+        // Billed, so a reply that cannot be read still counts (issue 30): its usage goes with the error.
+        if (!Array.isArray(reply.content))
+          throw new UnreadableReplyError('the Messages reply has no content list', billed);
         const calls: PendingCall[] = [];
         const texts: string[] = [];
         for (const block of reply.content) {
           if (block.type === 'tool_use') calls.push({ id: block.id, tool: block.name, args: block.input });
           else if (block.type === 'text') texts.push(block.text);
         }
-        const u = reply.usage;
         const finishReason = (reply.stop_reason as string | null | undefined) ?? null;
         return {
           message: { role: 'assistant', content: reply.content.map(toParam) },
@@ -111,12 +121,7 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
           finish: finishOf(finishReason, ['end_turn', 'tool_use', 'stop_sequence'], ['max_tokens']),
           finishReason,
           text: texts.join('\n'),
-          usage: usage(reply.model, {
-            inputTokens: u.input_tokens ?? 0,
-            outputTokens: u.output_tokens ?? 0,
-            cacheReadTokens: u.cache_read_input_tokens ?? 0,
-            cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
-          }),
+          usage: billed,
         };
       },
     };

@@ -19,7 +19,7 @@ import {
   TokenCeilingError,
   UnpricedModelError,
 } from './errors';
-import type { GatedCall, RequestGate } from './llm-common';
+import { FINAL_WORD_MAX_TOKENS, finalWordPrompt, type GatedCall, type RequestGate } from './llm-common';
 import { costUsd, findPrice, type ModelPrice, type PriceTable } from './pricing';
 
 /**
@@ -60,6 +60,45 @@ export function worstCaseOf(
   return { tokens, costUsd: worst };
 }
 
+/** The bytes of the final word's prompt (its longest reason included), beside the conversation. */
+export const FINAL_WORD_PROMPT_BYTES = Buffer.byteLength(finalWordPrompt('x'.repeat(64)));
+
+/**
+ * The worst case of the final word that may follow `request` (issue 30): the same conversation
+ * plus the final word's prompt, and {@link FINAL_WORD_MAX_TOKENS} of output. A run that keeps
+ * room for it (`facts.reserveFinalWord`) checks each request's worst case plus this one.
+ */
+export function finalWordReserve(
+  request: readonly unknown[],
+  fixedBytes: number,
+  price: ModelPrice | undefined,
+): WorstCase {
+  return worstCaseOf(request, fixedBytes + FINAL_WORD_PROMPT_BYTES, FINAL_WORD_MAX_TOKENS, price);
+}
+
+/**
+ * The characters of conversation a final word may carry within `left` (issue 30): what is left
+ * of the run's tokens and cost after the tools, the system prompt, the prompt, the overhead and
+ * its output. Null: no limit (`left` has neither).
+ */
+export function finalWordRoomChars(
+  left: { readonly tokens?: number; readonly costUsd?: number },
+  fixedBytes: number,
+  price: ModelPrice | undefined,
+): number | null {
+  const besides = fixedBytes + FINAL_WORD_PROMPT_BYTES + REQUEST_OVERHEAD_TOKENS;
+  let room: number | null = null;
+  if (left.tokens !== undefined) room = left.tokens - FINAL_WORD_MAX_TOKENS - besides;
+  if (left.costUsd !== undefined && price) {
+    const dearest = Math.max(price.inputPerMTok, price.cacheReadPerMTok ?? 0, price.cacheWritePerMTok ?? 0);
+    const forInput = left.costUsd - (FINAL_WORD_MAX_TOKENS * price.outputPerMTok) / 1e6;
+    const byCost = dearest > 0 ? Math.floor((forInput * 1e6) / dearest) - besides : Infinity;
+    room = room === null ? byCost : Math.min(room, byCost);
+  }
+  if (room === null || !Number.isFinite(room)) return null;
+  return Math.max(0, Math.floor(room));
+}
+
 /** What the gate of one turn needs. */
 export interface CeilingOptions {
   readonly input: PlannerInput;
@@ -83,21 +122,31 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
   return async (request, requestMaxTokens): Promise<GatedCall> => {
     // A truncated reply is asked again with a larger limit (llm-common.ts): its worst case is that one's.
     const maxTokens = requestMaxTokens ?? o.maxTokens;
-    const worst = worstCaseOf(request, o.fixedBytes, maxTokens, price);
+    const call = worstCaseOf(request, o.fixedBytes, maxTokens, price);
+    // Room kept for the final word that follows a money stop (issue 30): checked with the call.
+    const kept = o.input.facts?.reserveFinalWord ? finalWordReserve(request, o.fixedBytes, price) : null;
+    const worst: WorstCase = kept
+      ? {
+          tokens: call.tokens + kept.tokens,
+          costUsd:
+            call.costUsd === null || kept.costUsd === null ? call.costUsd : call.costUsd + kept.costUsd,
+        }
+      : call;
+    const also = kept ? ', plus the final word kept in reserve' : '';
     if (left.tokens !== undefined && worst.tokens > left.tokens)
       throw new TokenCeilingError(
-        `the next ${o.model} call could use ${worst.tokens} tokens (request bound plus maxTokens ${maxTokens}) ` +
+        `the next ${o.model} call could use ${worst.tokens} tokens (request bound plus maxTokens ${maxTokens}${also}) ` +
           `and the run has ${left.tokens} of maxTokens left: the model was not called; raise maxTokens to continue`,
       );
     if (left.costUsd !== undefined && worst.costUsd !== null && worst.costUsd > left.costUsd)
       throw new CostCeilingError(
-        `the next ${o.model} call could cost $${worst.costUsd} (request bound plus maxTokens ${maxTokens}) ` +
+        `the next ${o.model} call could cost $${worst.costUsd} (request bound plus maxTokens ${maxTokens}${also}) ` +
           `and the run has $${left.costUsd} of maxCostUsd left: the model was not called; raise maxCostUsd to continue`,
       );
     const spend = o.input.spend;
     if (!spend) return NOTHING_TO_SETTLE;
-    const ticket = await spend.reserve(worst.costUsd, o.model);
-    const reserved = worst.costUsd ?? 0;
+    const ticket = await spend.reserve(call.costUsd, o.model);
+    const reserved = call.costUsd ?? 0;
     return {
       answered: (usage: Usage) => ticket.settle(usage.costUsd),
       // An HTTP error answer is not billed; a request that got no answer (network, timeout,

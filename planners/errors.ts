@@ -8,6 +8,7 @@
  * before it builds these errors, and does not pass the SDK error on as `cause`.
  */
 import { AgentLoopGuardError } from '../common/errors';
+import type { Usage } from '../guard/schemas';
 
 /** Base class of the planner errors; `retryable` says whether another attempt may help. */
 export abstract class PlannerError extends AgentLoopGuardError {
@@ -110,7 +111,32 @@ export class PlannerTimeoutError extends PlannerUnavailableError {
 
 /** The memory or the observation does not fit the conversation (a runtime bug, not the model's). */
 export class PlannerProtocolError extends PlannerError {
-  readonly code = 'planner_protocol_error';
+  readonly code: string = 'planner_protocol_error';
+}
+
+/**
+ * The model answered (and billed) a reply the planner cannot read: a chat completion without a
+ * choice or message, a tool call without its function, Messages content that is not a list
+ * (issue 30). Never retried; the run stops NEEDS_HUMAN `planner_failed`. It carries the reply's
+ * usage, so the run's totals and the tenant's spend still count what the provider billed: the
+ * plan activity hands it to the workflow in the failure's details (`UNREADABLE_REPLY_ERROR`).
+ */
+export class UnreadableReplyError extends PlannerProtocolError {
+  override readonly code = 'planner_reply_unreadable';
+
+  constructor(
+    message: string,
+    /** What the provider billed for the reply. */
+    readonly usage: Usage,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+
+  /** The same error carrying `usage` (a turn's earlier replies added). */
+  withUsage(usage: Usage): UnreadableReplyError {
+    return new UnreadableReplyError(this.message, usage);
+  }
 }
 
 /** `AGENT_PRICE_TABLE` is malformed: a configuration error, never retried. */

@@ -12,7 +12,12 @@ import type { Usage } from '../guard/schemas';
 import { activityLog } from '../activities/activity-context';
 import { compactMessages, runStateNote } from './compaction';
 import { TIGHTER } from './context-window';
-import { ContextExhaustedError, ContextLengthExceededError, PlannerProtocolError } from './errors';
+import {
+  ContextExhaustedError,
+  ContextLengthExceededError,
+  PlannerProtocolError,
+  UnreadableReplyError,
+} from './errors';
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 import { nudgeText, type ReplyFinish } from './model-nudge';
 import {
@@ -114,6 +119,11 @@ export interface TurnOptions {
   readonly gate?: RequestGate<unknown>;
   /** The spec's output-token limit: a truncated reply is asked again with twice it (issue 30). */
   readonly maxTokens?: number;
+  /**
+   * The characters of conversation a final word may carry (after a money stop: what the run's
+   * tokens and cost have left, planners/call-ceiling.ts `finalWordRoomChars`); default `budgetChars`.
+   */
+  readonly finalWordChars?: number;
 }
 
 /** What a {@link RequestGate} is told about the call it let through. */
@@ -252,7 +262,9 @@ async function gatedRequest<M>(
   try {
     reply = await adapter.request(request, options);
   } catch (err) {
-    await call.failed(err);
+    // A reply that answered but could not be read was billed: settled at what it cost.
+    if (err instanceof UnreadableReplyError) await call.answered(err.usage);
+    else await call.failed(err);
     throw err;
   }
   await call.answered(reply.usage);
@@ -311,15 +323,23 @@ export async function runTurn<M>(
   let usage: Usage = NO_USAGE;
   let maxTokens: number | undefined;
   for (let asked = 0; ; asked++) {
-    const reply = await askWithin(
-      adapter,
-      input,
-      messages,
-      loaded.hidden,
-      options.budgetChars,
-      options.gate as RequestGate<M> | undefined,
-      maxTokens,
-    );
+    let reply: ModelReply<M>;
+    try {
+      reply = await askWithin(
+        adapter,
+        input,
+        messages,
+        loaded.hidden,
+        options.budgetChars,
+        options.gate as RequestGate<M> | undefined,
+        maxTokens,
+      );
+    } catch (err) {
+      // An unreadable reply stops the turn: it carries the turn's whole usage (a cut reply before it too).
+      if (err instanceof UnreadableReplyError && usage !== NO_USAGE)
+        throw err.withUsage(plus(usage, err.usage));
+      throw err;
+    }
     usage = plus(usage, reply.usage);
     const finishReason = reply.finishReason ?? undefined;
     if (reply.finish === 'truncated') {
@@ -381,14 +401,20 @@ async function finalWord<M>(
   const prompt = finalWordPrompt(input.finalWord?.reason ?? 'stopped');
   if (adapter.appendUserText) adapter.appendUserText(messages, prompt);
   else messages.push(adapter.userMessage(prompt));
+  const room = options.finalWordChars;
   const request = compactMessages(
     messages,
     loaded.hidden,
-    options.budgetChars,
+    room === undefined ? options.budgetChars : Math.min(options.budgetChars, room),
     (m) => adapter.isAssistant(m),
     (omitted) => adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`),
   );
-  if (request === null) throw new ContextExhaustedError('the final word does not fit the context window');
+  if (request === null)
+    throw new ContextExhaustedError(
+      room === undefined || room >= options.budgetChars
+        ? 'the final word does not fit the context window'
+        : `the final word does not fit the ${room} characters the run's budget left it`,
+    );
   const gate = options.gate as RequestGate<M> | undefined;
   const reply = await gatedRequest(adapter, request, gate, FINAL_WORD_MAX_TOKENS, 'none');
   messages.push(reply.message);

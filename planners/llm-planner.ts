@@ -28,9 +28,16 @@ import {
   type PlannerError,
 } from './errors';
 import { messageBudgetChars } from './context-window';
-import { ceilingGate } from './call-ceiling';
+import { ceilingGate, finalWordRoomChars } from './call-ceiling';
 import { DEFAULT_MAX_OBSERVATION_CHARS, runTurn, type LlmProvider, type ProviderAdapter } from './llm-common';
-import { DEFAULT_PRICE_TABLE, loadPriceTable, usageOf, type ModelPrice, type TokenCounts } from './pricing';
+import {
+  DEFAULT_PRICE_TABLE,
+  findPrice,
+  loadPriceTable,
+  usageOf,
+  type ModelPrice,
+  type TokenCounts,
+} from './pricing';
 import { failureToThrow, wrapSdkError, type SdkErrorClasses } from './sdk-errors';
 
 /** Options shared by both LLM planners. */
@@ -253,16 +260,22 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
       // Tools go with every request: their size comes off the conversation's budget.
       const toolsJson = JSON.stringify(input.tools.map((t) => [t.name, t.description, t.inputSchema]));
       const toolsChars = toolsJson.length;
+      const fixedBytes = Buffer.byteLength(spec.system ?? '') + Buffer.byteLength(toolsJson);
+      // A final word after a money stop carries only what the run's tokens and cost have left (issue 30).
+      const room = input.finalWord
+        ? finalWordRoomChars(input.facts?.budgetsLeft ?? {}, fixedBytes, findPrice(table, spec.model))
+        : null;
       return runTurn(input, provider.adapter(turn, sdk), {
         maxObservationChars,
         maxTokens: spec.maxTokens,
+        ...(room !== null ? { finalWordChars: room } : {}),
         budgetChars: messageBudgetChars(spec, toolsChars),
         // Before each request: its worst case must fit the run's budgets and the tenant's cap.
         gate: ceilingGate({
           input,
           model: spec.model,
           maxTokens: spec.maxTokens,
-          fixedBytes: Buffer.byteLength(spec.system ?? '') + Buffer.byteLength(toolsJson),
+          fixedBytes,
           table,
         }),
       });

@@ -11,7 +11,7 @@
 import type OpenAI from 'openai';
 import { loadOptional } from '../common/optional-dep';
 import type { Planner } from '../common/planner';
-import { PlannerProtocolError } from './errors';
+import { UnreadableReplyError } from './errors';
 import { finishOf, toolParameters, type PendingCall } from './llm-common';
 import { createLlmPlanner, type LlmPlannerOptions, type LlmProviderDefinition } from './llm-planner';
 
@@ -94,9 +94,22 @@ function openaiProvider(
           if (maxTokensParam === 'max_tokens') body.max_tokens = maxTokens;
           else body.max_completion_tokens = maxTokens;
           const reply = await send((options) => client.chat.completions.create(body, options));
-          const choice = reply.choices[0];
-          if (!choice) throw new PlannerProtocolError('the chat completion has no choices');
+          const u = reply.usage;
+          const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
+          const prompt = u?.prompt_tokens ?? 0;
+          const billed = usage(reply.model, {
+            // prompt_tokens includes the cached ones; they are billed at their own price.
+            inputTokens: Math.max(0, prompt - cached),
+            cacheReadTokens: Math.min(cached, prompt),
+            outputTokens: u?.completion_tokens ?? 0,
+          });
+          // Billed, so a reply that cannot be read still counts (issue 30): its usage goes with the error.
+          const choice = reply.choices?.[0];
+          if (!choice) throw new UnreadableReplyError('the chat completion has no choices', billed);
           const msg = choice.message;
+          if (!msg) throw new UnreadableReplyError('the chat completion choice has no message', billed);
+          if ((msg.tool_calls ?? []).some((tc) => tc.type === 'function' && !tc.function))
+            throw new UnreadableReplyError('a tool call of the chat completion has no function', billed);
           // Servers that omit tool-call ids still need one to pair each result with its call.
           const toolCalls = (msg.tool_calls ?? [])
             .filter((tc): tc is FunctionToolCall => tc.type === 'function')
@@ -117,9 +130,6 @@ function openaiProvider(
               function: { name: tc.function.name, arguments: tc.function.arguments },
             }));
           }
-          const u = reply.usage;
-          const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
-          const prompt = u?.prompt_tokens ?? 0;
           // `length`: cut off at max_tokens (a tool call in it may be cut too); `content_filter` and
           // any reason this wire does not know are neither a normal end nor runnable as final.
           const finishReason = (choice.finish_reason as string | null | undefined) ?? null;
@@ -129,12 +139,7 @@ function openaiProvider(
             finish: finishOf(finishReason, ['stop', 'tool_calls', 'function_call'], ['length']),
             finishReason,
             text: msg.content ?? msg.refusal ?? '',
-            usage: usage(reply.model, {
-              // prompt_tokens includes the cached ones; they are billed at their own price.
-              inputTokens: Math.max(0, prompt - cached),
-              cacheReadTokens: Math.min(cached, prompt),
-              outputTokens: u?.completion_tokens ?? 0,
-            }),
+            usage: billed,
           };
         },
       };

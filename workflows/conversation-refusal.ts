@@ -1,5 +1,5 @@
 /**
- * Why a conversation refuses a person's message (issue 33, docs/spec.md §7.15): the `message`
+ * Why a conversation refuses a person's message (issue 33, docs/spec.md §7.16): the `message`
  * update's validator, as a pure function of what the run is doing, so a refusal is decided
  * before anything enters history. Workflow code (no I/O).
  */

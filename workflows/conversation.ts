@@ -1,5 +1,5 @@
 /**
- * A conversation is one durable run (issue 33, docs/spec.md §7.15): the model's `ask_human`
+ * A conversation is one durable run (issue 33, docs/spec.md §7.16): the model's `ask_human`
  * call and its text reply hand the turn to the person; the run waits durably, off the agent's
  * wall clock, for their `message` update (the call's result, or the next user turn). Guard,
  * ledger, approvals, budgets and steering are the run's, so they carry across turns. Messages

@@ -5,8 +5,10 @@
  * planner timeout stops `planner_timeout` (issue 30); anything else is `planner_failed`.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, TimeoutFailure } from '@temporalio/workflow';
 import {
+  unreadableReplyUsage,
+  UNREADABLE_REPLY_ERROR,
   CONTEXT_EXHAUSTED_ERROR,
   COST_CEILING_ERROR,
   LEDGER_UNAVAILABLE,
@@ -17,7 +19,20 @@ import {
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
 import { failureMessage } from './resume-check';
+import { PATCH_UNREADABLE_USAGE } from './run-patches';
 import type { RunState } from './run-state';
+
+/**
+ * Charges the usage of a reply the model billed but the planner could not read (issue 30: every
+ * token counted), carried in the failure's details; nothing for any other failure.
+ */
+export function chargeUnreadableReply(run: RunState, err: ActivityFailure): void {
+  const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+  if (cause?.type !== UNREADABLE_REPLY_ERROR) return;
+  const usage = unreadableReplyUsage(cause.details);
+  if (usage === null || !patched(PATCH_UNREADABLE_USAGE)) return;
+  run.guard.charge({ steps: 0, tokens: usage.tokens, costUsd: usage.costUsd });
+}
 
 /**
  * Plan-activity failures that are not the planner's: the stop reason each becomes, and its
@@ -44,6 +59,8 @@ const PLAN_FAILURE_REASONS: Readonly<Record<string, readonly [GuardReason, Termi
 export function stopOnPlanFailure(run: RunState, err: ActivityFailure): void {
   // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
   // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.
+  // A reply it could not read was billed all the same: counted before the stop's report.
+  chargeUnreadableReply(run, err);
   const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
   const known = cause?.type ? PLAN_FAILURE_REASONS[cause.type] : undefined;
   if (cause?.type && known) {

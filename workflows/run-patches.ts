@@ -109,6 +109,21 @@ export const PATCH_USAGE_FIRST = 'llm-usage-before-decision-v1';
  */
 export const PATCH_FINAL_WORD = 'llm-final-word-v1';
 
+/**
+ * A model reply that was billed but could not be read (the plan activity fails
+ * `UnreadableReplyError` with the reply's usage in its details) is charged to the run before it
+ * stops `planner_failed`, or before a failed final word is noted (issue 30). Asked only there.
+ */
+export const PATCH_UNREADABLE_USAGE = 'llm-unreadable-reply-usage-v1';
+
+/**
+ * An LLM run keeps room for its final word (issue 30): every model request's check against the
+ * tokens and cost left also reserves the final word's worst case (`RunFacts.reserveFinalWord`),
+ * and a `token_budget` / `cost_budget` stop gets the final word within what is left. Asked at
+ * each LLM plan (its marker at the first) and at a money stop.
+ */
+export const PATCH_FINAL_WORD_ROOM = 'llm-final-word-room-v1';
+
 /** The patches a run on {@link PATCH_BASELINE} takes without a marker each (not the two after it). Never changes. */
 export const BASELINE_PATCHES = [
   PATCH_SEALED_CHECKPOINTS,

@@ -262,7 +262,7 @@ export class RunState {
   async finish(state?: TerminalState, summary: string | null = null): Promise<RunResult> {
     const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
     this.to(final);
-    this.publish();
+    this.publish(true, summary);
     const reason = final === TerminalState.COMPLETED ? null : (this.stop_?.reason ?? null);
     agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
     // Non-cancellable: a cancelled run still lets an in-flight resume answer.
@@ -330,8 +330,11 @@ export class RunState {
     this.record(RunTrace.noteFields(decision, reason, extra));
   }
 
-  /** The UI's details and, unless `upsert` is false, the search attributes (workflows/run-views.ts). */
-  publish(upsert = true): void {
-    publish(this, upsert);
+  /**
+   * The UI's details and, unless `upsert` is false, the search attributes (workflows/run-views.ts);
+   * `summary`: the run's, at its end.
+   */
+  publish(upsert = true, summary: string | null = null): void {
+    publish(this, upsert, summary);
   }
 }

@@ -7,7 +7,7 @@
 import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
 import type { ProposalInfo, RunToolOutput } from '../activities/types';
 import type { RunDecision } from '../common/contracts';
-import { NO_USAGE, type ModelNudge, type PlannerTurn, type RunFacts } from '../common/planner';
+import { NO_USAGE, type ModelNudge, type PlannerTurn } from '../common/planner';
 import { isPayloadTooLarge, PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { redact } from '../common/redact';
 import {
@@ -18,18 +18,16 @@ import {
   type GuardCall,
   type ToolResult,
 } from '../guard';
+import { noteConflict, type KeyHolder } from './conflict-report';
 import { toObservation } from './observation';
 import { stopOnPlanFailure } from './plan-failure';
+import { runFacts } from './run-facts';
 import { RecentCalls, steerObservation } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC, PATCH_USAGE_FIRST } from './run-patches';
 import type { BlockedCall, RunState } from './run-state';
 import type { SubAgents } from './sub-agents';
-
-/** How many completed keys, stops and refused resumes the planner's run facts name. */
-const FACT_KEYS = 10;
-const FACT_ITEMS = 5;
 
 /** A planner turn that proposes a call. */
 export type CallTurn = Extract<PlannerTurn, { type: 'call' }>;
@@ -80,6 +78,8 @@ export class RunSteps {
   private lastSourceVersion: number | null = null;
   /** Recent calls' results and steps, for guard notes (not persisted). */
   private readonly recentCalls = new RecentCalls();
+  /** The run holding the key of the call just run, when the ledger refused it (not persisted). */
+  private holder: KeyHolder = null;
 
   constructor(
     private readonly run: RunState,
@@ -95,7 +95,7 @@ export class RunSteps {
       const planned = await this.activities.planTurn(
         run.memory,
         run.observation,
-        this.facts(),
+        runFacts(run),
         run.approvalStop?.stopRef ?? null,
         nudge,
         undefined,
@@ -117,31 +117,6 @@ export class RunSteps {
       stopOnPlanFailure(run, err);
       return STOPPED;
     }
-  }
-
-  /**
-   * What the run knows about itself, for the run-state note of a compacted model request
-   * (bounded: counts and the newest few of each list).
-   */
-  private facts(): RunFacts {
-    const g = this.run.guard;
-    const trace = this.run.trace;
-    const keys = g.completedKeys();
-    const c = g.config;
-    const budgetsLeft: { -readonly [K in keyof RunFacts['budgetsLeft']]: number } = {};
-    if (Number.isFinite(c.maxSteps)) budgetsLeft.steps = Math.max(0, c.maxSteps - g.stepCount);
-    if (Number.isFinite(c.maxTokens)) budgetsLeft.tokens = Math.max(0, c.maxTokens - g.usage.tokens);
-    if (Number.isFinite(c.maxCostUsd)) budgetsLeft.costUsd = Math.max(0, c.maxCostUsd - g.usage.costUsd);
-    const at = (r: { reason: string | null; step: number }) => `${r.reason ?? 'unknown'} (at step ${r.step})`;
-    return {
-      steps: g.stepCount,
-      progressVersion: g.progressVersion,
-      completedOperations: g.completedTotal,
-      recentCompleted: keys.slice(-FACT_KEYS),
-      stops: trace.recent(['stop'], FACT_ITEMS).map(at),
-      refusedResumes: trace.recent(['resume_refused'], FACT_ITEMS).map(at),
-      budgetsLeft,
-    };
   }
 
   /** Forgets the planner's last turn: the proposal never ran, so it will be asked again. */
@@ -212,6 +187,7 @@ export class RunSteps {
       run.decide({ index: x.index, tool: p.tool, decision: 'stop' });
       this.undoTurn();
       run.stop(before.terminalState, before.reason, blockedOf(p), p.operationKey);
+      noteConflict(run, p, p.ledger?.holder);
       return before;
     }
     if (before.decision === 'execute' && p.approval?.required && !p.approval.approvalId) {
@@ -274,6 +250,7 @@ export class RunSteps {
       const detail = `tool ${p.tool} failed: ${failureMessage(err)}`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, failureType(err), detail);
     }
+    this.holder = out.holder;
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
     if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
@@ -326,7 +303,9 @@ export class RunSteps {
       run.stop(after.terminalState, after.reason, blockedOf(p), p.operationKey);
       const stop = run.stopInForce;
       if (result.kind === 'FATAL' && stop) stop.detail = result.message ?? null;
+      noteConflict(run, p, this.holder);
     }
+    this.holder = null;
     return after;
   }
 

@@ -6,6 +6,7 @@
  */
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
+import { howItEnded } from '../common/ending';
 import { redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
@@ -29,14 +30,22 @@ const LEAN_REQUEST_IDS = 100;
 
 const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
 
+/** How much of a summary or final message the UI's details show. */
+const DETAILS_TEXT_CHARS = 500;
+const clipped = (text: string) =>
+  text.length > DETAILS_TEXT_CHARS ? `${text.slice(0, DETAILS_TEXT_CHARS)}…` : text;
+
 /**
  * The UI's current details and, unless `upsert` is false, the search attributes. Each
  * upsert is a history event, so it happens when the state changes (start, stop, resume,
  * finish), not on every step; the step count is live in the `status` query and details.
  */
-export function publish(run: RunState, upsert = true): void {
+export function publish(run: RunState, upsert = true, summary: string | null = null): void {
   const stop = run.stopInForce;
   const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
+  // How it ended (issue 30), as agentctl says it: not a command, so no patch (details are not history).
+  const ending = state === 'RUNNING' ? null : howItEnded(state, stop?.reason ?? null);
+  const said = summary ?? stop?.report.final_message ?? null;
   const rootId = run.input.tree?.rootId ?? (run.input.subAgents ? run.runId : null);
   if (upsert)
     upsertSearchAttributes([
@@ -56,6 +65,8 @@ export function publish(run: RunState, upsert = true): void {
       `**last decision** ${run.trace.lastDecision ?? '—'}`,
       stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
       conversationOf(run)?.detailsLine() ?? '',
+      ending ? `**ended** ${ending.ended}` : '',
+      said ? `**${summary !== null ? 'summary' : 'final message'}** ${clipped(redactText(said))}` : '',
     ]
       .filter(Boolean)
       .join('\n'),

@@ -5,7 +5,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConversationAccess } from '../../common/conversation';
 import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
-import { LEDGER_UNAVAILABLE } from '../../common/planner';
+import { LEDGER_UNAVAILABLE, UNREADABLE_REPLY_ERROR } from '../../common/planner';
+import { UnreadableReplyError } from '../../planners/errors';
 import { guardOutputSize, jsonBytes } from '../../common/payload-limits';
 import { redact, redactText } from '../../common/redact';
 import { fixtureArgsSpecs, normalizeCall, scriptCallAt } from '../../guard';
@@ -47,6 +48,8 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     return {
       state: rec.state,
       fingerprint: same ? n.fingerprint : rec.argsHash,
+      // Another call holds the key: the guard stops idempotency_conflict, and the report names it.
+      ...(same ? {} : { holder: { runId: rec.runId, tool: rec.tool } }),
       // A large stored result reaches the workflow by reference, like a fresh one.
       result: (await offloadLarge(payloads, runId, unwrapTerminal(rec.result).data, payloadRefBytes)).data,
     };
@@ -70,6 +73,14 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       const out = await planner.next(plannerInput);
       return (await store.saveTurn(key, plannerInput.runId, out)) as PlannerOutput;
     } catch (err) {
+      if (err instanceof UnreadableReplyError)
+        // The provider billed the reply: its usage rides to the workflow, which charges it (issue 30).
+        throw ApplicationFailure.create({
+          type: UNREADABLE_REPLY_ERROR,
+          message: err.message,
+          nonRetryable: true,
+          details: [{ usage: err.usage }],
+        });
       if (err instanceof SpendStoreUnavailableError)
         throw ApplicationFailure.create({ type: LEDGER_UNAVAILABLE, message: err.message });
       if (!(err instanceof ConversationStoreFault)) throw err;

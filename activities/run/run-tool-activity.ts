@@ -132,7 +132,7 @@ export function createRunToolActivity(
     outcome: ExecuteOutcome<unknown>,
     executed: ToolResult | null,
     failure: ToolResult | null,
-  ): { result: ToolResult; via: RunToolOutput['via'] } {
+  ): { result: ToolResult; via: RunToolOutput['via']; holder?: RunToolOutput['holder'] } {
     switch (outcome.kind) {
       case 'executed':
         return { result: executed ?? { kind: 'SUCCESS', data: outcome.result }, via: 'executed' };
@@ -172,6 +172,7 @@ export function createRunToolActivity(
         return {
           result: { kind: 'FATAL', code: ResultCode.IDEMPOTENCY_CONFLICT, message: outcome.error.message },
           via: 'not_run',
+          holder: { runId: outcome.error.storedRunId, tool: outcome.error.storedTool },
         };
     }
   }

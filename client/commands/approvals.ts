@@ -169,6 +169,14 @@ export function approvalsCommand(ctx: Ctx): Command {
               ['call', `${call.tool} ${JSON.stringify(call.args)}`],
               ['digest', `${call.argsDigest} (only exactly this call may run)`],
               ['by', `${approval.approver}${approval.auth ? ' (signed)' : ' (unsigned)'}`],
+              [
+                'verified',
+                trusted === null
+                  ? 'not here (no AGENT_OPERATORS_FILE): a worker verifies it before it is used'
+                  : trusted
+                    ? 'yes, against AGENT_OPERATORS_FILE'
+                    : `NO: ${untrusted ?? ''}`,
+              ],
               ['valid until', approval.expiresAt],
               ...(resume
                 ? ([['resume', `${resume.accepted ? 'ACCEPTED' : 'REFUSED'}: ${resume.reason}`]] as const)

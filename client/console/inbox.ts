@@ -27,6 +27,7 @@ import {
   type StopReport,
   type TraceRecord,
 } from '../../guard';
+import { howItEnded } from '../../common/ending';
 import { pendingApprovalOf } from '../approvals';
 import type { ArgDisplayHints } from '../../tools/arg-display';
 import { argsView, type ArgsView } from './args-view';
@@ -86,6 +87,10 @@ export interface WaitingRun {
   /** The budget a resume must raise to lift a budget stop, and its current value. */
   readonly raise: { readonly key: BudgetKey; readonly current: number | null } | null;
   readonly report: StopReport;
+  /** How the run ended, in words (issue 30, common/ending.ts): a waiting run's task is not done. */
+  readonly ended: string;
+  /** The model's last words (the StopReport's `final_message`, redacted); null when it gave none. */
+  readonly finalMessage: string | null;
   /** The newest {@link TRACE_TAIL} trace records (redacted), oldest first. */
   readonly trace: readonly TraceRecord[];
   readonly traceTotal: number;
@@ -198,6 +203,8 @@ export function waitingRunOf(
         : null,
     raise: key ? { key, current: cp.guard.config[key] ?? null } : null,
     report: redact(report) as StopReport,
+    ended: howItEnded(stop.terminalState, stop.reason).ended,
+    finalMessage: report.final_message !== undefined ? (redact(report.final_message) as string) : null,
     trace: records.map((r) => redact(r) as TraceRecord),
     traceTotal: cp.traceTotal,
     uiUrl,

@@ -186,6 +186,8 @@ function waitingInfo(r) {
     el('span', { text: 'steps ' + r.steps }),
     el('a', { href: r.uiUrl, target: '_blank', rel: 'noopener noreferrer', text: 'open in Temporal Web UI' })));
   if (r.goal) info.append(el('div', { text: 'goal: ' + r.goal }));
+  info.append(el('div', { cls: 'ended', text: 'ended: ' + r.ended }));
+  if (r.finalMessage !== null) info.append(el('div', { cls: 'final', text: 'final message: ' + r.finalMessage }));
   if (r.blockedCall) info.append(argsBox(r.blockedCall));
   info.append(details(r.runId + ':report', 'StopReport: ' + (r.report.resume_condition || r.report.next_allowed_action), el('pre', { text: pretty(r.report) })));
   info.append(traceTable(r.runId, r.trace, r.traceTotal));

@@ -88,6 +88,11 @@ export class ApprovalStore {
     return new ApprovalStore(this.db, verify);
   }
 
+  /** True when this store verifies rows (it has the operators); false: it cannot tell, the worker decides. */
+  get verifies(): boolean {
+    return this.verify !== undefined;
+  }
+
   /** The store beside `ledger`, on its connection; throws when the ledger is not a SQL ledger. */
   static over(ledger: Ledger): ApprovalStore {
     if (!(ledger instanceof SqlLedger)) {

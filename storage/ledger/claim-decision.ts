@@ -12,6 +12,8 @@ export interface ClaimRowView {
   key: string;
   tool: string;
   argsHash: string;
+  /** The run holding the key (for a conflict's report); absent in views that do not read it. */
+  runId?: string;
   state: LedgerState;
   /** Database-computed; null when the record has no lease (settled). */
   leaseRemainingMs: number | null;
@@ -41,6 +43,7 @@ export function decideClaim(row: ClaimRowView | undefined, input: ClaimInput): C
       requestedTool: input.tool,
       storedArgsHash: row.argsHash,
       requestedArgsHash: input.argsHash,
+      storedRunId: row.runId ?? null,
     });
   }
   switch (row.state) {

@@ -37,6 +37,8 @@ export class LedgerConflictError extends LedgerError {
   readonly storedTool: string;
   /** Tool of the refused call. */
   readonly requestedTool: string;
+  /** The run (workflow id) holding the key; null when the stored row did not say. */
+  readonly storedRunId: string | null;
 
   /**
    * @param details stored and requested tool and args hash for `key`
@@ -49,6 +51,7 @@ export class LedgerConflictError extends LedgerError {
       requestedTool: string;
       storedArgsHash: string;
       requestedArgsHash: string;
+      storedRunId?: string | null;
     },
     options?: ErrorOptions,
   ) {
@@ -66,6 +69,7 @@ export class LedgerConflictError extends LedgerError {
     this.requestedArgsHash = details.requestedArgsHash;
     this.storedTool = details.storedTool;
     this.requestedTool = details.requestedTool;
+    this.storedRunId = details.storedRunId ?? null;
   }
 }
 

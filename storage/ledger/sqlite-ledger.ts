@@ -6,6 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { AsyncMutex } from './async-mutex';
+import { assertNodeFloor } from '../../common/node-floor';
 import { SQLITE_MIGRATIONS, SQLITE_MIGRATIONS_TABLE } from '../migrations';
 import { isPromiseLike, SqlLedger, type MaybePromise, type SqlAccess, type SqlFragment } from './sql-ledger';
 
@@ -44,6 +45,8 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   ) {
     super();
     this.location = path;
+    // Below Node 22, better-sqlite3 13 crashes the process here instead of throwing.
+    assertNodeFloor();
     this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 10_000 });
     this.db.pragma('journal_mode = WAL');
     // A ledger entry that a power loss can undo would allow a duplicate side effect.

@@ -170,6 +170,8 @@ describe('runTool write path', () => {
     expect((await acts.runTool(a)).result.kind).toBe('SUCCESS');
     const out = await acts.runTool(b);
     expect(out).toMatchObject({ result: { kind: 'FATAL', code: 'idempotency_conflict' }, via: 'not_run' });
+    // The run holding the key and its tool, for the StopReport (issue 30).
+    expect(out.holder).toEqual({ runId: a.runId, tool: 'send_notification' });
     expect((await deps.ledger.get(a.operationKey as string))?.argsHash).toBe(a.argsHash);
     expect(await deps.world.tx.all('SELECT message FROM world_notifications')).toEqual([{ message: 'one' }]);
   });

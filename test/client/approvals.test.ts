@@ -151,6 +151,8 @@ describe('agentctl approvals sign with --key on a worker with an operators file'
     );
     expect(unsigned.code).toBe(0);
     expect(unsigned.stdout).toContain('(unsigned)');
+    // agentctl has no operators file (only the worker has): it says it did not verify it.
+    expect(unsigned.stdout).toMatch(/verified\s+not here \(no AGENT_OPERATORS_FILE\)/);
     const resume = await agentctl(['resume', run.workflowId, '--key', keyFile], env);
     expect(resume.code).toBe(3);
     expect(resume.stderr).toMatch(/unverified.*unsigned approve refused/);
@@ -171,9 +173,12 @@ describe('agentctl approvals sign with --key on a worker with an operators file'
     expect(approved.code).toBe(0);
     const out = JSON.parse(approved.stdout) as {
       approval: { approver: string; auth: { operator: string } | null };
+      trusted: boolean | null;
       resume: { accepted: boolean };
     };
     expect(out.approval).toMatchObject({ approver: 'alice', auth: { operator: 'alice' } });
+    // Trusted or not is the worker's to say here: `null`, never a `true` it cannot know.
+    expect(out).toMatchObject({ trusted: null });
     expect(out.resume.accepted).toBe(true);
     expect((await run.result()).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);

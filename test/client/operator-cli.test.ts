@@ -3,7 +3,8 @@
  * printed entry a worker trusts; on that worker an unsigned `resume` is refused (exit 3,
  * nothing runs) and the same resume signed with `--key` is accepted; `agentctl stop` (through
  * bin/agentctl.js) reports what the worker did: the unsigned stop REFUSED (exit 3, the run goes
- * on), the signed one ACCEPTED (the run stops operator_stop) — issue 31 item 2.
+ * on), the signed one ACCEPTED (the run stops operator_stop) — issue 31 item 2; and in --json a
+ * refused stop is `stop_requested: false` (it said `true` for every stop before).
  */
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -99,7 +100,12 @@ describe('agentctl signs resume and stop', () => {
     const signed = await launcher(['stop', id, '--key', keyFile, '--reason', 'halt', '--json'], env);
     expect(signed.stderr).toBe('');
     expect(signed.code).toBe(0);
-    expect(JSON.parse(signed.stdout)).toMatchObject({ outcome: 'accepted', accepted: true, actor: 'alice' });
+    expect(JSON.parse(signed.stdout)).toMatchObject({
+      outcome: 'accepted',
+      accepted: true,
+      stop_requested: true,
+      actor: 'alice',
+    });
     const stopped = await waitFor(
       () => run.handle.query(statusQuery),
       (s) => s.phase === 'WAITING',
@@ -108,4 +114,33 @@ describe('agentctl signs resume and stop', () => {
     expect((await h.counters(id)).poll_job ?? 0).toBeLessThan(12);
     await run.handle.terminate('test done');
   }, 90_000);
+
+  it('agentctl stop --json: a refused stop is not `stop_requested` (it was `true` before issue 31)', async () => {
+    const id = uniqueId('opcli-stopjson');
+    const jobId = `job-${id}`;
+    const run = await h.start(
+      live(
+        [
+          { tool: 'start_job', args: { name: jobId, pollsNeeded: 12 } },
+          ...Array.from({ length: 12 }, () => ({ tool: 'poll_job', args: { jobId } })),
+          { tool: 'complete_task', args: { summary: 'done' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+      id,
+    );
+    await waitFor(
+      () => run.handle.query(statusQuery),
+      (s) => s.phase === 'RUNNING' && s.executed >= 1,
+    );
+    const refused = await launcher(['stop', id, '--actor', 'alice', '--reason', 'halt', '--json'], env);
+    expect(refused.stderr).toMatch(/stop refused: not authorised/);
+    expect(refused.code).toBe(3);
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      outcome: 'refused',
+      accepted: false,
+      stop_requested: false,
+    });
+    await run.handle.terminate('test done');
+  }, 60_000);
 });

@@ -168,12 +168,12 @@ describe('docker-compose.yml', () => {
     expect(registered).toEqual({ ...SEARCH_ATTRIBUTES });
   });
 
-  it('builds the worker from the Dockerfile, which runs `npm run worker` on node:20-bookworm-slim', () => {
+  it('builds the worker from the Dockerfile, which runs `npm run worker` on node:22-bookworm-slim', () => {
     const build = service('worker').build;
     const dockerfile = typeof build === 'string' ? 'Dockerfile' : (build?.dockerfile ?? 'Dockerfile');
     expect(build).toBeDefined();
     const text = fs.readFileSync(path.join(root, dockerfile), 'utf8');
-    expect(text).toMatch(/^FROM node:20-bookworm-slim/m);
+    expect(text).toMatch(/^FROM node:22-bookworm-slim/m);
     expect(text).toMatch(/npm ci/);
     expect(text).toMatch(/CMD \["npm", "run", "worker"\]/);
     expect(fs.existsSync(path.join(root, '.dockerignore'))).toBe(true);

@@ -5,12 +5,20 @@
  * answer, and at its worst case when no answer came.
  */
 import type { PlannerInput, SpendAccess } from '../../common/planner';
-import { ceilingGate, REQUEST_OVERHEAD_TOKENS, worstCaseOf } from '../../planners/call-ceiling';
+import {
+  ceilingGate,
+  FINAL_WORD_PROMPT_BYTES,
+  finalWordReserve,
+  finalWordRoomChars,
+  REQUEST_OVERHEAD_TOKENS,
+  worstCaseOf,
+} from '../../planners/call-ceiling';
 import {
   CostCeilingError,
   PlannerRequestError,
   PlannerUnavailableError,
   TokenCeilingError,
+  UnreadableReplyError,
 } from '../../planners/errors';
 import { DEFAULT_PRICE_TABLE } from '../../planners/pricing';
 import { createAnthropicPlanner } from '../../planners/anthropic';
@@ -91,6 +99,43 @@ describe('ceilingGate', () => {
       ceilingGate(opts(input({ tokens: worst.tokens, costUsd: worst.costUsd as number })))(REQUEST),
     ).resolves.toBeDefined();
     await expect(ceilingGate(opts(input({})))(REQUEST)).resolves.toBeDefined();
+  });
+
+  it('a run that keeps room for its final word checks each request with the final word reserved (issue 30)', async () => {
+    const kept = finalWordReserve(REQUEST, 0, table['gpt-4o-mini']);
+    expect(kept.tokens).toBe(BYTES + FINAL_WORD_PROMPT_BYTES + REQUEST_OVERHEAD_TOKENS + 256);
+    const reserving = (left: BudgetsLeft, spend?: SpendAccess) => {
+      const i = input(left, spend);
+      return { ...i, facts: { ...i.facts!, reserveFinalWord: true } };
+    };
+    // Fits alone, not with the final word kept: refused, saying so; without the reserve it goes.
+    await expect(ceilingGate(opts(reserving({ tokens: worst.tokens })))(REQUEST)).rejects.toThrow(
+      /plus the final word kept in reserve/,
+    );
+    await expect(ceilingGate(opts(input({ tokens: worst.tokens })))(REQUEST)).resolves.toBeDefined();
+    await expect(
+      ceilingGate(opts(reserving({ tokens: worst.tokens + kept.tokens })))(REQUEST),
+    ).resolves.toBeDefined();
+    const cost = (worst.costUsd as number) + (kept.costUsd as number);
+    await expect(ceilingGate(opts(reserving({ costUsd: cost - 1e-9 })))(REQUEST)).rejects.toThrow(
+      CostCeilingError,
+    );
+    // The tenant reserves the call's own worst case: the final word reserves its own when asked.
+    const r = recordingSpend();
+    await ceilingGate(opts(reserving({ costUsd: cost }, r.spend)))(REQUEST);
+    expect(r.reserved).toEqual([worst.costUsd]);
+  });
+
+  it("the final word's room is what the run's tokens and cost leave after everything but the conversation", () => {
+    const price = table['gpt-4o-mini'];
+    const besides = 100 + FINAL_WORD_PROMPT_BYTES + REQUEST_OVERHEAD_TOKENS + 256;
+    expect(finalWordRoomChars({ tokens: besides + 5000 }, 100, price)).toBe(5000);
+    expect(finalWordRoomChars({ tokens: 10 }, 100, price)).toBe(0);
+    expect(finalWordRoomChars({}, 100, price)).toBeNull();
+    // $0.15 / $0.60 per million: $0.001 leaves (0.001 - 256 * 0.6e-6) / 0.15e-6 input tokens.
+    const byCost = Math.floor(((0.001 - 256 * 0.6e-6) * 1e6) / 0.15) - (besides - 256);
+    expect(finalWordRoomChars({ costUsd: 0.001 }, 100, price)).toBe(byCost);
+    expect(finalWordRoomChars({ tokens: 1e9, costUsd: 0.001 }, 100, price)).toBe(byCost);
   });
 
   it('the run ceiling comes first: a refused request reserves nothing', async () => {
@@ -176,4 +221,55 @@ describe('every planner on createLlmPlanner gets the gate (the real SDKs, local 
       await server.close();
     }
   });
+
+  it.each(['openai', 'anthropic'] as const)(
+    '%s: a billed reply that cannot be read carries its usage, and the tenant is settled at its cost (issue 30)',
+    async (kind) => {
+      const server =
+        kind === 'openai'
+          ? await startOpenAIServer([
+              { unreadable: 'no_choices', usage: { prompt_tokens: 1000, completion_tokens: 50 } },
+              { unreadable: 'no_message', usage: { prompt_tokens: 1000, completion_tokens: 50 } },
+            ])
+          : await startAnthropicServer([
+              { content: [], unreadable: true, usage: { input_tokens: 1000, output_tokens: 50 } },
+            ]);
+      try {
+        const planner =
+          kind === 'openai'
+            ? createOpenAIPlanner({
+                endpoints: {
+                  local: { provider: 'openai', baseURL: (server as { baseURL: string }).baseURL },
+                },
+                warn: () => {},
+              })
+            : createAnthropicPlanner({
+                endpoints: { local: { provider: 'anthropic', baseURL: server.origin } },
+                warn: () => {},
+              });
+        const spec =
+          kind === 'openai'
+            ? ({ kind, model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'local' } as const)
+            : ({ kind, model: 'claude-sonnet-4-6', maxTokens: 256, endpoint: 'local' } as const);
+        // gpt-4o-mini $0.15 / $0.60, claude-sonnet-4-6 $3 / $15 per million tokens.
+        const cost = kind === 'openai' ? (1000 * 0.15 + 50 * 0.6) / 1e6 : (1000 * 3 + 50 * 15) / 1e6;
+        for (let i = 0; i < (kind === 'openai' ? 2 : 1); i++) {
+          const r = recordingSpend();
+          const err = await planner
+            .next({ ...turnInput(spec, null), facts: facts({}), spend: r.spend })
+            .catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(UnreadableReplyError);
+          expect((err as UnreadableReplyError).name).toBe('UnreadableReplyError');
+          expect((err as UnreadableReplyError).usage.tokens).toBe(1050);
+          expect((err as UnreadableReplyError).usage.costUsd).toBeCloseTo(cost, 12);
+          // Settled at what the reply cost, not left at the reserved worst case.
+          expect(r.settled).toHaveLength(1);
+          expect(r.settled[0]).toBeCloseTo(cost, 12);
+          expect(r.reserved[0]).toBeGreaterThan(cost);
+        }
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });

@@ -119,5 +119,68 @@ describe('bad input and the ledger as the one truth', () => {
     expect(await h.counters(conflict.workflowId)).toEqual({});
     const rows = await h.deps.world.tx.all('SELECT message FROM world_notifications');
     expect(rows).toEqual([{ message: 'db down' }]);
+    // The report names the run holding the key (issue 30); its args are not known here (the
+    // ledger keeps only their hash), so which differ is null, not a guess.
+    expect(conflictResult.report?.conflict).toEqual({
+      operation_key: 'notify:ops:INC-7:page',
+      holder_run: first.workflowId,
+      holder_tool: 'send_notification',
+      differing_args: null,
+    });
+  });
+
+  it('a conflict with an earlier call of the same run names it and the args that differ, redacted', async () => {
+    const note = (message: string) => ({
+      tool: 'send_notification',
+      args: { channel: 'ops', incident: 'INC-9', type: 'page', message },
+    });
+    const run = await h.start(
+      live([note('disk full, key sk-live-aaaaaaaaaaaaaaaaaaaaaaaa'), note('disk full!!')]),
+    );
+    const r = await run.result();
+    expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    expect(await h.counters(run.workflowId)).toEqual({ send_notification: 1 });
+    const conflict = r.report?.conflict;
+    expect(conflict).toMatchObject({
+      operation_key: 'notify:ops:INC-9:page',
+      holder_run: run.workflowId,
+      holder_tool: 'send_notification',
+    });
+    expect(conflict?.differing_args).toHaveLength(1);
+    expect(conflict?.differing_args?.[0]).toMatchObject({ path: 'message', proposed: 'disk full!!' });
+    expect(String(conflict?.differing_args?.[0]?.held)).toContain('disk full, key ');
+    // Redacted as the trace is: the secret never shows.
+    expect(JSON.stringify(conflict)).not.toContain('sk-live-aaaa');
+  });
+
+  it('a key another run holds in flight with other args: the ledger refuses it, and the report names that run', async () => {
+    // Another run's claim on the key, still in flight (so the plan's view of SUCCEEDED records
+    // does not see it): the tool activity's claim is refused as a conflict.
+    const claim = await h.deps.ledger.claim({
+      key: 'notify:ops:INC-11:page',
+      tool: 'send_notification',
+      argsHash: 'sha256:' + '0'.repeat(64),
+      runId: 'holder-run-11',
+      owner: 'elsewhere',
+      leaseMs: 600_000,
+    });
+    expect(claim.kind).toBe('claimed');
+    const run = await h.start(
+      live([
+        {
+          tool: 'send_notification',
+          args: { channel: 'ops', incident: 'INC-11', type: 'page', message: 'mine' },
+        },
+      ]),
+    );
+    const r = await run.result();
+    expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    expect(await h.counters(run.workflowId)).toEqual({});
+    expect(r.report?.conflict).toEqual({
+      operation_key: 'notify:ops:INC-11:page',
+      holder_run: 'holder-run-11',
+      holder_tool: 'send_notification',
+      differing_args: null,
+    });
   });
 });

@@ -22,6 +22,7 @@ async function countingServer(
   const server = await startOpenAIServer((n, req) => {
     const step = reply(n, req);
     if ('error' in step) return step;
+    // Every reply is billed, one the planner cannot read too.
     const usage = { prompt_tokens: 100 + 3 * n, completion_tokens: 7 + n };
     served += usage.prompt_tokens + usage.completion_tokens;
     return { ...step, usage };
@@ -77,11 +78,24 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
           tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `topic ${n}` }) }],
         },
     );
+    // Searches for something new each time until its token budget stops it; its final word is text.
+    servers.thrifty = await countingServer(
+      (n, req) =>
+        lastWord(req) ?? {
+          tool_calls: [{ name: 'search', arguments: JSON.stringify({ query: `subject ${n}` }) }],
+        },
+    );
     // The same search, whatever it is told (the steer limit stops it).
     // Its final word is one more tool call: ignored, nothing runs.
     servers.stubborn = await countingServer(() => ({
       tool_calls: [{ name: 'search', arguments: '{"query":"same"}' }],
     }));
+    // Its write's arguments are not JSON (handed back: invalid_args), then a reply without a choice.
+    servers.garbled = await countingServer((n) =>
+      n === 0
+        ? { tool_calls: [{ name: 'write_record', arguments: '{"id": "g-1", "body": ' }] }
+        : { unreadable: 'no_choices' },
+    );
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify(
       Object.fromEntries(
         Object.entries(servers).map(([name, s]) => [
@@ -98,6 +112,12 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     delete process.env[KEY_ENV];
     delete process.env.AGENT_MODEL_ENDPOINTS;
   });
+
+  /** The Temporal UI's current details of a run (the SDK's metadata query). */
+  async function detailsOf(handle: Awaited<ReturnType<Harness['start']>>['handle']): Promise<string> {
+    const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    return meta.currentDetails ?? '';
+  }
 
   async function tokensOf(handle: Awaited<ReturnType<Harness['start']>>['handle']): Promise<number> {
     return (await handle.query(statusQuery)).usage.tokens;
@@ -125,6 +145,10 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     const trace = await run.handle.query(traceQuery, { decision: 'text_reply', limit: 10 });
     expect(trace.records.map((r) => r.reason)).toEqual(['no_tool_call', 'no_tool_call']);
     expect(await tokensOf(run.handle)).toBe(servers.talker!.served());
+    // The UI's details say how it ended and give the model's last words.
+    const details = await detailsOf(run.handle);
+    expect(details).toContain('**ended** the model stopped talking without finishing the task');
+    expect(details).toContain('**final message**    ');
   });
 
   it('a write in a ```json fence runs nothing; told so, the model calls the tools and completes', async () => {
@@ -134,6 +158,9 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
     expect(servers.fence!.completionRequests()).toHaveLength(3);
     expect(await tokensOf(run.handle)).toBe(servers.fence!.served());
+    const details = await detailsOf(run.handle);
+    expect(details).toContain('**ended** the task was declared done');
+    expect(details).toContain('**summary** wrote fence-1');
   });
 
   it('a reply cut off in a tool call never runs: asked again with twice maxTokens, then NEEDS_HUMAN', async () => {
@@ -176,6 +203,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     });
     expect(result.final_message).toBe('I searched; the docs are left.');
     expect(result.report?.final_message).toBe('I searched; the docs are left.');
+    expect(await detailsOf(run.handle)).toContain('**final message** I searched; the docs are left.');
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     // Two searches, the refused third, and the final word: tool use off, the stop named.
     const requests = servers.searcher!.completionRequests();
@@ -194,5 +222,45 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
     expect(servers.stubborn!.completionRequests()).toHaveLength(6);
     expect(result.final_message).toBe('');
     expect(await tokensOf(run.handle)).toBe(servers.stubborn!.served());
+  });
+
+  it('replies that failed to parse are counted: args that are not JSON, then a reply with no choice', async () => {
+    const run = await h.start({ goal: 'write g-1', planner: planner('garbled'), resumeWindowMs: 500 });
+    const result = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'planner_failed' });
+    expect(result.report?.unmet_precondition).toContain('the chat completion has no choices');
+    // The broken args were refused (the model told so), nothing ran.
+    expect(await h.counters(run.workflowId)).toEqual({});
+    const requests = servers.garbled!.completionRequests();
+    expect(requests).toHaveLength(2);
+    expect(messagesOf(requests[1])).toContain('invalid_args');
+    const stop = await run.handle.query(traceQuery, { decision: 'stop', limit: 10 });
+    expect(stop.records.map((r) => r.error_code)).toEqual(['UnreadableReplyError']);
+    // Both billed replies are in the run's totals.
+    expect(await tokensOf(run.handle)).toBe(servers.garbled!.served());
+  });
+
+  it('a token_budget stop still has room for the final word: asked within the cap, every token counted', async () => {
+    const maxTokens = 12_000;
+    const run = await h.start({
+      goal: 'research',
+      planner: planner('thrifty'),
+      guard: { maxTokens, noProgressLimit: 100, sameCallLimit: 50 },
+      resumeWindowMs: 500,
+    });
+    const result = await run.result();
+    expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
+    expect(result.report?.unmet_precondition).toContain('plus the final word kept in reserve');
+    const requests = servers.thrifty!.completionRequests();
+    expect(requests.length).toBeGreaterThanOrEqual(3);
+    // The last request is the final word: tool use off, 256 output tokens; its text is the report's.
+    expect(requests[requests.length - 1]).toMatchObject({ tool_choice: 'none', max_tokens: 256 });
+    expect(result.final_message).toBe('I searched; the docs are left.');
+    expect(await h.counters(run.workflowId)).toEqual({ search: requests.length - 1 });
+    // The cap holds with the final word in it, and the run counted what the server served.
+    const served = servers.thrifty!.served();
+    expect(served).toBeLessThanOrEqual(maxTokens);
+    expect(await tokensOf(run.handle)).toBe(served);
+    console.log(`token_budget final word: ${requests.length} requests, ${served} tokens served`);
   });
 });

@@ -37,9 +37,13 @@ const MAX_MS_MARGIN = 5000;
  * (what an approval binds, issue 31); the pure offline replay has no digest to give.
  */
 const withoutDigest = (report: ReplayOutcome['report']) => {
-  if (!report?.blocked_call) return report;
-  const { args_digest: _digest, ...call } = report.blocked_call;
-  return { ...report, blocked_call: call };
+  if (!report) return report;
+  // So is an idempotency_conflict's `conflict` (issue 30): the durable run names the key's
+  // holder from its ledger and trace; the offline replay has neither.
+  const { conflict: _conflict, ...rest } = report;
+  if (!rest.blocked_call) return rest;
+  const { args_digest: _digest, ...call } = rest.blocked_call;
+  return { ...rest, blocked_call: call };
 };
 
 /** The replay's comparable fields. */

@@ -71,14 +71,22 @@ describe('money is checked before each model call', () => {
     );
     expect(stopped).toMatchObject({ terminalState: 'STOPPED_LOOP_GUARD', guardReason: 'cost_budget' });
     const calls = requests() - before;
-    expect(calls).toBeGreaterThanOrEqual(2);
-    // The server's own bill is within the budget, and the guard counted every call it billed.
+    expect(calls).toBeGreaterThanOrEqual(3);
+    // The last request was the final word (tool use off), in the room the run kept for it (issue 30).
+    expect(server.completionRequests()[requests() - 1]).toMatchObject({
+      tool_choice: 'none',
+      max_tokens: 256,
+    });
+    // The server's own bill, the final word's included, is within the budget, and the guard
+    // counted every call it billed.
     expect(calls * PER_CALL_USD).toBeLessThanOrEqual(maxCostUsd);
     expect(stopped.usage.costUsd).toBeCloseTo(calls * PER_CALL_USD, 10);
     // After rule 3 alone the run would have gone on until it was over the budget.
-    expect((calls + 1) * PER_CALL_USD).toBeLessThanOrEqual(maxCostUsd);
+    const searches = calls - 1;
+    expect((searches + 1) * PER_CALL_USD).toBeLessThanOrEqual(maxCostUsd);
     expect((await run.handle.query(reportQuery))?.unmet_precondition).toMatch(/the model was not called/);
-    expect(await h.counters(run.workflowId)).toEqual({ search: calls });
+    // The final word's reply proposed a search too: ignored, nothing ran.
+    expect(await h.counters(run.workflowId)).toEqual({ search: searches });
 
     const answer = await run.handle.executeUpdate(resumeUpdate, {
       args: [{ actor: 'ops', reason: 'more budget', requestId: 'raise-cost', raise: { maxCostUsd: 0.01 } }],

@@ -33,6 +33,8 @@ export interface ScriptedAnthropicReply {
   };
   /** The model id echoed back; default the requested one. */
   readonly model?: string;
+  /** A billed reply the planner cannot read: `content` is sent as null (issue 30). */
+  readonly unreadable?: true;
 }
 
 /** A scripted API error. */
@@ -126,7 +128,7 @@ export async function startAnthropicServer(
           type: 'message',
           role: 'assistant',
           model: step.model ?? body.model,
-          content,
+          content: step.unreadable ? null : content,
           stop_reason: step.stop_reason ?? (hasToolUse ? 'tool_use' : 'end_turn'),
           stop_sequence: null,
           usage: {

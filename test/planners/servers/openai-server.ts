@@ -36,6 +36,8 @@ export interface ScriptedOpenAIReply {
   };
   /** The model id echoed back; default the requested one. */
   readonly model?: string;
+  /** A billed reply the planner cannot read (issue 30): no choices, or a choice without its message. */
+  readonly unreadable?: 'no_choices' | 'no_message';
 }
 
 /** A scripted API error. */
@@ -131,19 +133,25 @@ export async function startOpenAIServer(
           object: 'chat.completion',
           created: 1_700_000_000 + index,
           model: step.model ?? body.model,
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: 'assistant',
-                content: step.content ?? null,
-                refusal: null,
-                ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
-              },
-              logprobs: null,
-              finish_reason: step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
-            },
-          ],
+          choices:
+            step.unreadable === 'no_choices'
+              ? []
+              : [
+                  {
+                    index: 0,
+                    message:
+                      step.unreadable === 'no_message'
+                        ? null
+                        : {
+                            role: 'assistant',
+                            content: step.content ?? null,
+                            refusal: null,
+                            ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+                          },
+                    logprobs: null,
+                    finish_reason: step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+                  },
+                ],
           usage: {
             prompt_tokens: prompt,
             completion_tokens: completion,

@@ -1,0 +1,134 @@
+/**
+ * The types and refusals of `agent-loop-guard/ai-sdk` (ai-sdk/index.ts): what the workflow side
+ * and the worker side (ai-sdk/worker.ts) agree on. Workflow-safe.
+ */
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import type { ToolSet } from 'ai';
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/workflow';
+import type { RunResult, RunStatus } from '../common/contracts';
+import type { ArgsSpec, GuardConfigInput, StopReport, TerminalState } from '../guard';
+
+/** What the worker's ledger-wrapped write activity is given besides the tool's input. */
+export interface GuardedWriteMeta {
+  readonly tool: string;
+  readonly operationKey: string;
+  readonly runId: string;
+}
+
+/** What the worker's ledger-wrapped write activity answers. */
+export interface GuardedWriteOutput {
+  /** `executed`: the write ran now; `ledger`: the ledger had its result, nothing ran. */
+  readonly via: 'executed' | 'ledger';
+  readonly result: unknown;
+}
+
+/** How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker) and its key. */
+export interface WriteRule {
+  /** The activity's name on the worker (a function given to `ledgerWrites`). */
+  readonly activity: string;
+  /**
+   * The operation key of a call: the same business operation gives the same key, never a random
+   * id. A write without one is refused before anything runs.
+   */
+  readonly operationKey: (input: never) => string;
+  /** Stop NEEDS_HUMAN (`approval_required`) before this tool runs. */
+  readonly requiresApproval?: boolean;
+}
+
+/** Prices for the cost budget, in USD per million tokens. */
+export interface TokenPrices {
+  readonly inputPerMillion: number;
+  readonly outputPerMillion: number;
+}
+
+/** A step's usage as the AI SDK reports it (`StepResult.usage`). */
+export interface StepUsage {
+  readonly inputTokens: number | undefined;
+  readonly outputTokens: number | undefined;
+}
+
+/** Options of {@link guardAgent}. */
+export interface GuardAgentOptions {
+  /** The guard's settings (e.g. `guardProfile('llm')` plus overrides); the spec's defaults otherwise. */
+  readonly guard?: GuardConfigInput;
+  /** Tools that only read. Every tool is in `reads` or `writes`: an undeclared one is refused. */
+  readonly reads?: readonly string[];
+  /** Tools that write, each with its activity and operation-key rule. */
+  readonly writes?: Readonly<Record<string, WriteRule>>;
+  /** How the guard fingerprints a tool's input (`nonSemantic` paths, `similarArgs`), per tool. */
+  readonly args?: Readonly<Record<string, ArgsSpec>>;
+  /** Activity options of the write activities (default: 1 minute start-to-close, 5 attempts). */
+  readonly writeActivity?: ActivityOptions;
+  /** Token prices, so model usage counts against `maxCostUsd` too. */
+  readonly prices?: TokenPrices;
+  /**
+   * Upsert the search attributes `agentctl list` filters by (AgentState, AgentGuardReason,
+   * AgentSteps) at a stop and in `result()`. They must be registered on the namespace
+   * (`agentctl`'s worker does it for `agentRun`; `temporal operator search-attribute create`).
+   */
+  readonly searchAttributes?: boolean;
+}
+
+/** The codes of {@link guardAgent}'s refusals (the failure's `type`). */
+export type AiSdkGuardErrorCode =
+  | 'not_in_workflow'
+  | 'already_guarded'
+  | 'no_input_schema'
+  | 'undeclared_tool'
+  | 'write_without_operation_key'
+  | 'unknown_tool';
+
+/**
+ * A wrong use of the API, said plainly before anything runs: a non-retryable ApplicationFailure
+ * (its `type` the code), so in a workflow it fails the workflow with this message instead of
+ * retrying the workflow task.
+ */
+export function aiSdkGuardError(code: AiSdkGuardErrorCode, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+}
+
+/** The mark a guarded tool set and its tools carry (so wrapping twice is refused). */
+export const GUARDED = Symbol.for('agent-loop-guard.ai-sdk.guarded');
+
+/** Whether `tools` (or any tool in it) is already wrapped by {@link guardAgent}. */
+export function isGuarded(tools: unknown): boolean {
+  if (tools === null || typeof tools !== 'object') return false;
+  if ((tools as Record<symbol, unknown>)[GUARDED] === true) return true;
+  return Object.values(tools).some(
+    (t) => t !== null && typeof t === 'object' && (t as Record<symbol, unknown>)[GUARDED] === true,
+  );
+}
+
+/** What the guarded loop returns to the model for a call that did not run because the run stopped. */
+export interface GuardStopOutput {
+  readonly guard: 'stopped';
+  readonly reason: string;
+  readonly terminalState: TerminalState;
+  readonly note: string;
+}
+
+/** The guard of one agent loop, in the user's workflow. */
+export interface GuardedAgent<TOOLS extends ToolSet> {
+  /** The user's tools, each call passing the guard first. Give these to `generateText` / `ToolLoopAgent`. */
+  readonly tools: TOOLS;
+  /**
+   * Ends the loop once the guard stopped the run (combine with the user's own:
+   * `[stepCountIs(n), guard.stopWhen]`). Without {@link model}, it counts each step's usage here,
+   * after the step's tool calls ran.
+   */
+  readonly stopWhen: (options: { readonly steps: ReadonlyArray<{ readonly usage?: StepUsage }> }) => boolean;
+  /** Wraps a language model (e.g. `temporalProvider.languageModel(…)`) so its usage counts against the budgets. */
+  model(model: LanguageModelV4): LanguageModelV4;
+  /** The stop in force, or null. */
+  readonly stopped: { readonly reason: string; readonly terminalState: TerminalState } | null;
+  /** The StopReport (null while running or when the run completed). */
+  report(): StopReport | null;
+  /** The run's status, as agentctl's `status` query reads it. */
+  status(): RunStatus;
+  /** Tool executions per tool (reads and writes that ran; cached answers and refusals excluded). */
+  readonly executions: Readonly<Record<string, number>>;
+  /** Installs the `status` and `report` queries agentctl reads. */
+  installHandlers(): void;
+  /** The workflow's result in the shape agentctl reads for a closed run. */
+  result(summary?: string | null): RunResult;
+}

@@ -83,9 +83,9 @@ describe('a conversation loses nothing', () => {
       second.worker.shutdown();
       await second.running;
     }
-    if (!firstDown) h.worker.shutdown();
-    await h.deps.close();
-    await h.env.teardown();
+    if (h && !firstDown) h.worker.shutdown();
+    await h?.deps.close();
+    await h?.env.teardown();
     await server?.close();
     delete process.env[KEY_ENV];
     delete process.env.AGENT_MODEL_ENDPOINTS;

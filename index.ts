@@ -160,6 +160,28 @@ export {
   subAgentsSchema,
 } from './common/sub-agents';
 export type { ChildBudget, ChildSummary, SpawnArgs, SubAgents } from './common/sub-agents';
+// ── Conversations (issue 33, docs/spec.md §7.16) ──
+export {
+  ASK_HUMAN_TOOL,
+  conversationQuery,
+  conversationSettingsSchema,
+  messageRequestSchema,
+  messageUpdate,
+} from './common/conversation-run';
+export type {
+  ConversationSettings,
+  ConversationView,
+  MessageAnswer,
+  MessageRequest,
+  TranscriptEntry,
+} from './common/conversation-run';
+export { getReplies, readConversation, sendMessage, waitForReply } from './client/conversation';
+export type {
+  MessageOutcome,
+  ReadConversationOptions,
+  SendMessageOptions,
+  WaitForReplyOptions,
+} from './client/conversation';
 
 // ── Client ──
 export {

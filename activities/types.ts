@@ -25,6 +25,10 @@ export interface PlanInput {
   readonly tools?: readonly string[] | null;
   /** The run may delegate with `spawn_agent` (RunInput `subAgents`, docs/spec.md §7.14). */
   readonly spawnAgents?: boolean;
+  /** A conversation run (issue 33): `ask_human` is offered. */
+  readonly askHuman?: boolean;
+  /** A conversation run: the person's message, the next user turn after the model's text reply. */
+  readonly userText?: string;
   /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
   readonly tenant?: string;
   /**

@@ -48,6 +48,10 @@ export interface ChainMeasure {
   readonly kindBytesPerTurn: readonly Readonly<Record<string, number>>[];
 }
 
+/** A conversation's turn ends where a person's `message` update was accepted (bench/conversation.ts). */
+export const isMessageAccepted = (e: HistoryEvent): boolean =>
+  e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'message';
+
 const isRunTool = (e: HistoryEvent): boolean =>
   e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool';
 
@@ -76,7 +80,11 @@ export async function fetchRunHistory(client: Client, workflowId: string, runId:
 }
 
 /** Fetches every run of `workflowId`'s chain (oldest first) and measures it. */
-export async function measureChain(client: Client, workflowId: string): Promise<ChainMeasure> {
+export async function measureChain(
+  client: Client,
+  workflowId: string,
+  isTurnEnd: (e: HistoryEvent) => boolean = isRunTool,
+): Promise<ChainMeasure> {
   const histories: { runId: string; history: History }[] = [];
   let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
   const seen = new Set<string>();
@@ -88,11 +96,14 @@ export async function measureChain(client: Client, workflowId: string): Promise<
       history.events?.[0]?.workflowExecutionStartedEventAttributes;
     runId = started?.continuedExecutionRunId || undefined;
   }
-  return measureHistories(histories);
+  return measureHistories(histories, isTurnEnd);
 }
 
 /** Measures histories given oldest first. */
-export function measureHistories(histories: readonly { runId: string; history: History }[]): ChainMeasure {
+export function measureHistories(
+  histories: readonly { runId: string; history: History }[],
+  isTurnEnd: (e: HistoryEvent) => boolean = isRunTool,
+): ChainMeasure {
   const bytesPerTurn: number[] = [0];
   const turnAtMs: number[] = [];
   let events = 0;
@@ -121,7 +132,7 @@ export function measureHistories(histories: readonly { runId: string; history: H
       const kind = kindOf(e, activityOf);
       bytesByKind[kind] = (bytesByKind[kind] ?? 0) + size;
       pendingKinds[kind] = (pendingKinds[kind] ?? 0) + size;
-      if (isRunTool(e)) {
+      if (isTurnEnd(e)) {
         turn += 1;
         bytesPerTurn[turn] = pendingBytes;
         kindBytesPerTurn[turn] = pendingKinds;

@@ -1,7 +1,8 @@
 /**
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
- *   start · status · report · tree · trace · watch · list · resume · stop · ledger · approvals · spend · console ·
+ *   start · status · report · tree · trace · watch · list · resume · stop · send · replies · ledger · approvals ·
+ *   spend · console ·
  *   world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
@@ -24,6 +25,7 @@ import {
 import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
+import { repliesCommand, sendCommand } from './commands/send';
 import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
 import { spendCommand } from './commands/spend';
@@ -71,6 +73,8 @@ export function buildProgram(
   program.addCommand(stopCommand(ctx));
   program.addCommand(ledgerCommand(ctx));
   program.addCommand(conversationCommand(ctx));
+  program.addCommand(sendCommand(ctx));
+  program.addCommand(repliesCommand(ctx));
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(spendCommand(ctx));
   program.addCommand(consoleCommand(ctx));

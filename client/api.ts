@@ -278,6 +278,16 @@ export type {
 export type { ApprovalRecord, ApprovalState, AuditEntry } from '../storage/approvals/types';
 export type { OperatorKeyFile } from '../operators/sign';
 
+// A person's side of a conversation run (issue 33): no operator key, a message is text for the model.
+export { getReplies, readConversation, sendMessage, waitForReply } from './conversation';
+export type {
+  MessageOutcome,
+  ReadConversationOptions,
+  SendMessageOptions,
+  WaitForReplyOptions,
+} from './conversation';
+export type { ConversationView, MessageAnswer, TranscriptEntry } from '../common/conversation-run';
+
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).
 export { CliError, Exit } from './format';

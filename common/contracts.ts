@@ -19,6 +19,7 @@ export type { TracePage, TracePageArgs };
 import { operatorAuthSchema } from './operator-auth';
 import { plannerSpecSchema } from './planner';
 import { subAgentsSchema, treePlaceSchema, type ChildSummary } from './sub-agents';
+import * as conv from './conversation-run';
 
 /** Default task queue of agent runs. */
 export const DEFAULT_TASK_QUEUE = 'agent-loop-guard';
@@ -212,6 +213,8 @@ export const runInputSchema = z
       .min(0, 'textReplyLimit must be 0 or more')
       .max(20, 'textReplyLimit must be at most 20')
       .optional(),
+    /** A conversation with a person: `ask_human`, text replies to them (issue 33, docs/spec.md §7.16). */
+    conversation: conv.conversationSettingsSchema.optional(),
   })
   .strict();
 
@@ -257,6 +260,8 @@ export interface RunStatus {
   readonly tree?: { readonly rootId: string; readonly parentId: string | null; readonly depth: number };
   /** The sub-agents this run spawned, oldest first (docs/spec.md §7.14); absent when none. */
   readonly children?: readonly ChildSummary[];
+  /** A conversation run (docs/spec.md §7.16): what the agent waits on from its person; absent on other runs. */
+  readonly conversation?: conv.ConversationStatus;
 }
 
 /** Everything a run needs to continue: kept on stop, carried across continue-as-new. */
@@ -279,6 +284,7 @@ export interface Checkpoint {
   readonly approvalStop?: { readonly stopRef: string; readonly fingerprint: string };
   /** The sub-agents this run spawned (absent when none; docs/spec.md §7.14). */
   readonly children?: ChildSummary[];
+  readonly conversation?: conv.ConversationCheckpoint; // a conversation's pending turn and queue (§7.16)
   /**
    * Set when the checkpoint was taken while the run was stopped. It names the blocked
    * call's args and operation key so that a run continued from it (`resume --from`)
@@ -438,6 +444,7 @@ export const checkpointSchema = z
           .strict(),
       )
       .optional(),
+    conversation: conv.conversationCheckpointSchema.optional(),
     seal: z.string().optional(),
   })
   .strict();

@@ -151,6 +151,11 @@ export interface PlannerInput {
    */
   readonly nudge?: ModelNudge | null;
   /**
+   * A conversation run (issue 33): the person's message after the model's text reply to them,
+   * sent as the next user message (instead of the continue prompt).
+   */
+  readonly userText?: string | null;
+  /**
    * The guard has stopped the run (issue 30): this turn is the model's final word, one request
    * with tool use turned off and a small output limit, asking it to tell its user what it did
    * and what is left. No tool runs after it; its text is the run's `final_message`.

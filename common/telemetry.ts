@@ -31,11 +31,29 @@ export interface RunEndEvent {
   readonly closed: boolean;
 }
 
+/** One turn of a conversation (issue 33): the agent handed it to the person, and how it came back. */
+export interface TurnEvent {
+  readonly runId: string;
+  /** 1, 2, 3, … across the conversation. */
+  readonly turn: number;
+  /** What the agent waited on: its `ask_human` question or its text reply. */
+  readonly kind: 'question' | 'reply';
+  /** Workflow time the agent handed the turn over, and the time it came back (ms since the epoch). */
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+  /** `answered` (messages taken), `closed` (the person closed it), `idle` (the idle timeout). */
+  readonly outcome: 'answered' | 'closed' | 'idle';
+  /** The person's messages the model got for this turn. */
+  readonly messages: number;
+}
+
 /** The sinks an agent run calls. */
 export interface AgentSinks extends Sinks {
   agentTelemetry: {
     decision(event: DecisionEvent): void;
     runEnd(event: RunEndEvent): void;
+    /** A conversation's turn came back (issue 33): one `conversation.turn` span. */
+    turn(event: TurnEvent): void;
   };
 }
 

@@ -75,6 +75,16 @@ export const GuardReason = {
    * a slow model more time.
    */
   PLANNER_TIMEOUT: 'planner_timeout',
+  /**
+   * A conversation (issue 33) the person closed (the `message` update with `close`): the run
+   * ends PARTIAL. Only the finishing tool completes a conversation, as any run.
+   */
+  CONVERSATION_CLOSED: 'conversation_closed',
+  /**
+   * A conversation waited for the person's next message longer than its idle timeout
+   * (`conversation.idleTimeoutMs`): the run ends PARTIAL, its StopReport naming what it asked.
+   */
+  CONVERSATION_IDLE: 'conversation_idle',
 } as const;
 /** One of {@link GuardReason}. */
 export type GuardReason = (typeof GuardReason)[keyof typeof GuardReason];
@@ -259,6 +269,9 @@ export function resumeConditionOf(
       return 'operator resume; more output needs a new run (--max-output-tokens)';
     case GuardReason.MODEL_STOPPED:
       return 'the model calls the finishing tool (a new run)';
+    case GuardReason.CONVERSATION_CLOSED:
+    case GuardReason.CONVERSATION_IDLE:
+      return 'the conversation ended: a new conversation (a new run)';
     case GuardReason.CONTEXT_EXHAUSTED:
       return 'operator resume after the cause is fixed (a larger contextTokens, a smaller tool result)';
     case GuardReason.INFRASTRUCTURE_FAULT:

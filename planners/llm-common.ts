@@ -317,8 +317,7 @@ export async function runTurn<M>(
 
   const last = messages[messages.length - 1];
   if (last === undefined) messages.push(adapter.userMessage(input.goal));
-  else if (adapter.isAssistant(last))
-    messages.push(adapter.userMessage(input.nudge ? nudgeText(input.nudge, input.tools) : CONTINUE_PROMPT));
+  else if (adapter.isAssistant(last)) messages.push(adapter.userMessage(userTurnText(input)));
 
   // Every reply's usage is the turn's, a truncated one's included (issue 30).
   let usage: Usage = NO_USAGE;
@@ -423,6 +422,12 @@ async function finalWord<M>(
     turn: { type: 'finish', summary: reply.text, usage: reply.usage, ended: 'text' },
     memory: await remember(null, []),
   };
+}
+
+/** The user message after the model's last reply: the person's (a conversation), a nudge, or continue. */
+function userTurnText(input: PlannerInput): string {
+  if (typeof input.userText === 'string' && input.userText !== '') return input.userText;
+  return input.nudge ? nudgeText(input.nudge, input.tools) : CONTINUE_PROMPT;
 }
 
 function isNonEmpty<T>(items: T[]): items is [T, ...T[]] {

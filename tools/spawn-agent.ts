@@ -11,6 +11,8 @@ import {
   spawnArgsSchema,
   type SpawnArgs,
 } from '../common/sub-agents';
+import { ASK_HUMAN_TOOL } from '../common/conversation-run';
+import { askHumanTool } from './ask-human';
 import { defineTool, type AnyTool } from './define-tool';
 import { ToolRegistry, type NormalizedProposal } from './registry';
 
@@ -34,6 +36,8 @@ export interface RunToolsScope {
   readonly tools?: readonly string[] | null;
   /** The run may delegate with `spawn_agent`. */
   readonly spawnAgents?: boolean;
+  /** The run is a conversation: `ask_human` is offered (issue 33), whatever `tools` lists. */
+  readonly askHuman?: boolean;
 }
 
 /**
@@ -41,13 +45,14 @@ export interface RunToolsScope {
  * `spawn_agent` when the run may spawn. Without a scope, the worker's registry itself.
  */
 export function scopedRegistry(registry: ToolRegistry, scope: RunToolsScope): ToolRegistry {
-  if (!scope.tools && !scope.spawnAgents) return registry;
+  if (!scope.tools && !scope.spawnAgents && !scope.askHuman) return registry;
   const allowed = scope.tools ? new Set(scope.tools) : null;
   const tools: AnyTool[] = registry
     .names()
-    .filter((n) => n !== SPAWN_AGENT_TOOL && (!allowed || allowed.has(n)))
+    .filter((n) => n !== SPAWN_AGENT_TOOL && n !== ASK_HUMAN_TOOL && (!allowed || allowed.has(n)))
     .map((n) => registry.get(n)!);
   if (scope.spawnAgents && (!allowed || allowed.has(SPAWN_AGENT_TOOL))) tools.push(spawnAgentTool);
+  if (scope.askHuman) tools.push(askHumanTool);
   return new ToolRegistry(tools);
 }
 

@@ -165,7 +165,11 @@ export interface AgentWorkerOptions {
 /** The worker side of the `agentTelemetry` sink. */
 export type AgentTelemetry = AgentSinks['agentTelemetry'];
 
-const NO_TELEMETRY: AgentTelemetry = { decision: () => undefined, runEnd: () => undefined };
+const NO_TELEMETRY: AgentTelemetry = {
+  decision: () => undefined,
+  runEnd: () => undefined,
+  turn: () => undefined,
+};
 
 /** The sinks registered on every agent worker (a workflow calling an unregistered sink logs errors). */
 export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSinks<AgentSinks> {
@@ -173,6 +177,7 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
     agentTelemetry: {
       decision: { fn: (_info, event) => telemetry.decision(event) },
       runEnd: { fn: (_info, event) => telemetry.runEnd(event) },
+      turn: { fn: (_info, event) => telemetry.turn(event) },
     },
   };
 }

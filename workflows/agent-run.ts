@@ -31,6 +31,8 @@ import {
   type RunResult,
 } from '../common/contracts';
 import { childEventSignal } from '../common/sub-agents';
+import { conversationQuery, messageUpdate } from '../common/conversation-run';
+import { Conversation } from './conversation';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from './run-gate';
@@ -64,6 +66,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
   const replies = new TextReplies(run);
+  const conv = Conversation.of(run);
   setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
   setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
   setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
@@ -75,9 +78,21 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   setHandler(reportQuery, () => reportOf(run));
   setHandler(checkpointQuery, () => checkpointOf(run));
   setHandler(traceQuery, (args) => traceOf(run, args));
+  // A person's message (issue 33): refused by the validator on a run that is not a conversation.
+  setHandler(messageUpdate, (raw) => conv!.onMessage(raw), {
+    validator: (raw) => {
+      if (!conv)
+        throw new Error('this run is not a conversation (start one with agentctl start --conversation)');
+      conv.validate(raw);
+    },
+  });
+  setHandler(conversationQuery, (args) => {
+    if (!conv) throw new Error('this run is not a conversation');
+    return conv.view(args?.after ?? 0);
+  });
 
   try {
-    return await loop(input, rawInput, run, gate, step, replies);
+    return await loop(input, rawInput, run, gate, step, replies, conv);
   } catch (err) {
     if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
@@ -109,6 +124,7 @@ async function loop(
   gate: RunGate,
   step: RunSteps,
   replies: TextReplies,
+  conv: Conversation | null,
 ): Promise<RunResult> {
   const acts = run.activities;
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
@@ -125,26 +141,38 @@ async function loop(
       await condition(allHandlersFinished);
       // A long script's calls travel by reference from here on (issue 32, workflows/script-ref.ts).
       const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
+      const taken = conv?.version;
       // A checkpoint too large for the new run's input stops the run payload_too_large instead.
       const checkpoint = await run.sealedCheckpoint({ ...next, checkpoint: undefined });
       if (checkpoint) {
         // A lean run's trace records that do not travel go to the worker's database (issue 19).
         if (run.lean) await run.pageOutTrace(checkpoint.trace.length);
+        // A person's message taken while it was sealed: sealed again with it (none lost, none twice).
+        if (conv && conv.version !== taken) continue;
         await continueAsNew<typeof agentRun>({ ...next, checkpoint });
       }
       continue;
     }
     if (await gate.applyStopRequest()) continue;
+    // A conversation hands the turn to the person and waits for their message (issue 33).
+    if (conv?.closeIfAsked()) continue;
+    if (conv?.waiting && (await conv.wait(gate)) !== 'answered') continue;
 
     // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
     // again (the same call may be exactly right once the world has changed).
-    const planned = await step.plan(replies.nudge);
+    const planned = await step.plan(replies.nudge, conv?.userText ?? null);
+    if (planned.kind === 'planned') conv?.planned();
     if (planned.kind === 'stopped') {
       await finalWord(run); // a budget ceiling before the call: the model's final word
       continue;
     }
     const { turn, proposal: p } = planned;
     if (turn.type === 'finish') {
+      // In a conversation, a text reply is a message to the person (issue 30 item 1, issue 33).
+      if (conv?.onText(turn)) {
+        replies.onCall();
+        continue;
+      }
       // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
       const end = replies.onFinish(turn);
       if (end !== 'complete') continue;
@@ -162,6 +190,7 @@ async function loop(
       step.undoTurn();
       continue;
     }
+    if (conv?.onAsk(turn, p)) continue; // `ask_human`: the person answers, no tool runs
     const proposal = step.propose(turn, p);
     if (!input.guardEnabled) {
       if (await step.passThrough(proposal)) return run.finish(TerminalState.COMPLETED);

@@ -47,6 +47,8 @@ export interface RunActivities {
     approvalStopRef?: string | null,
     nudge?: ModelNudge | null,
     finalWord?: { reason: string },
+    /** A conversation: the person's message, the next user turn (issue 33). */
+    userText?: string | null,
   ): Promise<PlanOutput>;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   /** Runs a call; `toolErrors: 'model'` hands undeclared tool errors back to the model (issue 29). */
@@ -167,7 +169,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord) {
+    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord, userText) {
       const raw = planner.kind === 'scripted' ? planner.script : undefined;
       // Only while a lifted approval stop's call has not run: the activity offers nothing else.
       const lifted = {
@@ -175,6 +177,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
         // The run's tool scope (§7.14): absent on runs that name no tools and cannot spawn.
         ...(input.tools ? { tools: input.tools } : {}),
         ...(input.subAgents ? { spawnAgents: true } : {}),
+        ...(input.conversation ? { askHuman: true } : {}),
       };
       if (planner.kind !== 'scripted') {
         return plan({
@@ -188,6 +191,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
           tenant: input.tenant,
           ...(nudge ? { nudge } : {}),
           ...(finalWord ? { finalWord } : {}),
+          ...(typeof userText === 'string' ? { userText } : {}),
           requestTimeoutMs: policy.requestMs,
         });
       }

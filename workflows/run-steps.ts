@@ -88,7 +88,7 @@ export class RunSteps {
   ) {}
 
   /** Asks the planner for its next turn; `stopped` when the planner failed and the run stopped. */
-  async plan(nudge: ModelNudge | null = null): Promise<PlanStep> {
+  async plan(nudge: ModelNudge | null = null, userText: string | null = null): Promise<PlanStep> {
     const run = this.run;
     this.memoryBeforeTurn = run.memory;
     try {
@@ -98,6 +98,8 @@ export class RunSteps {
         runFacts(run),
         run.approvalStop?.stopRef ?? null,
         nudge,
+        undefined,
+        userText,
       );
       run.memory = planned.memory;
       let turn = planned.turn;

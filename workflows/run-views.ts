@@ -11,6 +11,7 @@ import { redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
 import { boundObservation, boundTrace, LEAN_CHECKPOINT_TRACE_BYTES } from './checkpoint-bounds';
+import { conversationOf } from './conversation';
 import { isTerminal } from './run-phase';
 import type { RunState } from './run-state';
 
@@ -63,6 +64,7 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
           : ''),
       `**last decision** ${run.trace.lastDecision ?? '—'}`,
       stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
+      conversationOf(run)?.detailsLine() ?? '',
       ending ? `**ended** ${ending.ended}` : '',
       said ? `**${summary !== null ? 'summary' : 'final message'}** ${clipped(redactText(said))}` : '',
     ]
@@ -96,7 +98,24 @@ export function statusOf(run: RunState): RunStatus {
         ? { tree: { rootId: run.runId, parentId: null, depth: 0 } }
         : {}),
     ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
+    ...conversationStatus(run),
   };
+}
+
+/** A conversation's part of the status: what the agent waits on from its person. */
+function conversationStatus(run: RunState): Pick<RunStatus, 'conversation'> {
+  const v = conversationOf(run)?.view(Number.MAX_SAFE_INTEGER);
+  return v
+    ? {
+        conversation: {
+          open: v.open,
+          waiting: v.waiting,
+          queued: v.queued,
+          turns: v.turns,
+          received: v.received,
+        },
+      }
+    : {};
 }
 
 /** The `report` query: the StopReport in force. */
@@ -138,7 +157,14 @@ export function checkpointOf(run: RunState): Checkpoint {
       : null,
     ...(run.approvalStop ? { approvalStop: run.approvalStop } : {}),
     ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
+    ...conversationPart(run),
   };
+}
+
+/** A conversation's part of the checkpoint (absent on other runs). */
+function conversationPart(run: RunState): { conversation?: Checkpoint['conversation'] } {
+  const c = conversationOf(run);
+  return c ? { conversation: c.toJSON() } : {};
 }
 
 /** The run's result in `state` (before it is bounded and its checkpoint sealed). */

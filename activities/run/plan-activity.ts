@@ -126,6 +126,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     const tools = scopedRegistry(registry, {
       tools: input.tools ?? null,
       spawnAgents: input.spawnAgents === true,
+      askHuman: input.askHuman === true,
     });
     const store = llm ? conversations : null;
     const plannerInput: PlannerInput = {
@@ -147,6 +148,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
         : ((input.observation as PlannerInput['observation']) ?? null),
       facts: input.facts ?? null,
       ...(input.nudge ? { nudge: input.nudge } : {}),
+      ...(input.userText !== undefined ? { userText: input.userText } : {}),
       ...(input.finalWord ? { finalWord: input.finalWord } : {}),
       ...(input.requestTimeoutMs ? { timeoutMs: input.requestTimeoutMs } : {}),
       ...(store ? { conversations: store } : {}),

@@ -1,7 +1,8 @@
 /** `agentctl status|report|trace|watch|list`: read-only views of runs. */
 import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
-import { WORKFLOW_TYPE } from '../../common/contracts';
+import { WORKFLOW_TYPE, type RunStatus } from '../../common/contracts';
+import { WAITING_FOR_PERSON } from '../../common/conversation-run';
 import { TerminalState, type StopReport, type TraceRecord } from '../../guard';
 import {
   blockedCallText,
@@ -80,6 +81,7 @@ export function statusCommand(ctx: Ctx): Command {
           ['terminal state', status.terminalState],
           ['guard reason', status.guardReason],
           ['waiting for resume', status.waitingForResume ? 'yes' : 'no'],
+          ...conversationRows(status),
           ['steps', status.steps],
           ['executed / cached', `${status.executed} / ${status.cached}`],
           ['proposals', status.proposals],
@@ -98,6 +100,21 @@ export function statusCommand(ctx: Ctx): Command {
         ]),
       );
     });
+}
+
+/** A conversation run's rows (issue 33): who the run waits on, and the question. */
+function conversationRows(status: RunStatus): Array<[string, unknown]> {
+  const c = status.conversation;
+  if (!c) return [];
+  const waiting = c.waiting
+    ? `yes, since ${new Date(c.waiting.sinceMs).toISOString()} (${c.waiting.kind}): ${c.waiting.text}`
+    : c.open
+      ? 'no (the agent is working)'
+      : 'no (the conversation is closed)';
+  return [
+    ['waiting for person', waiting],
+    ['conversation', `${c.turns} turns, ${c.received} messages received, ${c.queued} queued`],
+  ];
 }
 
 /** The `tree` command: a run and the sub-agents below it (docs/spec.md §7.14). */
@@ -218,6 +235,7 @@ export function watchCommand(ctx: Ctx): Command {
 /** States `list --state` accepts. */
 export const LIST_STATES = [
   'RUNNING',
+  WAITING_FOR_PERSON,
   TerminalState.STOPPED_LOOP_GUARD,
   TerminalState.NEEDS_HUMAN,
   TerminalState.COMPLETED,

@@ -11,7 +11,15 @@ import { PayloadStore } from '../../storage/payloads';
 import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
 import type { Counters } from '../counters';
-import { budgetOption, nonNegativeInt, positiveInt, runLink, countersOf, type Ctx } from './common';
+import {
+  budgetOption,
+  nonNegativeInt,
+  positiveInt,
+  positiveNumber,
+  runLink,
+  countersOf,
+  type Ctx,
+} from './common';
 
 interface StartOpts {
   planner: 'scripted' | 'anthropic' | 'openai' | 'ai-sdk';
@@ -39,6 +47,8 @@ interface StartOpts {
   maxDepth?: number;
   maxChildren?: number;
   tenant?: string;
+  conversation?: boolean;
+  idleTimeout?: number;
   id?: string;
   taskQueue?: string;
   wait?: boolean;
@@ -149,6 +159,11 @@ export function buildRunInput(o: StartOpts): RunInput {
       ...(o.maxChildren !== undefined ? { maxChildren: o.maxChildren } : {}),
     };
   if (o.tenant !== undefined) input.tenant = o.tenant;
+  if (o.idleTimeout !== undefined && !o.conversation)
+    throw new CliError(Exit.USAGE, 'start: --idle-timeout goes with --conversation');
+  if (o.conversation)
+    input.conversation =
+      o.idleTimeout !== undefined ? { idleTimeoutMs: Math.round(o.idleTimeout * 1000) } : {};
   const parsed = runInputSchema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues
@@ -269,6 +284,15 @@ export function startCommand(ctx: Ctx): Command {
     .option(
       '--tenant <name>',
       'who pays for the model calls: the tenant whose spend limit applies (default "default")',
+    )
+    .option(
+      '--conversation',
+      'a conversation with a person: ask_human and text replies wait for `agentctl send`',
+    )
+    .option(
+      '--idle-timeout <seconds>',
+      'with --conversation: end after this long without a message',
+      positiveNumber,
     )
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')

@@ -16,6 +16,7 @@ import {
   type Checkpoint,
   type RunStatus,
 } from '../../common/contracts';
+import { WAITING_FOR_PERSON } from '../../common/conversation-run';
 import { redact } from '../../common/redact';
 import { AGENT_STEPS } from '../../common/search-attributes';
 import {
@@ -122,6 +123,9 @@ export interface Inbox {
   readonly running: readonly RunningRun[];
   /** How many runs are running in all (with the filters). */
   readonly runningTotal: number;
+  /** Conversations whose agent waits for its person, not an operator (issue 33): the newest page. */
+  readonly conversations: readonly RunningRun[];
+  readonly conversationsTotal: number;
   /** Listed as waiting, but their queries failed or timed out: shown apart, without actions. */
   readonly unanswered: readonly UnansweredRun[];
   /** The page of waiting runs shown (0-based), of `pageSize` each. */
@@ -284,12 +288,23 @@ export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox>
   const runningPage = Math.max(0, Math.floor(o.runningPage ?? 0));
   const waitingQuery = inboxQuery(WAITING_STATES, o.taskQueue) + filterOf(o, true);
   const runningQuery = inboxQuery(['RUNNING'], o.taskQueue) + filterOf(o, false);
-  const [waitingCount, runningCount, waitingRows, runningRows] = await Promise.all([
-    client.workflow.count(waitingQuery),
-    client.workflow.count(runningQuery),
-    listPage(client, waitingQuery, page * pageSize, pageSize),
-    listPage(client, runningQuery, runningPage * pageSize, pageSize),
-  ]);
+  const talkingQuery = inboxQuery([WAITING_FOR_PERSON], o.taskQueue) + filterOf(o, false);
+  const [waitingCount, runningCount, waitingRows, runningRows, talkingCount, talkingRows] = await Promise.all(
+    [
+      client.workflow.count(waitingQuery),
+      client.workflow.count(runningQuery),
+      listPage(client, waitingQuery, page * pageSize, pageSize),
+      listPage(client, runningQuery, runningPage * pageSize, pageSize),
+      client.workflow.count(talkingQuery),
+      listPage(client, talkingQuery, 0, pageSize),
+    ],
+  );
+  const runningOf = (wf: WorkflowExecutionInfo): RunningRun => ({
+    runId: wf.workflowId,
+    steps: wf.typedSearchAttributes.get(AGENT_STEPS) ?? null,
+    startedAt: wf.startTime.toISOString(),
+    uiUrl: o.linkOf(wf.workflowId),
+  });
   const running: RunningRun[] = runningRows.map((wf) => ({
     runId: wf.workflowId,
     steps: wf.typedSearchAttributes.get(AGENT_STEPS) ?? null,
@@ -331,6 +346,8 @@ export async function readInbox(client: Client, o: InboxOptions): Promise<Inbox>
     waitingTotal: waitingCount.count,
     running,
     runningTotal: runningCount.count,
+    conversations: talkingRows.map(runningOf),
+    conversationsTotal: talkingCount.count,
     unanswered,
     page,
     runningPage,

@@ -236,6 +236,12 @@ function runningInfo(r) {
     el('div', { cls: 'meta' }, el('span', { text: 'running · steps ' + (r.steps ?? '-') }), el('span', { text: 'since ' + r.startedAt }),
       el('a', { href: r.uiUrl, target: '_blank', rel: 'noopener noreferrer', text: 'open in Temporal Web UI' })));
 }
+function conversationInfo(r) {
+  return el('div', { cls: 'info' }, el('h3', { text: r.runId }),
+    el('div', { cls: 'meta' }, el('span', { text: 'conversation · its agent waits for its person (agentctl send / replies) · steps ' + (r.steps ?? '-') }),
+      el('span', { text: 'since ' + r.startedAt }),
+      el('a', { href: r.uiUrl, target: '_blank', rel: 'noopener noreferrer', text: 'open in Temporal Web UI' })));
+}
 function runningForm(r) {
   const form = el('form', {});
   form.addEventListener('submit', (e) => e.preventDefault());
@@ -252,7 +258,7 @@ function upsert(r, kind) {
   const formKey = kind === 'w' ? waitingFormKey(r) : 'running';
   let c = cards.get(r.runId);
   if (c && c.kind === kind && c.sig === sig) return c.el;
-  const info = kind === 'w' ? waitingInfo(r) : runningInfo(r);
+  const info = kind === 'w' ? waitingInfo(r) : kind === 'c' ? conversationInfo(r) : runningInfo(r);
   if (!c || c.kind !== kind) {
     const card = el('div', { cls: 'card', 'data-run': r.runId }, info, kind === 'w' ? waitingForm(r) : runningForm(r));
     c = { el: card, sig, formKey, kind };
@@ -313,7 +319,7 @@ function pager(box, total, page, pageSize, key) {
 
 /** What a held update would change on the page. */
 function changesOf(inbox) {
-  const now = new Set([...inbox.waiting, ...inbox.running].map((r) => r.runId));
+  const now = new Set([...inbox.waiting, ...inbox.running, ...(inbox.conversations || [])].map((r) => r.runId));
   let added = 0, gone = 0;
   for (const id of now) if (!cards.has(id)) added++;
   for (const id of cards.keys()) if (!now.has(id)) gone++;
@@ -331,7 +337,7 @@ function apply(inbox) {
     held.append(show);
     held.hidden = false;
     // What is on the page may still change in place: a run that left is marked, not removed.
-    for (const [id, c] of cards) if (!inbox.waiting.concat(inbox.running).some((r) => r.runId === id)) c.el.classList.add('gone');
+    for (const [id, c] of cards) if (!inbox.waiting.concat(inbox.running, inbox.conversations).some((r) => r.runId === id)) c.el.classList.add('gone');
     return;
   }
   pending = null;
@@ -362,6 +368,11 @@ function apply(inbox) {
   for (const e of [...rbox.children]) if (!e.classList.contains('card')) e.remove();
   place(rbox, inbox.running, 'r');
   if (inbox.running.length === 0) rbox.append(el('div', { cls: 'empty', text: 'no run is running' }));
+  $('ch').textContent = 'Conversations waiting for their person, not an operator (' + inbox.conversationsTotal + ')';
+  const cbox = $('conversations');
+  for (const e of [...cbox.children]) if (!e.classList.contains('card')) e.remove();
+  place(cbox, inbox.conversations, 'c');
+  if (inbox.conversations.length === 0) cbox.append(el('div', { cls: 'empty', text: 'no conversation waits for its person' }));
 }
 
 let inflight = false;
@@ -402,7 +413,8 @@ export function renderPage(o: PageOptions): string {
 <span class="tools"><input id="q" type="search" placeholder="run id starts with…" aria-label="search runs"><button id="rotate" type="button" title="issue a new token: the old URL and cookie stop working">new token</button></span></header>
 <div id="flash" aria-live="polite"></div><div id="held" role="status" hidden></div>
 <main id="main"><h2 id="wh">Waiting for a person</h2><div class="pager" id="wpager"></div><div id="waiting"><div class="empty">loading…</div></div><div id="unanswered"></div>
-<h2 id="rh">Running</h2><div class="pager" id="rpager"></div><div id="running"></div></main>
+<h2 id="rh">Running</h2><div class="pager" id="rpager"></div><div id="running"></div>
+<h2 id="ch">Conversations waiting for their person</h2><div id="conversations"></div></main>
 <script id="cfg" type="application/json">${cfg}</script>
 <script nonce="${o.nonce}">${SCRIPT}</script>
 </body></html>`;

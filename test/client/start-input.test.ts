@@ -27,6 +27,30 @@ describe('agentctl start builds a valid run input', () => {
     expect(parsed.guard).toMatchObject({ maxSteps: 7, maxCostUsd: 0.5 });
   });
 
+  it('--conversation [--idle-timeout s] starts a conversation (issue 33); --idle-timeout alone is bad input', () => {
+    const plain = runInputSchema.parse(
+      buildRunInput({ planner: 'openai', goal: 'g', conversation: true, timeout: 300 }),
+    );
+    expect(plain.conversation).toEqual({ idleTimeoutMs: 86_400_000, maxMessageChars: 4000, queueLimit: 10 });
+    const idle = buildRunInput({
+      planner: 'openai',
+      goal: 'g',
+      conversation: true,
+      idleTimeout: 90,
+      timeout: 300,
+    });
+    expect(runInputSchema.parse(idle).conversation).toMatchObject({ idleTimeoutMs: 90_000 });
+    expect(() => buildRunInput({ planner: 'openai', goal: 'g', idleTimeout: 90, timeout: 300 })).toThrow(
+      /--idle-timeout goes with --conversation/,
+    );
+    expect(
+      runInputSchema.parse(buildRunInput({ planner: 'openai', goal: 'g', timeout: 300 })).conversation,
+    ).toBe(undefined);
+    expect(() =>
+      buildRunInput({ planner: 'openai', goal: 'g', conversation: true, idleTimeout: 0.1, timeout: 300 }),
+    ).toThrow(/idleTimeoutMs must be at least 1000/);
+  });
+
   it('--planner-timeout, --max-output-tokens and --text-reply-limit set one request policy (issue 30)', () => {
     const input = buildRunInput({
       planner: 'openai',

@@ -19,7 +19,7 @@ import {
   type Meter,
   type Tracer,
 } from '@opentelemetry/api';
-import type { DecisionEvent, RunEndEvent } from '../../common/telemetry';
+import type { DecisionEvent, RunEndEvent, TurnEvent } from '../../common/telemetry';
 import type { AgentTelemetry } from '../create-worker';
 import { Attr, EventNames, MetricAttr, MetricNames, SpanNames } from './names';
 import type { WorkflowTraceContexts } from './workflow-spans';
@@ -66,13 +66,23 @@ export function createAgentSinkTelemetry(t: AgentSinkTargets): AgentTelemetry {
     return { ctx, runId: p.temporalRunId };
   }
 
-  function span(name: string, workflowId: string, eventName: string, a: Attributes): void {
+  function span(
+    name: string,
+    workflowId: string,
+    eventName: string,
+    a: Attributes,
+    time?: { startMs: number; endMs: number },
+  ): void {
     if (!t.tracer) return;
     const { ctx, runId } = parentOf(workflowId);
     const all = { ...a, [Attr.WORKFLOW_ID]: workflowId, ...(runId ? { [Attr.RUN_ID]: runId } : {}) };
-    const s = t.tracer.startSpan(name, { attributes: all }, ctx);
+    const s = t.tracer.startSpan(
+      name,
+      { attributes: all, ...(time ? { startTime: time.startMs } : {}) },
+      ctx,
+    );
     s.addEvent(eventName, a);
-    s.end();
+    s.end(time?.endMs);
   }
 
   return {
@@ -96,6 +106,17 @@ export function createAgentSinkTelemetry(t: AgentSinkTargets): AgentTelemetry {
         [MetricAttr.RULE]: e.rule,
         [MetricAttr.DECISION]: e.decision,
       });
+    },
+    turn(e: TurnEvent): void {
+      const a = attrs({
+        [Attr.AGENT_RUN_ID]: e.runId,
+        [Attr.TURN]: e.turn,
+        [Attr.TURN_KIND]: e.kind,
+        [Attr.TURN_OUTCOME]: e.outcome,
+        [Attr.TURN_MESSAGES]: e.messages,
+      });
+      // The span covers the wait for the person (workflow time); nothing the person wrote is in it.
+      span(SpanNames.TURN, e.runId, EventNames.TURN, a, { startMs: e.startedAtMs, endMs: e.endedAtMs });
     },
     runEnd(e: RunEndEvent): void {
       const a = attrs({

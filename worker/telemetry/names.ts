@@ -9,6 +9,8 @@ export const SpanNames = {
   DECISION: 'guard.decision',
   /** A run stopped (waits for a resume) or closed. */
   RUN_END: 'agent.run.end',
+  /** A conversation's turn (issue 33): from the agent handing it to the person until it came back. */
+  TURN: 'conversation.turn',
 } as const;
 
 /** Event names on those spans. */
@@ -17,6 +19,7 @@ export const EventNames = {
   /** A refusal steered back to the model instead of stopping the run (docs/spec.md §3.3). */
   STEER: 'guard.steer',
   RUN_END: 'agent.run.end',
+  TURN: 'conversation.turn',
 } as const;
 
 /** Attribute keys. Workflow/run ids use the keys of @temporalio/interceptors-opentelemetry, so one query finds both. */
@@ -36,6 +39,10 @@ export const Attr = {
   FINGERPRINT: 'tool.fingerprint',
   RESULT_KIND: 'tool.result_kind',
   ERROR_CODE: 'tool.error_code',
+  TURN: 'conversation.turn',
+  TURN_KIND: 'conversation.turn_kind',
+  TURN_OUTCOME: 'conversation.outcome',
+  TURN_MESSAGES: 'conversation.messages',
 } as const;
 
 /** Metric names (OTel meter `agent-loop-guard`). */

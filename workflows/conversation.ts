@@ -1,0 +1,341 @@
+/**
+ * A conversation is one durable run (issue 33, docs/spec.md §7.16): the model's `ask_human`
+ * call and its text reply hand the turn to the person; the run waits durably, off the agent's
+ * wall clock, for their `message` update (the call's result, or the next user turn). Guard,
+ * ledger, approvals, budgets and steering are the run's, so they carry across turns. Messages
+ * while the agent works wait in a bounded queue; the update's validator refuses the rest with
+ * the reason. The pending turn, the queue, the answers by message id and the transcript's tail
+ * travel in the checkpoint (continue-as-new loses none, applies none twice). Workflow code.
+ */
+import { condition, proxySinks, upsertSearchAttributes } from '@temporalio/workflow';
+import { AGENT_STATE } from '../common/search-attributes';
+import type { AgentSinks } from '../common/telemetry';
+import type { ProposalInfo } from '../activities/types';
+import {
+  ASK_HUMAN_TOOL,
+  messageRequestSchema,
+  WAITING_FOR_PERSON,
+  type ConversationCheckpoint,
+  type ConversationSettings,
+  type ConversationView,
+  type MessageAnswer,
+  type PendingTurn,
+  type QueuedMessage,
+  type TranscriptEntry,
+} from '../common/conversation-run';
+import type { Checkpoint } from '../common/contracts';
+import type { PlannerTurn } from '../common/planner';
+import { redactText } from '../common/redact';
+import { GuardReason, TerminalState } from '../guard';
+import type { RunGate } from './run-gate';
+import { refuseOrParse } from './conversation-refusal';
+import { isTerminal } from './run-phase';
+import type { RunState } from './run-state';
+
+/** Transcript entries kept in the workflow, and those that travel in a checkpoint. */
+const TRANSCRIPT_KEPT = 200;
+const TRANSCRIPT_CARRIED = 20;
+/** A transcript text's longest form in the workflow, and in a checkpoint. */
+const TEXT_KEPT = 8000;
+const TEXT_CARRIED = 2000;
+/** Answers by message id kept (a retried update is answered as before, applied once). */
+const ANSWERS_KEPT = 100;
+/** How much of a text a trace note or an answer quotes. */
+const QUOTE = 120;
+
+const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
+const { agentTelemetry } = proxySinks<AgentSinks>();
+
+/** Each run's conversation, for the views (workflows/run-views.ts) that only get the RunState. */
+const BY_RUN = new WeakMap<RunState, Conversation>();
+
+/** The run's conversation (null when the run is not one). */
+export function conversationOf(run: RunState): Conversation | null {
+  return BY_RUN.get(run) ?? null;
+}
+
+/** What a wait for the person ended in. */
+export type WaitEnd = 'answered' | 'ended' | 'interrupted';
+
+/** One run's conversation with its person (null on a run that is not a conversation). */
+export class Conversation {
+  private pending: PendingTurn | null;
+  private readonly queue: QueuedMessage[];
+  private readonly answered: Map<string, MessageAnswer>;
+  private readonly transcript: TranscriptEntry[];
+  private seq: number;
+  private turns: number;
+  private received: number;
+  /** The person's message for the next plan after a text reply, until a plan takes it. */
+  private unread: string | null;
+  private closing: { readonly text: string; readonly by: string | null } | null = null;
+  private closed = false;
+  /** Moves with every message taken: a continue-as-new seals again when it moved meanwhile. */
+  version = 0;
+
+  private constructor(
+    private readonly run: RunState,
+    readonly settings: ConversationSettings,
+    cp: ConversationCheckpoint | undefined,
+  ) {
+    this.pending = cp?.pending ?? null;
+    this.queue = cp ? cp.queue.map((m) => ({ ...m })) : [];
+    this.answered = new Map(cp?.answered ?? []);
+    this.transcript = cp ? cp.transcript.map((e) => ({ ...e })) : [];
+    this.seq = cp?.seq ?? 0;
+    this.turns = cp?.turns ?? 0;
+    this.received = cp?.received ?? 0;
+    this.unread = cp?.unread ?? null;
+  }
+
+  /** The run's conversation, from its input and checkpoint; null when the run is not one. */
+  static of(run: RunState): Conversation | null {
+    const settings = run.input.conversation;
+    if (!settings) return null;
+    const cp = (run.input.checkpoint as Checkpoint | undefined)?.conversation;
+    const conversation = new Conversation(run, settings, cp);
+    BY_RUN.set(run, conversation);
+    return conversation;
+  }
+
+  // ---- the loop's side ----
+
+  /** True while the agent waits on the person (a question or a reply of its own). */
+  get waiting(): boolean {
+    return this.pending !== null;
+  }
+
+  /** The model's text reply in a conversation is a message to the person: true when taken. */
+  onText(turn: Extract<PlannerTurn, { type: 'finish' }>): boolean {
+    if (turn.ended !== 'text' || turn.summary.trim() === '') return false;
+    const text = redactText(cut(turn.summary, TEXT_KEPT));
+    return this.handOver({ kind: 'reply', text, sinceMs: Date.now() });
+  }
+
+  /** The model's `ask_human` call (valid args): true when taken, nothing runs. */
+  onAsk(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
+    if (p.tool !== ASK_HUMAN_TOOL || p.rejection) return false;
+    const question = (p.args as { question?: unknown } | null)?.question;
+    if (typeof question !== 'string') return false;
+    const text = redactText(cut(question, TEXT_KEPT));
+    return this.handOver({ kind: 'question', callId: turn.callId ?? null, text, sinceMs: Date.now() });
+  }
+
+  private handOver(pending: PendingTurn): true {
+    this.pending = pending;
+    this.turns += 1;
+    // The turn consumed the last observation: the person's message answers next.
+    this.run.observation = null;
+    this.say('agent', pending.kind, pending.text, null);
+    this.run.note(`conversation_${pending.kind}`, null, { args: { said: cut(pending.text, QUOTE) } });
+    this.run.publish(false);
+    return true;
+  }
+
+  /** The person closed the conversation while the agent worked: true when the run now ends. */
+  closeIfAsked(): boolean {
+    if (!this.closing) return false;
+    this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+    return true;
+  }
+
+  /**
+   * Waits for the person (durable, off the agent's wall clock): `answered` (their message is the
+   * next plan's observation or user turn), `ended` (closed or idle: the stop is in force) or
+   * `interrupted` (an operator's stop arrived: the loop applies it; the turn stays pending).
+   */
+  async wait(gate: RunGate): Promise<WaitEnd> {
+    const run = this.run;
+    const pending = this.pending;
+    if (!pending) return 'answered';
+    if (this.queue.length === 0 && !this.closing) {
+      const start = Date.now();
+      // Visible apart from runs waiting for an operator (the console, `agentctl list`).
+      upsertSearchAttributes([{ key: AGENT_STATE, value: WAITING_FOR_PERSON }]);
+      const got = await condition(
+        () => this.queue.length > 0 || this.closing !== null || gate.stopRequested,
+        this.settings.idleTimeoutMs,
+      );
+      // Waiting for a person is not the agent's time (issue 29 item 2, issue 33).
+      run.guard.discountWait(Date.now() - start);
+      upsertSearchAttributes([{ key: AGENT_STATE, value: 'RUNNING' }]);
+      if (!got) {
+        this.turnSpan(pending, 'idle', 0);
+        const s = Math.round(this.settings.idleTimeoutMs / 1000);
+        this.end(
+          GuardReason.CONVERSATION_IDLE,
+          `no message from the person within ${s} s of the agent's ${pending.kind}: "${cut(pending.text, QUOTE)}"`,
+        );
+        return 'ended';
+      }
+    }
+    if (this.closing) {
+      this.turnSpan(pending, 'closed', 0);
+      this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+      return 'ended';
+    }
+    if (this.queue.length === 0) return 'interrupted';
+    const taken = this.queue.splice(0);
+    this.turnSpan(pending, 'answered', taken.length);
+    const text = taken.map((m) => m.text).join('\n\n');
+    this.pending = null;
+    if (pending.kind === 'question') {
+      run.observation = {
+        ...(pending.callId ? { callId: pending.callId } : {}),
+        tool: ASK_HUMAN_TOOL,
+        kind: 'SUCCESS',
+        data: { answer: text },
+      };
+    } else {
+      this.unread = text;
+    }
+    run.note('conversation_message', null, { args: { seqs: taken.map((m) => m.seq) } });
+    run.publish(false);
+    return 'answered';
+  }
+
+  /** The turn's OpenTelemetry span (worker/telemetry/agent-sink.ts: `conversation.turn`). */
+  private turnSpan(p: PendingTurn, outcome: 'answered' | 'closed' | 'idle', messages: number): void {
+    const at = { startedAtMs: p.sinceMs, endedAtMs: Date.now() };
+    agentTelemetry.turn({ runId: this.run.runId, turn: this.turns, kind: p.kind, ...at, outcome, messages });
+  }
+
+  /** The person's message for the next plan after a text reply (null: none). */
+  get userText(): string | null {
+    return this.unread;
+  }
+
+  /** The plan took the person's message: it is not sent again. */
+  planned(): void {
+    this.unread = null;
+  }
+
+  private closedText(): string {
+    const by = this.closing?.by ? ` (${this.closing.by})` : '';
+    const last = this.closing?.text ? `: "${cut(redactText(this.closing.text), QUOTE)}"` : '';
+    return `the person closed the conversation${by}${last}`;
+  }
+
+  private end(reason: string, unmet: string): void {
+    this.closed = true;
+    this.say('agent', 'end', unmet, null);
+    this.run.runtimeStop(reason, TerminalState.PARTIAL, undefined, unmet);
+  }
+
+  private say(from: TranscriptEntry['from'], kind: TranscriptEntry['kind'], text: string, by: string | null) {
+    this.seq += 1;
+    this.transcript.push({ seq: this.seq, from, kind, text, atMs: Date.now(), ...(by ? { by } : {}) });
+    if (this.transcript.length > TRANSCRIPT_KEPT * 2)
+      this.transcript.splice(0, this.transcript.length - TRANSCRIPT_KEPT);
+    return this.seq;
+  }
+
+  // ---- the `message` update ----
+
+  /** The `message` update's validator: a synchronous no with the reason, before anything is recorded. */
+  validate(raw: unknown): void {
+    refuseOrParse(raw, {
+      settings: this.settings,
+      known: (id) => this.answered.has(id),
+      closed: this.closed || this.closing !== null,
+      phase: this.run.phase,
+      stop: this.run.stopInForce,
+      waiting: this.pending !== null,
+      queued: this.queue.length,
+    });
+  }
+
+  /** The `message` update: takes the message, answers what the run will do with it. */
+  onMessage(raw: unknown): MessageAnswer {
+    const req = messageRequestSchema.parse(raw);
+    const prior = this.answered.get(req.messageId);
+    if (prior) return prior;
+    this.received += 1;
+    this.version += 1;
+    const by = req.from ?? null;
+    const seq = this.say('person', req.close ? 'close' : 'message', redactText(cut(req.text, TEXT_KEPT)), by);
+    let answer: MessageAnswer;
+    if (req.close) {
+      this.closing = { text: req.text, by };
+      answer = {
+        accepted: true,
+        action: 'closing',
+        reason: 'the conversation closes: the run ends PARTIAL conversation_closed',
+        seq,
+      };
+    } else {
+      this.queue.push({ seq, text: req.text });
+      const p = this.pending;
+      answer = p
+        ? {
+            accepted: true,
+            action: 'answer',
+            reason:
+              this.queue.length === 1
+                ? `the agent was waiting for this: it goes to the model as your answer to its ${p.kind} "${cut(p.text, QUOTE)}"`
+                : 'the agent was waiting: this goes to the model together with the message before it',
+            seq,
+          }
+        : {
+            accepted: true,
+            action: 'queued',
+            reason:
+              `the agent is working: your message is queued (${this.queue.length} of ${this.settings.queueLimit}); ` +
+              'the model reads it when it next turns to you',
+            seq,
+            position: this.queue.length,
+          };
+    }
+    this.answered.set(req.messageId, answer);
+    if (this.answered.size > ANSWERS_KEPT * 2) {
+      for (const id of [...this.answered.keys()].slice(0, this.answered.size - ANSWERS_KEPT))
+        this.answered.delete(id);
+    }
+    this.run.publish(false);
+    return answer;
+  }
+
+  // ---- views ----
+
+  /** The `conversation` query. */
+  view(after = 0): ConversationView {
+    const p = this.pending;
+    return {
+      open: !this.closed && !isTerminal(this.run.phase),
+      waiting: p ? { kind: p.kind, text: p.text, sinceMs: p.sinceMs } : null,
+      queued: this.queue.length,
+      queueLimit: this.settings.queueLimit,
+      maxMessageChars: this.settings.maxMessageChars,
+      turns: this.turns,
+      received: this.received,
+      lastSeq: this.seq,
+      entries: this.transcript.filter((e) => e.seq > after).slice(-TRANSCRIPT_KEPT),
+    };
+  }
+
+  /** One line for the UI's details: who speaks now. */
+  detailsLine(): string {
+    const p = this.pending;
+    if (p) return `**waiting for the person** (${p.kind}, turn ${this.turns}) ${cut(p.text, QUOTE)}`;
+    return `**conversation** turn ${this.turns} · messages ${this.received}${this.queue.length ? ` · queued ${this.queue.length}` : ''}`;
+  }
+
+  /** What travels in the checkpoint (bounded). */
+  toJSON(): ConversationCheckpoint {
+    return {
+      v: 1,
+      pending: this.pending,
+      queue: this.queue.map((m) => ({ ...m })),
+      answered: [...this.answered.entries()].slice(-ANSWERS_KEPT),
+      transcript: this.transcript
+        .slice(-TRANSCRIPT_CARRIED)
+        .map((e) => ({ ...e, text: cut(e.text, TEXT_CARRIED) })),
+      seq: this.seq,
+      turns: this.turns,
+      received: this.received,
+      ...(this.unread !== null ? { unread: this.unread } : {}),
+    };
+  }
+}

@@ -52,6 +52,15 @@ describe('the Node floor', () => {
     expect(r.stderr.trim()).toBe('agent-loop-guard needs Node 22 or newer (this is v20.20.2)');
   });
 
+  it.each(['demo/main.ts', 'demo/worker.ts'])(
+    'the quick start entry point %s says so on an old Node and exits 1',
+    (entry) => {
+      const r = asNode('20.20.2', `require('tsx/cjs'); require('./${entry}')`);
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toBe('agent-loop-guard needs Node 22 or newer (this is v20.20.2)');
+    },
+  );
+
   it('the SQLite ledger throws the message instead of opening better-sqlite3', async () => {
     const r = asNode(
       '20.20.2',

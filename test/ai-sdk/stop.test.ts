@@ -13,7 +13,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { reportQuery, statusQuery, type RunResult } from '../../common/contracts';
+import { reportQuery, statusQuery, stopSignal, type RunResult } from '../../common/contracts';
+import { signRequest } from '../../operators/sign';
 import { resumeAgentRun, stopAgentRun } from '../../client/api';
 import { sendStop } from '../../client/stop';
 import { guardActivities } from '../../ai-sdk/worker';
@@ -35,35 +36,14 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
   let ledger: Ledger;
-  let server: OpenAIServer | undefined;
+  let workflowBundle: { code: string };
+  const servers: OpenAIServer[] = [];
 
   beforeAll(async () => {
     env = await createTestEnv();
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-stop-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-  });
-  afterAll(async () => {
-    await ledger?.close();
-    await server?.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('agentctl stop: accepted only for an authorised operator; the next tool call does not run; resumable', async () => {
-    // One step with two searches (the guard runs them one at a time): the stop lands during the
-    // first; the second must not run. After the resume the model answers.
-    const twoSearches = {
-      tool_calls: [
-        { name: 'search_tickets', arguments: JSON.stringify({ query: 'disk full' }) },
-        { name: 'search_tickets', arguments: JSON.stringify({ query: 'db-1' }) },
-      ],
-      usage: { prompt_tokens: 100, completion_tokens: 10 },
-    };
-    server = await startOpenAIServer([twoSearches, { content: 'found INC-0' }]);
-    const counts = { search_tickets: 0 };
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const workflowBundle = await bundleWorkflowCode({
+    workflowBundle = await bundleWorkflowCode({
       workflowsPath: require.resolve('./workflows/approval-agent'),
       plugins: [
         new AiSdkPlugin({
@@ -72,6 +52,31 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       ],
       logger: new DefaultLogger('WARN'),
     });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    for (const s of servers) await s.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // One step with two searches (the guard runs them one at a time): the stop lands during the
+  // first, held open until the test releases it; the second must not run.
+  const twoSearches = {
+    tool_calls: [
+      { name: 'search_tickets', arguments: JSON.stringify({ query: 'disk full' }) },
+      { name: 'search_tickets', arguments: JSON.stringify({ query: 'db-1' }) },
+    ],
+    usage: { prompt_tokens: 100, completion_tokens: 10 },
+  };
+
+  /** A worker with alice's operators whose first search waits for `release()`. */
+  async function setup() {
+    const server = await startOpenAIServer([twoSearches, { content: 'found INC-0' }]);
+    servers.push(server);
+    const counts = { search_tickets: 0 };
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
     const taskQueue = uniqueTaskQueue('ai-sdk-stop');
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -80,7 +85,6 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       dataConverter: testDataConverter(),
       workflowBundle,
       activities: {
-        // The first search is held open until the stop is in: the stop lands mid-step.
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
           if (counts.search_tickets === 1) await released;
@@ -94,6 +98,11 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
         }),
       ],
     });
+    return { server, counts, release, taskQueue, worker };
+  }
+
+  it('agentctl stop: accepted only for an authorised operator; the next tool call does not run; resumable', async () => {
+    const { server, counts, release, taskQueue, worker } = await setup();
     const workflowId = uniqueId('ai-sdk-stop');
     const result = await worker.runUntil(async () => {
       const h = await env.client.workflow.start('approvalAgent', {
@@ -137,7 +146,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       // was not asked again (the loop ended at stopWhen).
       expect(counts.search_tickets).toBe(1);
       expect((await h.query(statusQuery)).lastDecision).toBe('stop');
-      expect(server!.completionRequests()).toHaveLength(1);
+      expect(server.completionRequests()).toHaveLength(1);
       // A stopped run has no running step to stop: the workflow itself says so.
       const again = await sendStop(h, { actor: 'alice', reason: 'again', requestId: 'again-1' });
       expect(again).toMatchObject({ outcome: 'refused', answer: expect.stringMatching(/no running step/) });
@@ -149,5 +158,33 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     expect(counts.search_tickets).toBe(1);
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
+  });
+
+  it('the stop signal (an older client): a signed stop ends the loop before the next call; unresumed, the result keeps it', async () => {
+    const { counts, release, taskQueue, worker } = await setup();
+    const workflowId = uniqueId('ai-sdk-stop');
+    const result = await worker.runUntil(async () => {
+      const h = await env.client.workflow.start('approvalAgent', {
+        taskQueue,
+        workflowId,
+        args: [{ prompt: 'Look for disk tickets.' }],
+      });
+      await waitFor(
+        async () => counts.search_tickets,
+        (n) => n === 1,
+      );
+      const fields = { actor: 'alice', reason: 'runaway', requestId: 'signal-1' };
+      await h.signal(stopSignal, { ...fields, auth: signRequest(alice.keyFile, 'stop', workflowId, fields) });
+      // The signal carries no answer: the step's second call waits for the verdict, then stops.
+      release();
+      return (await h.result()) as { run: RunResult; rounds: number };
+    });
+    expect(counts.search_tickets).toBe(1);
+    expect(result.rounds).toBe(1);
+    expect(result.run).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'operator_stop',
+      report: { guard_reason: 'operator_stop', unmet_precondition: 'operator alice: runaway' },
+    });
   });
 });

@@ -10,14 +10,26 @@ import {
   reportQuery,
   resumeUpdate,
   statusQuery,
+  stopSignal,
+  stopUpdate,
   type Checkpoint,
   type RunDecision,
   type RunResult,
   type RunStatus,
+  type StopRequest,
 } from '../common/contracts';
-import { normalizeCall, LoopGuard, type GuardCall, type ToolResult } from '../guard';
+import {
+  buildStopReport,
+  GuardReason,
+  normalizeCall,
+  LoopGuard,
+  TerminalState,
+  type GuardCall,
+  type ToolResult,
+} from '../guard';
 import { RecentCalls, steerObservation } from '../workflows/steer-note';
 import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
+import { KillSwitch } from './kill-switch';
 import { chargingModel, errorMessage, failureCode } from './model';
 import { GuardStops } from './stops';
 import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
@@ -46,6 +58,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
   private readonly stops: GuardStops;
   private readonly acts: GuardActivities;
   private readonly gate: ResumeGate;
+  private readonly kill: KillSwitch;
   private readonly counts: Record<string, number> = {};
   private readonly cachedResults = new Map<string, unknown>();
   private readonly decisions: RunDecision[] = [];
@@ -86,6 +99,10 @@ export class AgentGuard<TOOLS extends ToolSet> {
       workflowInfo().workflowId,
       this.acts,
     );
+    this.kill = new KillSwitch({
+      phase: () => this.stops.state?.terminalState ?? 'RUNNING',
+      authorise: (req) => this.gate.authoriseStop(req),
+    });
     const acts = proxyActivities<
       Record<string, (i: unknown, m: GuardedWriteMeta) => Promise<GuardedWriteOutput>>
     >({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 }, ...options.writeActivity });
@@ -119,6 +136,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
             self.stops.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
           self.stepsCharged = steps.length;
         }
+        self.operatorStop(self.kill.takeHeld());
         return self.stops.state !== null;
       },
       model: (m) => {
@@ -143,6 +161,9 @@ export class AgentGuard<TOOLS extends ToolSet> {
         setHandler(resumeUpdate, (raw) => self.gate.resume(raw), {
           validator: (raw) => self.gate.validate(raw),
         });
+        // The kill switch (`agentctl stop`): the same update and signal as an agentRun's.
+        setHandler(stopUpdate, (raw) => self.kill.stop(raw), { validator: (raw) => self.kill.validate(raw) });
+        setHandler(stopSignal, (raw) => self.kill.onSignal(raw));
       },
       untilResumed: (timeoutMs) => self.stops.untilResumed(timeoutMs),
       result: (summary = null) => self.result(summary),
@@ -164,6 +185,11 @@ export class AgentGuard<TOOLS extends ToolSet> {
   ): Promise<Output> {
     const index = this.proposals++;
     if (this.stops.state) return this.stops.output();
+    // An operator's stop (held, or pending its verification) stops the loop before this call runs.
+    if (this.operatorStop(await this.kill.take())) {
+      this.decisions.push({ index, tool: name, decision: 'stop' });
+      return this.stops.output();
+    }
     const rule = this.writes[name];
     let write: WriteCall | null = null;
     if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
@@ -257,6 +283,19 @@ export class AgentGuard<TOOLS extends ToolSet> {
     return output;
   }
 
+  /** Applies an operator's authorised stop: `operator_stop`, resumable as an agentRun's. */
+  private operatorStop(req: StopRequest | null): boolean {
+    if (!req) return false;
+    if (this.stops.state) return true;
+    const reason = GuardReason.OPERATOR_STOP;
+    const terminalState = TerminalState.STOPPED_LOOP_GUARD;
+    this.guard.forceStop(reason);
+    this.lastDecision = 'stop';
+    const unmet = `operator ${req.actor}: ${req.reason}`;
+    this.stops.set(reason, terminalState, buildStopReport(this.guard, { terminalState, reason, unmet }));
+    return true;
+  }
+
   private views(): GuardViews {
     return {
       guard: this.guard,
@@ -279,6 +318,8 @@ export class AgentGuard<TOOLS extends ToolSet> {
   }
 
   private result(summary: string | null): RunResult {
+    // A stop accepted after the loop's last tool call still ends the run as stopped.
+    this.operatorStop(this.kill.takeHeld());
     if (!this.stops.state) this.stops.publish();
     return resultOf(this.views(), summary);
   }

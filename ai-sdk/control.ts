@@ -7,7 +7,12 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { VerifyInput, VerifyOutput } from '../activities/types';
-import { resumeRequestSchema, type ResumeAnswer, type ResumeRequest } from '../common/contracts';
+import {
+  resumeRequestSchema,
+  type ResumeAnswer,
+  type ResumeRequest,
+  type StopRequest,
+} from '../common/contracts';
 import type { LoopGuard } from '../guard';
 import type { VerifyOperatorInput } from '../operators/activities';
 import { ResumeCheck, type Stop } from '../workflows/resume-check';
@@ -85,6 +90,11 @@ export class ResumeGate {
     if (!this.host.stopInForce()) throw new Error('run is not stopped');
     if (!this.host.waiting()) throw new Error(NOT_WAITING);
     if (this.verifying) throw new Error('another resume is being verified');
+  }
+
+  /** The worker's verdict on an operator's stop (ai-sdk/kill-switch.ts): an agentRun's check. */
+  authoriseStop(req: StopRequest): Promise<{ ok: boolean; detail: string }> {
+    return this.check.authorise('stop', req, null);
   }
 
   /** Verifies a resume by the stop's lift rule; an accepted one lifts the stop. */

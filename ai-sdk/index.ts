@@ -4,7 +4,7 @@
  *
  * ```ts
  * const guard = guardAgent(tools, { reads: ['search'], writes: { file_ticket: { activity: 'fileTicket', operationKey: (i) => `ticket:${i.title}` } } });
- * guard.installHandlers(); // agentctl status / report read the run
+ * guard.installHandlers(); // agentctl status / report read the run; resume / stop control it
  * const result = await generateText({ model: guard.model(temporalProvider.languageModel('gpt-4o')), tools: guard.tools, stopWhen: [stepCountIs(20), guard.stopWhen], prompt });
  * return guard.result(result.text);
  * ```

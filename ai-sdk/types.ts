@@ -171,8 +171,9 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
   /** Tool executions per tool (reads and writes that ran; cached answers and refusals excluded). */
   readonly executions: Readonly<Record<string, number>>;
   /**
-   * Installs what agentctl reads and sends: the `status`, `report` and `checkpoint` queries and
-   * the `resume` update (verified on the worker by `guardActivities`).
+   * Installs what agentctl reads and sends: the `status`, `report` and `checkpoint` queries, the
+   * `resume` update and the `stop` update and signal (the kill switch, ai-sdk/kill-switch.ts);
+   * a resume or a stop is verified on the worker by `guardActivities`.
    */
   installHandlers(): void;
   /**

@@ -48,7 +48,7 @@ export interface GuardActivitiesOptions {
   readonly spendLimits?: SpendLimits | null;
 }
 
-/** The activities the guard's `resume` update calls; register them next to `ledgerWrites`. */
+/** The activities the guard's `resume` and `stop` updates call; register them next to `ledgerWrites`. */
 export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions = {}): GuardActivities {
   const operators = options.operators ?? OperatorRegistry.fromEnv();
   const { verifyOperator } = createOperatorActivities(operators);

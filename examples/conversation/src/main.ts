@@ -13,7 +13,9 @@
  *  (f) the run is COMPLETED although the person's waits were longer than its wall-clock budget,
  *      `update_address` ran exactly once (the app's own counter) and the row is in its store;
  *  (g) a message to the finished run is refused (exit 3, `the conversation is closed`), and one
- *      to an unknown run is exit 1.
+ *      to an unknown run is exit 1;
+ *  (h) a second run, stopped by `npx agentctl stop` while it waits for the person, refuses a
+ *      message (exit 3: it waits for an operator, not a person) and writes nothing.
  * Exits 0 only when all of that is what happened.
  *
  * Environment: TEMPORAL_ADDRESS (default localhost:7233).
@@ -178,6 +180,33 @@ async function main(): Promise<boolean> {
       const after = await sendMessage(client.client, runId, 'again');
       check(`(g) sendMessage to the finished run is refused: ${after.reason}`, !after.accepted);
       check('(g) update_address still ran once', book.calls.update_address === 1);
+
+      // (h) A run that waits for an operator, not the person: stopped while it asked.
+      const stoppedId = `${runId}-stopped`;
+      await ctl(
+        'start',
+        '--planner',
+        'openai',
+        '--model',
+        'conv-model',
+        '--endpoint',
+        'local-model',
+        '--goal',
+        'Change an address.',
+        '--conversation',
+        '--id',
+        stoppedId,
+        '--json',
+      );
+      await ctl('replies', stoppedId, '--wait', '30');
+      const stop = await ctl('stop', stoppedId, '--actor', 'oncall', '--reason', 'wrong customer');
+      check('(h) agentctl stop while the agent waits for the person: ACCEPTED', stop.code === 0);
+      const toStopped = await ctl('send', stoppedId, 'C-43');
+      check(
+        '(h) a message to a run that waits for an operator is refused with exit 3 and its reason',
+        toStopped.code === 3 && /waits for an operator, not a person/.test(toStopped.stderr),
+      );
+      check('(h) and nothing was written for C-43', book.calls.update_address === 1);
     });
     return checks.every(([, ok]) => ok);
   } finally {

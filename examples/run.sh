@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and packs agent-loop-guard, installs the tarball into examples/first-agent,
-# examples/own-agent and examples/approval-twin, starts a throwaway Temporal dev server on free
+# examples/own-agent, examples/ai-sdk-agent, examples/approval-twin and examples/conversation, starts a throwaway Temporal dev server on free
 # ports, runs the examples against it, reads a run back with the packaged agentctl, and stops
 # everything. Exits non-zero when any step fails or when a run did not end as its example
 # expects. `.ci/run` runs it after the tests.
@@ -32,7 +32,8 @@ echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 OWN="$ROOT/examples/own-agent"
 AISDK="$ROOT/examples/ai-sdk-agent"
 TWIN="$ROOT/examples/approval-twin"
-for app in "$EXAMPLE" "$OWN" "$AISDK" "$TWIN"; do
+CONV="$ROOT/examples/conversation"
+for app in "$EXAMPLE" "$OWN" "$AISDK" "$TWIN" "$CONV"; do
   step "install the tarball into ${app#"$ROOT/"}"
   if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
     (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
@@ -52,6 +53,7 @@ step "typecheck the examples against the package's types"
 "$TSC" -p "$OWN"
 "$TSC" -p "$AISDK"
 "$TSC" -p "$TWIN"
+"$TSC" -p "$CONV"
 
 step "Temporal dev server"
 TEMPORAL_CLI="${TEMPORAL_CLI:-$(npx --no-install tsx scripts/temporal-cli.ts install < /dev/null | tail -n 1)}"
@@ -94,5 +96,8 @@ step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added
 step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 10 rounds"
 # Its agentctl calls are `npx --no-install agentctl …` processes, as a user types them.
 (cd "$TWIN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 240 "$TSX" src/main.ts)
+
+step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
+(cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
 
 step "examples OK"

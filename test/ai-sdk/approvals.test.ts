@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { bundleAiSdkWorkflows } from './bundle';
 import type { WorkflowHandle } from '@temporalio/client';
 import { statusQuery, type RunResult } from '../../common/contracts';
 import {
@@ -64,15 +65,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-approve-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
     store = { ledger, operators: operatorsOf(), env: {} };
-    workflowBundle = await bundleWorkflowCode({
-      workflowsPath: require.resolve('./workflows/approval-agent'),
-      plugins: [
-        new AiSdkPlugin({
-          modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
-        }),
-      ],
-      logger: new DefaultLogger('WARN'),
-    });
+    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/approval-agent'));
   });
   afterAll(async () => {
     await ledger?.close();

@@ -13,7 +13,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { bundleAiSdkWorkflows } from './bundle';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { RunResult, RunStatus } from '../../common/contracts';
 import { reportQuery, statusQuery } from '../../common/contracts';
@@ -40,15 +41,7 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-guard-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
     // Bundled once, through the plugin (its polyfills first), for every worker of the file.
-    workflowBundle = await bundleWorkflowCode({
-      workflowsPath,
-      plugins: [
-        new AiSdkPlugin({
-          modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
-        }),
-      ],
-      logger: new DefaultLogger('WARN'),
-    });
+    workflowBundle = await bundleAiSdkWorkflows(workflowsPath);
   });
   afterAll(async () => {
     await ledger?.close();

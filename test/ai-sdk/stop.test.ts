@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { bundleAiSdkWorkflows } from './bundle';
 import { reportQuery, statusQuery, stopSignal, type RunResult } from '../../common/contracts';
 import { signRequest } from '../../operators/sign';
 import { resumeAgentRun, stopAgentRun } from '../../client/api';
@@ -43,15 +44,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     env = await createTestEnv();
     dir = mkdtempSync(join(tmpdir(), 'ai-sdk-stop-'));
     ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-    workflowBundle = await bundleWorkflowCode({
-      workflowsPath: require.resolve('./workflows/approval-agent'),
-      plugins: [
-        new AiSdkPlugin({
-          modelProvider: createOpenAICompatible({ name: 'unused', baseURL: 'http://127.0.0.1:1/v1' }),
-        }),
-      ],
-      logger: new DefaultLogger('WARN'),
-    });
+    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/approval-agent'));
   });
   afterAll(async () => {
     await ledger?.close();

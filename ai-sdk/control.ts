@@ -114,7 +114,7 @@ export class ResumeGate {
       this.verifying = true;
       this.approvalId = null;
       try {
-        answer = await this.check.verify(stop, req, this.host.guard, true);
+        answer = await this.check.verify(stop, req, this.host.guard);
       } finally {
         this.verifying = false;
       }

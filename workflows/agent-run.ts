@@ -36,7 +36,6 @@ import { Conversation } from './conversation';
 import { GuardReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from './run-gate';
-import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS, Patches } from './run-patches';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { lighterInput } from './script-ref';
@@ -57,11 +56,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput');
   }
   const input = parsed.data;
-  // First thing: the one patch a run on this code records (workflows/run-patches.ts).
-  const patches = Patches.atStart();
-  const acts = runActivities(input, workflowInfo().workflowId, patches);
-  await refuseForgedCheckpoint(input.checkpoint, acts, patches);
-  const run = new RunState(input, workflowInfo().workflowId, acts, patches);
+  const acts = runActivities(input, workflowInfo().workflowId);
+  await refuseForgedCheckpoint(input.checkpoint, acts);
+  const run = new RunState(input, workflowInfo().workflowId, acts);
   const gate = new RunGate(run, acts);
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
@@ -94,7 +91,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   try {
     return await loop(input, rawInput, run, gate, step, replies, conv);
   } catch (err) {
-    if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
+    if (!isCancellation(err)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
     // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.14).
     return CancellationScope.nonCancellable(async () => {
@@ -215,10 +212,9 @@ async function loop(
       // The server-given wait, as a durable timer that ends early when an operator stops the run.
       acts.discardPrefetch();
       // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
-      const offClock = run.patches.waitOffClock();
       const waitStart = Date.now();
       await condition(() => gate.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
-      if (offClock) run.guard.discountWait(Date.now() - waitStart);
+      run.guard.discountWait(Date.now() - waitStart);
     }
   }
 }
@@ -235,12 +231,8 @@ function summaryOf(result: ToolResult): string | null {
  * server can set `continuedFromExecutionRunId`). A forged one fails the new run with a
  * clear error before anything is restored; the original run's result is untouched.
  */
-async function refuseForgedCheckpoint(
-  checkpoint: unknown,
-  acts: RunActivities,
-  patches: Patches,
-): Promise<void> {
-  if (checkpoint === undefined || !patches.has(PATCH_SEALED_CHECKPOINTS)) return;
+async function refuseForgedCheckpoint(checkpoint: unknown, acts: RunActivities): Promise<void> {
+  if (checkpoint === undefined) return;
   if (workflowInfo().continuedFromExecutionRunId !== undefined) return;
   const opened = await acts.openCheckpoint(checkpoint);
   if (!opened.ok) throw ApplicationFailure.nonRetryable(opened.detail, 'CheckpointRejected');

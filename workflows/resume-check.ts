@@ -65,7 +65,6 @@ export class ResumeCheck {
     stop: Stop,
     req: ReturnType<typeof resumeRequestSchema.parse>,
     guard: LoopGuard,
-    authority: boolean,
   ): Promise<ResumeAnswer> {
     const progressVersion = guard.progressVersion;
     if (liftRuleOf(stop.reason) === 'child')
@@ -75,27 +74,22 @@ export class ResumeCheck {
         reason: `this run waits on a stopped sub-agent (${stop.report.unmet_precondition ?? 'see agentctl tree'}): resume the child; this run continues when it does`,
         progressVersion,
       };
-    if (authority) {
-      const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
-      // A raise is for the budget that stopped the run, and only for a budget stop.
-      const stopping = raiseKeyOf(stop.reason);
-      const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
-      if (others.length > 0)
-        return refused(
-          stopping
-            ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
-            : `raise refused: the run stopped for ${stop.reason}, not a budget`,
-        );
-      const who = await this.authorise('resume', req, stop.reason);
-      if (!who.ok) return refused(`not authorised: ${who.detail}`);
-    }
+    const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
+    // A raise is for the budget that stopped the run, and only for a budget stop.
+    const stopping = raiseKeyOf(stop.reason);
+    const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
+    if (others.length > 0)
+      return refused(
+        stopping
+          ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
+          : `raise refused: the run stopped for ${stop.reason}, not a budget`,
+      );
+    const who = await this.authorise('resume', req, stop.reason);
+    if (!who.ok) return refused(`not authorised: ${who.detail}`);
     switch (liftRuleOf(stop.reason)) {
       case 'operator':
         return { accepted: true, reason: 'operator stop lifted', progressVersion };
       case 'planner': {
-        if (!authority)
-          // The planner's next answer is the verification: if it still fails, the run stops again.
-          return { accepted: true, reason: 'the planner will be asked again', progressVersion };
         const health = await this.checkPlannerOrRefuse();
         return { accepted: health.ok, reason: health.detail, progressVersion };
       }

@@ -26,8 +26,7 @@
  *
  * A `pending` stop already holds the run at its next check (the loop waits until it is
  * `held` or refused). A stop that arrives while a resume is being verified does not hold
- * the run: once authorised it vetoes that resume, and the run stays stopped. Runs recorded
- * before operator authority (PATCH_AUTHORITY) hold an unverified stop at once. Workflow code.
+ * the run: once authorised it vetoes that resume, and the run stays stopped. Workflow code.
  */
 import { condition, isCancellation } from '@temporalio/workflow';
 import {
@@ -41,7 +40,6 @@ import {
 import { GuardReason, isBudgetReason, raiseKeyOf, TerminalState } from '../guard';
 import { ResumeCheck } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_RESUME_WINDOW_WAITS } from './run-patches';
 import { RESUMABLE } from './run-phase';
 import { tellParent } from './sub-agents';
 import type { RunState } from './run-state';
@@ -145,7 +143,7 @@ export class RunGate {
       if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) {
         // The window ran out while a resume was being verified: that verification decides,
         // or its caller would be told `accepted` by a run that has already closed.
-        if (this.verification === 'idle' || !this.run.patches.has(PATCH_RESUME_WINDOW_WAITS)) return false;
+        if (this.verification === 'idle') return false;
         await condition(() => this.verification === 'idle');
         if (this.accepted === null) return false;
       }
@@ -158,11 +156,7 @@ export class RunGate {
     // Only the budget that stopped the run is raised (a raise for another budget was refused).
     const lifted = this.run.stopInForce;
     const stopping = lifted ? raiseKeyOf(lifted.reason) : null;
-    const raise = this.run.patches.has(PATCH_AUTHORITY)
-      ? stopping && req.raise?.[stopping] !== undefined
-        ? { [stopping]: req.raise[stopping] }
-        : {}
-      : (req.raise ?? {});
+    const raise = stopping && req.raise?.[stopping] !== undefined ? { [stopping]: req.raise[stopping] } : {};
     this.hold = NO_HOLD;
     this.run.lift(raise);
     await tellParent(this.run, 'resumed');
@@ -211,7 +205,7 @@ export class RunGate {
       this.beginVerification();
       let vetoed: boolean;
       try {
-        answer = await this.check.verify(stop, req, run.guard, run.patches.has(PATCH_AUTHORITY));
+        answer = await this.check.verify(stop, req, run.guard);
       } finally {
         vetoed = this.endVerification();
       }
@@ -265,11 +259,6 @@ export class RunGate {
       return { accepted: false, reason: `run is ${run.phase}: there is no running step to stop` };
     };
     const held = { accepted: true, reason: 'the run stops before its next tool call' };
-    if (!run.patches.has(PATCH_AUTHORITY)) {
-      if (run.phase !== 'RUNNING') return ignored();
-      this.hold = { kind: 'held', req };
-      return held;
-    }
     const vetoing = run.phase === 'WAITING' && this.verification !== 'idle';
     // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.14).
     const running = run.phase === 'RUNNING' || run.stopInForce?.reason === GuardReason.CHILD_STOPPED;

@@ -41,10 +41,9 @@ import { approvalStopOf, type ApprovalStop, type BlockedCall } from './approval-
 import { fitResult } from './checkpoint-bounds';
 import type { Stop } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_LEAN_CHECKPOINT, type Patches } from './run-patches';
 import { nextPhase } from './run-phase';
 import { RunTrace, type TraceFields } from './run-trace';
-import { llmDefaultsOf, resolveRunSettings } from './run-settings';
+import { resolveRunSettings } from './run-settings';
 import { pageOutTrace, sealCheckpoint, sealedCheckpoint } from './run-seal';
 import { publish, resultOf } from './run-views';
 
@@ -83,10 +82,10 @@ export class RunState {
   /**
    * A lean checkpoint (docs/spec.md §7.10): the run's writes go through the persistent ledger,
    * so its guard keeps only the newest ledger-backed keys and its checkpoint stays bounded.
-   * False for runs recorded before it and for fixture-mode scripts (no ledger behind them).
+   * False for fixture-mode scripts (no ledger behind them).
    */
   readonly lean: boolean;
-  /** `model`: undeclared tool errors go back to the planner (an LLM run on `llm-profile-v1`, a script at `llm`). */
+  /** `model`: undeclared tool errors go back to the planner (an LLM run, a script at `llm`). */
   readonly toolErrors: 'model' | undefined;
   private phase_: RunPhase;
   private stop_: Stop | null;
@@ -96,17 +95,15 @@ export class RunState {
     readonly input: ResolvedRunInput,
     readonly runId: string,
     readonly activities: RunActivities,
-    /** Which `patched()` changes this run takes (workflows/run-patches.ts). */
-    readonly patches: Patches,
   ) {
     const cp = input.checkpoint as Checkpoint | undefined;
-    const settings = resolveRunSettings(input, llmDefaultsOf(input, patches, cp !== undefined));
-    const llm = patches.llmProfile(input.planner.kind !== 'scripted');
+    const llm = input.planner.kind !== 'scripted';
+    const settings = resolveRunSettings(input, llm && cp === undefined);
     this.toolErrors = llm || settings.scriptProfile === 'llm' ? 'model' : undefined;
     const initial = settings.initialProgressVersion;
     this.needsWorldVersion = !cp && initial === undefined;
     const fixture = input.planner.kind === 'scripted' && !input.planner.live;
-    this.lean = !fixture && patches.has(PATCH_LEAN_CHECKPOINT);
+    this.lean = !fixture;
     this.newGuard = (initial) =>
       new LoopGuard(settings.guardConfig, {
         startMs: Date.now(),
@@ -269,7 +266,7 @@ export class RunState {
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     // Bounded to one payload: a result above Temporal's limit would fail the workflow task forever.
     const { result } = fitResult(resultOf(this, final, summary));
-    if (!result.checkpoint || !this.patches.has(PATCH_AUTHORITY)) return result;
+    if (!result.checkpoint) return result;
     // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
     return {
       ...result,

@@ -4,7 +4,7 @@
  * the RunState, with its checkpoint); otherwise it answers what it produced. The workflow
  * loop (workflows/agent-run.ts) goes round again on `stopped`. Workflow code.
  */
-import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import type { ProposalInfo, RunToolOutput } from '../activities/types';
 import type { RunDecision } from '../common/contracts';
 import { NO_USAGE, type ModelNudge, type PlannerTurn } from '../common/planner';
@@ -25,7 +25,6 @@ import { runFacts } from './run-facts';
 import { RecentCalls, steerObservation } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC, PATCH_USAGE_FIRST } from './run-patches';
 import type { BlockedCall, RunState } from './run-state';
 import type { SubAgents } from './sub-agents';
 
@@ -103,7 +102,7 @@ export class RunSteps {
       );
       run.memory = planned.memory;
       let turn = planned.turn;
-      if (run.input.planner.kind !== 'scripted' && patched(PATCH_USAGE_FIRST)) {
+      if (run.input.planner.kind !== 'scripted') {
         // Every model response counts before any rule decides (issue 30): a final text, a
         // proposal the step budget or the kill switch refuses. before() then adds nothing.
         run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
@@ -254,7 +253,7 @@ export class RunSteps {
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
     if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
-    if (!p.fixture && floor !== null && version < floor && this.run.patches.has(PATCH_PROGRESS_MONOTONIC)) {
+    if (!p.fixture && floor !== null && version < floor) {
       // A progress source that goes backwards is broken: never a false no_progress, never FAILED.
       const detail = `the progress version went backwards from ${floor} to ${version} after a call of ${p.tool}: the worker's progress source (or ${p.tool}'s progressVersion hook) must never decrease`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, 'progress_went_backwards', detail);
@@ -289,8 +288,8 @@ export class RunSteps {
     });
     const decision = before.decision as RunDecision['decision'];
     run.decide({ index: x.index, tool: p.tool, decision, after: after.decision });
-    // Runs recorded before this change upserted search attributes after every step.
-    run.publish(!run.patches.has(PATCH_NO_STEP_UPSERT));
+    // The UI's details only: search attributes are not upserted per step (docs/performance.md).
+    run.publish(false);
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     run.observation = toObservation(
       x.turn.callId,

@@ -41,6 +41,9 @@ export function guardAgent<TOOLS extends ToolSet>(
     );
   }
   const reads = new Set(options.reads ?? []);
+  const limit = options.traceLimit;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+    throw aiSdkGuardError('invalid_option', `traceLimit must be an integer > 0, got ${String(limit)}`);
   const writes = options.writes ?? {};
   for (const name of [...reads, ...Object.keys(writes)]) {
     if (!(name in tools))
@@ -91,5 +94,5 @@ export function guardAgent<TOOLS extends ToolSet>(
       'guardAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
     );
   }
-  return new AgentGuard(tools, reads, writes, options).api();
+  return new AgentGuard(tools, writes, options).api();
 }

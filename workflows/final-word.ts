@@ -12,7 +12,7 @@ import type { RunFacts } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, isBudgetReason, LOOP_REASONS } from '../guard';
 import { chargeUnreadableReply } from './plan-failure';
-import { failureMessage } from './resume-check';
+import { failureMessage } from '../core/resume-check';
 import type { RunState } from './run-state';
 
 /**

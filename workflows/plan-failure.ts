@@ -18,7 +18,7 @@ import {
 } from '../common/planner';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
-import { failureMessage } from './resume-check';
+import { failureMessage } from '../core/resume-check';
 import type { RunState } from './run-state';
 
 /**

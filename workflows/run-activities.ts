@@ -35,6 +35,7 @@ import {
 import { ScriptCursor } from '../guard/script-calls';
 import type { PayloadRef } from '../common/payload-limits';
 import { scriptCallsRef } from './script-ref';
+import type { RefusalAudit } from '../core/resume-check';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -64,6 +65,8 @@ export interface RunActivities {
   checkpointSeal(cp: Checkpoint): Promise<string>;
   /** Validates a checkpoint given back to a run (shape and seal). */
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
+  /** Audits a refusal the gate decided (core/gate.ts) in the approval store's audit. */
+  auditRefusal(input: RefusalAudit): Promise<void>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
   /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
@@ -129,7 +132,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   const { plan: localPlanRaw } = proxyLocalActivities<Activities>(planOptions);
   const localPlan = (i: Parameters<typeof plan>[0]): ReturnType<typeof plan> =>
     localPlanRaw(i).catch((err: unknown) => Promise.reject(asActivityFailure(err)));
-  const { verifyPrecondition, verifyOperator, checkPlanner, checkpointSeal, openCheckpoint } =
+  const { verifyPrecondition, verifyOperator, checkPlanner, checkpointSeal, openCheckpoint, auditRefusal } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 5, ...firstRetry },
@@ -271,6 +274,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     checkPlanner: () => checkPlanner({ runId, planner }),
     checkpointSeal,
     openCheckpoint,
+    auditRefusal,
     saveTrace,
     storeScript,
     discardPrefetch() {

@@ -22,6 +22,8 @@ import { AgentGuard } from './agent-guard';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
 
 export * from './types';
+/** A tool's PRECONDITION, PENDING, RETRYABLE or FATAL, thrown from its execute (core/step.ts). */
+export { ToolResultError } from '../core/step';
 
 /** A tenant name (common/contracts.ts `tenantSchema`, the key of `AGENT_SPEND_LIMITS`). */
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

@@ -194,6 +194,18 @@ export class GuardedRun {
     this.publish();
   }
 
+  /**
+   * → a terminal state: the run ends (its stop's state, when no other is given). The engine
+   * then builds its result (workflows/run-end.ts, ai-sdk/agent-guard.ts).
+   */
+  close(state?: TerminalState): TerminalState {
+    const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
+    this.to(final);
+    const reason = final === TerminalState.COMPLETED ? null : (this.stop_?.reason ?? null);
+    agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
+    return final;
+  }
+
   protected to(next: RunPhase): void {
     this.phase_ = nextPhase(this.phase_, next);
   }

@@ -26,7 +26,9 @@ import { RunGate } from '../core/gate';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { lighterInput } from './script-ref';
-import { checkpointOf, statusOf } from './run-views';
+import { checkpointOf, publish, statusOf } from './run-views';
+import { finishRun } from './run-end';
+import { pageOutTrace, sealedCheckpoint } from './run-seal';
 import { installRunHandlers } from '../core/handlers';
 import { SubAgents, tellParent } from './sub-agents';
 import { TextReplies } from './text-replies';
@@ -47,6 +49,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const acts = runActivities(input, workflowInfo().workflowId);
   await refuseForgedCheckpoint(input.checkpoint, acts);
   const run = new RunState(input, workflowInfo().workflowId, acts);
+  run.publisher = publish;
   const gate = new RunGate(run, acts, {
     // A sub-agent's budget is a reservation out of its parent's: it ends, and its parent's
     // planner decides (a raise here could make the tree spend more than its root's budget).
@@ -95,7 +98,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           'the run was cancelled',
         );
       }
-      return run.finish();
+      return finishRun(run);
     });
   }
 }
@@ -138,7 +141,7 @@ async function loop(l: Loop): Promise<RunResult> {
     if (run.stopped) {
       acts.discardPrefetch();
       replies.forget();
-      if (!(await gate.waitForResume(input.resumeWindowMs))) return run.finish();
+      if (!(await gate.waitForResume(input.resumeWindowMs))) return finishRun(run);
     }
     if (run.historyIsLong()) {
       await continueAsNewOrStop(l);
@@ -147,7 +150,7 @@ async function loop(l: Loop): Promise<RunResult> {
     const t = await turn(l);
     switch (t.kind) {
       case 'complete':
-        return run.finish(TerminalState.COMPLETED, t.summary);
+        return finishRun(run, TerminalState.COMPLETED, t.summary);
       case 'stop':
         // The one place a stop is answered: an LLM run's model gets its final word (issue 30).
         await finalWord(run);
@@ -245,10 +248,10 @@ async function continueAsNewOrStop({ rawInput, run, conv }: Loop): Promise<void>
   const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
   const taken = conv?.version;
   // A checkpoint too large for the new run's input stops the run payload_too_large instead.
-  const checkpoint = await run.sealedCheckpoint({ ...next, checkpoint: undefined });
+  const checkpoint = await sealedCheckpoint(run, { ...next, checkpoint: undefined });
   if (!checkpoint) return;
   // A lean run's trace records that do not travel go to the worker's database (issue 19).
-  if (run.lean) await run.pageOutTrace(checkpoint.trace.length);
+  if (run.lean) await pageOutTrace(run, checkpoint.trace.length);
   // A person's message taken while it was sealed: sealed again with it (none lost, none twice).
   if (conv && conv.version !== taken) return;
   await continueAsNew<typeof agentRun>({ ...next, checkpoint });

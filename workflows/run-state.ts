@@ -1,36 +1,22 @@
 /**
  * The state of one agent run (docs/spec.md §7): the core's guarded run (core/run.ts: counters,
  * guard, decisions, trace, the stop in force and the phase transitions) with what only an
- * `agentRun` has: its planner's memory and observation, its sub-agents, its lean checkpoint and
- * the one exit, `finish()`, which publishes the terminal state, waits for every handler to
- * finish and builds the (sealed) result. The run is driven by the core's gate (core/gate.ts)
+ * `agentRun` has: its planner's memory and observation, its sub-agents and its lean checkpoint.
+ * Its one exit is workflows/run-end.ts `finishRun`. The run is driven by the core's gate (core/gate.ts)
  * and step (core/step.ts) and by workflows/run-steps.ts; operators read it through
  * workflows/run-views.ts. Workflow code: deterministic, no I/O of its own.
  */
-import {
-  allHandlersFinished,
-  CancellationScope,
-  condition,
-  proxySinks,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { Checkpoint, ResolvedRunInput, RunResult } from '../common/contracts';
+import { workflowInfo } from '@temporalio/workflow';
+import type { Checkpoint, ResolvedRunInput } from '../common/contracts';
 import type { Observation } from '../common/planner';
 import type { ChildSummary } from '../common/sub-agents';
-import type { AgentSinks } from '../common/telemetry';
 import { GuardReason, LEDGER_NEEDS_HUMAN_CODES, LoopGuard, TerminalState } from '../guard';
 import { GuardedRun } from '../core/run';
 import type { BlockedCall } from '../core/stop';
-import { fitResult } from './checkpoint-bounds';
 import type { RunActivities } from './run-activities';
 import { resolveRunSettings } from './run-settings';
-import { pageOutTrace, sealCheckpoint, sealedCheckpoint } from './run-seal';
-import { publish, resultOf } from './run-views';
 
 export type { ApprovalStop, BlockedCall } from '../core/stop';
-
-/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
-const { agentTelemetry } = proxySinks<AgentSinks>();
 
 /** The ledger-backed completed keys a lean run's guard keeps (what its StopReport lists). */
 export const LEDGER_WINDOW_KEYS = 100;
@@ -53,6 +39,8 @@ export class RunState extends GuardedRun {
   /** `model`: undeclared tool errors go back to the planner (an LLM run, a script at `llm`). */
   readonly toolErrors: 'model' | undefined;
   private readonly newGuard: (initial: number) => LoopGuard;
+  /** How the run's state is published (set by the workflow: workflows/run-views.ts `publish`). */
+  publisher: ((run: RunState, upsert: boolean, summary: string | null) => void) | null = null;
 
   constructor(
     readonly input: ResolvedRunInput,
@@ -116,38 +104,6 @@ export class RunState extends GuardedRun {
     this.publish();
   }
 
-  /**
-   * The one exit: publishes the terminal state (the stop's, when no other is given),
-   * waits for every message handler to finish, and returns the run's result.
-   */
-  async finish(state?: TerminalState, summary: string | null = null): Promise<RunResult> {
-    const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
-    this.to(final);
-    this.publish(true, summary);
-    const reason = final === TerminalState.COMPLETED ? null : (this.stop_?.reason ?? null);
-    agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
-    // Non-cancellable: a cancelled run still lets an in-flight resume answer.
-    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-    // Bounded to one payload: a result above Temporal's limit would fail the workflow task forever.
-    const { result } = fitResult(resultOf(this, final, summary));
-    if (!result.checkpoint) return result;
-    // The checkpoint leaves in the result (for `resume --from`): sealed, so it comes back unforged.
-    return {
-      ...result,
-      checkpoint: await CancellationScope.nonCancellable(() => sealCheckpoint(this, result.checkpoint!)),
-    };
-  }
-
-  /** The checkpoint sealed for continue-as-new input, or null: stopped payload_too_large (workflows/run-seal.ts). */
-  sealedCheckpoint(around: unknown = {}): Promise<Checkpoint | null> {
-    return sealedCheckpoint(this, around);
-  }
-
-  /** A lean run's continue-as-new: pages out the trace records beyond the newest `kept` (workflows/run-seal.ts). */
-  pageOutTrace(kept: number): Promise<void> {
-    return pageOutTrace(this, kept);
-  }
-
   /** True when history is long enough to continue as new (or the server suggests it). */
   historyIsLong(): boolean {
     const info = workflowInfo();
@@ -155,10 +111,10 @@ export class RunState extends GuardedRun {
   }
 
   /**
-   * The UI's details and, unless `upsert` is false, the search attributes (workflows/run-views.ts);
-   * `summary`: the run's, at its end.
+   * The UI's details and, unless `upsert` is false, the search attributes, as the workflow
+   * wired them (workflows/run-views.ts `publish`); `summary`: the run's, at its end.
    */
   override publish(upsert = true, summary: string | null = null): void {
-    publish(this, upsert, summary);
+    this.publisher?.(this, upsert, summary);
   }
 }

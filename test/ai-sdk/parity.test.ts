@@ -60,6 +60,8 @@ describe('the AI SDK path at parity (one guarded core)', () => {
     input: Record<string, unknown>,
     o: {
       drive?: (h: WorkflowHandle) => Promise<void>;
+      /** After the run closed, while its worker still answers queries. */
+      closed?: (h: WorkflowHandle) => Promise<void>;
       verify?: () => Promise<{ changed: boolean; detail: string }>;
       pendingPolls?: number;
     } = {},
@@ -120,7 +122,9 @@ describe('the AI SDK path at parity (one guarded core)', () => {
         args: [{ prompt: 'Do the job.', ...input }],
       });
       await o.drive?.(handle);
-      return (await handle.result()) as Outcome;
+      const result = (await handle.result()) as Outcome;
+      await o.closed?.(handle);
+      return result;
     });
     return { result: outcome, counts, workflowId, server };
   }
@@ -131,24 +135,32 @@ describe('the AI SDK path at parity (one guarded core)', () => {
   });
 
   it('a PRECONDITION answered twice stops precondition_unchanged with the tool run once; agentctl trace lists the decisions', async () => {
-    const { result, counts, workflowId } = await run(
+    let page: TracePage | null = null;
+    const { result, counts } = await run(
       [call('read_report', { name: 'q3' }), call('read_report', { name: 'q3' }), { content: 'done' }],
       {},
+      {
+        // The trace, as an operator reads it: the real agentctl against the run's workflow.
+        closed: async (h) => {
+          const cli = await agentctl(['trace', h.workflowId, '--json'], cliEnv());
+          expect(cli.code).toBe(0);
+          page = JSON.parse(cli.stdout) as TracePage;
+        },
+      },
     );
     expect(counts.read_report).toBe(1);
     expect(result.run.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(result.run.reason).toBe('precondition_unchanged');
     expect(result.run.report?.unmet_precondition).toMatch(/not shared/);
-    // The trace, as agentctl reads it (the run has closed: from its result's checkpoint).
-    const cli = await agentctl(['trace', workflowId, '--json'], cliEnv());
-    expect(cli.code).toBe(0);
-    const page = JSON.parse(cli.stdout) as TracePage;
-    expect(page.records.map((r) => [r.phase, r.tool, r.decision, r.result_kind, r.reason])).toEqual([
+    const records = (page as TracePage | null)?.records ?? [];
+    expect(records.map((r) => [r.phase, r.tool, r.decision, r.result_kind, r.reason])).toEqual([
       ['before', 'read_report', 'execute', null, null],
       ['after', 'read_report', 'needs_changed_precondition', 'PRECONDITION', null],
       ['before', 'read_report', 'stop', null, 'precondition_unchanged'],
     ]);
-    expect(page.records[1]?.error_code).toBe('permission_denied');
+    expect(records[1]?.error_code).toBe('permission_denied');
+    // The result's checkpoint carries the same trace (what `resume --from` and a closed run's reader get).
+    expect(result.run.checkpoint?.trace.map((r) => r.decision)).toEqual(records.map((r) => r.decision));
   });
 
   it('a PENDING result is honoured: the guard waits and the model polls again until the job is done', async () => {

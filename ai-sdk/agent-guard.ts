@@ -8,7 +8,7 @@
  * Workflow code.
  */
 import type { ToolExecutionOptions, ToolSet } from 'ai';
-import { condition, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { checkpointSchema, type Checkpoint, type RunResult, type RunStatus } from '../common/contracts';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
@@ -297,7 +297,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     if (result.kind === 'PENDING' && after.decision !== 'stop') {
       // A re-poll honoured: wait the server-given time (a stop ends it early), off the wall clock.
       const since = Date.now();
-      await condition(() => this.gate.stopRequested, after.retryAfterMs ?? DEFAULT_PENDING_MS);
+      await this.gate.sleepUnlessStopped(after.retryAfterMs ?? DEFAULT_PENDING_MS);
       run.guard.discountWait(Date.now() - since);
     }
     if (result.kind === 'PENDING' || result.kind === 'PRECONDITION') {

@@ -155,6 +155,22 @@ export class RunGate {
   }
 
   /**
+   * A durable wait of `ms` (a RETRYABLE backoff, a PENDING re-poll) that an operator's stop ends
+   * early once it is verified. A stop the worker refuses does not end it: the run waits the rest,
+   * so a refused stop leaves the run exactly as it was (an early re-poll would count as a repeat).
+   */
+  async sleepUnlessStopped(ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const left = end - Date.now();
+      if (left <= 0) return;
+      if (!(await condition(() => this.hold.kind !== 'none', left))) return;
+      if (this.hold.kind === 'pending') await condition(() => this.hold.kind !== 'pending');
+      if (this.hold.kind === 'held') return;
+    }
+  }
+
+  /**
    * STOPPED → WAITING → RUNNING: waits durably for a verified resume and lifts the stop.
    * False when the run must end instead: the stop is not resumable, the resume window
    * ran out, or the workflow was cancelled.

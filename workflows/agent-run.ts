@@ -160,7 +160,7 @@ async function loop(l: Loop): Promise<RunResult> {
         acts.discardPrefetch();
         // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
         const waitStart = Date.now();
-        await condition(() => gate.stopRequested, t.ms);
+        await gate.sleepUnlessStopped(t.ms);
         run.guard.discountWait(Date.now() - waitStart);
         break;
       }

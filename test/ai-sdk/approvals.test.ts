@@ -19,6 +19,7 @@ import { statusQuery, type RunResult } from '../../common/contracts';
 import {
   approveRun,
   getApprovalAudit,
+  listPendingApprovals,
   getPendingApproval,
   resumeAgentRun,
   type ApprovalStoreOptions,
@@ -153,9 +154,15 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         call('transfer_funds', { to: 'acme', amount: 900 }),
         { content: 'paid' },
       ],
-      {},
+      { searchAttributes: true },
       async (h, counts) => {
         await waiting(h);
+        // `agentctl approvals list` (no run id) lists this run too (issue 37: any engine).
+        const listed = await waitFor(
+          () => listPendingApprovals(env.client),
+          (all) => all.some((p) => p.runId === h.workflowId),
+        );
+        expect(listed.find((p) => p.runId === h.workflowId)).toMatchObject({ tool: 'transfer_funds' });
         const first = await getPendingApproval(env.client, h.workflowId);
         expect(first).toMatchObject({
           reason: 'approval_required',

@@ -157,6 +157,14 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     expect(counts.search_tickets).toBe(1);
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
+    // Each refused stop left one audit row with its reason, in the gate (issue 37 item 3).
+    const refused = (await ApprovalStore.over(ledger).audit({ runId: workflowId })).filter(
+      (a) => a.action === 'refused',
+    );
+    expect(refused.map((a) => a.detail)).toEqual([
+      expect.stringMatching(/^stop \S+ refused: not authorised/),
+      'stop again-1 refused: run is WAITING: there is no running step to stop',
+    ]);
   });
 
   it('the stop signal (an older client): a signed stop ends the loop before the next call; unresumed, the result keeps it', async () => {

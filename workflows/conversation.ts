@@ -27,9 +27,9 @@ import type { Checkpoint } from '../common/contracts';
 import type { PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
-import type { RunGate } from './run-gate';
+import type { RunGate } from '../core/gate';
 import { refuseOrParse } from './conversation-refusal';
-import { isTerminal } from './run-phase';
+import { isTerminal } from '../core/phase';
 import type { RunState } from './run-state';
 
 /** Transcript entries kept in the workflow, and those that travel in a checkpoint. */

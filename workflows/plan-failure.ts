@@ -5,7 +5,7 @@
  * planner timeout stops `planner_timeout` (issue 30); anything else is `planner_failed`.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, patched, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import {
   unreadableReplyUsage,
   UNREADABLE_REPLY_ERROR,
@@ -18,8 +18,7 @@ import {
 } from '../common/planner';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
-import { failureMessage } from './resume-check';
-import { PATCH_UNREADABLE_USAGE } from './run-patches';
+import { failureMessage } from '../core/resume-check';
 import type { RunState } from './run-state';
 
 /**
@@ -30,7 +29,7 @@ export function chargeUnreadableReply(run: RunState, err: ActivityFailure): void
   const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
   if (cause?.type !== UNREADABLE_REPLY_ERROR) return;
   const usage = unreadableReplyUsage(cause.details);
-  if (usage === null || !patched(PATCH_UNREADABLE_USAGE)) return;
+  if (usage === null) return;
   run.guard.charge({ steps: 0, tokens: usage.tokens, costUsd: usage.costUsd });
 }
 

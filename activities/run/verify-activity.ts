@@ -14,6 +14,7 @@ import type { AnyTool } from '../../tools/define-tool';
 import type { PlanInput, RunToolInput, VerifyInput, VerifyOutput } from '../types';
 import type { ActivityContext } from './context';
 import { NO_STORE_TX } from '../../tools/store';
+import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { runRead, versionNow } from './tool-call';
 
 /** The verification activities over the worker's context. */
@@ -149,5 +150,8 @@ export function createVerifyActivity(ctx: ActivityContext) {
       : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redactText(problem)}` };
   }
 
-  return { verifyPrecondition, currentProgress, checkPlanner };
+  /** The gate's audit of a refusal it decided (core/gate.ts): one `refused` row each. */
+  const auditRefusal = refusalAuditor(() => approvals ?? null);
+
+  return { verifyPrecondition, currentProgress, checkPlanner, auditRefusal };
 }

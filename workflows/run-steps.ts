@@ -22,7 +22,7 @@ import { noteConflict, type KeyHolder } from './conflict-report';
 import { toObservation } from './observation';
 import { stopOnPlanFailure } from './plan-failure';
 import { runFacts } from './run-facts';
-import { RecentCalls, steerObservation } from './steer-note';
+import { RecentCalls, steerObservation, withProgressNote } from './steer-note';
 import { failureMessage, failureType } from './resume-check';
 import type { RunActivities } from './run-activities';
 import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC, PATCH_USAGE_FIRST } from './run-patches';
@@ -78,6 +78,8 @@ export class RunSteps {
   private lastSourceVersion: number | null = null;
   /** Recent calls' results and steps, for guard notes (not persisted). */
   private readonly recentCalls = new RecentCalls();
+  /** The window's calls without progress, for the `no_progress` note (not persisted). */
+  private unchanged: { tool: string; step: number }[] = [];
   /** The run holding the key of the call just run, when the ledger refused it (not persisted). */
   private holder: KeyHolder = null;
 
@@ -275,10 +277,15 @@ export class RunSteps {
     const run = this.run;
     // The lifted stop's call has run (or was answered): its approvals are spent for good.
     if (run.approvalStop?.fingerprint === p.fingerprint) run.approvalStop = null;
+    const counted = run.guard.noProgressCount;
     const after = run.guard.after(x.call, result, progressVersion, Date.now());
     this.recentCalls.remember(x.call.similarKey ?? p.fingerprint, result, run.guard.stepCount);
+    if (run.guard.noProgressCount === 0) this.unchanged = [];
+    else if (run.guard.noProgressCount > counted)
+      this.unchanged = [...this.unchanged, { tool: p.tool, step: run.guard.stepCount }].slice(-5);
     const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
-    const reason = after.decision === 'stop' ? after.reason : null;
+    const note = after.decision === 'stop' ? null : (after.steer ?? null);
+    const reason = after.decision === 'stop' ? after.reason : (note?.reason ?? null);
     run.record({
       ...traced(p),
       phase: 'after',
@@ -288,7 +295,13 @@ export class RunSteps {
       reason,
     });
     const decision = before.decision as RunDecision['decision'];
-    run.decide({ index: x.index, tool: p.tool, decision, after: after.decision });
+    run.decide({
+      index: x.index,
+      tool: p.tool,
+      decision,
+      after: after.decision,
+      ...(note ? { reason: note.reason } : {}),
+    });
     // Runs recorded before this change upserted search attributes after every step.
     run.publish(!run.patches.has(PATCH_NO_STEP_UPSERT));
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
@@ -298,6 +311,17 @@ export class RunSteps {
       result,
       before.decision === 'return_cached_success',
     );
+    // no_progress tells the model before it stops (issue 40): the result with the guard's note.
+    if (note)
+      run.observation = withProgressNote(run.observation, {
+        steer: note,
+        calls: this.unchanged,
+        progressVersion: run.guard.progressVersion,
+        steersLeft: Math.max(
+          0,
+          run.guard.config.steerLimit - run.guard.steers.filter((s) => s.reason !== note.reason).length,
+        ),
+      });
     if (after.decision === 'stop') {
       // The StopReport is built from the guard alone, exactly as the offline replay builds it.
       run.stop(after.terminalState, after.reason, blockedOf(p), p.operationKey);

@@ -44,6 +44,21 @@ export function activityTurnKey(): string | null {
 }
 
 /**
+ * When the current attempt of this activity times out (epoch ms: its schedule time plus its
+ * start-to-close timeout, so never later than Temporal's own deadline); undefined outside one.
+ */
+export function attemptDeadlineMs(): number | undefined {
+  const info = currentContext()?.info;
+  if (!info || !(info.startToCloseTimeoutMs > 0)) return undefined;
+  return info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs;
+}
+
+/** This activity's attempt (1 for the first); 1 outside an activity. */
+export function activityAttempt(): number {
+  return currentContext()?.info.attempt ?? 1;
+}
+
+/**
  * Heartbeats the current activity (Temporal only delivers a cancellation to an activity
  * that heartbeats); a no-op outside an activity.
  */

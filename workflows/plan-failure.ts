@@ -23,14 +23,15 @@ import { PATCH_UNREADABLE_USAGE } from './run-patches';
 import type { RunState } from './run-state';
 
 /**
- * Charges the usage of a reply the model billed but the planner could not read (issue 30: every
- * token counted), carried in the failure's details; nothing for any other failure.
+ * Charges the usage a failed plan activity carries in its failure's details: a reply the model
+ * billed but the planner could not read (issue 30), and every request of the turn the plan
+ * activity's attempts sent (issue 40: served usage, whatever the failure); nothing without it.
  */
 export function chargeUnreadableReply(run: RunState, err: ActivityFailure): void {
   const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
-  if (cause?.type !== UNREADABLE_REPLY_ERROR) return;
-  const usage = unreadableReplyUsage(cause.details);
-  if (usage === null || !patched(PATCH_UNREADABLE_USAGE)) return;
+  const usage = cause ? unreadableReplyUsage(cause.details) : null;
+  if (usage === null) return;
+  if (cause?.type === UNREADABLE_REPLY_ERROR && !patched(PATCH_UNREADABLE_USAGE)) return;
   run.guard.charge({ steps: 0, tokens: usage.tokens, costUsd: usage.costUsd });
 }
 

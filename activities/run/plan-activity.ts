@@ -200,6 +200,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
   async function planTurn(input: PlanInput): Promise<PlanOutput>;
   async function planTurn(input: PlanInput, opts: { prefetch: true }): Promise<PlanOutput | null>;
   async function planTurn(raw: PlanInput, opts?: { prefetch: true }): Promise<PlanOutput | null> {
+    const startedMs = Date.now();
     // A script in the payload store: the turn's one call, as an inline script's turn carries it.
     const input = await scripts.withCall(raw);
     const planner = ctx.plannerFor(input.planner.kind);
@@ -241,7 +242,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     };
     const turnKey = llm && ctx.served ? activityTurnKey() : null;
     const served = turnKey && ctx.served ? ctx.served.turn(input.runId, turnKey, activityAttempt()) : null;
-    const deadlineMs = attemptDeadlineMs();
+    const deadlineMs = attemptDeadlineMs(startedMs);
     const out = await plannerTurn(
       planner,
       deadlineMs !== undefined && llm ? { ...plannerInput, deadlineMs } : plannerInput,

@@ -1,10 +1,11 @@
 /**
  * Every served token counted (issue 40), durable, through the official OpenAI SDK against a
- * local Chat Completions server that answers slowly (1.9 s a reply) and cuts a reply off at the
- * spec's output limit (`finish_reason: length`). The plan activity's timeout (4 s) cannot hold
- * the cut reply and the larger-limit ask after it, so the first attempt ends once its cut reply
- * is recorded and the second attempt asks with the larger limit directly (the cut reply is not
- * asked again). The run's counted tokens and cost equal what the server served, across both
+ * local Chat Completions server that answers slowly (2 s a reply) and cuts a reply off at the
+ * spec's output limit (`finish_reason: length`). The plan activity's timeout (4.8 s; 2.4 s a
+ * request) cannot hold the cut reply and the larger-limit ask after it (twice the output, about
+ * twice the time, by the planner's own estimate), so the first attempt ends once its cut reply is
+ * recorded and the second attempt asks with the larger limit directly (the cut reply is not asked
+ * again). The run's counted tokens and cost equal what the server served, across both
  * attempts, and the tenant's spend store agrees.
  */
 import { createServer, type Server } from 'node:http';
@@ -15,7 +16,7 @@ import { ServedUsageStore, SpendStore } from '../../storage/spend';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'SERVED_USAGE_KEY';
-const REPLY_MS = 1900;
+const REPLY_MS = 2000;
 const LIMITS = { served: { maxUsd: 5, windowMs: 3_600_000 } };
 
 interface Served {
@@ -98,8 +99,8 @@ describe('served usage across plan attempts (durable, OpenAI protocol)', () => {
       goal: 'write a very large body',
       planner: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 64, endpoint: 'served-slow' },
       tenant: 'served',
-      // Shorter than two replies with the plan activity's own work: 2 s a request, 4 s an attempt.
-      timeouts: { plannerStartToCloseMs: 4000, retryInitialMs: 100 },
+      // 2.4 s a request, 4.8 s an attempt: the cut reply (2 s) and a larger-limit ask (~4 s) do not fit.
+      timeouts: { plannerStartToCloseMs: 4800, retryInitialMs: 100 },
       resumeWindowMs: 500,
     });
     const result: RunResult = await run.result();

@@ -19,7 +19,7 @@ import {
   type ToolResult,
 } from '../guard';
 import type { GuardedRun } from './run';
-import { RecentCalls, steerObservation } from './steer-note';
+import { RecentCalls, steerObservation, withProgressNote } from './steer-note';
 import type { BlockedCall } from './stop';
 
 /** One proposed call as the step sees it, whatever proposed it. */
@@ -105,6 +105,8 @@ export function classify(err: unknown): Exclude<ToolResult, { kind: 'SUCCESS' }>
 export class GuardedStep {
   /** Recent calls' results and steps, for the guard's notes (not persisted). */
   private readonly recentCalls = new RecentCalls();
+  /** The window's calls without progress, for the `no_progress` note (not persisted). */
+  private unchanged: { tool: string; step: number }[] = [];
 
   constructor(private readonly run: GuardedRun) {}
 
@@ -178,18 +180,29 @@ export class GuardedStep {
     const run = this.run;
     // The lifted stop's call has run (or was answered): its approvals are spent for good.
     if (run.approvalStop?.fingerprint === x.call.fingerprint) run.approvalStop = null;
+    const counted = run.guard.noProgressCount;
     const after = run.guard.after(x.call, result, progressVersion, Date.now());
     this.recentCalls.remember(x.call.similarKey ?? x.call.fingerprint, result, run.guard.stepCount);
+    if (run.guard.noProgressCount === 0) this.unchanged = [];
+    else if (run.guard.noProgressCount > counted)
+      this.unchanged = [...this.unchanged, { tool: x.call.tool, step: run.guard.stepCount }].slice(-5);
+    const note = after.decision === 'stop' ? null : (after.steer ?? null);
     run.record({
       ...traced(x),
       phase: 'after',
       result_kind: result.kind,
       error_code: result.kind === 'SUCCESS' ? null : (result.code ?? null),
       decision: after.decision,
-      reason: after.decision === 'stop' ? after.reason : null,
+      reason: after.decision === 'stop' ? after.reason : (note?.reason ?? null),
     });
     const decision = before.decision as 'execute' | 'return_cached_success';
-    run.decide({ index: x.index, tool: x.call.tool, decision, after: after.decision });
+    run.decide({
+      index: x.index,
+      tool: x.call.tool,
+      decision,
+      after: after.decision,
+      ...(note ? { reason: note.reason } : {}),
+    });
     // The UI's details only: search attributes are not upserted per step (docs/performance.md).
     run.publish(false);
     if (after.decision === 'stop') {
@@ -199,5 +212,24 @@ export class GuardedStep {
       if (result.kind === 'FATAL' && stop) stop.detail = result.message ?? null;
     }
     return after;
+  }
+
+  /**
+   * The observation the model reads after {@link after}: with the guard's `no_progress` note
+   * when `after` gave one (the model is told before the stop, issue 40), else unchanged.
+   */
+  noted(observation: Observation, after: AfterResult): Observation {
+    const note = after.decision === 'stop' ? null : (after.steer ?? null);
+    if (!note) return observation;
+    const guard = this.run.guard;
+    return withProgressNote(observation, {
+      steer: note,
+      calls: this.unchanged,
+      progressVersion: guard.progressVersion,
+      steersLeft: Math.max(
+        0,
+        guard.config.steerLimit - guard.steers.filter((s) => s.reason !== note.reason).length,
+      ),
+    });
   }
 }

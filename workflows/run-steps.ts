@@ -251,6 +251,8 @@ export class RunSteps {
       result,
       before.decision === 'return_cached_success',
     );
+    // no_progress tells the model before it stops (issue 40): the result with the guard's note.
+    run.observation = this.step.noted(run.observation, after);
     if (after.decision === 'stop') noteConflict(run, p, this.holder);
     this.holder = null;
     return after;

@@ -28,6 +28,7 @@ import {
   checkSpendLimits,
   raiseVerifier,
   spendLimitsFromEnv,
+  ServedUsageStore,
   SpendStore,
   type SpendLimits,
 } from '../../storage/spend';
@@ -117,6 +118,8 @@ export interface ActivityContext {
   readonly traces: TraceStore | null;
   /** Tenant spend limits' store, trusting only raises the worker's operators signed; null: no limits. */
   readonly spend: SpendStore | null;
+  /** Every model request of a run, recorded outside the plan attempt (issue 40); null: no SQL ledger. */
+  readonly served: ServedUsageStore | null;
   /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
   plannerFor(kind: string): Planner;
 }
@@ -188,6 +191,7 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     payloadRefBytes,
     traces,
     spend,
+    served: ServedUsageStore.over(ledger),
     plannerFor,
   };
 }

@@ -18,6 +18,7 @@ import {
   executeOnceAtomic,
   SideEffectErrorClass,
   type ExecuteOutcome,
+  type LedgerTx,
 } from '../../storage/ledger';
 import { offloadLarge, resolvePayloadRefs } from '../../storage/payloads';
 import type { ProgressEvent } from '../progress';
@@ -28,15 +29,7 @@ import { undeclaredToModel } from '../../tools/tool-errors';
 import type { Tx } from '../../tools/tx';
 import type { PlanInput, PlanOutput, RunToolInput, RunToolOutput } from '../types';
 import type { ActivityContext } from './context';
-import {
-  counted,
-  execute,
-  progressAfter,
-  runRead,
-  TERMINAL_MARK,
-  unwrapTerminal,
-  versionNow,
-} from './tool-call';
+import { afterCall, counted, execute, runRead, TERMINAL_MARK, unwrapTerminal, versionNow } from './tool-call';
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
 class ResultNotSuccess extends Error {
@@ -311,24 +304,32 @@ export function createRunToolActivity(
       // the ledger still completes the run (the flag is not part of the business result).
       return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
     };
-    const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
-    const outcome = atomic
-      ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
-      : await executeOnce(ledger, options, () => inStore(ctx.store, tool, (tx) => run(tx)));
-    let mapped = mapOutcome(outcome, executed, lastFailure);
-    // A failure the ledger kept final for an undeclared error: the model's to handle too.
-    if (toModel && outcome.kind === 'failed_final')
-      mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
-    if (mapped.via === 'executed') await counted(ctx, input.runId, tool.name);
-    const event: ProgressEvent = {
+    const eventOf = (result: ToolResult, via: RunToolOutput['via']): ProgressEvent => ({
       runId: input.runId,
       tool: tool.name,
       effect: 'write',
       operationKey: input.operationKey,
-      result: mapped.result,
-      via: mapped.via,
-    };
-    return { ...mapped, progressVersion: await progressAfter(ctx, tool, event) };
+      result,
+      via,
+    });
+    // The counter and progress fact of an executed write ride in the ledger's commit.
+    const book = ctx.bookkeeping;
+    const inCommit = book
+      ? (tx: LedgerTx) => book.write(tx, eventOf(executed ?? { kind: 'SUCCESS' }, 'executed'), true)
+      : undefined;
+    const withBook = inCommit ? { ...options, inCommit } : options;
+    const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
+    const outcome = atomic
+      ? await executeOnceAtomic(ledger, withBook, (tx) => run(tx))
+      : await executeOnce(ledger, withBook, () => inStore(ctx.store, tool, (tx) => run(tx)));
+    let mapped = mapOutcome(outcome, executed, lastFailure);
+    // A failure the ledger kept final for an undeclared error: the model's to handle too.
+    if (toModel && outcome.kind === 'failed_final')
+      mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
+    const event = eventOf(mapped.result, mapped.via);
+    const joined = inCommit !== undefined && outcome.kind === 'executed';
+    const progressVersion = await afterCall(ctx, tool, event, { count: mapped.via === 'executed', joined });
+    return { ...mapped, progressVersion };
   }
 
   return { runTool };

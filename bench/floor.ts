@@ -25,6 +25,10 @@
  *
  * Flags: --rounds N (4)  --steps N (300)  --fsync-steps N (100; 0 skips)
  *        --modes bare,bare-once,read,write,write-ext,write-wait  --json
+ *        --long 300,2000,10000: after the rounds (--rounds 0 for only these), one `write` run
+ *          per length: ms/step over the whole run, its first and last window (1,000 steps, or a
+ *          quarter of a shorter run) from the history's timestamps across its continue-as-new
+ *          chain, and the number of runs in the chain.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -60,10 +64,12 @@ interface Options {
   fsyncSteps: number;
   modes: Mode[];
   json: boolean;
+  /** Long write runs (issue 42 item 4): one run per length, its per-step time over windows. */
+  long: number[];
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { rounds: 4, steps: 300, fsyncSteps: 100, modes: [...MODES], json: false };
+  const o: Options = { rounds: 4, steps: 300, fsyncSteps: 100, modes: [...MODES], json: false, long: [] };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
@@ -76,7 +82,7 @@ function parseArgs(argv: string[]): Options {
     const value = (): string | undefined => inline ?? argv[++i];
     switch (flag) {
       case '--rounds':
-        o.rounds = int(flag, value(), 1);
+        o.rounds = int(flag, value(), 0);
         break;
       case '--steps':
         o.steps = int(flag, value(), 2);
@@ -90,6 +96,9 @@ function parseArgs(argv: string[]): Options {
             throw new Error(`--modes: expected some of ${MODES.join(',')}, got ${m}`);
           return m as Mode;
         });
+        break;
+      case '--long':
+        o.long = (value() ?? '').split(',').map((v) => int(flag, v.trim(), 10));
         break;
       case '--json':
         o.json = true;
@@ -169,6 +178,48 @@ async function countFsyncs(dir: string, fn: () => Promise<void>): Promise<number
     if (m) n += Number(m[1]);
   }
   return n;
+}
+
+/** One long run's figures. */
+interface LongRow {
+  steps: number;
+  msPerStep: number;
+  window: number;
+  firstMsPerStep: number;
+  lastMsPerStep: number;
+  /** Executions in the continue-as-new chain. */
+  runs: number;
+  /** ms/step of the first window after each continue-as-new, against the run's mean. */
+  afterContinueAsNew: number[];
+}
+
+/** The scheduled times (ms) of every `runTool` activity of a continue-as-new chain, in order. */
+async function toolTimes(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): Promise<{ times: number[]; starts: number[] }> {
+  const EventType = temporal.api.enums.v1.EventType;
+  const times: number[] = [];
+  const starts: number[] = [];
+  let runId: string | null = firstRunId;
+  while (runId) {
+    const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    runId = null;
+    starts.push(times.length);
+    for (const e of h.events ?? []) {
+      if (
+        e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool'
+      ) {
+        const t = e.eventTime;
+        times.push(Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6));
+      }
+      const next = e.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+      if (next) runId = next;
+    }
+  }
+  return { times, starts };
 }
 
 async function main(): Promise<void> {
@@ -327,6 +378,40 @@ async function main(): Promise<void> {
     };
   }
 
+  async function longRun(steps: number): Promise<LongRow> {
+    const tag = randomUUID().slice(0, 8);
+    const workflowId = `floor-long-${tag}`;
+    const t0 = performance.now();
+    const h = await client.workflow.start('agentRun', {
+      taskQueue: productQueue,
+      workflowId,
+      args: [productInput('floor_write', tag, steps)],
+    });
+    const r = (await h.result()) as RunResult;
+    const ms = performance.now() - t0;
+    if (r.terminal_state !== 'COMPLETED' || r.executed !== steps)
+      throw new Error(
+        `long run ${workflowId} ended ${r.terminal_state} ${r.reason} after ${r.executed} steps`,
+      );
+    const { times, starts } = await toolTimes(client, workflowId, h.firstExecutionRunId);
+    const window = Math.min(1000, Math.floor(steps / 4));
+    const per = (from: number) => (times[from + window]! - times[from]!) / window;
+    const mean = (times[times.length - 1]! - times[0]!) / (times.length - 1);
+    return {
+      steps,
+      msPerStep: ms / steps,
+      window,
+      firstMsPerStep: per(0),
+      lastMsPerStep: per(times.length - 1 - window),
+      runs: starts.length,
+      afterContinueAsNew: starts
+        .slice(1)
+        .filter((s) => s + 50 < times.length)
+        .map((s) => (times[s + 50]! - times[s]!) / 50 / mean),
+    };
+  }
+
+  const longRows: LongRow[] = [];
   const samples = new Map<Mode, Sample[]>(o.modes.map((m) => [m, []]));
   const fsyncs = new Map<Mode, number>();
   try {
@@ -340,7 +425,14 @@ async function main(): Promise<void> {
         log(`round ${r + 1}/${o.rounds} ${m}: ${s.ms.toFixed(2)} ms/step, ${s.cpuMs.toFixed(2)} ms CPU/step`);
       }
     }
-    if (o.fsyncSteps > 0) {
+    for (const n of o.long) {
+      const row = await longRun(n);
+      longRows.push(row);
+      log(
+        `long ${n}: ${row.msPerStep.toFixed(2)} ms/step; first ${row.window} ${row.firstMsPerStep.toFixed(2)}, last ${row.window} ${row.lastMsPerStep.toFixed(2)} ms/step; ${row.runs} run(s)`,
+      );
+    }
+    if (o.fsyncSteps > 0 && o.rounds > 0) {
       for (const m of o.modes) {
         const n = await countFsyncs(dir, async () => {
           await runOnce(m, o.fsyncSteps);
@@ -408,7 +500,7 @@ async function main(): Promise<void> {
   ].filter((r) => r.value !== null);
   const load = { start: load0.map((x) => +x.toFixed(2)), end: load1.map((x) => +x.toFixed(2)), cores: 2 };
   if (o.json) {
-    process.stdout.write(`${JSON.stringify({ options: o, load, rows, ratios }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ options: o, load, rows, ratios, long: longRows }, null, 2)}\n`);
     return;
   }
   const f = (x: number | null, d = 2) => (x === null || Number.isNaN(x) ? '–' : x.toFixed(d));

@@ -204,7 +204,7 @@ async function toolTimes(
   const starts: number[] = [];
   let runId: string | null = firstRunId;
   while (runId) {
-    const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const h: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     runId = null;
     starts.push(times.length);
     for (const e of h.events ?? []) {
@@ -215,7 +215,8 @@ async function toolTimes(
         const t = e.eventTime;
         times.push(Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6));
       }
-      const next = e.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+      const next: string | null | undefined =
+        e.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
       if (next) runId = next;
     }
   }
@@ -525,6 +526,17 @@ async function main(): Promise<void> {
   out.push('| ------------------------------- | ----: | -----: |');
   for (const r of ratios)
     out.push(`| ${r.name} | ${f(r.value)}× | ${r.target === null ? '–' : `≤ ${r.target}×`} |`);
+  if (longRows.length > 0) {
+    out.push('');
+    out.push(
+      '| long write run | ms/step | window | first window ms/step | last window ms/step | last/first | runs in the chain | first 50 steps after each continue-as-new / chain mean |',
+    );
+    out.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+    for (const l of longRows)
+      out.push(
+        `| ${l.steps} | ${f(l.msPerStep)} | ${l.window} | ${f(l.firstMsPerStep)} | ${f(l.lastMsPerStep)} | ${f(l.lastMsPerStep / l.firstMsPerStep)}× | ${l.runs} | ${l.afterContinueAsNew.map((x) => `${f(x)}×`).join(' ') || '–'} |`,
+      );
+  }
   process.stdout.write(`${out.join('\n')}\n`);
 }
 

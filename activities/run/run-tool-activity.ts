@@ -84,11 +84,9 @@ export function createRunToolActivity(
     const by = `${input.runId}/${activityId}`;
     if (approvalId === null) {
       if (!required) return null;
-      await approvals?.refuse(
-        input.runId,
-        by,
-        `${input.fingerprint}: ${tool.name} called without an approval`,
-      );
+      const fingerprint =
+        input.fingerprint ?? registry.normalize(tool.name, args, input.operationKey).fingerprint;
+      await approvals?.refuse(input.runId, by, `${fingerprint}: ${tool.name} called without an approval`);
       return {
         kind: 'FATAL',
         code: ResultCode.APPROVAL_REQUIRED,
@@ -178,8 +176,15 @@ export function createRunToolActivity(
     const { prefetch, ...call } = raw;
     const out = await runOne(call);
     if (!prefetch) return out;
-    // The scripted run's next turn, planned now that the tool has answered (issue 19).
-    const next = await prefetchPlan(prefetch);
+    // The scripted run's next turn, planned now that the tool has answered (issue 19); what
+    // every prefetched turn has in common did not cross history (PrefetchInput).
+    const next = await prefetchPlan({
+      runId: call.runId,
+      goal: '',
+      memory: { next: 0 },
+      observation: null,
+      ...prefetch,
+    });
     if (!next) return out;
     const both = { ...out, next };
     return jsonBytes(both) <= MAX_PAYLOAD_BYTES ? both : out;
@@ -263,16 +268,20 @@ export function createRunToolActivity(
     }
     const { attempt, activityId } = activityExecution();
     const toModel = input.toolErrors === 'model';
+    // The workflow sends neither hash (issue 42): the same normalisation the plan made.
+    const hashes =
+      input.argsHash !== undefined && input.fingerprint !== undefined
+        ? { argsHash: input.argsHash, fingerprint: input.fingerprint }
+        : registry.normalize(tool.name, parsed.data, input.operationKey);
     // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
     let lastFailure: ToolResult | null = null;
     const options = {
       key: input.operationKey,
       tool: tool.name,
-      // A workflow scheduled before the upgrade sends no argsHash: compute it from the args
-      // (not the fingerprint, which would conflict with a SHA-256 record of the same call).
-      argsHash: input.argsHash ?? registry.normalize(tool.name, parsed.data, input.operationKey).argsHash,
+      // The SHA-256 hash (not the fingerprint, which would conflict with a SHA-256 record of the same call).
+      argsHash: hashes.argsHash,
       // A record written before the upgrade stored the fingerprint (docs/ledger.md "Args hash").
-      legacyArgsHash: input.fingerprint,
+      legacyArgsHash: hashes.fingerprint,
       runId: input.runId,
       owner: `${identity}/${activityId}/attempt-${attempt}`,
       leaseMs,

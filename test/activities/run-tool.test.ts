@@ -70,7 +70,7 @@ describe('runTool write path', () => {
     const c = await deps.ledger.claim({
       key: input.operationKey as string,
       tool: input.tool,
-      argsHash: input.fingerprint,
+      argsHash: input.fingerprint as string,
       runId: input.runId,
       owner: 'dead-worker',
       leaseMs: 30,
@@ -139,7 +139,7 @@ describe('runTool write path', () => {
     const c = await deps.ledger.claim({
       key: input.operationKey as string,
       tool: 'send_sms',
-      argsHash: input.fingerprint,
+      argsHash: input.fingerprint as string,
       runId: 'other',
       owner: 'live-worker',
       leaseMs: 10_000,
@@ -227,7 +227,7 @@ describe('runTool write path', () => {
       const c = await deps.ledger.claim({
         key: a.operationKey as string,
         tool: a.tool,
-        argsHash: a.fingerprint,
+        argsHash: a.fingerprint as string,
         runId: 'run-old',
         owner: 'old-worker',
         leaseMs: 5_000,

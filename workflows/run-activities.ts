@@ -16,6 +16,7 @@ import type { Activities } from '../activities/create-activities';
 import type {
   PlanInput,
   PlanOutput,
+  PrefetchInput,
   ProposalInfo,
   RunToolOutput,
   VerifyInput,
@@ -94,6 +95,16 @@ function asActivityFailure(err: unknown): unknown {
     undefined,
     err,
   );
+}
+
+/**
+ * A prefetched turn's input without what every prefetched turn has in common — the run id,
+ * the empty goal, the memory `{ next: 0 }`, no observation — which `runTool` fills back in:
+ * it crosses history every step (issue 42).
+ */
+function leanPrefetch(plan: PlanInput): PrefetchInput {
+  const { runId: _runId, goal: _goal, memory: _memory, observation: _observation, ...lean } = plan;
+  return lean;
 }
 
 /** Proxies the activities with the run's timeouts. */
@@ -254,13 +265,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
             tool: p.tool,
             args: p.args,
             operationKey: p.operationKey,
-            fingerprint: p.fingerprint,
-            argsHash: p.argsHash,
+            // No fingerprint or args hash: the activity computes both (issue 42, small payloads).
             ...(p.approval?.approvalId
               ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
               : {}),
             fixture: p.fixture,
-            ...(prefetch ? { prefetch: prefetch.plan } : {}),
+            ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
             ...(toolErrors ? { toolErrors } : {}),
           },
         ],

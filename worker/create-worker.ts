@@ -17,6 +17,7 @@ import { createAiSdkPlanner } from '../planners/ai-sdk';
 import { createAnthropicPlanner } from '../planners/anthropic';
 import { loadModelEndpoints } from '../planners/endpoints';
 import { createOpenAIPlanner } from '../planners/openai';
+import { finishingTool } from '../tools/finish';
 import { ToolRegistry } from '../tools/registry';
 import type { AnyTool } from '../tools/define-tool';
 import type { ToolStore } from '../tools/store';
@@ -46,6 +47,13 @@ export interface WorkerDepsOptions {
   readonly mcpConfig?: AgentConfigInput;
   /** The MCP config file; null reads none. Default: AGENT_CONFIG, else ./agent.config.json if it exists. */
   readonly configPath?: string | null;
+  /**
+   * The tool that finishes a run (issue 38; tools/finish.ts): default the built-in
+   * `complete_task`, offered on every run. `finishingTool({ name: 'done' })` renames it; a
+   * tool of your own returning `{ terminal: true }` replaces it; `null` registers none (your
+   * tools must then finish the run). A tool in `tools` with the same name replaces it too.
+   */
+  readonly finishingTool?: AnyTool | null;
 }
 
 const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
@@ -57,6 +65,7 @@ const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
   'identity',
   'mcpConfig',
   'configPath',
+  'finishingTool',
 ]);
 
 /** The activities' dependencies plus a close function. */
@@ -76,7 +85,8 @@ function sqliteFile(url: string): string | null {
 
 /**
  * Opens what a worker needs: the ledger (with the approvals, conversations and payloads
- * beside it), the user's tools, MCP tools from a config when one is present, and the planners.
+ * beside it), the user's tools, MCP tools from a config when one is present, the finishing
+ * tool (`complete_task` unless {@link WorkerDepsOptions.finishingTool} says otherwise) and the planners.
  * `openWorkerDeps({ tools })` is all a user's worker needs: no tool store and no demo tools
  * (the demo adds its own: demo/deps.ts). An unknown option is a TypeError naming it.
  */
@@ -103,8 +113,12 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
   const store = o.store ?? null;
   const ledgerFile = sqliteFile(ledgerUrl);
   const storeFile = store?.file ? resolve(store.file) : null;
+  const own = [...(o.tools ?? []), ...mcp.tools];
+  const finish = o.finishingTool === undefined ? finishingTool() : o.finishingTool;
+  // A tool of the user's with the finishing tool's name is their own finishing tool.
+  const builtIn = finish && !own.some((t) => t.name === finish.name) ? [finish] : [];
   return {
-    registry: new ToolRegistry([...(o.tools ?? []), ...mcp.tools]),
+    registry: new ToolRegistry([...own, ...builtIn], { finishing: finish?.name ?? null }),
     store,
     ledger,
     storeSharesLedger: ledgerFile !== null && ledgerFile === storeFile,

@@ -127,6 +127,7 @@ export class ResumeCheck {
           precondition: req.precondition,
           blockedFingerprint: stop.report.blocked_call?.fingerprint ?? null,
           stopRef: stop.report.last_safe_checkpoint,
+          unmet: stop.report.unmet_precondition,
         });
         return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
       }

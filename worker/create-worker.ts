@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Sinks } from '@temporalio/workflow';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
+import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
+import { loadConnectionOptions } from '../connection/env';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
@@ -170,7 +171,7 @@ export interface AgentWorkerOptions {
    * The data converter, i.e. the payload codec (codec/load-codec.ts `dataConverterOf`):
    * every client of these runs must use the same one. Unset: the codec policy of
    * codec/load-codec.ts from the environment (`AGENT_CODEC_KEYS`, `AGENT_CODEC_KEY_FILE`,
-   * the local `data/codec-keys.json`, or `AGENT_CODEC=off`) — the same one agentctl and the
+   * the default key file, created when the environment names a local dev server, or `AGENT_CODEC=off`) — the same one agentctl and the
    * client API apply, so a worker and a client configured alike read each other's payloads.
    */
   readonly dataConverter?: DataConverter;
@@ -199,13 +200,26 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
 /** The path of the workflows module the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
+/** Whether the environment's Temporal connection settings name a local dev server. */
+function localServerByEnv(): boolean {
+  try {
+    const { connectionOptions } = loadConnectionOptions(process.env);
+    return isLocalDevServer({ ...connectionOptions, address: connectionOptions.address ?? '' });
+  } catch {
+    return false;
+  }
+}
+
 /** Checks the namespace's search attributes (see {@link AgentWorkerOptions.searchAttributes}), then creates the Temporal worker. */
 export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> {
   const mode = o.searchAttributes ?? 'register';
   if (mode !== 'skip') {
     await ensureSearchAttributes(o.connection, o.namespace, { register: mode === 'register' });
   }
-  const dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+  // Against a local dev server (by the environment's connection settings) a missing default
+  // key file is created, as agentctl and `npm run worker` do: a user's first worker starts.
+  const dataConverter =
+    o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env, { createKeyFile: localServerByEnv() }));
   // What moves out of history into the database (conversations, large payloads) is sealed
   // with the same codec as history (storage/row-codec.ts).
   const rows = new RowCodec(dataConverter.payloadCodecs ?? []);

@@ -166,7 +166,7 @@ export function countersText(ctx: Ctx, counters: Counters | null): string {
   if (counters) return formatCounters(counters);
   const url = countersUrl(ctx);
   const shown = url.startsWith('sqlite:') ? url : url.replace(/\/\/[^@/]*@/, '//');
-  return `(unknown: they live in the workers' ledger, not readable at ${shown} from here; set LEDGER_URL to the workers' ledger)`;
+  return `(unknown: no ledger at ${shown} here; set LEDGER_URL to the workers' ledger)`;
 }
 
 /** The operator name: --actor, else $USER. */

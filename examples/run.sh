@@ -66,7 +66,7 @@ ADDRESS="127.0.0.1:$PORT"
   --log-level error > "$ROOT/.pack/temporal.log" 2>&1 &
 SERVER_PID=$!
 cleanup() {
-  [ -n "${APP_WORKER:-}" ] && kill "$APP_WORKER" 2> /dev/null
+  if [ -n "${APP_WORKER:-}" ]; then kill "$APP_WORKER" 2> /dev/null || true; fi
   kill "$SERVER_PID" 2> /dev/null || true
   wait "$SERVER_PID" 2> /dev/null || true
 }
@@ -119,6 +119,7 @@ app_out="$(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/start
 }
 kill -INT "$APP_WORKER" 2> /dev/null || true
 wait "$APP_WORKER" 2> /dev/null || true
+APP_WORKER=
 echo "$app_out"
 grep -q '^COMPLETED: emailed ann@example.com' <<< "$app_out" || { echo "the init app's run did not complete" >&2; exit 1; }
 [ "$(wc -l < "$APP/data/outbox.jsonl")" -eq 1 ] || { echo "send_email did not run exactly once" >&2; exit 1; }

@@ -184,7 +184,8 @@ async function main(): Promise<number> {
     });
     console.log(\`started \${handle.workflowId}\`);
     const { outcome } = await waitForAgentRun(client.client, handle, { untilWaiting: true, timeoutMs: 300_000 });
-    console.log(\`\${outcome.terminal_state}\${outcome.reason ? \` (\${outcome.reason})\` : ''}: \${outcome.summary ?? ''}\`);
+    const said = outcome.summary ?? outcome.ended ?? '';
+    console.log(\`\${outcome.terminal_state}\${outcome.reason ? \` (\${outcome.reason})\` : ''}\${said ? \`: \${said}\` : ''}\`);
     console.log(\`emails sent so far: \${sentEmails()}\`);
     console.log(\`inspect it:  npx agentctl status \${handle.workflowId}\`);
     if (outcome.terminal_state === 'COMPLETED') return 0;
@@ -207,8 +208,8 @@ main().then(
 const modelServer = `/**
  * A local stand-in for a model: an OpenAI-compatible \`POST /v1/chat/completions\` on
  * 127.0.0.1 that answers from the conversation so far, with no key and no network. It reads
- * the balance, emails it, then calls the finishing tool complete_task. Point MODEL_BASE_URL at
- * a real model to replace it.
+ * the balance, emails it, then calls the finishing tool complete_task. MODEL_DELAY_MS makes it
+ * slow (each reply waits that long). Point MODEL_BASE_URL at a real model to replace it.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -232,11 +233,13 @@ export async function startModelServer(): Promise<{ baseURL: string; close(): Pr
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
+    req.on('end', async () => {
       if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
         res.writeHead(404).end();
         return;
       }
+      // MODEL_DELAY_MS: think this long per reply (a real model's pace), to have time for agentctl stop.
+      await new Promise((ok) => setTimeout(ok, Number(process.env.MODEL_DELAY_MS) || 0));
       const request = JSON.parse(body) as Json;
       const call = decide(request.messages as Json[]);
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -48,6 +48,11 @@ export function unknownToolUnmet(toolName: string): string {
   return `no tool named "${toolName}"`;
 }
 
+/** The tool an `unknown_tool` refusal's `unmet` text names, or null for any other text. */
+export function unknownToolOf(unmet: string | null | undefined): string | null {
+  return /^no tool named "([^"]+)"/.exec(unmet ?? '')?.[1] ?? null;
+}
+
 /** The tools one worker hosts. */
 export class ToolRegistry {
   private readonly tools = new Map<string, AnyTool>();

@@ -14,7 +14,7 @@ import type { AnyTool } from '../../tools/define-tool';
 import type { PlanInput, RunToolInput, VerifyInput, VerifyOutput } from '../types';
 import type { ActivityContext } from './context';
 import { NO_STORE_TX } from '../../tools/store';
-import { unknownToolUnmet } from '../../tools/registry';
+import { unknownToolOf } from '../../tools/registry';
 import { runRead, versionNow } from './tool-call';
 
 /** The verification activities over the worker's context. */
@@ -50,7 +50,7 @@ export function createVerifyActivity(ctx: ActivityContext) {
       };
     }
     const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
-    if (input.blockedTool && input.unmet?.startsWith(unknownToolUnmet(input.blockedTool))) {
+    if (input.blockedTool && unknownToolOf(input.unmet) === input.blockedTool) {
       // The run stopped on a tool this worker did not have: a change of the worker lifts it,
       // and this worker's tool set is what is checked (issue 38).
       return {

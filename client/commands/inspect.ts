@@ -15,6 +15,7 @@ import {
   traceLine,
   type Column,
 } from '../format';
+import { unknownToolOf } from '../../tools/registry';
 import { followRun, runEnding, runReport, runStatus, runTrace } from '../runs';
 import { formatTree, getAgentRunTree } from '../tree';
 import { storedTracePage } from './stored-trace';
@@ -41,13 +42,21 @@ export function formatReport(r: StopReport): string {
     ['stopped by', stoppedBy(r.terminal_state, r.guard_reason)],
     ['blocked call', blockedCallText(r)],
     ['unmet', r.unmet_precondition],
-    ['resume when', r.resume_condition],
+    ['resume when', resumeWhen(r)],
     ['next action', r.next_allowed_action],
     ['completed', r.completed.length ? r.completed.join(', ') : null],
     ['checkpoint', r.last_safe_checkpoint],
     ['steps', r.steps],
     ['progress version', `${r.last_progress_version} (changes to external state the run had seen)`],
   ]);
+}
+
+/** The report's resume condition; for a stop on a tool the worker lacked, what lifts it. */
+function resumeWhen(r: StopReport): string | null {
+  const tool = unknownToolOf(r.unmet_precondition);
+  return tool && r.blocked_call?.tool === tool
+    ? `the worker has a tool named "${tool}" (add it to the worker's tools and restart the worker)`
+    : r.resume_condition;
 }
 
 /**

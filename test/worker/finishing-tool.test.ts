@@ -205,6 +205,11 @@ describe('the built-in finishing tool', () => {
     expect(report?.unmet_precondition).toMatch(/no tool named "send_email"/);
     expect(b.calls.send_email).toBe(0);
 
+    // The report says what lifts the stop, and who stopped the run.
+    const shown = await agentctl(['report', id], cli);
+    expect(shown.stdout).toMatch(/stopped by\s+the loop guard \(precondition_unchanged\)/);
+    expect(shown.stdout).toMatch(/resume when\s+the worker has a tool named "send_email"/);
+
     // Nothing changed on the worker: refused, naming the missing tool.
     const refused = await agentctl(['resume', id, '--actor', 'dev', '--reason', 'try again'], cli);
     expect(refused.code).toBe(3);

@@ -29,7 +29,8 @@ export const TRACE_COLUMNS: Column<TraceRecord>[] = [
   { header: 'DECISION', value: (r) => r.decision },
   { header: 'REASON', value: (r) => r.reason },
   { header: 'RESULT', value: resultText },
-  { header: 'PV', value: (r) => r.progress_version },
+  // The progress version, in plain words: how many changes to external state the run had seen.
+  { header: 'CHANGES SEEN', value: (r) => r.progress_version },
   { header: 'OP KEY', value: (r) => r.operation_key, max: 32 },
   { header: 'ARGS', value: (r) => r.args, max: 60 },
 ];

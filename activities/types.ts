@@ -160,6 +160,8 @@ export interface VerifyInput {
   readonly blockedFingerprint?: string | null;
   /** The stop's `last_safe_checkpoint` (an approval is bound to the stop it was granted for). */
   readonly stopRef?: string | null;
+  /** The stop's unmet precondition: an `unknown_tool` stop is lifted by registering the tool. */
+  readonly unmet?: string | null;
 }
 
 /** Output of the `verifyPrecondition` activity. */

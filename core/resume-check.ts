@@ -147,6 +147,7 @@ export class ResumeCheck {
           precondition: req.precondition,
           blockedFingerprint: stop.report.blocked_call?.fingerprint ?? null,
           stopRef: stop.report.last_safe_checkpoint,
+          unmet: stop.report.unmet_precondition,
         });
         this.auditedByVerifier =
           liftRuleOf(stop.reason) === 'approval' && !v.changed && v.detail.startsWith('not approved (');

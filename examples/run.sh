@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and packs agent-loop-guard, installs the tarball into examples/first-agent,
 # examples/own-agent, examples/ai-sdk-agent, examples/approval-twin and examples/conversation, starts a throwaway Temporal dev server on free
-# ports, runs the examples against it, reads a run back with the packaged agentctl, and stops
+# ports, runs the examples against it, reads a run back with the packaged agentctl, writes a new
+# app with the packaged `agentctl init` (.pack/init-app) and runs it to COMPLETED, and stops
 # everything. Exits non-zero when any step fails or when a run did not end as its example
 # expects. `.ci/run` runs it after the tests.
 #
@@ -65,6 +66,7 @@ ADDRESS="127.0.0.1:$PORT"
   --log-level error > "$ROOT/.pack/temporal.log" 2>&1 &
 SERVER_PID=$!
 cleanup() {
+  if [ -n "${APP_WORKER:-}" ]; then kill "$APP_WORKER" 2> /dev/null || true; fi
   kill "$SERVER_PID" 2> /dev/null || true
   wait "$SERVER_PID" 2> /dev/null || true
 }
@@ -99,5 +101,27 @@ step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 1
 
 step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
 (cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
+
+step "agentctl init: a new app from the packed agentctl, its own two tools, an LLM run that finishes with the built-in complete_task (issue 38)"
+APP="$PACK_DIR/init-app"
+rm -rf "$APP"
+"$EXAMPLE/node_modules/.bin/agentctl" init "$APP" --package "file:../agent-loop-guard.tgz"
+mkdir -p "$APP/node_modules/agent-loop-guard"
+tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$APP/node_modules/agent-loop-guard" --strip-components=1
+"$TSC" -p "$APP"
+(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" exec "$TSX" src/worker.ts > "$PACK_DIR/init-app-worker.log" 2>&1) &
+APP_WORKER=$!
+app_out="$(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/start.ts)" || {
+  echo "$app_out"
+  cat "$PACK_DIR/init-app-worker.log" >&2
+  kill "$APP_WORKER" 2> /dev/null || true
+  exit 1
+}
+kill -INT "$APP_WORKER" 2> /dev/null || true
+wait "$APP_WORKER" 2> /dev/null || true
+APP_WORKER=
+echo "$app_out"
+grep -q '^COMPLETED: emailed ann@example.com' <<< "$app_out" || { echo "the init app's run did not complete" >&2; exit 1; }
+[ "$(wc -l < "$APP/data/outbox.jsonl")" -eq 1 ] || { echo "send_email did not run exactly once" >&2; exit 1; }
 
 step "examples OK"

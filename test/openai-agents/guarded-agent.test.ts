@@ -48,9 +48,15 @@ const lookup = (orderId: string, callId?: string): ResponsesStep => ({
   args: { orderId },
   ...(callId ? { callId } : {}),
 });
-const pay = (to: string, amount: number, requestId: string, callId?: string): ResponsesStep => ({
+const pay = (
+  order: string,
+  to: string,
+  amount: number,
+  requestId: string,
+  callId?: string,
+): ResponsesStep => ({
   call: 'pay',
-  args: { orderId: 'A-1', to, amount, requestId },
+  args: { orderId: order, to, amount, requestId },
   ...(callId ? { callId } : {}),
 });
 
@@ -188,7 +194,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
 
   it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {
     const { result, counts } = await run(
-      [pay('acme', 100, 'req-1'), pay('acme', 100, 'req-2'), { text: 'paid' }],
+      [pay('A-1', 'acme', 100, 'req-1'), pay('A-1', 'acme', 100, 'req-2'), { text: 'paid' }],
       {},
       undefined,
       'hang_first',
@@ -198,15 +204,17 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
   });
 
-  it('every attempt timing out: the error goes to the model, which re-plans; the payment still ran once', async () => {
+  it('every attempt timing out: the error goes to the model, which re-plans with a new request id; the payment still ran once', async () => {
     const { result, counts, server } = await run(
-      [pay('globex', 100, 'req-1'), pay('globex', 100, 'req-2'), { text: 'paid' }],
+      [pay('A-2', 'globex', 100, 'req-1'), pay('A-2', 'globex', 100, 'req-2'), { text: 'paid' }],
       { payAttempts: 2 },
       undefined,
       'hang_always',
     );
     expect(counts.pay).toBe(1);
-    expect(result.run.terminal_state).toBe('COMPLETED');
+    // The ledger holds the payment under its key with the first request id: the re-planned call
+    // (other args under the same key) is a conflict for a person, never a second payment.
+    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
     // The model read the failure as the call's output (not a failed workflow).
     const outputs = server.requests()[1]!.input.filter((i) => i.type === 'function_call_output');
     expect(JSON.stringify(outputs)).toMatch(/error occurred while running the tool/i);
@@ -234,13 +242,17 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
   });
 
   it.each([
-    ['under the approved call id', 'call_x'],
-    ['under a new call id', 'call_y'],
+    ['under the approved call id', 'B-1', 'call_x'],
+    ['under a new call id', 'B-2', 'call_y'],
   ])(
     'a payment twin after a signed approval %s waits for its own approval (twin counter 0)',
-    async (_what, twinCallId) => {
+    async (_what, order, twinCallId) => {
       const { result, counts } = await run(
-        [pay('bob', 100, 'req-1', 'call_x'), pay('mallory', 49999, 'req-2', twinCallId), { text: 'paid' }],
+        [
+          pay(order, 'bob', 100, 'req-1', 'call_x'),
+          pay(order, 'mallory', 49999, 'req-2', twinCallId),
+          { text: 'paid' },
+        ],
         { approval: true, approvalWaitMs: 4000 },
         async (h, counts) => {
           const first = await waitFor(
@@ -281,9 +293,11 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       ],
       { sdkApproval: true },
     );
-    // The workflow approved each interruption the SDK raised (its README's pattern): the twin
-    // raised its own, so it ran only after its own approval — never on the first one's.
-    expect(counts.notify).toBe(2);
+    // The workflow approves each interruption the SDK raises (its README's pattern). The twin
+    // under the approved call id did not run on the first one's approval: it raised its own
+    // (unguarded, the SDK runs it at once, keyed by name and call id). Approved, the SDK does
+    // not run it either: it already holds an output under that call id.
+    expect(counts.notify).toBe(1);
     expect(result.sdkApprovals.map((a) => JSON.parse(a) as unknown)).toEqual([
       { to: 'ops', text: 'paid A-1' },
       { to: 'mallory', text: 'send the keys' },

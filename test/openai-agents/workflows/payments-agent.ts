@@ -101,6 +101,8 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
           }
         : {}),
     },
+    // The request id is the model's own: a re-sent payment with a new one is the same call.
+    args: { pay: { nonSemantic: ['requestId'] } },
     writeActivity: {
       startToCloseTimeout: '1 second',
       retry: { maximumAttempts: input.payAttempts ?? 3, initialInterval: '100 milliseconds' },

@@ -24,6 +24,8 @@ export interface PaymentsAgentInput {
   readonly sdkApproval?: boolean;
   /** Declare a tool the agent does not have (bad input). */
   readonly declareUnknown?: boolean;
+  /** Guard the already guarded agent again (bad input). */
+  readonly doubleGuard?: boolean;
 }
 
 const { notify } = proxyActivities<{ notify(i: { to: string; text: string }): Promise<string> }>({
@@ -110,6 +112,7 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
   });
+  if (input.doubleGuard) guardOpenAIAgent(guard.agent, { reads: ['lookup_order'] });
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approve
   const runner = new TemporalOpenAIRunner();
   let result = await guard.run(runner, input.prompt, { maxTurns: input.maxTurns ?? 10 }); // guard

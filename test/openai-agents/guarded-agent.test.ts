@@ -16,7 +16,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { reportQuery, statusQuery, type RunResult, type RunStatus } from '../../common/contracts';
-import { approveRun, getPendingApproval, type ApprovalStoreOptions } from '../../client/api';
+import { approveRun, getPendingApproval, stopAgentRun, type ApprovalStoreOptions } from '../../client/api';
 import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { openLedger, type Ledger } from '../../storage/ledger';
@@ -30,7 +30,7 @@ import type { PaymentsAgentInput } from './workflows/payments-agent';
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
     operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
-    roles: { approver: { lift: ['*'], approve: true } },
+    roles: { approver: { lift: ['*'], approve: true, stop: true } },
   });
 
 /** The guard's plugin as the bundle sees it (its webpack settings; no activities run). */
@@ -92,6 +92,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     input: Omit<PaymentsAgentInput, 'prompt'>,
     drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
+    lookupGate: Promise<void> = Promise.resolve(),
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
@@ -121,6 +122,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       activities: {
         lookup_order: async (i: { orderId: string }) => {
           counts.lookup_order += 1;
+          await lookupGate;
           return { orderId: i.orderId, status: 'unpaid', amount: 100 };
         },
         // The write commits, then its activity times out (1 s) before it reports back: the
@@ -190,6 +192,32 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       },
       history,
     );
+  });
+
+  it('agentctl stop (the same handlers): the next tool call does not run, the run ends operator_stop', async () => {
+    let release = () => undefined as void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { result, counts } = await run(
+      [lookup('S-1'), lookup('S-2'), lookup('S-3'), { text: 'done' }],
+      {},
+      async (h, counts) => {
+        await waitFor(
+          async () => counts.lookup_order,
+          (n) => n === 1,
+        );
+        const answer = await stopAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          reason: 'runaway',
+        });
+        expect(answer).toMatchObject({ accepted: true });
+        release();
+      },
+      'ok',
+      gate,
+    );
+    expect(counts.lookup_order).toBe(1);
+    expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
   });
 
   it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {

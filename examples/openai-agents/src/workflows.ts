@@ -55,7 +55,7 @@ export async function paymentsAgent(input: { prompt: string; model: string }): P
     },
     args: { pay: { nonSemantic: ['requestId'] } }, // the model's own request id is not the operation
     writeActivity: { startToCloseTimeout: '3 seconds' }, // a killed worker's write is retried after this
-    approvalWaitMs: 12_000, // then the run stops NEEDS_HUMAN approval_required
+    approvalWaitMs: 120_000, // then the run stops NEEDS_HUMAN approval_required
   });
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approvals
   const result = await guard.run(new TemporalOpenAIRunner(), input.prompt); // guard

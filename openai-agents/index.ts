@@ -18,17 +18,18 @@
  * `needsApproval` are wrapped, the agent's `toolUseBehavior` ends the loop at a stop, the run
  * context's usage is charged to the budgets. Workflow code.
  */
-import {
+// Types only: workflow code gets the SDK from the user's bundle, and `agent-loop-guard` loads no
+// optional peer at load time (test/package/pack.test.ts); its classes are recognised by shape.
+import type {
   Agent,
   Handoff,
-  MaxTurnsExceededError,
   RunState,
-  type FunctionTool,
-  type FunctionToolResult,
-  type RunContext,
-  type Tool,
-  type ToolsToFinalOutputResult,
-  type ToolUseBehavior,
+  FunctionTool,
+  FunctionToolResult,
+  RunContext,
+  Tool,
+  ToolsToFinalOutputResult,
+  ToolUseBehavior,
 } from '@openai/agents-core';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { canonicalJson, GuardReason, TerminalState } from '../guard';
@@ -57,7 +58,7 @@ export function guardOpenAIAgent<TAgent extends AnyAgent>(
   agent: TAgent,
   options: OpenAIGuardOptions = {},
 ): GuardedOpenAIAgent<TAgent> {
-  if (!(agent instanceof Agent))
+  if (!isAgent(agent))
     throw openAIGuardError('invalid_option', 'guardOpenAIAgent takes an Agent of @openai/agents-core');
   const agents = agentsOf(agent);
   const tools = new Map<string, FunctionTool>();
@@ -125,11 +126,23 @@ function agentsOf(root: AnyAgent): AnyAgent[] {
   const visit = (a: AnyAgent) => {
     if (seen.includes(a)) return;
     seen.push(a);
-    for (const h of a.handoffs ?? []) visit(h instanceof Handoff ? h.agent : h);
+    for (const h of a.handoffs ?? []) visit(isHandoff(h) ? h.agent : h);
   };
   visit(root);
   return seen;
 }
+
+const isAgent = (a: unknown): a is AnyAgent =>
+  typeof a === 'object' &&
+  a !== null &&
+  typeof (a as AnyAgent).clone === 'function' &&
+  Array.isArray((a as AnyAgent).tools);
+const isHandoff = (h: unknown): h is Handoff =>
+  typeof h === 'object' && h !== null && 'agent' in h && typeof (h as Handoff).toolName === 'string';
+const isRunState = (s: unknown): s is RunState<unknown, AnyAgent> =>
+  typeof s === 'object' &&
+  s !== null &&
+  typeof (s as RunState<unknown, AnyAgent>).getInterruptions === 'function';
 
 const key = (tool: string, callId: string) => `${tool}\u0000${callId}`;
 
@@ -169,7 +182,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
       );
     for (const [a, c] of clones)
       c.handoffs = (a.handoffs ?? []).map((h) =>
-        h instanceof Handoff ? h.clone({ agent: clones.get(h.agent)! }) : clones.get(h)!,
+        isHandoff(h) ? h.clone({ agent: clones.get(h.agent)! }) : clones.get(h)!,
       );
     this.guarded = clones.get(agent) as TAgent;
   }
@@ -307,7 +320,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     input: Parameters<GuardedOpenAIAgent<TAgent>['run']>[1],
     options: Parameters<GuardedOpenAIAgent<TAgent>['run']>[2] = {},
   ): ReturnType<GuardedOpenAIAgent<TAgent>['run']> {
-    if (input instanceof RunState) for (const item of input.getInterruptions()) this.bind(item.rawItem);
+    if (isRunState(input)) for (const item of input.getInterruptions()) this.bind(item.rawItem);
     let result;
     try {
       result = await runner.run(this.guarded, input as never, {
@@ -342,6 +355,6 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
 /** The SDK's max-turns error, as `TemporalOpenAIRunner` rethrows it (an AgentsWorkflowError with it as cause). */
 function isMaxTurns(err: unknown): boolean {
   for (let e = err, i = 0; e && i < 5; e = (e as { cause?: unknown }).cause, i++)
-    if (e instanceof MaxTurnsExceededError || (e as Error).name === 'MaxTurnsExceededError') return true;
+    if ((e as Error).name === 'MaxTurnsExceededError') return true;
   return false;
 }

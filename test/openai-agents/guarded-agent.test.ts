@@ -16,7 +16,13 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { reportQuery, statusQuery, type RunResult, type RunStatus } from '../../common/contracts';
-import { approveRun, getPendingApproval, stopAgentRun, type ApprovalStoreOptions } from '../../client/api';
+import {
+  approveRun,
+  getPendingApproval,
+  resumeAgentRun,
+  stopAgentRun,
+  type ApprovalStoreOptions,
+} from '../../client/api';
 import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { openLedger, type Ledger } from '../../storage/ledger';
@@ -30,7 +36,7 @@ import type { PaymentsAgentInput } from './workflows/payments-agent';
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
     operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
-    roles: { approver: { lift: ['*'], approve: true, stop: true } },
+    roles: { approver: { lift: ['*'], approve: true, stop: true, raise: { maxTokens: 5000 } } },
   });
 
 /** The guard's plugin as the bundle sees it (its webpack settings; no activities run). */
@@ -218,6 +224,33 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     );
     expect(counts.lookup_order).toBe(1);
     expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
+  });
+
+  it('agentctl resume after a token-budget stop (a raise): the loop goes on with the conversation so far', async () => {
+    const { result, counts, server } = await run(
+      [lookup('R-1'), lookup('R-2'), lookup('R-3'), { text: 'found them' }],
+      { tokenBudget: 200, resumeAfterStop: true },
+      async (h, counts) => {
+        await waitFor(
+          () => h.query(statusQuery),
+          (s) => s.waitingForResume,
+        );
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'token_budget' });
+        expect(counts.lookup_order).toBe(1);
+        const bare = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(bare).toMatchObject({ accepted: false });
+        const raised = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          raise: { maxTokens: 5000 },
+        });
+        expect(raised).toMatchObject({ accepted: true });
+      },
+    );
+    // R-2 was refused at the stop; after the resume the model went on: R-3 ran, then its answer.
+    expect(counts.lookup_order).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found them' });
+    expect(server.requests()).toHaveLength(4);
   });
 
   it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {

@@ -24,6 +24,8 @@ export interface PaymentsAgentInput {
   readonly sdkApproval?: boolean;
   /** Declare a tool the agent does not have (bad input). */
   readonly declareUnknown?: boolean;
+  /** After a guard stop, wait for a verified `agentctl resume` and run on with the history. */
+  readonly resumeAfterStop?: boolean;
   /** Guard the already guarded agent again (bad input). */
   readonly doubleGuard?: boolean;
 }
@@ -125,6 +127,9 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     }
     result = await guard.run(runner, result.state);
   }
+  // After a guard stop: wait for a verified resume, then run on with the conversation so far.
+  if (input.resumeAfterStop && result && guard.stopped && (await guard.untilResumed(60_000)))
+    result = await guard.run(runner, result.history);
   const text = typeof result?.finalOutput === 'string' ? result.finalOutput : null;
   return { run: guard.result(text), executions: guard.executions, sdkApprovals }; // guard
 }

@@ -46,7 +46,12 @@ const guardBundlePlugin = () =>
 const pluginOf = (baseURL: string) =>
   new OpenAIAgentsPlugin({ modelProvider: new OpenAIProvider({ baseURL, apiKey: 'test-key' }) });
 
-type Outcome = { run: RunResult; executions: Record<string, number>; sdkApprovals: string[] };
+type Outcome = {
+  run: RunResult;
+  executions: Record<string, number>;
+  sdkApprovals: string[];
+  lastAgent?: string;
+};
 type Counts = { lookup_order: number; pay: number; notify: number; paidTo: string[] };
 
 const lookup = (orderId: string, callId?: string): ResponsesStep => ({
@@ -95,7 +100,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
 
   async function run(
     script: ResponsesStep[],
-    input: Omit<PaymentsAgentInput, 'prompt'>,
+    input: Omit<PaymentsAgentInput, 'prompt'> & { workflow?: string },
     drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
     lookupGate: Promise<void> = Promise.resolve(),
@@ -154,7 +159,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     });
     const workflowId = uniqueId('openai-agents-guard');
     const outcome = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start('paymentsAgent', {
+      const handle = await env.client.workflow.start(input.workflow ?? 'paymentsAgent', {
         taskQueue,
         workflowId,
         args: [{ prompt: 'Pay order A-1.', ...input }],
@@ -251,6 +256,23 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     expect(counts.lookup_order).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found them' });
     expect(server.requests()).toHaveLength(4);
+  });
+
+  it("a handoff's agent shares the run's guard: its tools are guarded in the same run, its re-sent payment answered once", async () => {
+    const { result, counts } = await run(
+      [
+        lookup('H-1'),
+        { call: 'transfer_to_Billing', args: {} },
+        pay('H-1', 'acme', 10, 'req-1'),
+        pay('H-1', 'acme', 10, 'req-2'),
+        { text: 'paid' },
+      ],
+      { workflow: 'handoffAgent' },
+    );
+    expect(result.lastAgent).toBe('Billing');
+    expect(counts.pay).toBe(1);
+    expect(result.executions).toEqual({ lookup_order: 1, pay: 1 });
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
   });
 
   it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {

@@ -133,3 +133,52 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
   const text = typeof result?.finalOutput === 'string' ? result.finalOutput : null;
   return { run: guard.result(text), executions: guard.executions, sdkApprovals }; // guard
 }
+
+/** A front agent that hands off to a billing agent with the payment tool: one run, one guard. */
+export async function handoffAgent(input: { prompt: string }): Promise<unknown> {
+  const billing = new Agent({
+    name: 'Billing',
+    instructions: 'Pay orders.',
+    model: 'test-model',
+    tools: [
+      activityAsTool<
+        (i: { orderId: string; to: string; amount: number; requestId: string }) => Promise<unknown>
+      >({
+        name: 'pay',
+        description: 'Pay an order.',
+        parameters: {
+          type: 'object',
+          properties: {
+            orderId: { type: 'string' },
+            to: { type: 'string' },
+            amount: { type: 'number' },
+            requestId: { type: 'string' },
+          },
+          required: ['orderId', 'to', 'amount', 'requestId'],
+          additionalProperties: false,
+        },
+      }),
+    ],
+  });
+  const front = new Agent({
+    name: 'Front',
+    instructions: 'Look orders up; hand payments to Billing.',
+    model: 'test-model',
+    tools: [
+      activityAsTool({ name: 'lookup_order', description: 'Look an order up.', parameters: orderSchema }),
+    ],
+    handoffs: [billing],
+  });
+  const guard = guardOpenAIAgent(front, {
+    reads: ['lookup_order'],
+    writes: { pay: { operationKey: (i: { orderId: string }) => `pay:${i.orderId}` } },
+    args: { pay: { nonSemantic: ['requestId'] } },
+  });
+  guard.installHandlers();
+  const result = await guard.run(new TemporalOpenAIRunner(), input.prompt);
+  return {
+    run: guard.result(typeof result?.finalOutput === 'string' ? result.finalOutput : null),
+    executions: guard.executions,
+    lastAgent: (result?.lastAgent as { name?: string } | undefined)?.name ?? null,
+  };
+}

@@ -140,6 +140,15 @@ export class AgentGuard<TOOLS extends ToolSet> {
     };
   }
 
+  /**
+   * Stops the run now, unless something already stopped it: for a stop a framework detects
+   * outside any tool call (the OpenAI Agents SDK's max-turns error). Through the core's
+   * `runtimeStop`, so the StopReport, trace and lift rule are an agentRun's.
+   */
+  stopWith(reason: string, terminalState: TerminalState, unmet: string): void {
+    if (!this.run.stopped) this.run.runtimeStop(reason, terminalState, undefined, unmet);
+  }
+
   /** The worker's `guardActivities` as the core's gate asks them. */
   private gateActivities(acts: Required<GuardActivities>): GateActivities {
     return {

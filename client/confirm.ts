@@ -6,6 +6,7 @@
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { resumeUpdate, type ResumeAnswer, type ResumeRequest } from '../common/contracts';
+import { checkClientDecodes, sendDecodable } from './codec-check';
 
 /** The outcome of one resume attempt. */
 export interface ResumeOutcome {
@@ -56,9 +57,12 @@ export async function sendResume(
 ): Promise<ResumeOutcome> {
   const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
   const deadline = Date.now() + ms;
+  // A worker that cannot decode this client's payloads (or the reverse) is a configuration
+  // error, thrown as PayloadCodecMismatchError: never a refusal (client/codec-check.ts).
+  await checkClientDecodes(handle, deadline, 'the resume');
   try {
-    const a: ResumeAnswer = await handle.client.withDeadline(deadline, () =>
-      handle.executeUpdate(resumeUpdate, { args: [req] }),
+    const a: ResumeAnswer = await sendDecodable(handle, deadline, 'the resume', () =>
+      handle.client.withDeadline(deadline, () => handle.executeUpdate(resumeUpdate, { args: [req] })),
     );
     return {
       accepted: a.accepted,

@@ -148,7 +148,9 @@ export async function main(
     // Any other payload this agentctl could not decode (status, report, …): its key is not the worker's.
     const undecodable = payloadDecodeFailure(err);
     if (undecodable !== null) {
-      io.err(`agentctl: ${codecMismatch('client', undecodable, { encrypts: true }, 'nothing was changed').message}\n`);
+      io.err(
+        `agentctl: ${codecMismatch('client', undecodable, { encrypts: true }, 'nothing was changed').message}\n`,
+      );
       return Exit.CODEC_MISMATCH;
     }
     if (isUnavailable(err)) {

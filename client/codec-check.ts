@@ -38,7 +38,11 @@ export function clientCodecOf(handle: WorkflowHandle): ClientCodecInfo {
  * `client`) when its answer cannot be decoded here; any other outcome (no handler, no worker in
  * time) is left to the action itself.
  */
-export async function checkClientDecodes(handle: WorkflowHandle, deadline: number, action: string): Promise<void> {
+export async function checkClientDecodes(
+  handle: WorkflowHandle,
+  deadline: number,
+  action: string,
+): Promise<void> {
   try {
     // A closed run (or none) is the action's to report: a query would replay it on a worker.
     if ((await handle.describe()).status.name !== 'RUNNING') return;
@@ -88,7 +92,7 @@ export async function sendDecodable<T>(
           'worker',
           failure,
           clientCodecOf(handle),
-          `${action} waits on the server for a worker that can decode it`,
+          `the worker could not decrypt ${action} (its workflow task failed on it): ${action} is not applied; it waits on the server, and the run's workflow tasks may keep failing on it, until a worker with the key takes it`,
         );
     }
     return new Promise<never>(() => undefined);
@@ -100,9 +104,15 @@ export async function sendDecodable<T>(
     const failure = err instanceof PayloadCodecMismatchError ? null : payloadDecodeFailure(err);
     if (failure === null) throw err;
     if (err instanceof WorkflowUpdateFailedError)
-      throw codecMismatch('worker', failure, clientCodecOf(handle), `${action} was refused unread: nothing changed`, {
-        cause: err,
-      });
+      throw codecMismatch(
+        'worker',
+        failure,
+        clientCodecOf(handle),
+        `the worker could not read ${action}: nothing changed`,
+        {
+          cause: err,
+        },
+      );
     throw codecMismatch(
       'client',
       failure,

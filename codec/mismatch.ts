@@ -12,9 +12,10 @@
  *  - the worker has no codec: the worker's payload converter cannot read the update's
  *    encrypted argument and the update is rejected with `Unknown encoding: binary/encrypted`
  *    (the run is unchanged);
- *  - the worker lacks this client's key: its codec throws while decoding the activation, the
- *    SDK fails the workflow task (a `WorkflowTaskFailed` event with the codec's message) and
- *    retries it, so the run makes no progress until the worker gets the key.
+ *  - the worker lacks this client's key: its codec throws while decoding the activation and the
+ *    SDK fails the workflow task (a `WorkflowTaskFailed` event with the codec's message); the
+ *    update is not applied, it stays on the server and the SDK retries the task until a worker
+ *    with the key takes it.
  */
 import { CodecError, PayloadDecryptionError, UnknownKeyError } from './errors';
 
@@ -92,18 +93,17 @@ export function codecMismatch(
   let fix: string;
   if (side === 'client') {
     fix = plainHere
-      ? 'the run\'s worker encrypts its payloads and this client has no payload codec (AGENT_CODEC=off?): unset AGENT_CODEC=off and give this client the workers\' keys (the same AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE)'
+      ? "the run's worker encrypts its payloads and this client has no payload codec (AGENT_CODEC=off?): unset AGENT_CODEC=off and give this client the workers' keys (the same AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE)"
       : "the run's worker encrypts with a key this client does not hold: give this client the workers' keys (the same AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE)";
   } else if (plainHere) {
     fix =
       "the run's worker has no payload codec, and this client encrypts (AGENT_CODEC is on by default): set the worker up with agent-loop-guard's plugin " +
-      "(plugins: [new AgentLoopGuardPlugin(…)], docs/ai-sdk.md \"On the worker\"; or dataConverter: dataConverterOf(loadPayloadCodec(process.env))) with the same keys and restart it" +
+      '(plugins: [new AgentLoopGuardPlugin(…)], docs/ai-sdk.md "On the worker"; or dataConverter: dataConverterOf(loadPayloadCodec(process.env))) with the same keys and restart it' +
       ' — or, for a deployment that does not encrypt, run this client with AGENT_CODEC=off';
   } else {
     fix =
       `the run's worker cannot decrypt what this client sends${client.activeKeyId ? ` (key id "${client.activeKeyId}")` : ''}: ` +
-      "give the worker this client's keys (the same AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE) and restart it. Until it can decode the request, " +
-      "the run's workflow tasks fail and it does not go on";
+      "give the worker this client's keys (the same AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE) and restart it";
   }
   return new PayloadCodecMismatchError(
     side,

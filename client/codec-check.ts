@@ -54,6 +54,19 @@ export async function checkClientDecodes(
   }
 }
 
+/**
+ * A `.catch` for a query: an answer this client cannot decode becomes
+ * {@link PayloadCodecMismatchError} (side `client`: the workers' key is not ours, exit 5, not a
+ * refusal); anything else is rethrown.
+ */
+export function decodableOr(handle: WorkflowHandle, action: string): (err: unknown) => never {
+  return (err) => {
+    const failure = payloadDecodeFailure(err);
+    if (failure === null) throw err;
+    throw codecMismatch('client', failure, clientCodecOf(handle), action, { cause: err });
+  };
+}
+
 /** The codec failure of the run's current workflow task, when the worker keeps failing it on one. */
 async function workerDecodeFailure(handle: WorkflowHandle): Promise<string | null> {
   const d = await handle.describe();

@@ -32,6 +32,7 @@ import { spendCommand } from './commands/spend';
 import { connectionSettings, unreachableMessage } from './connect';
 import { CliError, Exit, stdio, type Output } from './format';
 import { codecMismatch, payloadDecodeFailure, PayloadCodecMismatchError } from '../codec/mismatch';
+import { NotAGuardedRunError } from './engine';
 
 const EXIT_HELP = `
 Exit codes:
@@ -140,6 +141,10 @@ export async function main(
     if (err instanceof CliError) {
       if (!err.reported) io.err(`agentctl: ${err.message}\n`);
       return err.exitCode;
+    }
+    if (err instanceof NotAGuardedRunError) {
+      io.err(`agentctl: ${err.message}\n`);
+      return Exit.USAGE;
     }
     if (err instanceof PayloadCodecMismatchError) {
       io.err(`agentctl: ${err.message}\n`);

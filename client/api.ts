@@ -292,6 +292,7 @@ export type { ConversationView, MessageAnswer, TranscriptEntry } from '../common
 // is the one import it makes (the root barrel exports the same names).
 export { CliError, Exit } from './format';
 export { PayloadCodecMismatchError } from '../codec/mismatch';
+export { NotAGuardedRunError } from './engine';
 export { getAgentRunTree, formatTree } from './tree';
 export type { AgentTreeNode } from './tree';
 export type { ChildSummary } from '../common/sub-agents';

@@ -7,6 +7,7 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { resumeUpdate, type ResumeAnswer, type ResumeRequest } from '../common/contracts';
 import { checkClientDecodes, sendDecodable } from './codec-check';
+import { isMissingHandler, notAGuardedRun } from './engine';
 
 /** The outcome of one resume attempt. */
 export interface ResumeOutcome {
@@ -71,7 +72,11 @@ export async function sendResume(
       progressVersion: a.progressVersion,
     };
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return rejected(err.cause?.message ?? err.message);
+    if (err instanceof WorkflowUpdateFailedError) {
+      // No resume handler at all: not a refusal on the merits, a run of no guard engine.
+      if (isMissingHandler(err)) throw await notAGuardedRun(handle, 'nothing was resumed');
+      return rejected(err.cause?.message ?? err.message);
+    }
     if (err instanceof WorkflowNotFoundError) {
       return rejected(
         `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,

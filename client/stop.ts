@@ -24,6 +24,7 @@ import {
 import { GuardReason } from '../guard';
 import { DEFAULT_CONFIRM_MS, isDeadline, unconfirmedReason } from './confirm';
 import { checkClientDecodes, sendDecodable } from './codec-check';
+import { isMissingHandler, notAGuardedRun } from './engine';
 
 /** What became of a stop. */
 export type StopState = 'accepted' | 'refused' | 'unconfirmed';
@@ -99,7 +100,13 @@ async function signalAndReadBack(
   ms: number,
   pollMs: number,
 ): Promise<StopOutcome> {
-  const before = (await handle.query(traceQuery, { offset: 0, limit: 1 })).total;
+  // A run that has no trace query either is of no guard engine: the signal would be dropped unread.
+  const before = (
+    await handle.query(traceQuery, { offset: 0, limit: 1 }).catch(async (err: unknown) => {
+      if (isMissingHandler(err)) throw await notAGuardedRun(handle, 'no stop was sent');
+      throw err;
+    })
+  ).total;
   await handle.signal(stopSignal, req);
   for (;;) {
     try {

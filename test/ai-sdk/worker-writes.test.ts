@@ -7,6 +7,8 @@
  * runTool): the write's own counter stays 1 and the run completes, no person needed. Without
  * one the run ends NEEDS_HUMAN `outcome_unknown`, counter still 1. A write wrapped twice (by
  * `ledgerWrites` and by the plugin) is refused when the worker is built, naming it, and nothing runs.
+ * A stop, resume or approval sent to a run of no guard engine is refused naming its workflow
+ * type (agentctl exit 2), and the run is untouched.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,10 +19,12 @@ import { Worker } from '@temporalio/worker';
 import { bundleAiSdkWorkflows } from './bundle';
 import type { RunResult } from '../../common/contracts';
 import { AgentLoopGuardPlugin, ledgerWrites } from '../../ai-sdk/worker';
+import { NotAGuardedRunError, resumeAgentRun, stopAgentRun } from '../../client/api';
+import { agentctl } from '../client/cli-helpers';
 import { LedgerState, openLedger, type Ledger } from '../../storage/ledger';
 import { ROOT } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 
@@ -154,5 +158,47 @@ describe('ledgerWrites on an AI SDK worker: a probe settles a write whose worker
     } finally {
       await ledger.close();
     }
+  });
+
+  it('a stop, resume or approval for a run of no guard engine: a clear error naming its type, nothing sent', async () => {
+    const taskQueue = uniqueTaskQueue('ai-sdk-unguarded');
+    const w = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      workflowBundle: { codePath: bundlePath },
+      dataConverter: testDataConverter(),
+    });
+    await w.runUntil(async () => {
+      const h = await env.client.workflow.start('unguardedAgent', {
+        taskQueue,
+        workflowId: uniqueId('ai-sdk-unguarded'),
+      });
+      const cli = {
+        TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+        TEMPORAL_NAMESPACE: 'default',
+        LEDGER_URL: `sqlite:${join(dir, 'unguarded.db')}`,
+      };
+      const stop = await agentctl(['stop', h.workflowId], cli);
+      expect(stop.code).toBe(2);
+      expect(stop.stderr).toMatch(
+        /is a unguardedAgent workflow that answers none of agent-loop-guard's handlers/,
+      );
+      expect(stop.stderr).toMatch(/no stop was sent/);
+      const approve = await agentctl(['approvals', 'approve', h.workflowId, '--reason', 'ok'], cli);
+      expect(approve.code).toBe(2);
+      expect(approve.stderr).toMatch(/its engine is unknown, so nothing was approved/);
+      await expect(resumeAgentRun(env.client, h.workflowId, { actor: 'alice' })).rejects.toBeInstanceOf(
+        NotAGuardedRunError,
+      );
+      await expect(stopAgentRun(env.client, h.workflowId, { actor: 'alice' })).rejects.toThrow(
+        /unguardedAgent workflow/,
+      );
+      // Untouched: no signal or update reached it.
+      const events = (await h.fetchHistory()).events ?? [];
+      expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes)).toHaveLength(0);
+      expect((await h.describe()).status.name).toBe('RUNNING');
+      await h.terminate('test done');
+    });
   });
 });

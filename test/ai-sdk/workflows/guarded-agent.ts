@@ -4,7 +4,7 @@
  * the ledger. Workflow code, bundled with `AiSdkPlugin`.
  */
 import { temporalProvider } from '@temporalio/ai-sdk/workflow';
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import { generateText, stepCountIs, tool } from 'ai';
 import { z } from 'zod';
 import { guardAgent } from '../../../ai-sdk';
@@ -76,4 +76,10 @@ export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
     prompt: input.prompt,
   });
   return { run: guard.result(result.text || null), executions: guard.executions };
+}
+
+/** A workflow of no guard engine (no `installHandlers()`): operator actions on it are refused as bad input. */
+export async function unguardedAgent(): Promise<string> {
+  await sleep(60_000);
+  return 'done';
 }

@@ -49,7 +49,8 @@ import type {
   WorkerPlugin,
 } from '@temporalio/worker';
 import type { Sinks } from '@temporalio/workflow';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
+import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
+import { loadConnectionOptions } from '../connection/env';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
 import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
@@ -155,7 +156,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
       throw new TypeError(
         `AgentLoopGuardPlugin: unknown option(s) ${unknown.join(', ')} (known: ${[...PLUGIN_OPTIONS].join(', ')})`,
       );
-    this.dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+    this.dataConverter = o.dataConverter ?? defaultDataConverter();
     this.simple = new SimplePlugin({
       name: AGENT_LOOP_GUARD_PLUGIN_NAME,
       dataConverter: this.dataConverter,
@@ -267,6 +268,30 @@ function aiSdkActivitiesOf(o: AiSdkWorkerOptions, own: WorkerOptions['activities
     );
   }
   return activities;
+}
+
+/**
+ * The codec policy of codec/load-codec.ts from the environment, as `npm run worker` and agentctl
+ * apply it: when the environment's Temporal connection (TEMPORAL_ADDRESS, default
+ * localhost:7233, no TLS or API key) is a local dev server, a missing default key file is
+ * created (and said on stderr), so a worker started before any agentctl on a fresh machine works
+ * and agentctl then finds the same key; anywhere else a missing key throws CodecConfigError
+ * naming the fix.
+ */
+function defaultDataConverter(): DataConverter {
+  let local = false;
+  try {
+    local = isLocalDevServer(loadConnectionOptions(process.env).connectionOptions);
+  } catch {
+    // A malformed connection environment is the connection's to report, not the codec's.
+  }
+  const loaded = loadPayloadCodec(process.env, { createKeyFile: local });
+  if (loaded.createdKeyFile)
+    process.stderr.write(
+      `agent-loop-guard: created the payload encryption key file ${loaded.createdKeyFile} (mode 0600; no AGENT_CODEC_KEYS ` +
+        'or AGENT_CODEC_KEY_FILE set, local dev server). agentctl and clients without those variables use it.\n',
+    );
+  return dataConverterOf(loaded);
 }
 
 /** The worker's own workflows when it has some, else the agent-run workflow's module. */

@@ -10,7 +10,7 @@
  * when the worker cannot decrypt it, the stop waits on the server for a worker with the key.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -23,7 +23,7 @@ import { bundleAiSdkWorkflows } from './bundle';
 import { statusQuery, type RunResult } from '../../common/contracts';
 import { stopAgentRun } from '../../client/api';
 import { AgentLoopGuardPlugin, guardActivities, PayloadCodecMismatchError } from '../../ai-sdk/worker';
-import { dataConverterOf, loadPayloadCodec } from '../../codec';
+import { CodecConfigError, dataConverterOf, loadPayloadCodec } from '../../codec';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { OperatorRegistry } from '../../operators/registry';
 import { waitFor } from '../helpers/run-inputs';
@@ -246,6 +246,27 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
     } finally {
       release();
       await stopWorker();
+    }
+  });
+
+  it("on a fresh machine the docs' worker creates the local dev server's key file (and only there)", () => {
+    const saved = { ...process.env };
+    const home = mkdtempSync(join(tmpdir(), 'ai-sdk-setup-home-'));
+    try {
+      delete process.env.AGENT_CODEC_KEYS;
+      delete process.env.AGENT_CODEC_KEY_FILE;
+      process.env.XDG_CONFIG_HOME = home;
+      process.env.TEMPORAL_ADDRESS = 'temporal.example.com:7233';
+      expect(() => new AgentLoopGuardPlugin({ aiSdk: { ledger } })).toThrow(CodecConfigError);
+      expect(existsSync(join(home, 'agent-loop-guard', 'codec-keys.json'))).toBe(false);
+      process.env.TEMPORAL_ADDRESS = process.env.TEMPORAL_TEST_ADDRESS as string;
+      const plugin = new AgentLoopGuardPlugin({ aiSdk: { ledger } });
+      expect(plugin.dataConverter.payloadCodecs).toHaveLength(1);
+      expect(existsSync(join(home, 'agent-loop-guard', 'codec-keys.json'))).toBe(true);
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

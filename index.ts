@@ -47,7 +47,7 @@ export type {
   WorkerDepsOptions,
 } from './worker/create-worker';
 export { AGENT_LOOP_GUARD_PLUGIN_NAME, AgentLoopGuardPlugin } from './worker/plugin';
-export type { AgentLoopGuardPluginOptions } from './worker/plugin';
+export type { AgentLoopGuardPluginOptions, AiSdkWorkerOptions } from './worker/plugin';
 export { createActivities } from './activities/create-activities';
 export type { Activities, ActivityDeps } from './activities/create-activities';
 export {
@@ -85,6 +85,7 @@ export type {
 
 // ── Security (docs/security.md): payload encryption, operator identity, model endpoints ──
 export { AesGcmCodec, CodecConfigError, dataConverterOf, loadPayloadCodec, startCodecServer } from './codec';
+export { PayloadCodecMismatchError } from './codec/mismatch';
 export type { CodecServerHandle, CodecServerOptions, LoadedCodec } from './codec';
 export { OperatorRegistry, operatorsFileSchema } from './operators/registry';
 export type { OperatorsFile, OperatorVerdict } from './operators/registry';

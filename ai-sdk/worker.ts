@@ -1,142 +1,26 @@
 /**
- * `agent-loop-guard/ai-sdk/worker` (issue 34): the worker side of the AI SDK guard. `ledgerWrites`
- * wraps the user's write activities so each runs through the idempotency ledger under the
- * operation key the workflow's guard computed (ai-sdk/index.ts): at most once per key, across
- * activity retries, worker crashes and re-sent calls; a duplicate gets the stored result and
- * nothing runs. Node code (the ledger), never imported by workflow code.
+ * `agent-loop-guard/ai-sdk/worker`: the worker side of the AI SDK guard (docs/ai-sdk.md "On the
+ * worker"). The one setup is {@link AgentLoopGuardPlugin} with `aiSdk` (the payload codec, the
+ * ledger-wrapped writes and the guard's activities together); `ledgerWrites` and
+ * `guardActivities` stay for a worker wired by hand, which then needs the plugin's data
+ * converter too. Node code, never imported by workflow code.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { OperatorRegistry } from '../operators/registry';
-import type { ApprovalStore } from '../storage/approvals/approval-store';
-import { executeOnce, type Ledger } from '../storage/ledger';
-import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
-
-import { approvalStoreOf, callDigest } from './worker-verify';
-
+export {
+  isLedgerWrite,
+  LEDGER_WRAPPED,
+  ledgerWrites,
+  type LedgerWriteActivities,
+  type LedgerWritesOptions,
+  type WriteActivity,
+  type WriteContext,
+  type WriteDefinition,
+  type WriteEntry,
+} from './ledger-writes';
 export { guardActivities, type GuardActivitiesOptions } from './worker-verify';
-
-/** A user's write activity: the tool's input in, its result out (JSON). */
-export type WriteActivity = (input: never) => Promise<unknown>;
-
-/** Options of {@link ledgerWrites}. */
-export interface LedgerWritesOptions {
-  /** The ledger lease of one write (default 30 s); the activity heartbeats it while the write runs. */
-  readonly leaseMs?: number;
-  /**
-   * Whose signed approvals a `requiresApproval` write accepts (default AGENT_OPERATORS_FILE,
-   * else open mode: any stored approval). Give the same registry as to `guardActivities`.
-   */
-  readonly operators?: OperatorRegistry;
-}
-
-/** The wrapped activities: each takes the input and the guard's {@link GuardedWriteMeta}. */
-export type LedgerWriteActivities<T extends Record<string, WriteActivity>> = {
-  readonly [K in keyof T]: (
-    input: Parameters<T[K]>[0],
-    meta: GuardedWriteMeta,
-  ) => Promise<GuardedWriteOutput>;
-};
-
-/**
- * Wraps write activities with the ledger: register the result as the worker's activities (next
- * to `@temporalio/ai-sdk`'s plugin), and name each in `guardAgent`'s `writes`.
- */
-export function ledgerWrites<T extends Record<string, WriteActivity>>(
-  ledger: Ledger,
-  writes: T,
-  options: LedgerWritesOptions = {},
-): LedgerWriteActivities<T> {
-  const leaseMs = options.leaseMs ?? 30_000;
-  let approvals: ApprovalStore | null = null;
-  const approvalsOf = () =>
-    (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));
-  const out: Record<string, (input: unknown, meta: GuardedWriteMeta) => Promise<GuardedWriteOutput>> = {};
-  for (const [name, fn] of Object.entries(writes)) {
-    out[name] = async (input, meta) => {
-      if (!meta || typeof meta.operationKey !== 'string' || meta.operationKey === '') {
-        throw ApplicationFailure.nonRetryable(
-          `${name} is a guarded write: it runs only through guardAgent's tools (agent-loop-guard/ai-sdk), which give its operation key`,
-          'write_without_operation_key',
-        );
-      }
-      const info = Context.current().info;
-      const argsHash = callDigest(meta.tool, input);
-      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf, meta, argsHash, info);
-      const outcome = await executeOnce(
-        ledger,
-        {
-          key: meta.operationKey,
-          tool: meta.tool,
-          argsHash,
-          runId: meta.runId,
-          owner: `${info.workflowExecution?.workflowId ?? meta.runId}/${info.activityId}/attempt-${info.attempt}`,
-          leaseMs,
-          onCommitRetry: () => Context.current().heartbeat(),
-        },
-        () => (fn as (i: unknown) => Promise<unknown>)(input),
-      );
-      switch (outcome.kind) {
-        case 'executed':
-          return { via: 'executed', result: outcome.result ?? null };
-        case 'cached':
-          return { via: 'ledger', result: outcome.result ?? null };
-        case 'in_progress':
-          throw ApplicationFailure.retryable(
-            `${meta.tool} ${meta.operationKey} is running elsewhere; retry in ${outcome.retryAfterMs} ms`,
-            'in_progress',
-          );
-        case 'failed_retryable':
-          throw ApplicationFailure.retryable(
-            `${meta.tool} failed: ${outcome.error.message}`,
-            'failed_retryable',
-          );
-        case 'unknown':
-          throw ApplicationFailure.nonRetryable(
-            `${meta.tool} ${meta.operationKey}: an earlier attempt died after dispatch; whether it happened is unknown`,
-            'outcome_unknown',
-          );
-        case 'failed_final':
-          throw ApplicationFailure.nonRetryable(`${meta.tool} failed: ${outcome.error.message}`, 'fatal');
-        case 'conflict':
-          throw ApplicationFailure.nonRetryable(outcome.error.message, 'idempotency_conflict');
-      }
-    };
-  }
-  return out as unknown as LedgerWriteActivities<T>;
-}
-
-/**
- * Uses the approval a verified resume accepted for this exact call, once, before the write
- * runs: bound to the run, the stop, the call's fingerprint and its digest recomputed here from
- * the input about to be written (a retry of this very activity may use it again). Refused:
- * non-retryable `approval_required` / `approval_invalid`, and nothing runs.
- */
-async function consumeApproval(
-  store: () => ApprovalStore,
-  meta: GuardedWriteMeta,
-  argsHash: string,
-  info: { activityId: string; attempt: number },
-): Promise<void> {
-  const a = meta.approval;
-  if (!a) {
-    throw ApplicationFailure.nonRetryable(
-      `${meta.tool} needs a person's approval of this exact call and none was given: it did not run`,
-      'approval_required',
-    );
-  }
-  const outcome = await store().consume({
-    approvalId: a.approvalId,
-    runId: meta.runId,
-    fingerprint: a.fingerprint,
-    argsHash,
-    stopRef: a.stopRef,
-    by: `${meta.runId}/${info.activityId}`,
-    retry: info.attempt > 1,
-  });
-  if (!outcome.ok) {
-    throw ApplicationFailure.nonRetryable(
-      `approval refused (${outcome.why}): ${outcome.message}; ${meta.tool} did not run`,
-      'approval_invalid',
-    );
-  }
-}
+export {
+  AgentLoopGuardPlugin,
+  type AgentLoopGuardPluginOptions,
+  type AiSdkWorkerOptions,
+} from '../worker/plugin';
+export { PayloadCodecMismatchError } from '../codec/mismatch';
+export type { ReconcileAnswer } from '../storage/ledger';

@@ -6,7 +6,7 @@
  *   world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
- * 4 Temporal server unreachable.
+ * 4 Temporal server unreachable · 5 payload codec mismatch between agentctl and the run's worker.
  */
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
@@ -32,6 +32,8 @@ import { startCommand } from './commands/start';
 import { spendCommand } from './commands/spend';
 import { connectionSettings, unreachableMessage } from './connect';
 import { CliError, Exit, stdio, type Output } from './format';
+import { codecMismatch, payloadDecodeFailure, PayloadCodecMismatchError } from '../codec/mismatch';
+import { NotAGuardedRunError } from './engine';
 
 const EXIT_HELP = `
 Exit codes:
@@ -40,6 +42,8 @@ Exit codes:
   2  usage error or malformed input (bad flag, bad script/replay file, bad environment)
   3  refused / not resumable (resume refused by the workflow, run closed)
   4  Temporal server unreachable (start it with \`npm run dev:server\`)
+  5  payload codec mismatch: agentctl and the run's worker do not share a key, or one has
+     AGENT_CODEC=off (a configuration error, not a refusal; the message names the fix)
 
 Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE
 (the Temporal CLI's variables); task queue: TEMPORAL_TASK_QUEUE; counters: WORLD_URL.
@@ -139,6 +143,22 @@ export async function main(
     if (err instanceof CliError) {
       if (!err.reported) io.err(`agentctl: ${err.message}\n`);
       return err.exitCode;
+    }
+    if (err instanceof NotAGuardedRunError) {
+      io.err(`agentctl: ${err.message}\n`);
+      return Exit.USAGE;
+    }
+    if (err instanceof PayloadCodecMismatchError) {
+      io.err(`agentctl: ${err.message}\n`);
+      return Exit.CODEC_MISMATCH;
+    }
+    // Any other payload this agentctl could not decode (status, report, …): its key is not the worker's.
+    const undecodable = payloadDecodeFailure(err);
+    if (undecodable !== null) {
+      io.err(
+        `agentctl: ${codecMismatch('client', undecodable, { encrypts: true }, 'nothing was changed').message}\n`,
+      );
+      return Exit.CODEC_MISMATCH;
     }
     if (isUnavailable(err)) {
       let address = '(unknown address)';

@@ -291,6 +291,8 @@ export type { ConversationView, MessageAnswer, TranscriptEntry } from '../common
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).
 export { CliError, Exit } from './format';
+export { PayloadCodecMismatchError } from '../codec/mismatch';
+export { NotAGuardedRunError } from './engine';
 export { getAgentRunTree, formatTree } from './tree';
 export type { AgentTreeNode } from './tree';
 export type { ChildSummary } from '../common/sub-agents';

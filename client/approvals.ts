@@ -25,6 +25,7 @@
  * refused), like the rest of the client API. The approval store and the ledger's drivers are
  * loaded only when a function needs them, so `agent-loop-guard/client` stays light.
  */
+import { unanswered } from './engine';
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { ApprovalError } from '../storage/approvals/errors';
@@ -397,7 +398,8 @@ async function currentStop(
   const { handle, desc } = await describeRun(client, runId);
   if (isClosed(desc))
     throw new CliError(Exit.REFUSED, `run ${runId} is closed (${desc.status.name}); nothing to approve`);
-  const cp = await handle.query(checkpointQuery);
+  // No checkpoint handler (no guard engine) or one this client cannot decode (exit 5): not a refusal.
+  const cp = await handle.query(checkpointQuery).catch(unanswered(handle, 'nothing was approved'));
   const pending = pendingApprovalOf(runId, cp);
   if (!pending) {
     const why = cp.stop ? `it is stopped for ${cp.stop.reason}` : 'it is not stopped';

@@ -6,6 +6,8 @@
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { resumeUpdate, type ResumeAnswer, type ResumeRequest } from '../common/contracts';
+import { checkClientDecodes, sendDecodable } from './codec-check';
+import { isMissingHandler, notAGuardedRun } from './engine';
 
 /** The outcome of one resume attempt. */
 export interface ResumeOutcome {
@@ -56,9 +58,12 @@ export async function sendResume(
 ): Promise<ResumeOutcome> {
   const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
   const deadline = Date.now() + ms;
+  // A worker that cannot decode this client's payloads (or the reverse) is a configuration
+  // error, thrown as PayloadCodecMismatchError: never a refusal (client/codec-check.ts).
+  await checkClientDecodes(handle, deadline, 'the resume');
   try {
-    const a: ResumeAnswer = await handle.client.withDeadline(deadline, () =>
-      handle.executeUpdate(resumeUpdate, { args: [req] }),
+    const a: ResumeAnswer = await sendDecodable(handle, deadline, 'the resume', () =>
+      handle.client.withDeadline(deadline, () => handle.executeUpdate(resumeUpdate, { args: [req] })),
     );
     return {
       accepted: a.accepted,
@@ -67,7 +72,11 @@ export async function sendResume(
       progressVersion: a.progressVersion,
     };
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return rejected(err.cause?.message ?? err.message);
+    if (err instanceof WorkflowUpdateFailedError) {
+      // No resume handler at all: not a refusal on the merits, a run of no guard engine.
+      if (isMissingHandler(err)) throw await notAGuardedRun(handle, 'nothing was resumed');
+      return rejected(err.cause?.message ?? err.message);
+    }
     if (err instanceof WorkflowNotFoundError) {
       return rejected(
         `run is closed; continue it as a new run with: agentctl resume --from ${handle.workflowId}`,

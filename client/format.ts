@@ -13,6 +13,11 @@ export const Exit = {
   USAGE: 2,
   REFUSED: 3,
   UNREACHABLE: 4,
+  /**
+   * The client and the run's worker do not share a payload codec (a key one side lacks, the
+   * codec off on one side): a configuration error, never a refusal (codec/mismatch.ts).
+   */
+  CODEC_MISMATCH: 5,
 } as const;
 export type ExitCode = (typeof Exit)[keyof typeof Exit];
 

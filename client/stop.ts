@@ -23,6 +23,8 @@ import {
 } from '../common/contracts';
 import { GuardReason } from '../guard';
 import { DEFAULT_CONFIRM_MS, isDeadline, unconfirmedReason } from './confirm';
+import { checkClientDecodes, sendDecodable } from './codec-check';
+import { isMissingHandler, notAGuardedRun } from './engine';
 
 /** What became of a stop. */
 export type StopState = 'accepted' | 'refused' | 'unconfirmed';
@@ -58,9 +60,14 @@ export async function sendStop(
 ): Promise<StopOutcome> {
   const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
   const deadline = Date.now() + ms;
+  // A worker that cannot decode this client's payloads (or the reverse) is a configuration
+  // error, thrown as PayloadCodecMismatchError: never a refusal (client/codec-check.ts).
+  await checkClientDecodes(handle, deadline, 'the stop');
   try {
-    const answer = await handle.client.withDeadline(deadline, () =>
-      handle.executeUpdate(stopUpdate, { args: [req], updateId: `stop-${req.requestId}` }),
+    const answer = await sendDecodable(handle, deadline, 'the stop', () =>
+      handle.client.withDeadline(deadline, () =>
+        handle.executeUpdate(stopUpdate, { args: [req], updateId: `stop-${req.requestId}` }),
+      ),
     );
     return outcomeOf(answer);
   } catch (err) {
@@ -93,7 +100,13 @@ async function signalAndReadBack(
   ms: number,
   pollMs: number,
 ): Promise<StopOutcome> {
-  const before = (await handle.query(traceQuery, { offset: 0, limit: 1 })).total;
+  // A run that has no trace query either is of no guard engine: the signal would be dropped unread.
+  const before = (
+    await handle.query(traceQuery, { offset: 0, limit: 1 }).catch(async (err: unknown) => {
+      if (isMissingHandler(err)) throw await notAGuardedRun(handle, 'no stop was sent');
+      throw err;
+    })
+  ).total;
   await handle.signal(stopSignal, req);
   for (;;) {
     try {

@@ -95,8 +95,8 @@ grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID"
 step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
 (cd "$OWN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/main.ts)
 
-step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed after its write (issue 34)"
-(cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 180 "$TSX" src/main.ts)
+step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed mid-write settled by its probe, npx agentctl stop and resume (issues 34, 37)"
+(cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
 
 step "run examples/openai-agents: a @temporalio/openai-agents agent with the guard added, a worker killed after its payment, approval twins (issue 39)"
 (cd "$OPENAI_AGENTS" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$OPENAI_AGENTS/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)

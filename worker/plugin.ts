@@ -17,11 +17,22 @@
  *
  * On a client it sets the same data converter, so the client reads the runs' payloads.
  *
+ * A worker of `@temporalio/ai-sdk` agents (docs/ai-sdk.md, issue 37 item 4) takes the same plugin
+ * with `aiSdk` instead of (or beside) `deps`: the same data converter — so `agentctl stop`,
+ * `resume` and `approve` reach such a worker decoded, as they reach an agentRun worker — plus
+ * the ledger-wrapped writes (`ledgerWrites`) and the guard's activities (`guardActivities`). The
+ * worker's own workflows are kept (no agentRun is added without `deps`).
+ *
  * @example
  *   const deps = await openWorkerDeps({ tools });
  *   const plugin = new AgentLoopGuardPlugin({ deps });
  *   const worker = await Worker.create({ connection, taskQueue: 'agent-runs', plugins: [plugin] });
  *   const client = new Client({ connection: clientConnection, plugins: [plugin] });
+ *
+ * @example
+ *   // an AI SDK agent's worker
+ *   const ledger = await openLedger(process.env.LEDGER_URL);
+ *   plugins: [new AiSdkPlugin({ modelProvider }), new AgentLoopGuardPlugin({ aiSdk: { ledger, writes: { fileTicket } } })]
  */
 import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
@@ -38,19 +49,44 @@ import type {
   WorkerPlugin,
 } from '@temporalio/worker';
 import type { Sinks } from '@temporalio/workflow';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
+import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
+import { loadConnectionOptions } from '../connection/env';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
 import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
+import { isLedgerWrite, ledgerWrites, type WriteEntry } from '../ai-sdk/ledger-writes';
+import { guardActivities, type GuardActivitiesOptions } from '../ai-sdk/worker-verify';
+import type { Ledger } from '../storage/ledger';
+import { OperatorRegistry } from '../operators/registry';
+
+/**
+ * The worker side of `@temporalio/ai-sdk` agents guarded by `agent-loop-guard/ai-sdk`: what
+ * {@link AgentLoopGuardPlugin} registers for them (`ledgerWrites` and `guardActivities` over one ledger).
+ */
+export interface AiSdkWorkerOptions extends GuardActivitiesOptions {
+  /** The ledger (and approval and spend stores) of the writes: `await openLedger(url)`; the caller closes it. */
+  readonly ledger: Ledger;
+  /**
+   * The write activities `guardAgent`'s `writes` name, each run through the ledger: the function,
+   * or `{ execute, reconcile?, vendorIdempotent? }` (a write that can be probed is settled without a
+   * person after its worker died mid-write). Not also in the worker's own `activities`.
+   */
+  readonly writes?: Readonly<Record<string, WriteEntry>>;
+  /** The ledger lease of one write (default 30 s). */
+  readonly leaseMs?: number;
+}
 
 /** Options of {@link AgentLoopGuardPlugin}. */
 export interface AgentLoopGuardPluginOptions {
   /**
-   * What the activities need (`openWorkerDeps`): required on a worker; a plugin without it
-   * configures clients only. The plugin does not close them: the caller does, after the worker.
+   * What the agentRun activities need (`openWorkerDeps`): with it the worker runs `agentRun`.
+   * A plugin with neither `deps` nor `aiSdk` configures clients only. The plugin does not close
+   * them: the caller does, after the worker.
    */
   readonly deps?: ActivityDeps;
+  /** A worker of `@temporalio/ai-sdk` agents (see {@link AiSdkWorkerOptions}); the caller closes its ledger. */
+  readonly aiSdk?: AiSdkWorkerOptions;
   /**
    * The data converter (payload codec) of the runs, for workers and clients alike; its
    * fields replace the Worker's or Client's own (the SDK's plugin merge). Default: the codec
@@ -78,6 +114,7 @@ export interface AgentLoopGuardPluginOptions {
 
 const PLUGIN_OPTIONS: ReadonlySet<string> = new Set([
   'deps',
+  'aiSdk',
   'dataConverter',
   'searchAttributes',
   'telemetry',
@@ -106,6 +143,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
   readonly dataConverter: DataConverter;
   private readonly simple: SimplePlugin;
   private readonly deps: ActivityDeps | undefined;
+  private readonly aiSdk: AiSdkWorkerOptions | undefined;
   private readonly searchAttributes: SearchAttributesMode;
   private readonly telemetry: AgentTelemetry | undefined;
   private readonly extraSinks: InjectedSinks<Sinks> | undefined;
@@ -118,13 +156,18 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
       throw new TypeError(
         `AgentLoopGuardPlugin: unknown option(s) ${unknown.join(', ')} (known: ${[...PLUGIN_OPTIONS].join(', ')})`,
       );
-    this.dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+    this.dataConverter = o.dataConverter ?? defaultDataConverter();
     this.simple = new SimplePlugin({
       name: AGENT_LOOP_GUARD_PLUGIN_NAME,
       dataConverter: this.dataConverter,
       ...(o.interceptors ? { workerInterceptors: o.interceptors } : {}),
     });
     this.deps = o.deps;
+    if (o.aiSdk !== undefined && (o.aiSdk === null || typeof o.aiSdk.ledger?.claim !== 'function'))
+      throw new TypeError(
+        'AgentLoopGuardPlugin: aiSdk.ledger must be an open ledger (aiSdk: { ledger: await openLedger(url), writes: { … } })',
+      );
+    this.aiSdk = o.aiSdk;
     this.searchAttributes = o.searchAttributes ?? 'register';
     this.telemetry = o.telemetry;
     this.extraSinks = o.sinks;
@@ -139,30 +182,40 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
    * A worker: the search attributes checked (when it has a connection), then the workflow,
    * activities, data converter, interceptors and sinks.
    *
-   * @throws {TypeError} when the plugin has no `deps`
+   * @throws {TypeError} when the plugin has neither `deps` nor `aiSdk`, or an AI SDK activity
+   *   is also among the worker's own (a write wrapped twice)
    * @throws {SearchAttributesError} when the namespace lacks them and may not (or cannot) register them
    */
   async configureWorker(options: WorkerOptions): Promise<WorkerOptions> {
     const deps = this.deps;
-    if (!deps)
+    if (!deps && !this.aiSdk)
       throw new TypeError(
-        'AgentLoopGuardPlugin: a worker needs `deps` (new AgentLoopGuardPlugin({ deps: await openWorkerDeps({ tools }) })); without them the plugin configures clients only',
+        'AgentLoopGuardPlugin: a worker needs `deps` (agentRun: new AgentLoopGuardPlugin({ deps: await openWorkerDeps({ tools }) })) ' +
+          'or `aiSdk` (@temporalio/ai-sdk agents: new AgentLoopGuardPlugin({ aiSdk: { ledger, writes } })); without them the plugin configures clients only',
       );
+    const aiSdkActivities = this.aiSdk ? aiSdkActivitiesOf(this.aiSdk, options.activities) : {};
     if (options.connection) await this.ensureSearchAttributes(options.connection, options.namespace);
-    const configured = this.simple.configureWorker(withWorkflows(options));
+    // Without deps the worker runs its own workflows only (an AI SDK agent's).
+    const configured = this.simple.configureWorker(deps ? withWorkflows(options) : options);
     // What moves out of history into the database (conversations, large payloads) is sealed
     // with the same codecs as history (storage/row-codec.ts), i.e. the merged converter's.
     const rows = new RowCodec(configured.dataConverter?.payloadCodecs ?? []);
     return {
       ...configured,
-      activities: { ...configured.activities, ...createActivities({ rows, ...deps }) },
+      activities: {
+        ...configured.activities,
+        ...aiSdkActivities,
+        ...(deps ? createActivities({ rows, ...deps }) : {}),
+      },
       sinks: this.sinksOver(configured.sinks),
     };
   }
 
   /** A replay worker: the workflow, data converter, interceptors and sinks. */
   configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
-    const configured = this.simple.configureReplayWorker(withWorkflows(options));
+    const configured = this.simple.configureReplayWorker(
+      this.deps || !this.aiSdk ? withWorkflows(options) : options,
+    );
     return { ...configured, sinks: this.sinksOver(configured.sinks) };
   }
 
@@ -190,6 +243,55 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
     done.add(namespace);
     this.checked.set(connection, done);
   }
+}
+
+/**
+ * The activities of AI SDK agents: the ledger-wrapped writes and the guard's. One the worker
+ * registers itself too would be wrapped twice or shadowed: refused, naming it.
+ */
+function aiSdkActivitiesOf(o: AiSdkWorkerOptions, own: WorkerOptions['activities']): Record<string, unknown> {
+  const { ledger, writes = {}, leaseMs, ...verify } = o;
+  // One registry for the writes' approvals and the resumes' operators.
+  const operators = verify.operators ?? OperatorRegistry.fromEnv();
+  const activities: Record<string, unknown> = {
+    ...ledgerWrites(ledger, writes, { operators, ...(leaseMs !== undefined ? { leaseMs } : {}) }),
+    ...guardActivities(ledger, { ...verify, operators }),
+  };
+  const ownActivities = (own ?? {}) as Record<string, unknown>;
+  for (const name of Object.keys(activities)) {
+    if (!(name in ownActivities)) continue;
+    const why = isLedgerWrite(ownActivities[name])
+      ? `it is wrapped by ledgerWrites there and by the plugin's aiSdk.writes: wrap each write once`
+      : `the plugin registers it (aiSdk${name in writes ? '.writes' : ''})`;
+    throw new TypeError(
+      `AgentLoopGuardPlugin: activity ${name} is also in the worker's own activities — ${why}; remove it from activities`,
+    );
+  }
+  return activities;
+}
+
+/**
+ * The codec policy of codec/load-codec.ts from the environment, as `npm run worker` and agentctl
+ * apply it: when the environment's Temporal connection (TEMPORAL_ADDRESS, default
+ * localhost:7233, no TLS or API key) is a local dev server, a missing default key file is
+ * created (and said on stderr), so a worker started before any agentctl on a fresh machine works
+ * and agentctl then finds the same key; anywhere else a missing key throws CodecConfigError
+ * naming the fix.
+ */
+function defaultDataConverter(): DataConverter {
+  let local = false;
+  try {
+    local = isLocalDevServer(loadConnectionOptions(process.env).connectionOptions);
+  } catch {
+    // A malformed connection environment is the connection's to report, not the codec's.
+  }
+  const loaded = loadPayloadCodec(process.env, { createKeyFile: local });
+  if (loaded.createdKeyFile)
+    process.stderr.write(
+      `agent-loop-guard: created the payload encryption key file ${loaded.createdKeyFile} (mode 0600; no AGENT_CODEC_KEYS ` +
+        'or AGENT_CODEC_KEY_FILE set, local dev server). agentctl and clients without those variables use it.\n',
+    );
+  return dataConverterOf(loaded);
 }
 
 /** The worker's own workflows when it has some, else the agent-run workflow's module. */

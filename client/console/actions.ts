@@ -20,6 +20,8 @@ import { ApprovalInputError, parseTtl } from '../../storage/approvals';
 import { resumeAgentRun, stopAgentRun } from '../api';
 import { approveRun, denyRun } from '../approvals';
 import { CliError, Exit } from '../format';
+import { PayloadCodecMismatchError } from '../../codec/mismatch';
+import { NotAGuardedRunError } from '../engine';
 import { describeRun, isClosed } from '../runs';
 
 /** Who acts: the operator key the console was started with (null: unsigned, open-mode workers only). */
@@ -119,6 +121,9 @@ const fail = (status: number, message: string, field?: string): ActionAnswer => 
 
 /** A client API error as the page's answer: bad input 400, refused 409, no such run 404. */
 function answerOf(err: unknown): ActionAnswer {
+  // A run of no guard engine is bad input; a codec mismatch a configuration error, never a refusal.
+  if (err instanceof NotAGuardedRunError) return fail(400, err.message);
+  if (err instanceof PayloadCodecMismatchError) return fail(502, err.message);
   if (err instanceof CliError) {
     if (err.exitCode === Exit.USAGE) return fail(400, err.message);
     if (err.exitCode === Exit.REFUSED) return fail(409, `refused: ${err.message}`);

@@ -62,6 +62,8 @@ import { GuardSequenceError } from '../../guard/loop-guard';
 import { ReplayFormatError } from '../../guard/replay';
 import { UnknownProfileError } from '../../guard/profiles';
 import { CodecConfigError, CodecError, PayloadDecryptionError, UnknownKeyError } from '../../codec/errors';
+import { PayloadCodecMismatchError } from '../../codec/mismatch';
+import { NotAGuardedRunError } from '../../client/engine';
 
 const SNAKE = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
@@ -159,6 +161,8 @@ describe('the error root', () => {
     [new CodecConfigError('m'), 'codec_config_invalid'],
     [new UnknownKeyError('k1', []), 'codec_unknown_key'],
     [new PayloadDecryptionError('k1'), 'payload_decryption_failed'],
+    [new PayloadCodecMismatchError('worker', 'd', 'm'), 'payload_codec_mismatch'],
+    [new NotAGuardedRunError('wf', 'someWorkflow', 'nothing was sent'), 'not_a_guarded_run'],
     // A tool error's code is the result code the tool gives (defaults shown).
     [new RetryableToolError('m'), 'transient'],
     [new PreconditionToolError('m'), 'precondition_failed'],

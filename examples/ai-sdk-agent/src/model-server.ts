@@ -1,16 +1,32 @@
 /**
  * A local OpenAI-compatible server (`POST /v1/chat/completions`) whose model files a ticket,
- * re-sends the same write, then repeats one search. Its reply is a function of the request
+ * re-sends the same write, then repeats one search (or, for a `[hold]` prompt, searches twice in
+ * one step). Its reply is a function of the request
  * (how many assistant turns it already holds), so a retried model call gets the same answer.
  */
 import { createServer, type Server } from 'node:http';
 
-const SCRIPT: Array<{ name: string; args: Record<string, unknown> } | null> = [
-  { name: 'file_ticket', args: { title: 'disk full on db-1' } },
-  { name: 'file_ticket', args: { title: 'disk full on db-1' } },
-  { name: 'search_tickets', args: { query: 'disk full' } },
-  { name: 'search_tickets', args: { query: 'disk full' } },
-  { name: 'search_tickets', args: { query: 'disk full' } },
+type Call = { name: string; args: Record<string, unknown> };
+
+/** The triage run: each turn one call (null: the final text). */
+const SCRIPT: Array<Call[] | null> = [
+  [{ name: 'file_ticket', args: { title: 'disk full on db-1' } }],
+  [{ name: 'file_ticket', args: { title: 'disk full on db-1' } }],
+  [{ name: 'search_tickets', args: { query: 'disk full' } }],
+  [{ name: 'search_tickets', args: { query: 'disk full' } }],
+  [{ name: 'search_tickets', args: { query: 'disk full' } }],
+  null,
+];
+
+/**
+ * A run whose prompt starts with `[hold]`: one step with two searches, the first held by the
+ * worker until the example lets it go (an operator stops the run meanwhile), then the final text.
+ */
+const HOLD_SCRIPT: Array<Call[] | null> = [
+  [
+    { name: 'search_tickets', args: { query: 'hold:db-2' } },
+    { name: 'search_tickets', args: { query: 'db-3' } },
+  ],
   null,
 ];
 
@@ -31,22 +47,25 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       requests += 1;
-      const { messages, model } = JSON.parse(body) as { messages: Array<{ role: string }>; model: string };
+      const { messages, model } = JSON.parse(body) as {
+        messages: Array<{ role: string; content?: unknown }>;
+        model: string;
+      };
       const turn = messages.filter((m) => m.role === 'assistant').length;
-      const step = SCRIPT[Math.min(turn, SCRIPT.length - 1)];
+      const first = messages.find((m) => m.role === 'user')?.content;
+      const script = JSON.stringify(first ?? '').includes('[hold]') ? HOLD_SCRIPT : SCRIPT;
+      const step = script[Math.min(turn, script.length - 1)];
       const message = step
         ? {
             role: 'assistant',
             content: null,
-            tool_calls: [
-              {
-                id: `call_${turn}`,
-                type: 'function',
-                function: { name: step.name, arguments: JSON.stringify(step.args) },
-              },
-            ],
+            tool_calls: step.map((c, i) => ({
+              id: `call_${turn}_${i}`,
+              type: 'function',
+              function: { name: c.name, arguments: JSON.stringify(c.args) },
+            })),
           }
-        : { role: 'assistant', content: 'Filed the ticket.' };
+        : { role: 'assistant', content: script === HOLD_SCRIPT ? 'Looked.' : 'Filed the ticket.' };
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           id: `chatcmpl-${turn}`,

@@ -4,15 +4,19 @@
  */
 import { temporalProvider } from '@temporalio/ai-sdk/workflow';
 import { proxyActivities } from '@temporalio/workflow';
-import { generateText, stepCountIs, tool } from 'ai';
+import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
 import { guardAgent } from 'agent-loop-guard/ai-sdk'; // guard
 
 const { searchTickets } = proxyActivities<{ searchTickets(query: string): Promise<string[]> }>({
-  startToCloseTimeout: '10 seconds',
+  startToCloseTimeout: '1 minute',
 });
 
-export async function triageAgent(prompt: string): Promise<unknown> {
+/**
+ * `resumeWaitMs` > 0: after a guard or operator stop, wait that long for a verified `agentctl
+ * resume` and go on with the conversation so far (docs/ai-sdk.md "agentctl resume after a guard stop").
+ */
+export async function triageAgent(prompt: string, resumeWaitMs = 0): Promise<unknown> {
   const tools = {
     search_tickets: tool({
       description: 'Search the ticket store.',
@@ -38,12 +42,19 @@ export async function triageAgent(prompt: string): Promise<unknown> {
     // A killed worker's write is retried elsewhere after this long.
     writeActivity: { startToCloseTimeout: '3 seconds' },
   });
-  guard.installHandlers(); // guard: agentctl status / report
-  const result = await generateText({
-    model: guard.model(temporalProvider.languageModel('triage-model')), // guard: usage counts
-    tools: guard.tools, // guard
-    stopWhen: [stepCountIs(12), guard.stopWhen], // guard
-    prompt,
-  });
-  return { run: guard.result(result.text || null), executions: guard.executions }; // guard
+  guard.installHandlers(); // guard: agentctl status / report / stop / resume
+  const model = guard.model(temporalProvider.languageModel('triage-model')); // guard: usage counts
+  let messages: ModelMessage[] = [{ role: 'user', content: prompt }];
+  for (let round = 1; ; round++) {
+    const result = await generateText({
+      model,
+      tools: guard.tools, // guard
+      stopWhen: [stepCountIs(12), guard.stopWhen], // guard
+      messages,
+    });
+    messages = [...messages, ...result.responseMessages];
+    // guard: a stopped run waits for a verified resume, then asks the model again.
+    if (!guard.stopped || resumeWaitMs <= 0 || !(await guard.untilResumed(resumeWaitMs)))
+      return { run: guard.result(result.text || null), executions: guard.executions, rounds: round }; // guard
+  }
 }

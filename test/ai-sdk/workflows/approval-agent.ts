@@ -11,7 +11,8 @@ import { z } from 'zod';
 import { guardAgent } from '../../../ai-sdk';
 
 const { searchTickets } = proxyActivities<{ searchTickets(query: string): Promise<string[]> }>({
-  startToCloseTimeout: '10 seconds',
+  // Long enough for a search a test holds open across agentctl calls (no retry meanwhile).
+  startToCloseTimeout: '1 minute',
 });
 
 export interface ApprovalAgentInput {

@@ -4,7 +4,7 @@
  * the ledger. Workflow code, bundled with `AiSdkPlugin`.
  */
 import { temporalProvider } from '@temporalio/ai-sdk/workflow';
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import { generateText, stepCountIs, tool } from 'ai';
 import { z } from 'zod';
 import { guardAgent } from '../../../ai-sdk';
@@ -27,6 +27,8 @@ export interface GuardedAgentInput {
   readonly searchAttributes?: boolean;
   /** The search's `query` is free text: reworded repeats count as repeats. */
   readonly similarQuery?: boolean;
+  /** The write activity's heartbeat timeout (a killed worker's write is retried after it). */
+  readonly writeHeartbeatTimeoutMs?: number;
 }
 
 export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
@@ -52,6 +54,15 @@ export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
       ...(input.steerLimit ? { steerLimit: input.steerLimit } : {}),
     },
     searchAttributes: input.searchAttributes ?? false,
+    ...(input.writeHeartbeatTimeoutMs
+      ? {
+          writeActivity: {
+            startToCloseTimeout: '1 minute',
+            heartbeatTimeout: input.writeHeartbeatTimeoutMs,
+            retry: { maximumAttempts: 5, initialInterval: '200 milliseconds' },
+          },
+        }
+      : {}),
     ...(input.similarQuery ? { args: { search_tickets: { similarArgs: ['query'] } } } : {}),
   });
   if (input.wrapTwice) guardAgent(guard.tools, { reads: ['search_tickets', 'file_ticket'] });
@@ -65,4 +76,10 @@ export async function guardedAgent(input: GuardedAgentInput): Promise<unknown> {
     prompt: input.prompt,
   });
   return { run: guard.result(result.text || null), executions: guard.executions };
+}
+
+/** A workflow of no guard engine (no `installHandlers()`): operator actions on it are refused as bad input. */
+export async function unguardedAgent(): Promise<string> {
+  await sleep(60_000);
+  return 'done';
 }

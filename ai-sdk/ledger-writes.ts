@@ -1,0 +1,231 @@
+/**
+ * `ledgerWrites` (exported by `agent-loop-guard/ai-sdk/worker`, issue 34): `ledgerWrites`
+ * wraps the user's write activities so each runs through the idempotency ledger under the
+ * operation key the workflow's guard computed (ai-sdk/index.ts): at most once per key, across
+ * activity retries, worker crashes and re-sent calls; a duplicate gets the stored result and
+ * nothing runs. A write that can be probed (`reconcile`) or that forwards its key to an
+ * idempotent vendor (`vendorIdempotent`) is settled after a worker died mid-write by the same
+ * ledger function as an `agentRun` tool's (storage/ledger `executeOnce`), without a person.
+ * Node code (the ledger), never imported by workflow code.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { OperatorRegistry } from '../operators/registry';
+import type { ApprovalStore } from '../storage/approvals/approval-store';
+import { executeOnce, type Ledger, type ReconcileAnswer } from '../storage/ledger';
+import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
+
+import { approvalStoreOf, callDigest } from './worker-verify';
+
+/** What a write is given besides its input: forward `operationKey` to a vendor that dedupes on it. */
+export interface WriteContext {
+  /** The guard's operation key of this call. */
+  readonly operationKey: string;
+  /** True when an earlier executor died after dispatch and this is a `vendorIdempotent` re-run. */
+  readonly reExecution: boolean;
+  /** Aborted when the ledger lease is lost (another executor owns the key now): stop before writing. */
+  readonly signal: AbortSignal;
+}
+
+/** A user's write activity: the tool's input in, its result out (JSON). */
+export type WriteActivity = (input: never, ctx: WriteContext) => Promise<unknown>;
+
+/**
+ * A write with what the ledger may do after its executor died mid-write — the options an
+ * `agentRun` tool declares (tools/define-tool.ts), passed to the same `executeOnce`.
+ */
+export interface WriteDefinition<F extends WriteActivity = WriteActivity> {
+  /** Performs the write. */
+  readonly execute: F;
+  /**
+   * Asks the outside world what became of the operation `key` after an executor died after
+   * dispatch: `succeeded` (with its result) settles it without running again, `not_found` runs it,
+   * `failed` stores the failure, `unknown` leaves it to a person (`outcome_unknown`).
+   */
+  readonly reconcile?: (key: string) => Promise<ReconcileAnswer>;
+  /** The write forwards `ctx.operationKey` to a vendor that dedupes on it: re-running it is safe. */
+  readonly vendorIdempotent?: boolean;
+}
+
+/** What `ledgerWrites` accepts per activity name: the function, or it with its ledger options. */
+export type WriteEntry = WriteActivity | WriteDefinition;
+
+type ActivityOf<E> = E extends WriteDefinition<infer F> ? F : E extends WriteActivity ? E : never;
+
+/** Options of {@link ledgerWrites}. */
+export interface LedgerWritesOptions {
+  /** The ledger lease of one write (default 30 s); the activity heartbeats it while the write runs. */
+  readonly leaseMs?: number;
+  /**
+   * Whose signed approvals a `requiresApproval` write accepts (default AGENT_OPERATORS_FILE,
+   * else open mode: any stored approval). Give the same registry as to `guardActivities`.
+   */
+  readonly operators?: OperatorRegistry;
+}
+
+/** The wrapped activities: each takes the input and the guard's {@link GuardedWriteMeta}. */
+export type LedgerWriteActivities<T extends Record<string, WriteEntry>> = {
+  readonly [K in keyof T]: (
+    input: Parameters<ActivityOf<T[K]>>[0],
+    meta: GuardedWriteMeta,
+  ) => Promise<GuardedWriteOutput>;
+};
+
+/** The mark of an activity `ledgerWrites` returned (so wrapping it again is refused). */
+export const LEDGER_WRAPPED = Symbol.for('agent-loop-guard.ai-sdk.ledger-write');
+
+/** Whether `fn` is an activity {@link ledgerWrites} returned. */
+export function isLedgerWrite(fn: unknown): boolean {
+  return typeof fn === 'function' && (fn as unknown as Record<symbol, unknown>)[LEDGER_WRAPPED] === true;
+}
+
+/** How often a running write heartbeats its activity (the SDK throttles to the heartbeat timeout). */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * Wraps write activities with the ledger: register the result as the worker's activities (or
+ * give them to {@link AgentLoopGuardPlugin}'s `aiSdk.writes`, which calls this), and name each in
+ * `guardAgent`'s `writes`. An entry is the function, or `{ execute, reconcile?, vendorIdempotent? }`.
+ *
+ * @throws {TypeError} naming the activity when an entry is already wrapped (by `ledgerWrites`,
+ *   directly or through the plugin): a write is wrapped once, or its inner copy would run unkeyed
+ */
+export function ledgerWrites<T extends Record<string, WriteEntry>>(
+  ledger: Ledger,
+  writes: T,
+  options: LedgerWritesOptions = {},
+): LedgerWriteActivities<T> {
+  const leaseMs = options.leaseMs ?? 30_000;
+  let approvals: ApprovalStore | null = null;
+  const approvalsOf = () =>
+    (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));
+  const out: Record<string, (input: unknown, meta: GuardedWriteMeta) => Promise<GuardedWriteOutput>> = {};
+  for (const [name, entry] of Object.entries(writes)) {
+    const def = definitionOf(name, entry);
+    const fn = def.execute as unknown as (input: unknown, ctx: WriteContext) => Promise<unknown>;
+    const wrapped = async (input: unknown, meta: GuardedWriteMeta): Promise<GuardedWriteOutput> => {
+      if (!meta || typeof meta.operationKey !== 'string' || meta.operationKey === '') {
+        throw ApplicationFailure.nonRetryable(
+          `${name} is a guarded write: it runs only through guardAgent's tools (agent-loop-guard/ai-sdk), which give its operation key`,
+          'write_without_operation_key',
+        );
+      }
+      const info = Context.current().info;
+      const argsHash = callDigest(meta.tool, input);
+      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf, meta, argsHash, info);
+      // The activity heartbeats while the write runs, so a `heartbeatTimeout` finds a dead
+      // worker early; the ledger's own lease is renewed by executeOnce.
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      beat.unref();
+      let outcome;
+      try {
+        outcome = await executeOnce(
+          ledger,
+          {
+            key: meta.operationKey,
+            tool: meta.tool,
+            argsHash,
+            runId: meta.runId,
+            owner: `${info.workflowExecution?.workflowId ?? meta.runId}/${info.activityId}/attempt-${info.attempt}`,
+            leaseMs,
+            // What decides the expired-dispatch rule, as for an agentRun tool (run-tool-activity.ts).
+            vendorIdempotent: def.vendorIdempotent ?? false,
+            ...(def.reconcile ? { reconcile: def.reconcile } : {}),
+            onCommitRetry: () => ctx.heartbeat(),
+          },
+          (se) => fn(input, { operationKey: se.key, reExecution: se.reExecution, signal: se.signal }),
+        );
+      } finally {
+        clearInterval(beat);
+      }
+      switch (outcome.kind) {
+        case 'executed':
+          return { via: 'executed', result: outcome.result ?? null };
+        case 'cached':
+          return { via: 'ledger', result: outcome.result ?? null };
+        case 'in_progress':
+          throw ApplicationFailure.retryable(
+            `${meta.tool} ${meta.operationKey} is running elsewhere; retry in ${outcome.retryAfterMs} ms`,
+            'in_progress',
+          );
+        case 'failed_retryable':
+          throw ApplicationFailure.retryable(
+            `${meta.tool} failed: ${outcome.error.message}`,
+            'failed_retryable',
+          );
+        case 'unknown':
+          throw ApplicationFailure.nonRetryable(
+            `${meta.tool} ${meta.operationKey}: an earlier attempt died after dispatch; whether it happened is unknown` +
+              (def.reconcile
+                ? ' (its reconcile could not tell)'
+                : ' (give the write a `reconcile` probe, or `vendorIdempotent`, to settle this without a person)') +
+              `; settle it with "agentctl ledger resolve ${meta.operationKey}"`,
+            'outcome_unknown',
+          );
+        case 'failed_final':
+          throw ApplicationFailure.nonRetryable(`${meta.tool} failed: ${outcome.error.message}`, 'fatal');
+        case 'conflict':
+          throw ApplicationFailure.nonRetryable(outcome.error.message, 'idempotency_conflict');
+      }
+    };
+    Object.defineProperty(wrapped, LEDGER_WRAPPED, { value: true });
+    out[name] = wrapped;
+  }
+  return out as unknown as LedgerWriteActivities<T>;
+}
+
+/** An entry of `ledgerWrites` as a definition; see its `@throws`. */
+function definitionOf(name: string, entry: WriteEntry): WriteDefinition {
+  const def: WriteDefinition = typeof entry === 'function' ? { execute: entry } : entry;
+  if (def === null || typeof def !== 'object' || typeof def.execute !== 'function')
+    throw new TypeError(
+      `ledgerWrites: ${name} must be a function or { execute, reconcile?, vendorIdempotent? }, not ${JSON.stringify(entry)}`,
+    );
+  if (isLedgerWrite(def.execute))
+    throw new TypeError(
+      `ledgerWrites: ${name} is already wrapped by ledgerWrites (or by AgentLoopGuardPlugin's aiSdk.writes): wrap each write once — the inner copy would get no operation key and nothing would run`,
+    );
+  if (def.reconcile !== undefined && typeof def.reconcile !== 'function')
+    throw new TypeError(
+      `ledgerWrites: ${name}.reconcile must be a function (key) => Promise<ReconcileAnswer>`,
+    );
+  if (def.vendorIdempotent !== undefined && typeof def.vendorIdempotent !== 'boolean')
+    throw new TypeError(`ledgerWrites: ${name}.vendorIdempotent must be a boolean`);
+  return def;
+}
+
+/**
+ * Uses the approval a verified resume accepted for this exact call, once, before the write
+ * runs: bound to the run, the stop, the call's fingerprint and its digest recomputed here from
+ * the input about to be written (a retry of this very activity may use it again). Refused:
+ * non-retryable `approval_required` / `approval_invalid`, and nothing runs.
+ */
+async function consumeApproval(
+  store: () => ApprovalStore,
+  meta: GuardedWriteMeta,
+  argsHash: string,
+  info: { activityId: string; attempt: number },
+): Promise<void> {
+  const a = meta.approval;
+  if (!a) {
+    throw ApplicationFailure.nonRetryable(
+      `${meta.tool} needs a person's approval of this exact call and none was given: it did not run`,
+      'approval_required',
+    );
+  }
+  const outcome = await store().consume({
+    approvalId: a.approvalId,
+    runId: meta.runId,
+    fingerprint: a.fingerprint,
+    argsHash,
+    stopRef: a.stopRef,
+    by: `${meta.runId}/${info.activityId}`,
+    retry: info.attempt > 1,
+  });
+  if (!outcome.ok) {
+    throw ApplicationFailure.nonRetryable(
+      `approval refused (${outcome.why}): ${outcome.message}; ${meta.tool} did not run`,
+      'approval_invalid',
+    );
+  }
+}

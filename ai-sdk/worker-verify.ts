@@ -7,6 +7,7 @@
  * settled, the loop stops by the user's own `verifyPrecondition` (none: refused, said plainly).
  * Node code.
  */
+import { refusalAuditor } from '../storage/approvals/refusal-audit';
 import type { VerifyInput } from '../activities/types';
 import { canonicalize, GuardReason, ResultCode, type Json } from '../guard';
 import { createOperatorActivities } from '../operators/activities';
@@ -127,5 +128,7 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
     [GUARD_ACTIVITY.settleSpend]: async (i: { id: string; actualUsd: number }) => {
       await spend?.settle(i.id, i.actualUsd);
     },
+    // Every refusal the core's gate decides leaves one audit row, as on an agentRun worker.
+    [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(store),
   } as GuardActivities;
 }

@@ -26,10 +26,9 @@ import {
 } from '../../client/api';
 import { CliError } from '../../client/format';
 import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
-import { GUARD_ACTIVITY, type GuardedWriteMeta } from '../../ai-sdk/types';
+import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { Context } from '@temporalio/activity';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
-import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { raiseSignedFields, raiseSubject, SpendStore } from '../../storage/spend';
 import { signRequest } from '../../operators/sign';
@@ -120,7 +119,6 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         },
         ...guardActivities(ledger, { spendLimits: null, ...workerOptions, operators }),
         // The gate's refusal audit (core/gate.ts, issue 37), next to guardActivities.
-        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
       },
       plugins: [
         new AiSdkPlugin({

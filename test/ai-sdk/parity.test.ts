@@ -17,9 +17,7 @@ import { ApplicationFailure } from '@temporalio/workflow';
 import { resumeUpdate, statusQuery, stopUpdate, type RunResult } from '../../common/contracts';
 import type { TracePage } from '../../guard';
 import { guardActivities } from '../../ai-sdk/worker';
-import { GUARD_ACTIVITY } from '../../ai-sdk/types';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
-import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
@@ -106,7 +104,6 @@ describe('the AI SDK path at parity (one guarded core)', () => {
           ...(o.verify ? { verifyPrecondition: o.verify } : {}),
         }),
         // The gate's refusal audit (core/gate.ts), next to guardActivities.
-        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
       },
       plugins: [
         new AiSdkPlugin({

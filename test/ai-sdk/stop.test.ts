@@ -25,9 +25,7 @@ import { alice, mallory } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import { GUARD_ACTIVITY } from '../../ai-sdk/types';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
-import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const operatorsOf = () =>
@@ -88,7 +86,6 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
         },
         ...guardActivities(ledger, { spendLimits: null, operators: operatorsOf() }),
         // The gate's refusal audit (core/gate.ts, issue 37), next to guardActivities.
-        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
       },
       plugins: [
         new AiSdkPlugin({

@@ -6,13 +6,19 @@
  * {@link CliError}s: no such run (exit 1), bad input (exit 2); a refusal is an answer.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  ServiceError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import {
+  closedRefusal,
+  conversationEnding,
   conversationQuery,
   messageUpdate,
   type ConversationView,
@@ -21,7 +27,23 @@ import {
   type TranscriptEntry,
 } from '../common/conversation-run';
 import { CliError, Exit } from './format';
-import { DEFAULT_CONFIRM_MS, describeRun, isClosed, isDeadline, unconfirmedReason } from './runs';
+import {
+  closedResult,
+  DEFAULT_CONFIRM_MS,
+  describeRun,
+  isClosed,
+  isDeadline,
+  unconfirmedReason,
+} from './runs';
+
+/** gRPC RESOURCE_EXHAUSTED: Temporal's limits on updates in flight per workflow and per second. */
+const RESOURCE_EXHAUSTED = 8;
+/** One try of the update, at most (the SDK retries a busy answer within it at 1 s, 2.7 s …). */
+const ATTEMPT_MS = 4_000;
+/** Tries of one message before a busy conversation is a refusal (each with the same message id). */
+const MAX_ATTEMPTS = 8;
+/** The retry-after hint of a busy refusal, ms. */
+const BUSY_RETRY_AFTER_MS = 2_000;
 
 /** What {@link sendMessage} sends besides the text. */
 export interface SendMessageOptions {
@@ -31,7 +53,10 @@ export interface SendMessageOptions {
   readonly from?: string;
   /** Ends the conversation (the text, if any, is its last message). */
   readonly close?: boolean;
-  /** How long to wait for the worker's answer, ms (default 30 s); then `unconfirmed`. */
+  /**
+   * How long to wait for the worker's answer, ms (default 30 s): then `unconfirmed` (no worker
+   * took it) or, when the server kept refusing it for load, `refused` with `retryAfterMs`.
+   */
   readonly confirmMs?: number;
 }
 
@@ -46,12 +71,22 @@ export interface MessageOutcome {
   readonly seq?: number;
   /** Its place in the queue while the agent works (1 = next). */
   readonly position?: number;
+  /**
+   * A refusal for load (Temporal's limit on messages in flight to one run): nothing was applied;
+   * send again, with the same messageId, after this long (issue 41).
+   */
+  readonly retryAfterMs?: number;
 }
 
 /**
  * Sends a person's message to a conversation run (the `message` update, validated by the run).
- * A refusal — the run is not waiting for a person, is closed, the message is empty or too long,
- * the queue is full — is `accepted: false` with the run's reason; an unknown run is exit 1.
+ * A refusal — the run is not waiting for a person, is closed (in the run's words: `run PARTIAL
+ * conversation_idle`), the message is empty or too long, the queue is full — is `accepted:
+ * false` with the run's reason; an unknown run is exit 1. Under a burst, Temporal's limits on
+ * updates in flight to one workflow are absorbed here: the same update (update id
+ * `message-<messageId>`, so nothing applies twice) is tried again, bounded by `confirmMs`; if
+ * the server still refuses it for load, the answer is `refused` with a reason and `retryAfterMs`,
+ * never a bare SDK error (issue 41).
  */
 export async function sendMessage(
   client: Client,
@@ -67,7 +102,7 @@ export async function sendMessage(
     messageId,
   });
   const { handle, desc } = await describeRun(client, workflowId);
-  if (isClosed(desc)) return refused(`the conversation is closed (run ${desc.status.name})`);
+  if (isClosed(desc)) return refused(await closedReason(handle, desc.status.name));
   const req: MessageRequest = {
     text,
     messageId,
@@ -76,18 +111,96 @@ export async function sendMessage(
   };
   const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
   const deadline = Date.now() + ms;
-  try {
-    // The update id is the message id: the server too takes a retried message once.
-    const a = await handle.client.withDeadline(deadline, () =>
-      handle.executeUpdate(messageUpdate, { args: [req], updateId: `message-${messageId}` }),
-    );
-    return { ...a, messageId };
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return refused(err.cause?.message ?? err.message);
-    if (err instanceof WorkflowNotFoundError) return refused('the conversation is closed');
-    if (isDeadline(err, deadline))
+  // The update id is the message id: the server too takes a retried message once.
+  const updateId = `message-${messageId}`;
+  let busy: string | null = null;
+  for (let attempt = 1; ; attempt++) {
+    const until = Math.min(deadline, Date.now() + ATTEMPT_MS);
+    try {
+      const a = await handle.client.withDeadline(until, () =>
+        handle.executeUpdate(messageUpdate, { args: [req], updateId }),
+      );
+      return { ...a, messageId };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) return refused(err.cause?.message ?? err.message);
+      if (err instanceof WorkflowNotFoundError) return refused(await closedReason(handle, null));
+      const load = busyDetail(err);
+      // An attempt that ran out may have been held back by the SDK's own retries of a busy
+      // answer, or be waiting for a slow worker: either way the same update id is safe to send again.
+      const ranOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err, until);
+      if (load === null && !ranOut) throw err;
+      if (load !== null) busy = load;
+      if (Date.now() < deadline && attempt < MAX_ATTEMPTS) {
+        if (load !== null) await sleep(Math.min(deadline - Date.now(), jittered(attempt)));
+        continue;
+      }
+      // Out of time: a message the server never admitted was refused for load; one it admitted
+      // waits for a worker (unconfirmed: it may still be taken).
+      if (busy !== null || (await admitted(handle, updateId)) === false)
+        return {
+          accepted: false,
+          action: 'refused',
+          reason:
+            'the conversation is busy: too many messages at once reached this run (Temporal limits the ' +
+            `messages in flight to one conversation${busy ? `: ${busy}` : ''}); nothing was applied: send it ` +
+            `again, with the same message id, in ${Math.round(BUSY_RETRY_AFTER_MS / 1000)} s`,
+          messageId,
+          retryAfterMs: BUSY_RETRY_AFTER_MS,
+        };
       return { accepted: false, action: 'unconfirmed', reason: unconfirmedReason(ms), messageId };
-    throw err;
+    }
+  }
+}
+
+/** Backoff between tries of a busy message: 250 ms doubling to 2 s, with jitter (a burst spreads out). */
+function jittered(attempt: number): number {
+  const base = Math.min(2_000, 250 * 2 ** (attempt - 1));
+  return Math.round(base * (0.5 + Math.random()));
+}
+
+/** The server's load refusal (RESOURCE_EXHAUSTED) in words, or null for any other error. */
+function busyDetail(err: unknown): string | null {
+  const cause = err instanceof ServiceError ? err.cause : err;
+  const code = (cause as { code?: unknown } | null)?.code;
+  if (code !== RESOURCE_EXHAUSTED) return null;
+  const details = (cause as { details?: unknown }).details;
+  return typeof details === 'string' && details !== '' ? details : 'resource exhausted';
+}
+
+/**
+ * Whether the server admitted the update (it waits for a worker), false when it never did
+ * (it was refused for load), null when that cannot be told. One short poll, nothing written.
+ */
+async function admitted(handle: WorkflowHandle, updateId: string): Promise<boolean | null> {
+  const c = handle.client;
+  const stage = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
+  try {
+    await c.withDeadline(Date.now() + 2_000, () =>
+      c.workflowService.pollWorkflowExecutionUpdate({
+        namespace: c.options.namespace,
+        updateRef: { workflowExecution: { workflowId: handle.workflowId }, updateId },
+        identity: c.options.identity,
+        waitPolicy: { lifecycleStage: stage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED },
+      }),
+    );
+    return true;
+  } catch (err) {
+    return (err as { code?: unknown } | null)?.code === 5 /* NOT_FOUND */ ? false : null;
+  }
+}
+
+/**
+ * Why a closed conversation refuses, in the run's own words (its terminal state and reason, as
+ * the run's validator says it: `the conversation is closed (run PARTIAL conversation_idle)`), not
+ * Temporal's status. A run closed without a result (terminated, failed) names Temporal's status.
+ */
+async function closedReason(handle: WorkflowHandle, temporalStatus: string | null): Promise<string> {
+  try {
+    const r = await closedResult(handle);
+    return closedRefusal(conversationEnding(r.terminal_state, r.reason).as);
+  } catch {
+    const status = temporalStatus ?? (await handle.describe().catch(() => null))?.status.name ?? 'CLOSED';
+    return closedRefusal(`without a result: workflow ${status}`);
   }
 }
 

@@ -190,7 +190,8 @@ async function loop(
       step.undoTurn();
       continue;
     }
-    if (conv?.onAsk(turn, p)) continue; // `ask_human`: the person answers, no tool runs
+    // `ask_human`, or the finishing tool while the person's messages wait: nothing runs (issue 41).
+    if (conv?.onCall(turn, p)) continue;
     const proposal = step.propose(turn, p);
     if (!input.guardEnabled) {
       if (await step.passThrough(proposal)) return run.finish(TerminalState.COMPLETED);

@@ -13,9 +13,12 @@ import type { AgentSinks } from '../common/telemetry';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
+  closedRefusal,
+  conversationEnding,
   messageRequestSchema,
   WAITING_FOR_PERSON,
   type ConversationCheckpoint,
+  type ConversationEnding,
   type ConversationSettings,
   type ConversationView,
   type MessageAnswer,
@@ -28,6 +31,7 @@ import type { PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
 import type { RunGate } from './run-gate';
+import { FINISHING_TOOL } from '../planners/model-nudge';
 import { refuseOrParse } from './conversation-refusal';
 import { isTerminal } from './run-phase';
 import type { RunState } from './run-state';
@@ -72,6 +76,8 @@ export class Conversation {
   private unread: string | null;
   private closing: { readonly text: string; readonly by: string | null } | null = null;
   private closed = false;
+  /** The tool whose call is in flight (null while the model plans or the agent waits): what a queued answer says. */
+  private calling: string | null = null;
   /** Moves with every message taken: a continue-as-new seals again when it moved meanwhile. */
   version = 0;
 
@@ -114,8 +120,39 @@ export class Conversation {
     return this.handOver({ kind: 'reply', text, sinceMs: Date.now() });
   }
 
+  /**
+   * The model's call, before the guard sees it: true when the conversation took it and nothing
+   * runs — `ask_human` (the person answers), or the finishing tool while the person's messages
+   * wait unread (issue 41: they go to the model first, as the call's result; it finishes after
+   * reading them, or answers them). Any other call goes on; it is remembered as in flight, so a
+   * message that arrives meanwhile is told the truth about it.
+   */
+  onCall(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
+    if (this.onAsk(turn, p)) return true;
+    if (p.tool === FINISHING_TOOL && !p.rejection && this.queue.length > 0 && !this.closing) {
+      const taken = this.queue.splice(0);
+      this.run.observation = {
+        ...(turn.callId ? { callId: turn.callId } : {}),
+        tool: p.tool,
+        kind: 'PRECONDITION',
+        code: 'person_wrote',
+        unmet:
+          `not run: the person wrote to you before you finished (${taken.length} message(s)); ` +
+          `read them, answer them if they need it, then call ${FINISHING_TOOL} again when the conversation is done`,
+        data: { answer: taken.map((m) => m.text).join('\n\n') },
+      };
+      this.run.note('conversation_message', null, {
+        args: { seqs: taken.map((m) => m.seq), before: FINISHING_TOOL },
+      });
+      this.run.publish(false);
+      return true;
+    }
+    this.calling = p.tool;
+    return false;
+  }
+
   /** The model's `ask_human` call (valid args): true when taken, nothing runs. */
-  onAsk(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
+  private onAsk(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
     if (p.tool !== ASK_HUMAN_TOOL || p.rejection) return false;
     const question = (p.args as { question?: unknown } | null)?.question;
     if (typeof question !== 'string') return false;
@@ -136,6 +173,8 @@ export class Conversation {
 
   /** The person closed the conversation while the agent worked: true when the run now ends. */
   closeIfAsked(): boolean {
+    // The loop goes round: no call is in flight any more.
+    this.calling = null;
     if (!this.closing) return false;
     this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
     return true;
@@ -220,7 +259,7 @@ export class Conversation {
 
   private end(reason: string, unmet: string): void {
     this.closed = true;
-    this.say('agent', 'end', unmet, null);
+    this.say('agent', 'end', `the conversation ended: run PARTIAL ${reason}: ${unmet}`, null);
     this.run.runtimeStop(reason, TerminalState.PARTIAL, undefined, unmet);
   }
 
@@ -240,6 +279,7 @@ export class Conversation {
       settings: this.settings,
       known: (id) => this.answered.has(id),
       closed: this.closed || this.closing !== null,
+      ending: this.ending()?.as ?? null,
       phase: this.run.phase,
       stop: this.run.stopInForce,
       waiting: this.pending !== null,
@@ -259,10 +299,13 @@ export class Conversation {
     let answer: MessageAnswer;
     if (req.close) {
       this.closing = { text: req.text, by };
+      const unread = this.queue.length;
       answer = {
         accepted: true,
         action: 'closing',
-        reason: 'the conversation closes: the run ends PARTIAL conversation_closed',
+        reason:
+          'the conversation closes: the run ends PARTIAL conversation_closed' +
+          (unread > 0 ? ` (${unread} queued message(s) will not be read)` : ''),
         seq,
       };
     } else {
@@ -281,9 +324,7 @@ export class Conversation {
         : {
             accepted: true,
             action: 'queued',
-            reason:
-              `the agent is working: your message is queued (${this.queue.length} of ${this.settings.queueLimit}); ` +
-              'the model reads it when it next turns to you',
+            reason: this.queuedReason(),
             seq,
             position: this.queue.length,
           };
@@ -297,21 +338,90 @@ export class Conversation {
     return answer;
   }
 
+  /**
+   * What a queued message is told (issue 41): never a read the run cannot give. While the
+   * finishing tool runs, the run may complete without the model reading it; while another call
+   * is in flight, that call might end the run too. Either way `replies` and `status` say
+   * `not_read` afterwards.
+   */
+  private queuedReason(): string {
+    const at = `your message is queued (${this.queue.length} of ${this.settings.queueLimit})`;
+    if (this.calling === FINISHING_TOOL)
+      return (
+        `the agent is finishing (${FINISHING_TOOL} is running): ${at}, but if the run completes now the ` +
+        'model will not read it (replies and status then show it not read); if the run goes on, the ' +
+        'model reads it when it next turns to you'
+      );
+    if (this.calling)
+      return (
+        `the agent is working (${this.calling} is running): ${at}; the model reads it when it next turns ` +
+        `to you or before it calls ${FINISHING_TOOL} (if the run ends first, replies and status show it not read)`
+      );
+    return (
+      `the agent is working: ${at}; the model reads it when it next turns to you or before it calls ` +
+      `${FINISHING_TOOL} (if the run ends first, replies and status show it not read)`
+    );
+  }
+
+  /**
+   * How the conversation ended, in the run's own words (issue 41): its terminal state and
+   * reason once it ended, or the stop that ends it (an idle or closed conversation between its
+   * stop and its end). Null while it goes on or waits for an operator.
+   */
+  ending(): ConversationEnding | null {
+    const phase = this.run.phase;
+    const stop = this.run.stopInForce;
+    if (isTerminal(phase)) return conversationEnding(phase, stop?.reason ?? null);
+    if (this.closed && stop) return conversationEnding(stop.terminalState, stop.reason);
+    if (this.closing) return conversationEnding(TerminalState.PARTIAL, GuardReason.CONVERSATION_CLOSED);
+    return null;
+  }
+
+  /** The end entry's note of the messages the run ended without reading (empty when none). */
+  private notReadText(): string {
+    const n = this.queue.length;
+    if (n === 0) return '';
+    return ` (${n} message(s) of the person not read: ${this.queue.map((m) => `#${m.seq}`).join(', ')})`;
+  }
+
   // ---- views ----
 
   /** The `conversation` query. */
   view(after = 0): ConversationView {
     const p = this.pending;
+    const over = this.closed || isTerminal(this.run.phase);
+    const ended = isTerminal(this.run.phase) ? this.ending() : null;
+    // Over: what still waits in the queue will never be read (issue 41).
+    const waitingSeqs = new Set(this.queue.map((m) => m.seq));
+    const delivery = (e: TranscriptEntry): TranscriptEntry =>
+      e.from === 'person' && e.kind === 'message'
+        ? { ...e, delivery: waitingSeqs.has(e.seq) ? (over ? 'not_read' : 'queued') : 'read' }
+        : e;
+    const entries = this.transcript.map(delivery);
+    let lastSeq = this.seq;
+    const last = entries[entries.length - 1];
+    if (ended && last?.kind === 'end' && this.queue.length > 0)
+      entries[entries.length - 1] = { ...last, text: `${last.text}${this.notReadText()}` };
+    // A run that ended without a word of the conversation's own (the finishing tool, a stop
+    // never resumed) still says how: one `end` entry, from its terminal state and reason.
+    if (ended && entries[entries.length - 1]?.kind !== 'end') {
+      lastSeq += 1;
+      const text = `the conversation ended: run ${ended.as}${this.notReadText()}`;
+      entries.push({ seq: lastSeq, from: 'agent', kind: 'end', text, atMs: Date.now() });
+    }
+    const notRead = over ? this.queue.length : 0;
     return {
-      open: !this.closed && !isTerminal(this.run.phase),
-      waiting: p ? { kind: p.kind, text: p.text, sinceMs: p.sinceMs } : null,
-      queued: this.queue.length,
+      open: !over,
+      waiting: p && !over ? { kind: p.kind, text: p.text, sinceMs: p.sinceMs } : null,
+      queued: over ? 0 : this.queue.length,
+      notRead,
+      ended,
       queueLimit: this.settings.queueLimit,
       maxMessageChars: this.settings.maxMessageChars,
       turns: this.turns,
       received: this.received,
-      lastSeq: this.seq,
-      entries: this.transcript.filter((e) => e.seq > after).slice(-TRANSCRIPT_KEPT),
+      lastSeq,
+      entries: entries.filter((e) => e.seq > after).slice(-TRANSCRIPT_KEPT),
     };
   }
 

@@ -40,9 +40,11 @@ import {
 const RESOURCE_EXHAUSTED = 8;
 /** One try of the update, at most (the SDK retries a busy answer within it at 1 s, 2.7 s …). */
 const ATTEMPT_MS = 4_000;
-/** Tries of one message before a busy conversation is a refusal (each with the same message id). */
-const MAX_ATTEMPTS = 8;
-/** The retry-after hint of a busy refusal, ms. */
+/** Tries of one message at most (each with the same message id). */
+const MAX_ATTEMPTS = 20;
+/** How long a message is retried while the server says the run is busy, before it is refused. */
+const BUSY_BUDGET_MS = 12_000;
+/** The retry-after hint of a busy refusal: this long plus up to as much again (a burst spreads out), ms. */
 const BUSY_RETRY_AFTER_MS = 2_000;
 
 /** What {@link sendMessage} sends besides the text. */
@@ -114,6 +116,7 @@ export async function sendMessage(
   // The update id is the message id: the server too takes a retried message once.
   const updateId = `message-${messageId}`;
   let busy: string | null = null;
+  let busySince = 0;
   for (let attempt = 1; ; attempt++) {
     const until = Math.min(deadline, Date.now() + ATTEMPT_MS);
     try {
@@ -124,30 +127,40 @@ export async function sendMessage(
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) return refused(err.cause?.message ?? err.message);
       if (err instanceof WorkflowNotFoundError) return refused(await closedReason(handle, null));
-      const load = busyDetail(err);
-      // An attempt that ran out may have been held back by the SDK's own retries of a busy
-      // answer, or be waiting for a slow worker: either way the same update id is safe to send again.
+      let load = busyDetail(err);
       const ranOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err, until);
       if (load === null && !ranOut) throw err;
-      if (load !== null) busy = load;
-      if (Date.now() < deadline && attempt < MAX_ATTEMPTS) {
-        if (load !== null) await sleep(Math.min(deadline - Date.now(), jittered(attempt)));
-        continue;
+      // An attempt that ran out was either held back by the SDK's own retries of the server's
+      // busy answer (the update was never admitted) or admitted and waiting for the run's
+      // worker. Sending the same update id again is safe either way: it attaches, never repeats.
+      if (load === null && (await admitted(handle, updateId)) === false)
+        load = 'the server did not admit it: too many messages in flight to this run';
+      if (load !== null) {
+        busy = load;
+        busySince ||= Date.now();
       }
-      // Out of time: a message the server never admitted was refused for load; one it admitted
-      // waits for a worker (unconfirmed: it may still be taken).
-      if (busy !== null || (await admitted(handle, updateId)) === false)
+      const now = Date.now();
+      // Busy for too long: a refusal with a reason and a hint, not a wait the person cannot see.
+      if (
+        busy !== null &&
+        (now - busySince >= BUSY_BUDGET_MS || now >= deadline || attempt >= MAX_ATTEMPTS)
+      ) {
+        const retryAfterMs = BUSY_RETRY_AFTER_MS + Math.round(Math.random() * BUSY_RETRY_AFTER_MS);
         return {
           accepted: false,
           action: 'refused',
           reason:
-            'the conversation is busy: too many messages at once reached this run (Temporal limits the ' +
-            `messages in flight to one conversation${busy ? `: ${busy}` : ''}); nothing was applied: send it ` +
-            `again, with the same message id, in ${Math.round(BUSY_RETRY_AFTER_MS / 1000)} s`,
+            'the conversation is busy: too many messages reached this run at once (Temporal limits the ' +
+            `messages in flight to one workflow; ${busy}); nothing was applied: send it again, with the ` +
+            `same message id, in ${Math.ceil(retryAfterMs / 1000)} s`,
           messageId,
-          retryAfterMs: BUSY_RETRY_AFTER_MS,
+          retryAfterMs,
         };
-      return { accepted: false, action: 'unconfirmed', reason: unconfirmedReason(ms), messageId };
+      }
+      // Admitted, not answered in time: the run's worker has not taken it (it may still).
+      if (now >= deadline || attempt >= MAX_ATTEMPTS)
+        return { accepted: false, action: 'unconfirmed', reason: unconfirmedReason(ms), messageId };
+      if (load !== null) await sleep(Math.min(deadline - now, jittered(attempt)));
     }
   }
 }

@@ -35,7 +35,10 @@ export function howItEnded(state: string, reason: string | null): RunEnding {
         ended: 'the person did not answer within the idle timeout (PARTIAL conversation_idle)',
       };
     case 'conversation_closed':
-      return { finished_task: false, ended: 'the person closed the conversation (PARTIAL conversation_closed)' };
+      return {
+        finished_task: false,
+        ended: 'the person closed the conversation (PARTIAL conversation_closed)',
+      };
     case 'planner_exhausted':
       return { finished_task: false, ended: 'the planner had nothing more to propose' };
     default:

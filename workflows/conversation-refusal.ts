@@ -37,8 +37,7 @@ export function refuseOrParse(raw: unknown, s: InboxState): MessageRequest & { t
     );
   const req = parsed.data;
   if (s.known(req.messageId)) return req;
-  if (s.closed || isTerminal(s.phase))
-    throw new Error(closedRefusal(s.ending ?? s.phase));
+  if (s.closed || isTerminal(s.phase)) throw new Error(closedRefusal(s.ending ?? s.phase));
   if (s.stop)
     throw new Error(
       `the run is ${s.phase} (${s.stop.terminalState} ${s.stop.reason}): it waits for an operator, not a ` +

@@ -13,8 +13,6 @@ import type { AgentSinks } from '../common/telemetry';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
-  closedRefusal,
-  conversationEnding,
   messageRequestSchema,
   WAITING_FOR_PERSON,
   type ConversationCheckpoint,
@@ -27,27 +25,33 @@ import {
   type TranscriptEntry,
 } from '../common/conversation-run';
 import type { Checkpoint } from '../common/contracts';
-import type { PlannerTurn } from '../common/planner';
+import { FINISHING_TOOL, type PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
 import type { RunGate } from './run-gate';
-import { FINISHING_TOOL } from '../planners/model-nudge';
 import { refuseOrParse } from './conversation-refusal';
+import {
+  answerReason,
+  closedText,
+  closingReason,
+  cut,
+  endingOf,
+  personWrote,
+  queuedReason,
+  QUOTE,
+  TRANSCRIPT_KEPT,
+  viewOf,
+} from './conversation-words';
 import { isTerminal } from './run-phase';
 import type { RunState } from './run-state';
 
-/** Transcript entries kept in the workflow, and those that travel in a checkpoint. */
-const TRANSCRIPT_KEPT = 200;
+/** Transcript entries that travel in a checkpoint (the workflow keeps TRANSCRIPT_KEPT). */
 const TRANSCRIPT_CARRIED = 20;
 /** A transcript text's longest form in the workflow, and in a checkpoint. */
 const TEXT_KEPT = 8000;
 const TEXT_CARRIED = 2000;
 /** Answers by message id kept (a retried update is answered as before, applied once). */
 const ANSWERS_KEPT = 100;
-/** How much of a text a trace note or an answer quotes. */
-const QUOTE = 120;
-
-const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
 const { agentTelemetry } = proxySinks<AgentSinks>();
@@ -121,29 +125,17 @@ export class Conversation {
   }
 
   /**
-   * The model's call, before the guard sees it: true when the conversation took it and nothing
-   * runs — `ask_human` (the person answers), or the finishing tool while the person's messages
-   * wait unread (issue 41: they go to the model first, as the call's result; it finishes after
-   * reading them, or answers them). Any other call goes on; it is remembered as in flight, so a
-   * message that arrives meanwhile is told the truth about it.
+   * The model's call, before the guard: true when nothing runs — `ask_human`, or the finishing
+   * tool while the person's messages wait (issue 41: the model reads them first, as the call's
+   * result). Any other call is remembered in flight: a message meanwhile is told about it.
    */
   onCall(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
     if (this.onAsk(turn, p)) return true;
     if (p.tool === FINISHING_TOOL && !p.rejection && this.queue.length > 0 && !this.closing) {
       const taken = this.queue.splice(0);
-      this.run.observation = {
-        ...(turn.callId ? { callId: turn.callId } : {}),
-        tool: p.tool,
-        kind: 'PRECONDITION',
-        code: 'person_wrote',
-        unmet:
-          `not run: the person wrote to you before you finished (${taken.length} message(s)); ` +
-          `read them, answer them if they need it, then call ${FINISHING_TOOL} again when the conversation is done`,
-        data: { answer: taken.map((m) => m.text).join('\n\n') },
-      };
-      this.run.note('conversation_message', null, {
-        args: { seqs: taken.map((m) => m.seq), before: FINISHING_TOOL },
-      });
+      this.run.observation = personWrote(turn.callId, p.tool, taken);
+      const seqs = taken.map((m) => m.seq);
+      this.run.note('conversation_message', null, { args: { seqs, before: FINISHING_TOOL } });
       this.run.publish(false);
       return true;
     }
@@ -176,7 +168,7 @@ export class Conversation {
     // The loop goes round: no call is in flight any more.
     this.calling = null;
     if (!this.closing) return false;
-    this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+    this.end(GuardReason.CONVERSATION_CLOSED, closedText(this.closing));
     return true;
   }
 
@@ -212,7 +204,7 @@ export class Conversation {
     }
     if (this.closing) {
       this.turnSpan(pending, 'closed', 0);
-      this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+      this.end(GuardReason.CONVERSATION_CLOSED, closedText(this.closing));
       return 'ended';
     }
     if (this.queue.length === 0) return 'interrupted';
@@ -249,12 +241,6 @@ export class Conversation {
   /** The plan took the person's message: it is not sent again. */
   planned(): void {
     this.unread = null;
-  }
-
-  private closedText(): string {
-    const by = this.closing?.by ? ` (${this.closing.by})` : '';
-    const last = this.closing?.text ? `: "${cut(redactText(this.closing.text), QUOTE)}"` : '';
-    return `the person closed the conversation${by}${last}`;
   }
 
   private end(reason: string, unmet: string): void {
@@ -299,34 +285,19 @@ export class Conversation {
     let answer: MessageAnswer;
     if (req.close) {
       this.closing = { text: req.text, by };
-      const unread = this.queue.length;
-      answer = {
-        accepted: true,
-        action: 'closing',
-        reason:
-          'the conversation closes: the run ends PARTIAL conversation_closed' +
-          (unread > 0 ? ` (${unread} queued message(s) will not be read)` : ''),
-        seq,
-      };
+      answer = { accepted: true, action: 'closing', reason: closingReason(this.queue.length), seq };
     } else {
       this.queue.push({ seq, text: req.text });
       const p = this.pending;
+      const n = this.queue.length;
       answer = p
-        ? {
-            accepted: true,
-            action: 'answer',
-            reason:
-              this.queue.length === 1
-                ? `the agent was waiting for this: it goes to the model as your answer to its ${p.kind} "${cut(p.text, QUOTE)}"`
-                : 'the agent was waiting: this goes to the model together with the message before it',
-            seq,
-          }
+        ? { accepted: true, action: 'answer', reason: answerReason(p, n), seq }
         : {
             accepted: true,
             action: 'queued',
-            reason: this.queuedReason(),
+            reason: queuedReason(this.calling, n, this.settings.queueLimit),
             seq,
-            position: this.queue.length,
+            position: n,
           };
     }
     this.answered.set(req.messageId, answer);
@@ -338,91 +309,19 @@ export class Conversation {
     return answer;
   }
 
-  /**
-   * What a queued message is told (issue 41): never a read the run cannot give. While the
-   * finishing tool runs, the run may complete without the model reading it; while another call
-   * is in flight, that call might end the run too. Either way `replies` and `status` say
-   * `not_read` afterwards.
-   */
-  private queuedReason(): string {
-    const at = `your message is queued (${this.queue.length} of ${this.settings.queueLimit})`;
-    if (this.calling === FINISHING_TOOL)
-      return (
-        `the agent is finishing (${FINISHING_TOOL} is running): ${at}, but if the run completes now the ` +
-        'model will not read it (replies and status then show it not read); if the run goes on, the ' +
-        'model reads it when it next turns to you'
-      );
-    if (this.calling)
-      return (
-        `the agent is working (${this.calling} is running): ${at}; the model reads it when it next turns ` +
-        `to you or before it calls ${FINISHING_TOOL} (if the run ends first, replies and status show it not read)`
-      );
-    return (
-      `the agent is working: ${at}; the model reads it when it next turns to you or before it calls ` +
-      `${FINISHING_TOOL} (if the run ends first, replies and status show it not read)`
-    );
-  }
-
-  /**
-   * How the conversation ended, in the run's own words (issue 41): its terminal state and
-   * reason once it ended, or the stop that ends it (an idle or closed conversation between its
-   * stop and its end). Null while it goes on or waits for an operator.
-   */
+  /** How the conversation ended, in the run's own words (issue 41); null while it goes on. */
   ending(): ConversationEnding | null {
-    const phase = this.run.phase;
-    const stop = this.run.stopInForce;
-    if (isTerminal(phase)) return conversationEnding(phase, stop?.reason ?? null);
-    if (this.closed && stop) return conversationEnding(stop.terminalState, stop.reason);
-    if (this.closing) return conversationEnding(TerminalState.PARTIAL, GuardReason.CONVERSATION_CLOSED);
-    return null;
-  }
-
-  /** The end entry's note of the messages the run ended without reading (empty when none). */
-  private notReadText(): string {
-    const n = this.queue.length;
-    if (n === 0) return '';
-    return ` (${n} message(s) of the person not read: ${this.queue.map((m) => `#${m.seq}`).join(', ')})`;
+    return endingOf(this.run.phase, this.run.stopInForce, this.closed, this.closing !== null);
   }
 
   // ---- views ----
 
   /** The `conversation` query. */
   view(after = 0): ConversationView {
-    const p = this.pending;
-    const over = this.closed || isTerminal(this.run.phase);
-    const ended = isTerminal(this.run.phase) ? this.ending() : null;
-    // Over: what still waits in the queue will never be read (issue 41).
-    const waitingSeqs = new Set(this.queue.map((m) => m.seq));
-    const delivery = (e: TranscriptEntry): TranscriptEntry =>
-      e.from === 'person' && e.kind === 'message'
-        ? { ...e, delivery: waitingSeqs.has(e.seq) ? (over ? 'not_read' : 'queued') : 'read' }
-        : e;
-    const entries = this.transcript.map(delivery);
-    let lastSeq = this.seq;
-    const last = entries[entries.length - 1];
-    if (ended && last?.kind === 'end' && this.queue.length > 0)
-      entries[entries.length - 1] = { ...last, text: `${last.text}${this.notReadText()}` };
-    // A run that ended without a word of the conversation's own (the finishing tool, a stop
-    // never resumed) still says how: one `end` entry, from its terminal state and reason.
-    if (ended && entries[entries.length - 1]?.kind !== 'end') {
-      lastSeq += 1;
-      const text = `the conversation ended: run ${ended.as}${this.notReadText()}`;
-      entries.push({ seq: lastSeq, from: 'agent', kind: 'end', text, atMs: Date.now() });
-    }
-    const notRead = over ? this.queue.length : 0;
-    return {
-      open: !over,
-      waiting: p && !over ? { kind: p.kind, text: p.text, sinceMs: p.sinceMs } : null,
-      queued: over ? 0 : this.queue.length,
-      notRead,
-      ended,
-      queueLimit: this.settings.queueLimit,
-      maxMessageChars: this.settings.maxMessageChars,
-      turns: this.turns,
-      received: this.received,
-      lastSeq,
-      entries: entries.filter((e) => e.seq > after).slice(-TRANSCRIPT_KEPT),
-    };
+    const { settings, pending, queue, transcript, turns, received, seq } = this;
+    const terminal = isTerminal(this.run.phase);
+    const [over, ended, nowMs] = [this.closed || terminal, terminal ? this.ending() : null, Date.now()];
+    return viewOf({ settings, pending, queue, transcript, over, ended, turns, received, seq, nowMs }, after);
   }
 
   /** One line for the UI's details: who speaks now. */

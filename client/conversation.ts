@@ -38,6 +38,12 @@ import {
 
 /** gRPC RESOURCE_EXHAUSTED: Temporal's limits on updates in flight per workflow and per second. */
 const RESOURCE_EXHAUSTED = 8;
+/**
+ * gRPC codes of an update the server dropped before answering (ABORTED, UNAVAILABLE: `workflow
+ * update was aborted` when its workflow task was lost under load) once the SDK's own retries
+ * ran out: the same update id is sent again.
+ */
+const TRANSIENT = new Set([10, 14]);
 /** One try of the update, at most (the SDK retries a busy answer within it at 1 s, 2.7 s …). */
 const ATTEMPT_MS = 4_000;
 /** Tries of one message at most (each with the same message id). */
@@ -128,7 +134,10 @@ export async function sendMessage(
       if (err instanceof WorkflowUpdateFailedError) return refused(err.cause?.message ?? err.message);
       if (err instanceof WorkflowNotFoundError) return refused(await closedReason(handle, null));
       let load = busyDetail(err);
-      const ranOut = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err, until);
+      const ranOut =
+        err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+        isDeadline(err, until) ||
+        TRANSIENT.has(grpcCode(err) ?? -1);
       if (load === null && !ranOut) throw err;
       // An attempt that ran out was either held back by the SDK's own retries of the server's
       // busy answer (the update was never admitted) or admitted and waiting for the run's
@@ -171,12 +180,17 @@ function jittered(attempt: number): number {
   return Math.round(base * (0.5 + Math.random()));
 }
 
-/** The server's load refusal (RESOURCE_EXHAUSTED) in words, or null for any other error. */
-function busyDetail(err: unknown): string | null {
+/** The gRPC status code behind an SDK error (a `ServiceError`'s cause), if any. */
+function grpcCode(err: unknown): number | null {
   const cause = err instanceof ServiceError ? err.cause : err;
   const code = (cause as { code?: unknown } | null)?.code;
-  if (code !== RESOURCE_EXHAUSTED) return null;
-  const details = (cause as { details?: unknown }).details;
+  return typeof code === 'number' ? code : null;
+}
+
+/** The server's load refusal (RESOURCE_EXHAUSTED) in words, or null for any other error. */
+function busyDetail(err: unknown): string | null {
+  if (grpcCode(err) !== RESOURCE_EXHAUSTED) return null;
+  const details = ((err instanceof ServiceError ? err.cause : err) as { details?: unknown }).details;
   return typeof details === 'string' && details !== '' ? details : 'resource exhausted';
 }
 

@@ -73,6 +73,34 @@ export async function burst(
   return { figures, outcomes, errors };
 }
 
+/**
+ * The people follow the hint: every message refused busy is sent again, with the same id and
+ * text, after its `retryAfterMs`, round after round, until none is busy or `untilMs` passes.
+ * Updates `outcomes` in place; returns the rounds it took and the messages still busy.
+ */
+export async function followHints(
+  clients: readonly Client[],
+  workflowId: string,
+  tag: string,
+  outcomes: Array<MessageOutcome | null>,
+  untilMs: number,
+): Promise<{ rounds: number; stillBusy: number }> {
+  let rounds = 0;
+  for (;;) {
+    const busy = outcomes.flatMap((o, i) => (o?.retryAfterMs !== undefined ? [i] : []));
+    if (busy.length === 0 || Date.now() > untilMs) return { rounds, stillBusy: busy.length };
+    rounds += 1;
+    await new Promise((r) => setTimeout(r, Math.max(...busy.map((i) => outcomes[i]!.retryAfterMs!))));
+    await Promise.all(
+      busy.map(async (i) => {
+        outcomes[i] = await sendMessage(clients[i % clients.length]!, workflowId, burstText(tag, i), {
+          messageId: `burst-${tag}-${i}`,
+        });
+      }),
+    );
+  }
+}
+
 /** How often each accepted burst message appears in `modelText` (what the model was sent): each must be 1. */
 export function timesSeen(
   outcomes: ReadonlyArray<MessageOutcome | null>,

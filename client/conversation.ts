@@ -50,6 +50,8 @@ const ATTEMPT_MS = 4_000;
 const MAX_ATTEMPTS = 20;
 /** How long a message is retried while the server says the run is busy, before it is refused. */
 const BUSY_BUDGET_MS = 12_000;
+/** Messages one client sends to one run at once; more wait in the client (the server allows 10 per run). */
+const IN_FLIGHT_PER_CLIENT = 4;
 /** The retry-after hint of a busy refusal: this long plus up to as much again (a burst spreads out), ms. */
 const BUSY_RETRY_AFTER_MS = 2_000;
 
@@ -119,10 +121,58 @@ export async function sendMessage(
   };
   const ms = o.confirmMs ?? DEFAULT_CONFIRM_MS;
   const deadline = Date.now() + ms;
+  // At most IN_FLIGHT_PER_CLIENT messages of this client to this run at once: a burst waits here
+  // instead of storming the server (whose limit is per workflow, for all clients together).
+  const release = await acquireSlot(client, workflowId, Math.min(deadline, Date.now() + BUSY_BUDGET_MS));
+  if (!release) return busyRefusal(messageId, 'this client already has many messages in flight to it', false);
+  try {
+    return await sendUpdate(handle, req, ms, deadline);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * The refusal of a message the run is too busy to take now. `maybeTaken`: an earlier try ran
+ * out of time and the server may still have taken it; sent again with the same id, it is taken
+ * at most once either way.
+ */
+function busyRefusal(messageId: string, why: string, maybeTaken: boolean): MessageOutcome {
+  const retryAfterMs = BUSY_RETRY_AFTER_MS + Math.round(Math.random() * BUSY_RETRY_AFTER_MS);
+  const fate = maybeTaken
+    ? 'it may not have been taken (if it was, sending it again gets its answer)'
+    : 'nothing was applied';
+  return {
+    accepted: false,
+    action: 'refused',
+    reason:
+      'the conversation is busy: too many messages reached this run at once (Temporal limits the ' +
+      `messages in flight to one workflow; ${why}); ${fate}: send it again, with the same message ` +
+      `id, in ${Math.ceil(retryAfterMs / 1000)} s`,
+    messageId,
+    retryAfterMs,
+  };
+}
+
+/** The `message` update with bounded retries of the same update id (see {@link sendMessage}). */
+async function sendUpdate(
+  handle: WorkflowHandle,
+  req: MessageRequest,
+  ms: number,
+  deadline: number,
+): Promise<MessageOutcome> {
+  const messageId = req.messageId;
+  const refused = (reason: string): MessageOutcome => ({
+    accepted: false,
+    action: 'refused',
+    reason,
+    messageId,
+  });
   // The update id is the message id: the server too takes a retried message once.
   const updateId = `message-${messageId}`;
   let busy: string | null = null;
   let busySince = 0;
+  let ranOutBefore = false;
   for (let attempt = 1; ; attempt++) {
     const until = Math.min(deadline, Date.now() + ATTEMPT_MS);
     try {
@@ -142,6 +192,7 @@ export async function sendMessage(
       // An attempt that ran out was either held back by the SDK's own retries of the server's
       // busy answer (the update was never admitted) or admitted and waiting for the run's
       // worker. Sending the same update id again is safe either way: it attaches, never repeats.
+      if (ranOut) ranOutBefore = true;
       if (load === null && (await admitted(handle, updateId)) === false)
         load = 'the server did not admit it: too many messages in flight to this run';
       if (load !== null) {
@@ -150,28 +201,54 @@ export async function sendMessage(
       }
       const now = Date.now();
       // Busy for too long: a refusal with a reason and a hint, not a wait the person cannot see.
-      if (
-        busy !== null &&
-        (now - busySince >= BUSY_BUDGET_MS || now >= deadline || attempt >= MAX_ATTEMPTS)
-      ) {
-        const retryAfterMs = BUSY_RETRY_AFTER_MS + Math.round(Math.random() * BUSY_RETRY_AFTER_MS);
-        return {
-          accepted: false,
-          action: 'refused',
-          reason:
-            'the conversation is busy: too many messages reached this run at once (Temporal limits the ' +
-            `messages in flight to one workflow; ${busy}); nothing was applied: send it again, with the ` +
-            `same message id, in ${Math.ceil(retryAfterMs / 1000)} s`,
-          messageId,
-          retryAfterMs,
-        };
-      }
+      if (busy !== null && (now - busySince >= BUSY_BUDGET_MS || now >= deadline || attempt >= MAX_ATTEMPTS))
+        return busyRefusal(messageId, busy, ranOutBefore);
       // Admitted, not answered in time: the run's worker has not taken it (it may still).
       if (now >= deadline || attempt >= MAX_ATTEMPTS)
         return { accepted: false, action: 'unconfirmed', reason: unconfirmedReason(ms), messageId };
       if (load !== null) await sleep(Math.min(deadline - now, jittered(attempt)));
     }
   }
+}
+
+/** Messages one client has in flight to one run (a semaphore per client and workflow id). */
+const SLOTS = new WeakMap<Client, Map<string, { used: number; waiters: Array<() => void> }>>();
+
+/**
+ * A slot for one more message of `client` to `workflowId`, or null when none freed up by
+ * `until` (then nothing was sent). Returns its release.
+ */
+async function acquireSlot(client: Client, workflowId: string, until: number): Promise<(() => void) | null> {
+  let byRun = SLOTS.get(client);
+  if (!byRun) SLOTS.set(client, (byRun = new Map()));
+  let s = byRun.get(workflowId);
+  if (!s) byRun.set(workflowId, (s = { used: 0, waiters: [] }));
+  const slot = s;
+  const release = () => {
+    slot.used -= 1;
+    const next = slot.waiters.shift();
+    if (next) next();
+    else if (slot.used === 0) byRun.delete(workflowId);
+  };
+  if (slot.used < IN_FLIGHT_PER_CLIENT) {
+    slot.used += 1;
+    return release;
+  }
+  return new Promise((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      slot.used += 1;
+      resolve(release);
+    };
+    const timer = setTimeout(
+      () => {
+        slot.waiters.splice(slot.waiters.indexOf(wake), 1);
+        resolve(null);
+      },
+      Math.max(0, until - Date.now()),
+    );
+    slot.waiters.push(wake);
+  });
 }
 
 /** Backoff between tries of a busy message: 250 ms doubling to 2 s, with jitter (a burst spreads out). */

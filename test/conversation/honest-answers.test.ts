@@ -21,7 +21,7 @@ import type { RecordedRequest } from '../planners/servers/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { TEST_ADDRESS_ENV, TEST_NAMESPACE } from '../helpers/temporal-env';
 import { agentctl, cliEnv } from '../client/cli-helpers';
-import { burst, timesSeen } from '../../bench/burst-core';
+import { burst, followHints, timesSeen } from '../../bench/burst-core';
 
 const KEY_ENV = 'CONVERSATION_HONEST_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-honest' } as const;
@@ -288,9 +288,13 @@ describe('what the person is told is true (issue 41)', () => {
       console.log(`conversation burst test: ${JSON.stringify(figures)}`);
       expect(errors).toEqual([]);
       expect(figures).toMatchObject({ threw: 0, unconfirmed: 0, withoutReason: 0, refusedOther: 0 });
+      expect(figures.answer + figures.queued + figures.refusedQueueFull + figures.refusedBusy).toBe(N);
+      // A person told "busy, send it again in N s" does: same id, applied at most once.
+      const clients = conns.map((c) => c.client);
+      const followed = await followHints(clients, id, 't', outcomes, Date.now() + 60_000);
+      expect(followed.stillBusy).toBe(0);
       const accepted = outcomes.filter((o) => o?.accepted);
       expect(accepted.length).toBeGreaterThan(0);
-      expect(figures.answer + figures.queued + figures.refusedQueueFull + figures.refusedBusy).toBe(N);
       // None applied twice: one transcript entry and one seq per accepted message.
       const seqs = new Set(accepted.map((o) => o!.seq));
       expect(seqs.size).toBe(accepted.length);

@@ -84,6 +84,7 @@ export async function followHints(
   tag: string,
   outcomes: Array<MessageOutcome | null>,
   untilMs: number,
+  onAnswer: (i: number, o: MessageOutcome) => void = () => undefined,
 ): Promise<{ rounds: number; stillBusy: number }> {
   let rounds = 0;
   for (;;) {
@@ -93,9 +94,11 @@ export async function followHints(
     await new Promise((r) => setTimeout(r, Math.max(...busy.map((i) => outcomes[i]!.retryAfterMs!))));
     await Promise.all(
       busy.map(async (i) => {
-        outcomes[i] = await sendMessage(clients[i % clients.length]!, workflowId, burstText(tag, i), {
+        const o = await sendMessage(clients[i % clients.length]!, workflowId, burstText(tag, i), {
           messageId: `burst-${tag}-${i}`,
         });
+        outcomes[i] = o;
+        onAnswer(i, o);
       }),
     );
   }

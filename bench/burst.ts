@@ -182,12 +182,18 @@ async function main(): Promise<void> {
     const first = { ...figures };
     // The people follow the hint: busy ones are sent again with the same id after retryAfterMs.
     const t0 = Date.now();
+    // Messages some answer said the server may have taken (a try ran out of time).
+    const MAYBE = /may have been taken/;
+    const everMaybe = new Set(outcomes.flatMap((x, i) => (x && MAYBE.test(x.reason) ? [i] : [])));
     const followed = await followHints(
       conns.map((c) => c.client),
       workflowId,
       'b',
       outcomes,
       Date.now() + o.followS * 1000,
+      (i, x) => {
+        if (MAYBE.test(x.reason)) everMaybe.add(i);
+      },
     );
     const followSeconds = Math.round((Date.now() - t0) / 1000);
     const accepted = outcomes.filter((x) => x?.accepted);
@@ -207,11 +213,9 @@ async function main(): Promise<void> {
     const seen = timesSeen(outcomes, 'b', model.lastText());
     const text = model.lastText();
     const readIt = (i: number) => new RegExp(`burst-b-${i}(?!\\d)`).test(text);
-    // A refusal that says nothing was applied (never sent, or never admitted) must hold.
-    const notApplied = outcomes.flatMap((x, i) =>
-      x && !x.accepted && !/may not have been taken/.test(x.reason) ? [i] : [],
-    );
-    const maybeTaken = outcomes.filter((x) => x && !x.accepted && /may not have been taken/.test(x.reason));
+    // A message refused every time with "not taken" (never a "may have been taken") was not taken.
+    const notApplied = outcomes.flatMap((x, i) => (x && !x.accepted && !everMaybe.has(i) ? [i] : []));
+    const maybeTaken = outcomes.filter((x, i) => x && !x.accepted && everMaybe.has(i));
     const after = await readConversation(client, workflowId, { after: Number.MAX_SAFE_INTEGER });
     const checks = {
       every_message_answered:

@@ -82,7 +82,8 @@ export interface MessageOutcome {
   /** Its place in the queue while the agent works (1 = next). */
   readonly position?: number;
   /**
-   * A refusal for load (Temporal's limit on messages in flight to one run): nothing was applied;
+   * A refusal for load (Temporal's limit on messages in flight to one run): this send was not
+   * taken, or may have been (the reason says which);
    * send again, with the same messageId, after this long (issue 41).
    */
   readonly retryAfterMs?: number;
@@ -140,8 +141,8 @@ export async function sendMessage(
 function busyRefusal(messageId: string, why: string, maybeTaken: boolean): MessageOutcome {
   const retryAfterMs = BUSY_RETRY_AFTER_MS + Math.round(Math.random() * BUSY_RETRY_AFTER_MS);
   const fate = maybeTaken
-    ? 'it may not have been taken (if it was, sending it again gets its answer)'
-    : 'nothing was applied';
+    ? 'it may have been taken (then sending it again gets its answer)'
+    : 'this send was not taken (if an earlier send of this id was, sending it again gets its answer)';
   return {
     accepted: false,
     action: 'refused',

@@ -33,6 +33,8 @@ export type { ArgDisplay, ArgDisplayHints } from './tools/arg-display';
 export { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } from './tools/errors';
 export { classifyError, DEFAULT_RETRY_AFTER_MS } from './tools/classify';
 export { ToolRegistry } from './tools/registry';
+export { FINISHING_TOOL, finishingTool } from './tools/finish';
+export type { FinishingToolOptions } from './tools/finish';
 export type { NormalizedProposal } from './tools/registry';
 export type { Tx } from './tools/tx';
 

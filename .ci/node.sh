@@ -12,7 +12,7 @@
 # better-sqlite3 13, @temporalio/core-bridge and @swc/core ship Node-API binaries that load
 # on every Node from 22 on).
 #
-# The versions are pinned exactly; bump them here (and the README's "Node versions").
+# The versions are pinned exactly; bump them here (and docs/development.md's "Node versions").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -44,6 +44,22 @@ export function activityTurnKey(): string | null {
 }
 
 /**
+ * When the current attempt of this activity times out (epoch ms): `startedMs` (when the activity
+ * function began, a little after Temporal started the attempt) plus its start-to-close timeout,
+ * so never later than Temporal's own deadline; undefined outside an activity.
+ */
+export function attemptDeadlineMs(startedMs: number): number | undefined {
+  const info = currentContext()?.info;
+  if (!info || !(info.startToCloseTimeoutMs > 0)) return undefined;
+  return startedMs + info.startToCloseTimeoutMs;
+}
+
+/** This activity's attempt (1 for the first); 1 outside an activity. */
+export function activityAttempt(): number {
+  return currentContext()?.info.attempt ?? 1;
+}
+
+/**
  * Heartbeats the current activity (Temporal only delivers a cancellation to an activity
  * that heartbeats); a no-op outside an activity.
  */

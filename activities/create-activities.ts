@@ -28,7 +28,7 @@ export function createActivities(deps: ActivityDeps) {
   const scripts = new ScriptCalls(ctx.payloads);
   const { plan, prefetchPlan } = createPlanActivity(ctx, scripts);
   const { runTool } = createRunToolActivity(ctx, prefetchPlan);
-  const { verifyPrecondition, currentProgress, checkPlanner } = createVerifyActivity(ctx);
+  const { verifyPrecondition, currentProgress, checkPlanner, auditRefusal } = createVerifyActivity(ctx);
   const { saveTrace } = createTraceActivity(ctx);
   const { reapLedger } = createReaperActivities({ ledger: ctx.ledger, ...deps.reaper });
   return {
@@ -38,6 +38,7 @@ export function createActivities(deps: ActivityDeps) {
     currentProgress,
     reapLedger,
     checkPlanner,
+    auditRefusal,
     saveTrace,
     storeScript: (input: StoreScriptInput) => scripts.storeScript(input),
     ...createOperatorActivities(ctx.operators),

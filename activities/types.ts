@@ -89,14 +89,19 @@ export interface RunToolInput {
   readonly tool: string;
   readonly args: unknown;
   readonly operationKey: string | null;
-  readonly fingerprint: string;
+  /**
+   * The guard's fingerprint of the call. The workflow no longer sends it (issue 42: only what
+   * the workflow decides with crosses history); absent, the activity computes it from the args,
+   * as the plan did (the same registry, the same canonical form).
+   */
+  readonly fingerprint?: string;
   /** The approval this call runs under (consumed by the activity before the tool runs). */
   readonly approvalId?: string | null;
   /** The stop the approval was granted for: `runTool` uses it only at that stop. */
   readonly approvalStopRef?: string | null;
   /**
    * `sha256:<hex>` of the canonical call, the ledger's args hash (docs/spec.md §8). Absent
-   * from a workflow scheduled before the upgrade: the activity then computes it from `args`.
+   * (the workflow no longer sends it, issue 42): the activity computes it from `args`.
    */
   readonly argsHash?: string;
   /** Script mode: answer with this instead of running a tool. */
@@ -106,7 +111,7 @@ export interface RunToolInput {
    * (issue 19: no plan task of its own per step). Only a scripted planner's input; the answer
    * comes back as {@link RunToolOutput.next}.
    */
-  readonly prefetch?: PlanInput;
+  readonly prefetch?: PrefetchInput;
   /**
    * `model` (an LLM run on `llm-profile-v1`, issue 29): a failure the tool did not declare (a
    * plain Error, an MCP `isError` without `onError`) comes back as PRECONDITION `tool_error`
@@ -114,6 +119,15 @@ export interface RunToolInput {
    */
   readonly toolErrors?: 'model';
 }
+
+/**
+ * The next turn's plan input as `runTool` is sent it: without what is the same for every
+ * prefetched turn (the run id is the call's, the goal empty, the memory `{ next: 0 }`, no
+ * observation), which the activity fills back in (issue 42: small step payloads). A full
+ * {@link PlanInput} (a history recorded before) is taken as it is.
+ */
+export type PrefetchInput = Omit<PlanInput, 'runId' | 'goal' | 'memory' | 'observation'> &
+  Partial<Pick<PlanInput, 'runId' | 'goal' | 'memory' | 'observation'>>;
 
 /** Output of the `runTool` activity. */
 export interface RunToolOutput {
@@ -146,6 +160,8 @@ export interface VerifyInput {
   readonly blockedFingerprint?: string | null;
   /** The stop's `last_safe_checkpoint` (an approval is bound to the stop it was granted for). */
   readonly stopRef?: string | null;
+  /** The stop's unmet precondition: an `unknown_tool` stop is lifted by registering the tool. */
+  readonly unmet?: string | null;
 }
 
 /** Output of the `verifyPrecondition` activity. */

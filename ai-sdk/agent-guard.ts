@@ -1,74 +1,108 @@
 /**
- * The guard of one AI SDK agent loop (ai-sdk/index.ts's `guardAgent`): the wrapped tools'
- * before → run → after, the model wrapper that counts usage, the stop (ai-sdk/stops.ts), and
- * the views agentctl reads. Workflow code.
+ * The guard of one AI SDK agent loop (ai-sdk/index.ts's `guardAgent`): the AI SDK drives the
+ * loop, and each wrapped tool call is one guarded step of the core (core/step.ts) over one
+ * guarded run (core/run.ts), with the core's gate (core/gate.ts: stop, resume, veto, audit) and
+ * views (core/views.ts: status, report, trace, checkpoint). What is this adapter's own: turning
+ * a tool's execute into a step, the write through the user's ledger-wrapped activity, the wait
+ * in execute for an approval, and the model wrapper that counts usage (ai-sdk/stops.ts).
+ * Workflow code.
  */
 import type { ToolExecutionOptions, ToolSet } from 'ai';
-import { proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { checkpointSchema, type Checkpoint, type RunResult, type RunStatus } from '../common/contracts';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
-  checkpointQuery,
-  reportQuery,
-  resumeUpdate,
-  statusQuery,
-  stopSignal,
-  stopUpdate,
-  type Checkpoint,
-  type RunDecision,
-  type RunResult,
-  type RunStatus,
-  type StopRequest,
-} from '../common/contracts';
-import {
-  buildStopReport,
-  GuardReason,
-  normalizeCall,
+  LEDGER_NEEDS_HUMAN_CODES,
   LoopGuard,
+  normalizeCall,
   TerminalState,
   type GuardCall,
   type ToolResult,
 } from '../guard';
-import { RecentCalls, steerObservation } from '../workflows/steer-note';
-import { guardActivityProxy, ResumeGate, type GuardActivities } from './control';
-import { KillSwitch } from './kill-switch';
-import { chargingModel, errorMessage, failureCode } from './model';
+import { RunGate } from '../core/gate';
+import { installRunHandlers } from '../core/handlers';
+import type { GateActivities } from '../core/resume-check';
+import { GuardedRun } from '../core/run';
+import { classify, GuardedStep, type StepCall } from '../core/step';
+import { checkpointOf, resultOf, statusOf } from '../core/views';
+import { guardActivityProxy, type GuardActivities } from './control';
+import { chargingModel } from './model';
 import { GuardStops } from './stops';
-import { checkpointOf, resultOf, statusOf, type GuardViews } from './views';
 import {
+  aiSdkGuardError,
+  GUARD_ACTIVITY,
   GUARDED,
   type GuardAgentOptions,
   type GuardedAgent,
   type GuardedWriteMeta,
   type GuardedWriteOutput,
+  type GuardStopOutput,
   type WriteRule,
 } from './types';
 
-interface WriteCall {
-  readonly rule: WriteRule;
-  readonly key: string;
+/** How long a gated call waits for its approval, and `untilResumed` for a resume, by default. */
+const WAIT_MS = 24 * 3_600_000;
+/** The decisions and trace records the checkpoint carries across continue-as-new. */
+const CHECKPOINT_DECISIONS = 1000;
+const CHECKPOINT_TRACE = 200;
+const CHECKPOINT_REQUEST_IDS = 1000;
+/** A PENDING result without a server-given time: re-poll after this long. */
+const DEFAULT_PENDING_MS = 1000;
+
+/** An approval a gated write uses. */
+type Approval = NonNullable<GuardedWriteMeta['approval']>;
+
+/** The checkpoint given to continue from, checked for its shape (a clear refusal, nothing run). */
+function checkpointOfOption(raw: unknown): Checkpoint | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = checkpointSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(checkpoint)'}: ${i.message}`);
+    throw aiSdkGuardError('invalid_option', `checkpoint is not a guard checkpoint: ${problems.join('; ')}`);
+  }
+  return raw as Checkpoint;
 }
 
-/** A settled call the AI SDK gets back as the tool's output. */
-type Output = unknown;
+/** An AI SDK agent's run: the core's, upserting the search attributes when asked to. */
+class AiSdkRun extends GuardedRun {
+  constructor(
+    runId: string,
+    guard: LoopGuard,
+    traceLimit: number,
+    cp: Checkpoint | undefined,
+    private readonly searchAttributes: boolean,
+  ) {
+    super(runId, guard, traceLimit, cp);
+  }
+
+  override stop(...args: Parameters<GuardedRun['stop']>): void {
+    super.stop(...args);
+    this.publish();
+  }
+
+  override publish(upsert = true): void {
+    if (!upsert || !this.searchAttributes) return;
+    const s = this.stopInForce;
+    upsertSearchAttributes([
+      { key: AGENT_STATE, value: s ? s.terminalState : TerminalState.COMPLETED },
+      { key: AGENT_GUARD_REASON, value: s?.reason ?? '' },
+      { key: AGENT_STEPS, value: this.guard.stepCount },
+    ]);
+  }
+}
 
 export class AgentGuard<TOOLS extends ToolSet> {
-  private readonly guard: LoopGuard;
-  private readonly recent = new RecentCalls();
+  private readonly run: AiSdkRun;
+  private readonly gate: RunGate;
+  private readonly step: GuardedStep;
+  private readonly stops: GuardStops;
   /** Serialises tool calls: the AI SDK runs a step's calls in parallel, the guard decides one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly stops: GuardStops;
-  private readonly acts: GuardActivities;
-  private readonly gate: ResumeGate;
-  private readonly kill: KillSwitch;
   private readonly counts: Record<string, number> = {};
   private readonly cachedResults = new Map<string, unknown>();
-  private readonly decisions: RunDecision[] = [];
-  private proposals = 0;
-  private executed = 0;
-  private cached = 0;
-  /** Executed writes: the progress version (a read changes nothing). */
-  private progress = 0;
-  private lastDecision: string | null = null;
-  /** Whether {@link modelOf} wrapped the model (then usage is counted there, not in stopWhen). */
+  /** The approval the last accepted resume found (the worker's verifier names it). */
+  private approvalId: string | null = null;
+  /** Whether {@link GuardedAgent.model} wrapped the model (then usage is counted there, not in stopWhen). */
   private modelWrapped = false;
   private stepsCharged = 0;
   private readonly write: (
@@ -79,37 +113,54 @@ export class AgentGuard<TOOLS extends ToolSet> {
 
   constructor(
     private readonly tools: TOOLS,
-    private readonly reads: ReadonlySet<string>,
     private readonly writes: Readonly<Record<string, WriteRule>>,
     private readonly options: GuardAgentOptions,
   ) {
-    this.guard = new LoopGuard(options.guard ?? {}, {
-      startMs: Date.now(),
-      needsHumanCodes: ['outcome_unknown', 'idempotency_conflict', 'approval_required', 'approval_invalid'],
-    });
-    this.acts = guardActivityProxy();
-    this.stops = new GuardStops(this.guard, options, this.acts);
-    this.gate = new ResumeGate(
-      {
-        guard: this.guard,
-        stopInForce: () => this.stops.state,
-        waiting: () => this.stops.waiting > 0,
-        lift: (raise, approvalId) => this.stops.lift(raise, approvalId),
-      },
-      workflowInfo().workflowId,
-      this.acts,
-    );
-    this.kill = new KillSwitch({
-      phase: () => this.stops.state?.terminalState ?? 'RUNNING',
-      authorise: (req) => this.gate.authoriseStop(req),
-    });
-    const acts = proxyActivities<
+    const cp = checkpointOfOption(options.checkpoint);
+    // The guard's codes that need a person: the same list as an agentRun's (guard/reasons.ts).
+    const guard = cp
+      ? LoopGuard.fromJSON(cp.guard, { needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES })
+      : new LoopGuard(options.guard ?? {}, {
+          startMs: Date.now(),
+          needsHumanCodes: LEDGER_NEEDS_HUMAN_CODES,
+        });
+    const runId = workflowInfo().workflowId;
+    this.run = new AiSdkRun(runId, guard, options.traceLimit ?? 2000, cp, options.searchAttributes ?? false);
+    const acts = guardActivityProxy();
+    this.stops = new GuardStops(this.run, options, acts);
+    this.gate = new RunGate(this.run, this.gateActivities(acts));
+    this.step = new GuardedStep(this.run);
+    const writeActs = proxyActivities<
       Record<string, (i: unknown, m: GuardedWriteMeta) => Promise<GuardedWriteOutput>>
     >({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 }, ...options.writeActivity });
     this.write = (name, input, meta) => {
-      const fn = acts[name];
+      const fn = writeActs[name];
       if (!fn) throw new Error(`no activity ${name}`);
       return fn(input, meta);
+    };
+  }
+
+  /**
+   * Stops the run now, unless something already stopped it: for a stop a framework detects
+   * outside any tool call (the OpenAI Agents SDK's max-turns error). Through the core's
+   * `runtimeStop`, so the StopReport, trace and lift rule are an agentRun's.
+   */
+  stopWith(reason: string, terminalState: TerminalState, unmet: string): void {
+    if (!this.run.stopped) this.run.runtimeStop(reason, terminalState, undefined, unmet);
+  }
+
+  /** The worker's `guardActivities` as the core's gate asks them. */
+  private gateActivities(acts: Required<GuardActivities>): GateActivities {
+    return {
+      verifyOperator: (i) => acts[GUARD_ACTIVITY.verifyOperator](i),
+      // The model is asked again on the next generateText: that is this path's planner check.
+      checkPlanner: () => Promise.resolve({ ok: true, detail: 'the model will be asked again' }),
+      verifyPrecondition: async (i) => {
+        const out = await acts[GUARD_ACTIVITY.verifyResume](i);
+        this.approvalId = out.changed ? (out.approvalId ?? null) : null;
+        return out;
+      },
+      auditRefusal: (i) => acts[GUARD_ACTIVITY.auditRefusal](i),
     };
   }
 
@@ -128,6 +179,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the API object's getters read this guard
     const self = this;
+    const run = this.run;
     return {
       tools: wrapped as TOOLS,
       stopWhen: ({ steps }) => {
@@ -136,8 +188,8 @@ export class AgentGuard<TOOLS extends ToolSet> {
             self.stops.chargeTokens(step.usage?.inputTokens ?? 0, step.usage?.outputTokens ?? 0);
           self.stepsCharged = steps.length;
         }
-        self.operatorStop(self.kill.takeHeld());
-        return self.stops.state !== null;
+        self.gate.applyHeldStop();
+        return run.stopped;
       },
       model: (m) => {
         const wrapped = chargingModel(m, (u) => self.stops.charge(u), self.stops.spendHooks());
@@ -145,27 +197,21 @@ export class AgentGuard<TOOLS extends ToolSet> {
         return wrapped;
       },
       get stopped() {
-        return self.stops.state
-          ? { reason: self.stops.state.reason, terminalState: self.stops.state.terminalState }
-          : null;
+        const s = run.stopInForce;
+        return s ? { reason: s.reason, terminalState: s.terminalState } : null;
       },
-      report: () => self.stops.state?.report ?? null,
+      report: () => run.stopInForce?.report ?? null,
       status: () => self.status(),
       get executions() {
         return { ...self.counts };
       },
-      installHandlers: () => {
-        setHandler(statusQuery, () => self.status());
-        setHandler(reportQuery, () => self.stops.state?.report ?? null);
-        setHandler(checkpointQuery, () => self.checkpoint());
-        setHandler(resumeUpdate, (raw) => self.gate.resume(raw), {
-          validator: (raw) => self.gate.validate(raw),
-        });
-        // The kill switch (`agentctl stop`): the same update and signal as an agentRun's.
-        setHandler(stopUpdate, (raw) => self.kill.stop(raw), { validator: (raw) => self.kill.validate(raw) });
-        setHandler(stopSignal, (raw) => self.kill.onSignal(raw));
-      },
-      untilResumed: (timeoutMs) => self.stops.untilResumed(timeoutMs),
+      installHandlers: () =>
+        installRunHandlers(run, self.gate, {
+          status: () => self.status(),
+          checkpoint: () => self.checkpoint(),
+        }),
+      untilResumed: (timeoutMs) => self.untilResumed(timeoutMs),
+      checkpoint: () => self.checkpoint(),
       result: (summary = null) => self.result(summary),
     };
   }
@@ -176,151 +222,191 @@ export class AgentGuard<TOOLS extends ToolSet> {
     return next;
   }
 
-  /** One tool call: guard.before → (run) → guard.after. */
+  /** One tool call: the kill switch, then the core's guarded step around the tool. */
   private async call(
     name: string,
     input: unknown,
     o: ToolExecutionOptions<unknown>,
     execute: ((input: unknown, o: ToolExecutionOptions<unknown>) => unknown) | undefined,
-  ): Promise<Output> {
-    const index = this.proposals++;
-    if (this.stops.state) return this.stops.output();
+  ): Promise<unknown> {
+    const run = this.run;
+    const index = run.proposals++;
+    if (run.stopped) return this.stopOutput();
     // An operator's stop (held, or pending its verification) stops the loop before this call runs.
-    if (this.operatorStop(await this.kill.take())) {
-      this.decisions.push({ index, tool: name, decision: 'stop' });
-      return this.stops.output();
+    if (await this.gate.applyStopRequest()) {
+      run.decide({ index, tool: name, decision: 'stop' });
+      return this.stopOutput();
     }
     const rule = this.writes[name];
-    let write: WriteCall | null = null;
-    if (rule) write = { rule, key: (rule.operationKey as (i: unknown) => string)(input) };
+    const key = rule ? (rule.operationKey as (i: unknown) => string)(input) : null;
     // The near-repeat key when the tool declares `similarArgs` (docs/spec.md §3, Near repeats).
     const normalized = normalizeCall(name, input, this.options.args?.[name]);
     const call: GuardCall = {
       tool: name,
       fingerprint: normalized.fingerprint,
       similarKey: normalized.similarKey ?? null,
-      operationKey: write?.key ?? null,
-      effect: write ? 'write' : 'read',
+      operationKey: key,
+      effect: rule ? 'write' : 'read',
     };
-    const before = this.guard.before(call, Date.now());
-    this.lastDecision = before.decision;
-    if (before.decision === 'steer') {
-      this.decisions.push({ index, tool: name, decision: 'steer', reason: before.reason });
-      const seen = this.recent.get(call.similarKey ?? call.fingerprint);
-      const earlier = seen?.result;
-      const obs = steerObservation({
-        callId: o.toolCallId,
-        tool: name,
-        steer: before,
-        steerLimit: this.guard.config.steerLimit,
-        earlierSteps: seen?.steps ?? [],
-        earlierResult: earlier?.kind === 'SUCCESS' ? earlier.data : earlier,
-        unmet: earlier?.kind === 'PRECONDITION' ? (earlier.unmet ?? null) : null,
-      });
-      return { guard: obs.guard };
-    }
-    if (before.decision === 'stop') {
-      this.decisions.push({ index, tool: name, decision: 'stop' });
-      this.stops.stop(before.reason, before.terminalState, call, input);
-      return this.stops.output();
-    }
-    let approval: GuardedWriteMeta['approval'] | null = null;
-    if (before.decision === 'execute' && write?.rule.requiresApproval) {
-      approval =
-        this.stops.takeCarried(call.fingerprint) ?? (await this.stops.awaitApproval(index, call, input));
-      if (!approval) {
-        this.decisions.push({ index, tool: name, decision: 'stop' });
-        return this.stops.output();
-      }
+    const x: StepCall = {
+      index,
+      callId: o.toolCallId,
+      call,
+      args: normalized.canonicalArgs,
+      blocked: { tool: name, fingerprint: call.fingerprint, args: input },
+      ...(key !== null && this.cachedResults.has(key) ? { stored: this.cachedResults.get(key) } : {}),
+    };
+    const b = this.step.before(x);
+    if (b.kind === 'steer') return { guard: b.observation.guard };
+    if (b.kind === 'stop') return this.stopOutput();
+    let approval: Approval | null = null;
+    if (b.kind === 'execute' && rule?.requiresApproval) {
+      approval = this.takeCarried(call.fingerprint) ?? (await this.awaitApproval(x));
+      if (!approval) return this.stopOutput();
     }
     let result: ToolResult;
-    let output: Output;
-    if (before.decision === 'return_cached_success') {
-      this.cached += 1;
-      output = write ? (this.cachedResults.get(write.key) ?? { alreadyCompleted: write.key }) : null;
+    let output: unknown = null;
+    let failure: unknown = null;
+    let progress = run.guard.progressVersion;
+    if (b.kind === 'cached') {
+      run.cached += 1;
+      output = key !== null ? (this.cachedResults.get(key) ?? { alreadyCompleted: key }) : null;
       result = { kind: 'SUCCESS', data: output };
     } else {
+      run.executed += 1;
       try {
-        if (write) {
-          const out = await this.write(write.rule.activity, input, {
+        if (rule && key !== null) {
+          const out = await this.write(rule.activity, input, {
             tool: name,
-            operationKey: write.key,
-            runId: workflowInfo().workflowId,
-            ...(write.rule.requiresApproval ? { requiresApproval: true } : {}),
+            operationKey: key,
+            runId: run.runId,
+            ...(rule.requiresApproval ? { requiresApproval: true } : {}),
             ...(approval ? { approval } : {}),
           });
           // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
           // run with this key) and the ledger answered; it still counts as this call's one run.
           output = out.result;
-          this.executed += 1;
-          this.counts[name] = (this.counts[name] ?? 0) + 1;
-          this.cachedResults.set(write.key, output);
-          this.progress += 1;
+          this.cachedResults.set(key, output);
+          // An executed write is progress (a read changes nothing).
+          progress += 1;
         } else {
           if (!execute) throw new Error(`tool ${name} has no execute`);
           output = await execute(input, o);
-          this.executed += 1;
-          this.counts[name] = (this.counts[name] ?? 0) + 1;
         }
+        this.counts[name] = (this.counts[name] ?? 0) + 1;
         result = { kind: 'SUCCESS', data: output ?? null };
       } catch (err) {
-        const fatal = failureCode(err);
-        result = fatal
-          ? { kind: 'FATAL', code: fatal, message: errorMessage(err) }
-          : { kind: 'RETRYABLE', message: errorMessage(err) };
-        const after = this.guard.after(call, result, this.progress, Date.now());
-        this.decisions.push({ index, tool: name, decision: 'execute', after: after.decision });
-        this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-        if (after.decision === 'stop')
-          this.stops.stop(after.reason, after.terminalState, call, input, errorMessage(err));
-        throw err;
+        // The five kinds (core/step.ts classify): a tool's PRECONDITION or PENDING is its own.
+        result = classify(err);
+        failure = err;
       }
     }
-    const after = this.guard.after(call, result, this.progress, Date.now());
-    this.decisions.push({ index, tool: name, decision: before.decision, after: after.decision });
-    this.recent.remember(call.similarKey ?? call.fingerprint, result, this.guard.stepCount);
-    if (after.decision === 'stop') this.stops.stop(after.reason, after.terminalState, call, input);
-    return output;
+    const after = this.step.after(x, b.before, result, progress);
+    if (result.kind === 'SUCCESS') return output;
+    if (result.kind === 'PENDING' && after.decision !== 'stop') {
+      // A re-poll honoured: wait the server-given time (a stop ends it early), off the wall clock.
+      const since = Date.now();
+      await this.gate.sleepUnlessStopped(after.retryAfterMs ?? DEFAULT_PENDING_MS);
+      run.guard.discountWait(Date.now() - since);
+    }
+    if (result.kind === 'PENDING' || result.kind === 'PRECONDITION') {
+      // Not an error: what the model reads, so it can poll again or change course.
+      return {
+        guard: result.kind === 'PENDING' ? 'pending' : 'precondition',
+        ...(result.code ? { code: result.code } : {}),
+        ...(result.kind === 'PRECONDITION' && result.unmet ? { unmet: result.unmet } : {}),
+        note:
+          result.kind === 'PENDING'
+            ? `${name} is not done yet: call it again to poll`
+            : `${name} did not run: ${result.unmet ?? result.message ?? 'a precondition is unmet'}; the same call will not succeed until that changes`,
+      };
+    }
+    // RETRYABLE and FATAL: the AI SDK hands the error to the model, as without the guard.
+    throw failure;
   }
 
-  /** Applies an operator's authorised stop: `operator_stop`, resumable as an agentRun's. */
-  private operatorStop(req: StopRequest | null): boolean {
-    if (!req) return false;
-    if (this.stops.state) return true;
-    const reason = GuardReason.OPERATOR_STOP;
-    const terminalState = TerminalState.STOPPED_LOOP_GUARD;
-    this.guard.forceStop(reason);
-    this.lastDecision = 'stop';
-    const unmet = `operator ${req.actor}: ${req.reason}`;
-    this.stops.set(reason, terminalState, buildStopReport(this.guard, { terminalState, reason, unmet }));
-    return true;
+  /** The carried approval when the call is the one the lifted approval stop named (used once). */
+  private takeCarried(fingerprint: string): Approval | null {
+    const lifted = this.run.approvalStop;
+    const id = this.approvalId;
+    if (!lifted || id === null || lifted.fingerprint !== fingerprint) return null;
+    this.approvalId = null;
+    return { approvalId: id, stopRef: lifted.stopRef, fingerprint };
   }
 
-  private views(): GuardViews {
+  /**
+   * A gated write waits here, in its execute, for a verified resume with an approval of this
+   * exact call (its digest, computed on the worker): the run shows NEEDS_HUMAN meanwhile.
+   * Waiting in execute keeps the AI SDK's loop and the model's conversation as they are, and
+   * the approved call returns its result to the model like any call. Null when the wait ran out
+   * (the run stays stopped NEEDS_HUMAN and the loop ends).
+   */
+  private async awaitApproval(x: StepCall): Promise<Approval | null> {
+    const run = this.run;
+    const digest = await this.stops.digest(x.call.tool, x.blocked.args);
+    const stopRef = `approval-${x.index}`;
+    this.step.approvalStop(
+      { ...x, blocked: { ...x.blocked, argsDigest: digest } },
+      { inFlight: true, checkpoint: stopRef },
+    );
+    this.approvalId = null;
+    const since = Date.now();
+    const approved = await this.gate.waitForResume(this.options.approvalWaitMs ?? WAIT_MS);
+    run.guard.discountWait(Date.now() - since);
+    if (!approved) {
+      // The call ends here: the stop stays, now as a stop of the guard (untilResumed may lift it).
+      run.unwait();
+      run.settleInFlight();
+      return null;
+    }
+    const approvalId = this.approvalId ?? '';
+    this.approvalId = null;
+    return { approvalId, stopRef, fingerprint: x.call.fingerprint };
+  }
+
+  private async untilResumed(timeoutMs?: number): Promise<boolean> {
+    if (!this.run.stopped) return true;
+    const resumed = await this.gate.waitForResume(timeoutMs ?? WAIT_MS);
+    if (!resumed) this.run.unwait();
+    return resumed;
+  }
+
+  private stopOutput(): GuardStopOutput {
+    const s = this.run.stopInForce!;
     return {
-      guard: this.guard,
-      stop: this.stops.state,
-      waiting: this.stops.waiting > 0,
-      proposals: this.proposals,
-      executed: this.executed,
-      cached: this.cached,
-      decisions: this.decisions,
-      lastDecision: this.lastDecision,
+      guard: 'stopped',
+      reason: s.reason,
+      terminalState: s.terminalState,
+      note: `The run was stopped by the loop guard (${s.reason}); this call did not run.`,
     };
   }
 
   private status(): RunStatus {
-    return statusOf(this.views());
+    return statusOf(this.run);
   }
 
+  /** What the next run of a continue-as-new gives `guardAgent({ checkpoint })` (bounded). */
   private checkpoint(): Checkpoint {
-    return checkpointOf(this.views());
+    return checkpointOf(this.run, {
+      decisions: CHECKPOINT_DECISIONS,
+      requestIds: CHECKPOINT_REQUEST_IDS,
+      trace: this.run.trace.newest(CHECKPOINT_TRACE),
+    });
   }
 
   private result(summary: string | null): RunResult {
     // A stop accepted after the loop's last tool call still ends the run as stopped.
-    this.operatorStop(this.kill.takeHeld());
-    if (!this.stops.state) this.stops.publish();
-    return resultOf(this.views(), summary);
+    this.gate.applyHeldStop();
+    const s = this.run.stopInForce;
+    if (!s) this.run.publish();
+    const state = s?.terminalState ?? TerminalState.COMPLETED;
+    return {
+      ...resultOf(this.run, state, summary, s ? this.checkpoint() : null),
+      usage: {
+        steps: this.run.guard.stepCount,
+        tokens: this.run.guard.usage.tokens,
+        cost_usd: this.run.guard.usage.costUsd,
+      },
+    };
   }
 }

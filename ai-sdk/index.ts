@@ -22,6 +22,8 @@ import { AgentGuard } from './agent-guard';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
 
 export * from './types';
+/** A tool's PRECONDITION, PENDING, RETRYABLE or FATAL, thrown from its execute (core/step.ts). */
+export { ToolResultError } from '../core/step';
 
 /** A tenant name (common/contracts.ts `tenantSchema`, the key of `AGENT_SPEND_LIMITS`). */
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -41,6 +43,9 @@ export function guardAgent<TOOLS extends ToolSet>(
     );
   }
   const reads = new Set(options.reads ?? []);
+  const limit = options.traceLimit;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+    throw aiSdkGuardError('invalid_option', `traceLimit must be an integer > 0, got ${String(limit)}`);
   const writes = options.writes ?? {};
   for (const name of [...reads, ...Object.keys(writes)]) {
     if (!(name in tools))
@@ -91,5 +96,5 @@ export function guardAgent<TOOLS extends ToolSet>(
       'guardAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
     );
   }
-  return new AgentGuard(tools, reads, writes, options).api();
+  return new AgentGuard(tools, writes, options).api();
 }

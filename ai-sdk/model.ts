@@ -10,7 +10,7 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
-import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { ActivityFailure } from '@temporalio/workflow';
 import { aiSdkGuardError, GUARDED } from './types';
 
 /**
@@ -86,14 +86,6 @@ export function chargingModel<T>(
     },
   });
   return wrapped;
-}
-
-/** The failure's code when it is the write's final word (a non-retryable activity failure). */
-export function failureCode(err: unknown): string | null {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
-    return err.cause.type ?? 'fatal';
-  }
-  return null;
 }
 
 /** The innermost message of a failure. */

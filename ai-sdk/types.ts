@@ -5,7 +5,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { ToolSet } from 'ai';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/workflow';
-import type { RunResult, RunStatus } from '../common/contracts';
+import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import type { ArgsSpec, GuardConfigInput, StopReport, TerminalState } from '../guard';
 
 /** What the worker's ledger-wrapped write activity is given besides the tool's input. */
@@ -97,6 +97,16 @@ export interface GuardAgentOptions {
    * not called. Needs `guardActivities` on the worker. Absent: the spend store is not consulted.
    */
   readonly spend?: { readonly tenant: string; readonly maxOutputTokens?: number };
+  /**
+   * The trace records the run keeps (default 2000, as an `agentRun`): `agentctl trace` and
+   * `watch` page them; older ones stay in the workflow's history.
+   */
+  readonly traceLimit?: number;
+  /**
+   * The guard's state to continue from: what `guard.checkpoint()` gave the run before a
+   * continue-as-new (its guard, counters, newest decisions and trace, and any stop in force).
+   */
+  readonly checkpoint?: Checkpoint;
 }
 
 /**
@@ -107,6 +117,8 @@ export const GUARD_ACTIVITY = {
   verifyOperator: 'agentLoopGuardVerifyOperator',
   verifyResume: 'agentLoopGuardVerifyResume',
   callDigest: 'agentLoopGuardCallDigest',
+  /** The gate's audit of a refusal (core/gate.ts): `refusalAuditor` of storage/approvals/refusal-audit.ts. */
+  auditRefusal: 'agentLoopGuardAuditRefusal',
   reserveSpend: 'agentLoopGuardReserveSpend',
   settleSpend: 'agentLoopGuardSettleSpend',
 } as const;
@@ -171,9 +183,10 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
   /** Tool executions per tool (reads and writes that ran; cached answers and refusals excluded). */
   readonly executions: Readonly<Record<string, number>>;
   /**
-   * Installs what agentctl reads and sends: the `status`, `report` and `checkpoint` queries, the
-   * `resume` update and the `stop` update and signal (the kill switch, ai-sdk/kill-switch.ts);
-   * a resume or a stop is verified on the worker by `guardActivities`.
+   * Installs what agentctl reads and sends (core/handlers.ts, the same as an `agentRun`'s): the
+   * `status`, `report`, `checkpoint` and `trace` queries, the `resume` update and signal and the
+   * `stop` update and signal (the kill switch); a resume or a stop is verified on the worker by
+   * `guardActivities`, and every refusal is audited.
    */
   installHandlers(): void;
   /**
@@ -182,6 +195,12 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
    * passes (false; the run stays stopped; default 24 h). True at once when the run is not stopped.
    */
   untilResumed(timeoutMs?: number): Promise<boolean>;
+  /**
+   * The guard's state for the next run of a continue-as-new (`guardAgent(tools, { ...,
+   * checkpoint })`): the same checkpoint shape as an `agentRun`'s (unsealed: it travels only in
+   * the workflow's own chain). Also what `agentctl approvals` reads of a stop.
+   */
+  checkpoint(): Checkpoint;
   /** The workflow's result in the shape agentctl reads for a closed run. */
   result(summary?: string | null): RunResult;
 }

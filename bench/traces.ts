@@ -59,7 +59,14 @@ export function labelRepeat(file: Pick<ReplayFileJson, 'calls'>): LoopLabel | nu
   return null;
 }
 
-/** What the replay did about a labelled loop. */
+/** A call that ran and whose result went to the model with the `no_progress` note. */
+const isProgressNote = (d: ReplayOutcome['decisions'][number]): boolean =>
+  d.decision !== 'steer' && d.reason === 'no_progress';
+
+/**
+ * What the replay did about a labelled loop. A `no_progress` note is not a refusal (the call
+ * ran): a loop is caught by it only when the stop that follows comes in time.
+ */
 export function loopCaught(loop: LoopLabel, outcome: ReplayOutcome): boolean {
   const repeats = new Set(loop.indexes.slice(1));
   if (
@@ -93,6 +100,11 @@ export interface DatasetRow {
   loopsB: LoopCount;
   msPerTurnMean: number;
   calls: number;
+  /** Calls the replay ran (executed or answered from the ledger): what the run's model paid a turn for. */
+  ran: number;
+  /** `no_progress` notes given (issue 40): in every run, and in successful runs. */
+  notes: number;
+  notesSuccess: number;
 }
 
 const bump = (o: Record<string, number>, k: string): void => {
@@ -156,6 +168,9 @@ export function benchTraces(
           loopsB: newLoopCount(),
           msPerTurnMean: 0,
           calls: 0,
+          ran: 0,
+          notes: 0,
+          notesSuccess: 0,
         };
         rows.set(c.dataset, row);
       }
@@ -165,13 +180,17 @@ export function benchTraces(
       const done = outcome.terminal_state === 'COMPLETED';
       if (done) row.completed += 1;
       const reason = outcome.reason ?? 'none';
+      row.ran += outcome.executed + outcome.cached;
+      const notes = outcome.decisions.filter(isProgressNote).length;
+      row.notes += notes;
       if (c.success) {
+        row.notesSuccess += notes;
         row.successful += 1;
         if (!done) {
           bump(row.falseStops, `${outcome.terminal_state} ${reason}`);
           row.falseStopRuns.push(c.name);
         }
-        const steer = outcome.decisions.find((d) => d.decision === 'steer');
+        const steer = outcome.decisions.find((d) => d.decision === 'steer' || isProgressNote(d));
         if (steer) bump(row.steeredSuccess, steer.reason ?? 'steer');
       } else if (!done && outcome.reason !== 'planner_exhausted') {
         bump(row.failedStopped, `${outcome.terminal_state} ${reason}`);
@@ -203,6 +222,9 @@ function total(rows: readonly DatasetRow[]): DatasetRow {
     loopsB: newLoopCount(),
     msPerTurnMean: 0,
     calls: 0,
+    ran: 0,
+    notes: 0,
+    notesSuccess: 0,
   };
   let turnSum = 0;
   for (const r of rows) {
@@ -210,6 +232,9 @@ function total(rows: readonly DatasetRow[]): DatasetRow {
     t.successful += r.successful;
     t.completed += r.completed;
     t.calls += r.calls;
+    t.ran += r.ran;
+    t.notes += r.notes;
+    t.notesSuccess += r.notesSuccess;
     turnSum += r.msPerTurnMean * r.runs;
     t.falseStopRuns.push(...r.falseStopRuns);
     for (const [k, v] of Object.entries(r.falseStops)) t.falseStops[k] = (t.falseStops[k] ?? 0) + v;
@@ -267,6 +292,7 @@ function table(profile: string, rows: readonly DatasetRow[]): string {
       (all.loopsA.missed.length ? ` (${names(all.loopsA.missed)})` : ''),
     `loops B (same call 3 times, nothing learned or written between): ${all.loopsB.labelled} labelled, ${all.loopsB.caught} caught, ${all.loopsB.missed.length} missed` +
       (all.loopsB.missed.length ? ` (${names(all.loopsB.missed)})` : ''),
+    `calls run (executed or cached): ${all.ran}; no_progress notes: ${all.notes} (${all.notesSuccess} in successful runs)`,
   ].join('\n');
 }
 
@@ -312,7 +338,9 @@ function main(argv: readonly string[]): void {
       const o = outcomes.get(name)!;
       return `  ${name}: ${o.terminal_state} ${o.reason ?? ''} at call ${o.stopped_at ?? '-'}; decisions ${o.decisions
         .map((d) =>
-          d.decision === 'execute' ? 'x' : `${d.decision}${d.reason ? `:${d.reason}` : ''}@${d.index}`,
+          d.decision === 'execute' && !d.reason
+            ? 'x'
+            : `${d.decision === 'execute' ? 'x+note' : d.decision}${d.reason ? `:${d.reason}` : ''}@${d.index}`,
         )
         .join(' ')}`;
     };

@@ -2,7 +2,7 @@
  * agentctl — the operator CLI of agent-loop-guard (docs/cli.md).
  *
  *   start · status · report · tree · trace · watch · list · resume · stop · send · replies · ledger · approvals ·
- *   spend · console ·
+ *   spend · console · init ·
  *   world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
@@ -26,6 +26,7 @@ import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
 import { repliesCommand, sendCommand } from './commands/send';
+import { initCommand } from './commands/init';
 import { operatorCommand } from './commands/operator';
 import { startCommand } from './commands/start';
 import { spendCommand } from './commands/spend';
@@ -78,6 +79,7 @@ export function buildProgram(
   program.addCommand(approvalsCommand(ctx));
   program.addCommand(spendCommand(ctx));
   program.addCommand(consoleCommand(ctx));
+  program.addCommand(initCommand(ctx));
   for (const make of extra) program.addCommand(make(ctx));
   program.addCommand(codecServerCommand(ctx));
   program.addCommand(operatorCommand(ctx));

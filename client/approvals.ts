@@ -40,7 +40,7 @@ import { LedgerError } from '../storage/ledger/errors';
 import type { Ledger } from '../storage/ledger/types';
 import { OperatorRegistry } from '../operators/registry';
 import { readOperatorKey, signRequest, type OperatorKeyFile } from '../operators/sign';
-import { checkpointQuery, WORKFLOW_TYPE, type Checkpoint, type ResumeRequest } from '../common/contracts';
+import { checkpointQuery, type Checkpoint, type ResumeRequest } from '../common/contracts';
 import { redact } from '../common/redact';
 import { GuardReason, ResultCode } from '../guard';
 import { CliError, Exit } from './format';
@@ -195,9 +195,13 @@ export function pendingApprovalOf(runId: string, cp: Checkpoint): PendingApprova
   };
 }
 
-/** The visibility query of open runs stopped for an approval. */
+/**
+ * The visibility query of open runs stopped for an approval, on any engine: an `agentRun` or a
+ * user's own workflow guarded by `guardAgent` (its search attributes on), which both upsert
+ * AgentGuardReason at a stop (issue 37).
+ */
 const PENDING_QUERY =
-  `WorkflowType = "${WORKFLOW_TYPE}" AND ExecutionStatus = "Running"` +
+  `ExecutionStatus = "Running"` +
   ` AND AgentGuardReason IN (${APPROVAL_REASONS.map((r) => `"${r}"`).join(', ')})`;
 
 /** The calls open runs wait on for an approval (one run with `runId`; a closed run has none). */

@@ -112,13 +112,29 @@ export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code'>): 
   return r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null;
 }
 
-/** One trace record as a single line (`watch`, the demo). */
+/** Plain words for the guard's decisions a person may not know (issue 38), shown beside the code. */
+const DECISION_WORDS: Readonly<Record<string, string>> = {
+  wait_bounded: 'not done yet: the run sleeps, then asks again (a bounded number of times)',
+  return_cached_success: 'already done: answered from the ledger, not run again',
+  retry_after_backoff: 'failed for now: tried again after a pause',
+  needs_changed_precondition: 'cannot run until something it needs changes',
+};
+
+/**
+ * One trace record as a single line (`watch`, the demo). Step numbers count the calls that
+ * ran: a call refused before it ran is shown as `refused`, not under the step before it.
+ */
 export function traceLine(r: TraceRecord): string {
   const kind = resultText(r);
   const result = kind ? ` → ${kind}` : '';
   const reason = r.reason ? ` (${r.reason})` : '';
   const tool = r.tool ? `${r.tool} ` : '';
-  return `step ${r.step} ${r.phase.padEnd(6)} ${tool}${r.decision}${reason}${result}`;
+  const refused = r.phase === 'before' && (r.decision === 'stop' || r.decision === 'steer');
+  const words = refused
+    ? `it did not run${r.decision === 'steer' ? '; the model was told why' : ''}`
+    : DECISION_WORDS[r.decision];
+  const label = refused ? 'refused' : `step ${r.step}`;
+  return `${label} ${r.phase.padEnd(6)} ${tool}${r.decision}${reason}${result}${words ? ` — ${words}` : ''}`;
 }
 
 /** Pretty or compact JSON plus a newline. */

@@ -31,6 +31,8 @@ import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRe
 import { CliError, Exit } from './format';
 import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
 import { howItEnded } from '../common/ending';
+import { WAITING_FOR_PERSON } from '../common/conversation-run';
+import { AGENT_STATE } from '../common/search-attributes';
 
 // How a run ended is one wording for the CLI, the console and the UI (common/ending.ts).
 export { howItEnded } from '../common/ending';
@@ -301,33 +303,107 @@ export interface FollowOptions {
   readonly seen?: number;
 }
 
+/** The longest pause between two looks at a run that is being waited for (no trace followed). */
+const MAX_WAIT_POLL_MS = 1_000;
+
+/**
+ * True when the run's `AgentState` search attribute (which the workflow upserts on start,
+ * stop, resume and finish) says it runs: it cannot be waiting for a resume then. Absent (no
+ * workflow task yet, a namespace without the attribute): unknown, so false.
+ */
+function publishedRunning(desc: WorkflowExecutionDescription): boolean {
+  const state = desc.typedSearchAttributes.get(AGENT_STATE);
+  return state === 'RUNNING' || state === WAITING_FOR_PERSON;
+}
+
+/**
+ * Waits until the run closes (or waits for resume, with `untilWaiting`) without following its
+ * trace: on the result's long poll, which the server answers when the run closes, and — only
+ * to see a stop — on the server's description of the run (its `AgentState` attribute), with a
+ * status query only once that says the run is not running. Nothing here asks the worker while
+ * the run runs, so waiting costs the run nothing and does not grow with it.
+ */
+async function awaitSettled(handle: WorkflowHandle, o: FollowOptions): Promise<Settled> {
+  const timeoutMs = o.timeoutMs ?? 300_000;
+  const deadline = Date.now() + timeoutMs;
+  const untilWaiting = o.untilWaiting ?? true;
+  const watchStops = untilWaiting || o.onWaiting !== undefined;
+  const seen = o.seen ?? 0;
+  const abort = new AbortController();
+  // Any answer but our own abort means the run closed (completed, failed, terminated, …).
+  const closed = handle.client
+    .withAbortSignal(abort.signal, () => handle.result())
+    .then(
+      () => true,
+      () => !abort.signal.aborted,
+    );
+  let pollMs = o.pollMs ?? 200;
+  let wasWaiting = false;
+  try {
+    for (;;) {
+      const desc = await handle.describe();
+      if (isClosed(desc)) return { closed: true, status: null, seen };
+      if (watchStops && !publishedRunning(desc)) {
+        // No workflow task processed yet, or a query that cannot be answered now: look again.
+        const status = await handle.query(statusQuery).catch(() => null);
+        if (status?.phase === 'WAITING') {
+          if (!wasWaiting) o.onWaiting?.(status);
+          wasWaiting = true;
+          if (untilWaiting) return { closed: false, status, seen };
+        } else {
+          wasWaiting = false;
+        }
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new CliError(
+          Exit.ERROR,
+          `run ${handle.workflowId} did not settle within ${Math.round(timeoutMs / 1000)} s (is a worker running on its task queue?)`,
+        );
+      }
+      // Without stops to watch, only the result's answer (or the deadline) ends the wait.
+      const pause = watchStops ? Math.min(pollMs, left) : left;
+      const timer = new Promise<false>((r) => setTimeout(() => r(false), pause).unref());
+      if (await Promise.race([closed, timer])) return { closed: true, status: null, seen };
+      pollMs = Math.min(pollMs * 2, Math.max(MAX_WAIT_POLL_MS, o.pollMs ?? 0));
+    }
+  } finally {
+    abort.abort();
+  }
+}
+
 /**
  * Polls status and the trace until the run closes (or waits for resume, with
- * `untilWaiting`), reporting each new trace record once.
+ * `untilWaiting`), reporting each new trace record once. Without `onRecord` it waits on the
+ * run's result instead ({@link awaitSettled}): the same answer, at no cost to the run.
  */
 export async function followRun(handle: WorkflowHandle, o: FollowOptions = {}): Promise<Settled> {
+  const onRecord = o.onRecord;
+  if (!onRecord) return awaitSettled(handle, o);
   const deadline = Date.now() + (o.timeoutMs ?? 300_000);
   const pollMs = o.pollMs ?? 200;
   const untilWaiting = o.untilWaiting ?? true;
   let seen = o.seen ?? 0;
   let wasWaiting = false;
   let last: RunStatus | null = null;
+  // The workflow keeps the last `kept` of `total` records; the first kept one's number, as last seen.
+  let firstKept = 0;
   for (;;) {
     const desc = await handle.describe();
     const closed = isClosed(desc);
     let status: RunStatus | null = null;
-    let page: TracePage | null = null;
     try {
       status = await handle.query(statusQuery);
-      if (o.onRecord) page = await handle.query(traceQuery, { offset: 0, limit: 1 });
-      if (o.onRecord && page && page.total > seen) {
-        // The workflow keeps the last `kept` of `total` records: map "first unseen" into it.
-        const firstKept = page.total - page.kept;
-        const offset = Math.max(0, seen - firstKept);
-        const fresh = await handle.query(traceQuery, { offset, limit: 1000 });
-        for (const r of fresh.records) o.onRecord(r);
-        seen = fresh.total;
+      // From the cursor: only records not seen yet cross (one query unless the kept window moved).
+      let offset = Math.max(0, seen - firstKept);
+      let page = await handle.query(traceQuery, { offset, limit: 1000 });
+      if (page.total - page.kept !== firstKept) {
+        firstKept = page.total - page.kept;
+        offset = Math.max(0, seen - firstKept);
+        page = await handle.query(traceQuery, { offset, limit: 1000 });
       }
+      for (const r of page.records) onRecord(r);
+      seen = Math.max(seen, firstKept + offset + page.records.length);
       last = status;
     } catch (err) {
       // No workflow task processed yet, or a closed run without a worker: not fatal here.

@@ -17,6 +17,10 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@ai-sdk/openai': '^4.0.118',
   '@ai-sdk/openai-compatible': '^3.0.92',
   '@anthropic-ai/sdk': '^1.14.0',
+  // The user's own `@temporalio/openai-agents` agent guarded by `agent-loop-guard/openai-agents`
+  // (docs/openai-agents.md): the versions the adapter is tested with (the integration is pre-release).
+  '@openai/agents-core': '~0.11.6',
+  '@openai/agents-openai': '~0.11.6',
   '@modelcontextprotocol/sdk': '^1.32.2',
   '@opentelemetry/core': '^1.30.1',
   '@opentelemetry/exporter-metrics-otlp-http': '^0.57.2',
@@ -27,6 +31,7 @@ export const OPTIONAL_PEERS = Object.freeze({
   // The user's own `@temporalio/ai-sdk` agent guarded by `agent-loop-guard/ai-sdk` (docs/ai-sdk.md).
   '@temporalio/ai-sdk': '^1.23.0',
   '@temporalio/interceptors-opentelemetry': '^1.24.0',
+  '@temporalio/openai-agents': '1.23.0',
   ai: '^7.0.173',
   openai: '^6.49.0',
   pg: '^8.23.1',

@@ -146,6 +146,17 @@ export interface PlannerInput {
    */
   readonly spend?: SpendAccess;
   /**
+   * Where this turn's model requests are recorded outside the activity's attempt (issue 40,
+   * storage/spend/served-usage.ts): set by the `plan` activity of an LLM run on a worker with a
+   * SQL ledger. Not JSON: never part of any workflow payload.
+   */
+  readonly served?: ServedUsageAccess;
+  /**
+   * When the activity's attempt times out (epoch ms): a reply cut off at its output limit is
+   * asked again with a larger one only when the time left can hold it (issue 40). Not JSON.
+   */
+  readonly deadlineMs?: number;
+  /**
    * The model's last reply had no tool call and the run asks again (issue 30): the planner
    * says so in the user message it sends instead of the plain continue prompt.
    */
@@ -166,6 +177,38 @@ export interface PlannerInput {
    * derived from the plan activity's timeout): the SDK's own timeout. Absent: the planner's.
    */
   readonly timeoutMs?: number;
+}
+
+/** How one model request ended, as {@link ServedUsageAccess} records it. */
+export interface ServedRequestEnd {
+  readonly state: 'answered' | 'failed';
+  /** What the request is counted at (the run's tokens and cost, and the tenant's spend). */
+  readonly usage: Usage;
+  /** Why that figure: `reported`, `estimated`, `above_bound`, `unanswered`, `error_answer`. */
+  readonly basis: 'reported' | 'estimated' | 'above_bound' | 'unanswered' | 'error_answer';
+  /** How the reply ended (`done`, `truncated`, `other`, `unreadable`); null without a reply. */
+  readonly finish?: string | null;
+  readonly elapsedMs: number;
+}
+
+/**
+ * A turn's model requests, recorded outside the activity's attempt (issue 40): each before it
+ * is sent and when it ends, so a reply is counted whether or not the attempt completes.
+ */
+export interface ServedUsageAccess {
+  /** What earlier attempts of this turn sent, and how their newest answered request ended. */
+  earlier(): Promise<{
+    readonly requests: number;
+    readonly lastReply: {
+      readonly finish: string | null;
+      readonly maxTokens: number;
+      readonly elapsedMs: number | null;
+    } | null;
+  }>;
+  /** Records a request about to be sent at its worst case; answers its record's id. */
+  sent(worst: { tokens: number; costUsd: number | null }, maxTokens: number): Promise<string>;
+  /** Records how the request ended. */
+  ended(id: string, end: ServedRequestEnd): Promise<void>;
 }
 
 /** A model call's reservation under a tenant spend limit (see {@link SpendAccess}). */
@@ -324,6 +367,8 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'TokenCeilingError',
   'SpendLimitError',
   'UnpricedModelError',
+  // The turn's model requests reached their bound across attempts (issue 40).
+  'TurnRequestBoundError',
 ]);
 
 /**

@@ -14,7 +14,7 @@ import { join, relative } from 'node:path';
 import { GuardReason, TerminalState } from '../guard';
 import { PROJECT_ROOT } from '../devserver/temporal-cli';
 import { DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../worker/env';
-import { runScenario, summaryTable, type ScenarioResult } from './runner';
+import { runScenario, startStoppedRun, summaryTable, type DemoEnv, type ScenarioResult } from './runner';
 import { SCENARIOS } from './scenarios';
 import { startStack, type DemoStack } from './stack';
 
@@ -36,7 +36,8 @@ function tryNext(stack: DemoStack, first: string): string {
     '',
     `Server${stack.server ? '' : ' (yours)'} and worker keep running — Ctrl-C to stop.`,
     'Try next:',
-    `  Web UI:  ${stack.uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="${TerminalState.NEEDS_HUMAN}", AgentGuardReason="${GuardReason.SAME_CALL_REPEAT}")`,
+    `A research-loop run stopped again just now (${first}); nothing has changed since.`,
+    `  Web UI:  ${stack.uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="${TerminalState.STOPPED_LOOP_GUARD}", AgentGuardReason="${GuardReason.SAME_CALL_REPEAT}")`,
     `  ${ctl} list`,
     `  ${ctl} trace ${first}`,
     `  ${ctl} report ${first}`,
@@ -46,19 +47,24 @@ function tryNext(stack: DemoStack, first: string): string {
   ].join('\n');
 }
 
-/** Runs every scenario; true when all ended as expected. */
-async function runAll(stack: DemoStack, results: ScenarioResult[]): Promise<boolean> {
-  const t0 = Date.now();
+/** What the scenarios run with. With `--once` no UI link is printed to a server the demo shuts down. */
+function demoEnv(stack: DemoStack, once: boolean): DemoEnv {
   const { client, taskQueue, namespace } = stack.connected;
-  const env = {
+  return {
     client,
     taskQueue,
     namespace,
-    uiBase: stack.uiBase,
+    uiBase: once && stack.server ? null : stack.uiBase,
     world: stack.deps.world,
     stamp: stack.stamp,
     say,
   };
+}
+
+/** Runs every scenario; true when all ended as expected. */
+async function runAll(stack: DemoStack, results: ScenarioResult[], once: boolean): Promise<boolean> {
+  const t0 = Date.now();
+  const env = demoEnv(stack, once);
   say();
   for (const s of SCENARIOS) results.push(await runScenario(env, s));
   say('Summary');
@@ -76,13 +82,17 @@ async function run(argv: readonly string[]): Promise<number> {
   const results: ScenarioResult[] = [];
   let exitCode = 0;
   try {
-    if (!(await runAll(stack, results))) exitCode = 1;
+    if (!(await runAll(stack, results, once))) exitCode = 1;
   } catch (err) {
     process.stderr.write(`demo: ${err instanceof Error ? err.message : String(err)}\n`);
     exitCode = 1;
   }
   if (!once) {
-    say(tryNext(stack, results[0]?.workflowId ?? '<id>'));
+    // The scenarios share one world, so the first run's stop is long out of date (every later
+    // write changed the world): the commands below are about a loop stopped after them.
+    const loop = SCENARIOS.find((sc) => sc.slug === 'research-loop');
+    const waiting = loop ? await startStoppedRun(demoEnv(stack, once), loop).catch(() => null) : null;
+    say(tryNext(stack, waiting ?? results[0]?.workflowId ?? '<id>'));
     // Worker.run() resolves after SIGINT/SIGTERM (the SDK installs the handlers); the dev
     // server is in our process group and gets the same Ctrl-C.
     await stack.workerDone;

@@ -28,7 +28,8 @@ export interface DemoEnv {
   readonly client: Client;
   readonly taskQueue: string;
   readonly namespace: string;
-  readonly uiBase: string;
+  /** The Web UI's base URL; null when it will not be there to open (`--once` shuts it down). */
+  readonly uiBase: string | null;
   /** The in-process worker's world: counters are read and permissions granted there. */
   readonly world: Pick<World, 'counters' | 'grant'>;
   /** Timestamp part of the workflow ids of this demo. */
@@ -73,6 +74,23 @@ function loadScript(name: string): unknown {
   return JSON.parse(readFileSync(join(SCRIPTS_DIR, `${name}.json`), 'utf8')) as unknown;
 }
 
+/**
+ * Starts a scenario's script once more, quietly, and waits until it stops (or ends): the run
+ * the demo's "Try next" commands are about, stopped after every scenario's write, so what they
+ * say about it (an unchanged resume is refused) is what happens.
+ */
+export async function startStoppedRun(env: DemoEnv, s: Scenario): Promise<string> {
+  const workflowId = `demo-try-${s.slug}-${env.stamp}-${randomUUID().slice(0, 4)}`;
+  const input: RunInput = {
+    goal: s.goal,
+    planner: { kind: 'scripted', script: loadScript(s.script), live: true },
+    resumeWindowMs: RESUME_WINDOW_MS,
+  };
+  const handle = await startRun(env.client, { workflowId, taskQueue: env.taskQueue, input });
+  await settledOutcome(handle, { timeoutMs: SETTLE_TIMEOUT_MS, pollMs: 150 });
+  return workflowId;
+}
+
 /** Runs one scenario to its end and prints what happened. */
 export async function runScenario(env: DemoEnv, s: Scenario): Promise<ScenarioResult> {
   const { say } = env;
@@ -108,7 +126,7 @@ export async function runScenario(env: DemoEnv, s: Scenario): Promise<ScenarioRe
   say(`    = ${stateText(outcome)} · executed ${outcome.executed} · cached ${outcome.cached}`);
   say(`    report:   ${compactReport(outcome)}`);
   say(`    counters: ${formatCounters(counters)}`);
-  say(`    UI:       ${uiLink(env.uiBase, env.namespace, workflowId)}`);
+  if (env.uiBase) say(`    UI:       ${uiLink(env.uiBase, env.namespace, workflowId)}`);
   const e = s.expect;
   const ok =
     failed.length === 0 &&

@@ -85,11 +85,7 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
   // file (~/.config/agent-loop-guard/codec-keys.json, 0600); agentctl, the codec server and
   // `npm run worker` find the same file from any directory.
   const codec = codecSettings(env, options);
-  say(
-    codec.codec
-      ? `▸ payloads encrypted (${codec.source}); the Web UI shows them through a codec server: npm run dev:server -- --codec`
-      : `▸ payloads NOT encrypted (${codec.source})`,
-  );
+  say(codec.codec ? `▸ payloads encrypted (${codec.source})` : `▸ payloads NOT encrypted (${codec.source})`);
 
   let server: DevServerHandle | null = null;
   let uiBase = uiBaseFor(address, env);
@@ -101,9 +97,17 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
     const cli = await ensureTemporalCli();
     say(`  ${relative(process.cwd(), cli) || cli}`);
     say(`▸ starting the Temporal dev server on ${address}${o.once ? ' (in-memory: --once)' : ''}…`);
-    server = await startDevServer({ quiet: true, cliPath: cli, ...(o.once ? { dbFile: null } : {}) });
+    // The Web UI decodes through a codec server on loopback, so a run's summary, details,
+    // input and result read as text there (docs/ui.md).
+    server = await startDevServer({
+      quiet: true,
+      cliPath: cli,
+      ...(o.once ? { dbFile: null } : {}),
+      ...(codec.codec ? { uiCodec: codec.codec } : {}),
+    });
     uiBase = server.uiUrl ?? uiBase;
     say(`  ready: ${server.address}, Web UI ${uiBase}`);
+    if (server.uiCodecUrl) say(`  the Web UI decodes payloads through the codec server ${server.uiCodecUrl}`);
     connected = await connect(env, 5_000);
   }
 

@@ -17,14 +17,17 @@
  * $XDG_CONFIG_HOME when set) on first start unless keys are configured (AGENT_CODEC_KEYS /
  * AGENT_CODEC_KEY_FILE), a legacy ./data/codec-keys.json exists, or AGENT_CODEC=off, so
  * workers, agentctl and the codec server of this user encrypt alike, from any directory.
- * `npm run dev:server -- --codec` also serves the codec server (port 8888,
- * `--codec-port N`) and points the Web UI at it, so the UI shows decoded payloads.
+ * `npm run dev:server` (and the demo) also serve a codec server on loopback (port 8888, or a
+ * free one when 8888 is taken; `--codec-port N`) and point the Web UI at it, so the UI shows
+ * a run's summary, current details, input and result decoded without extra flags.
+ * `--no-codec` leaves it out (the UI then shows payloads as the server stores them: ciphertext).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { DEFAULT_CODEC_PORT, loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../codec';
 import { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from '../common/search-attributes';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
@@ -62,6 +65,14 @@ export interface DevServerOptions {
   cliPath?: string;
   /** Codec server the Web UI decodes payloads through (`--ui-codec-endpoint`); none by default. */
   uiCodecEndpoint?: string;
+  /**
+   * Serve a codec server with this codec on loopback for the Web UI (CORS: the UI's origins
+   * only) and point the UI at it; closed by `stop()`. Ignored when headless or when
+   * {@link uiCodecEndpoint} is given. `npm run dev:server` and the demo pass the payload codec.
+   */
+  uiCodec?: PayloadCodec;
+  /** Port of the {@link uiCodec} server (default 8888; a free one when 8888 is taken; 0 = free). */
+  uiCodecPort?: number;
   /** `KEY=VALUE`s passed as `--dynamic-config-value` (e.g. {@link FAST_DISPATCH_DYNAMIC_CONFIG}); none by default. */
   dynamicConfig?: readonly string[];
 }
@@ -72,6 +83,8 @@ export interface DevServerHandle {
   readonly namespace: string;
   /** Web UI URL, or undefined when headless. */
   readonly uiUrl: string | undefined;
+  /** The codec server the Web UI decodes through, when there is one. */
+  readonly uiCodecUrl: string | undefined;
   readonly pid: number | undefined;
   /** Resolves when the server process exits (for any reason). */
   readonly exited: Promise<void>;
@@ -184,6 +197,19 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const cli = options.cliPath ?? (await ensureTemporalCli({ quiet: options.quiet }));
   if (dbFile) fs.mkdirSync(path.dirname(dbFile), { recursive: true });
 
+  const uiHost = ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip;
+  const codecServer =
+    options.uiCodec && !headless && !options.uiCodecEndpoint
+      ? await startUiCodecServer(
+          options.uiCodec,
+          options.uiCodecPort ?? DEFAULT_CODEC_PORT,
+          [...new Set([uiHost, 'localhost', '127.0.0.1'])].map(
+            (h) => `http://${h.includes(':') ? `[${h}]` : h}:${uiPort}`,
+          ),
+        )
+      : undefined;
+  const uiCodecEndpoint = headless ? undefined : (options.uiCodecEndpoint ?? codecServer?.url);
+
   const args = [
     'server',
     'start-dev',
@@ -196,7 +222,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     '--log-level',
     options.logLevel ?? 'warn',
     ...(headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
-    ...(options.uiCodecEndpoint && !headless ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
+    ...(uiCodecEndpoint ? ['--ui-codec-endpoint', uiCodecEndpoint] : []),
     ...(dbFile ? ['--db-filename', dbFile] : []),
     ...(options.dynamicConfig ?? []).flatMap((v) => ['--dynamic-config-value', v]),
     ...searchAttributeCliArgs(),
@@ -226,6 +252,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   let stopping: Promise<void> | undefined;
   const stop = (timeoutMs = 10_000): Promise<void> => {
     stopping ??= (async () => {
+      await codecServer?.close().catch(() => undefined);
       if (exited || child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
@@ -258,43 +285,82 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   return {
     address,
     namespace: DEV_NAMESPACE,
-    uiUrl: headless ? undefined : `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
+    uiUrl: headless ? undefined : `http://${uiHost.includes(':') ? `[${uiHost}]` : uiHost}:${uiPort}`,
+    uiCodecUrl: uiCodecEndpoint,
     pid: child.pid,
     exited: exitPromise,
     stop,
   };
 }
 
-/** `--codec [--codec-port N]`: the codec server for this dev server's UI, on loopback. */
-async function startLocalCodecServer(
-  argv: readonly string[],
-): Promise<{ source: string; encrypted: boolean; server?: CodecServerHandle }> {
+/**
+ * The Web UI's codec server on loopback: on `port`, or on a free one when `port` is taken (a
+ * second dev server, or a demo next to `npm run dev:server`), since the UI learns the URL at start.
+ */
+async function startUiCodecServer(
+  codec: PayloadCodec,
+  port: number,
+  origins: string[],
+): Promise<CodecServerHandle> {
+  try {
+    return await startCodecServer({ codec, port, origins });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw err;
+    return startCodecServer({ codec, port: 0, origins });
+  }
+}
+
+/** What `npm run dev:server` was asked for on its command line. */
+export interface DevServerCliOptions {
+  /** Serve the Web UI's codec server (default on; `--no-codec` turns it off). */
+  readonly codec: boolean;
+  /** `--codec-port N` (default 8888, a free one when taken). */
+  readonly codecPort: number | undefined;
+}
+
+/**
+ * Parses `npm run dev:server`'s flags: `--no-codec`, `--codec-port N`, and `--codec` (the
+ * default since the codec server is on by default; still accepted). Throws on anything else.
+ */
+export function parseDevServerArgs(argv: readonly string[]): DevServerCliOptions {
+  let codec = true;
+  let codecPort: number | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--codec') codec = true;
+    else if (a === '--no-codec') codec = false;
+    else if (a === '--codec-port' || a.startsWith('--codec-port=')) {
+      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      codecPort = Number(v);
+      if (v === undefined || !/^\d+$/.test(v) || codecPort > 65535)
+        throw new Error(`--codec-port needs a port number (0-65535), got ${v ?? 'nothing'}`);
+    } else {
+      throw new Error(`unknown option ${a} (options: --no-codec, --codec-port N)`);
+    }
+  }
+  return { codec, codecPort };
+}
+
+/** The command line entry (devserver/dev-server.ts). */
+export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const cli = parseDevServerArgs(argv);
   const loaded = loadPayloadCodec(process.env, {
     createKeyFile: true,
     warn: (m) => process.stderr.write(`dev-server: ${m}\n`),
   });
   if (loaded.createdKeyFile)
     process.stdout.write(`payload encryption key created: ${loaded.createdKeyFile}\n`);
-  const info = { source: loaded.source, encrypted: loaded.codec !== null };
-  if (!argv.includes('--codec')) return info;
-  if (!loaded.codec) throw new Error('--codec needs payload encryption on (AGENT_CODEC=off is set)');
-  const i = argv.indexOf('--codec-port');
-  const port = i >= 0 ? Number(argv[i + 1]) : DEFAULT_CODEC_PORT;
-  if (!Number.isInteger(port) || port < 0) throw new Error('--codec-port needs a port number');
-  const { host, port: grpcPort } = parseAddress(process.env.TEMPORAL_ADDRESS || DEFAULT_TEMPORAL_ADDRESS);
-  const uiPort = process.env.TEMPORAL_UI_PORT ? Number(process.env.TEMPORAL_UI_PORT) : grpcPort + 1000;
-  const origins = [...new Set([host, 'localhost', '127.0.0.1'])].map((h) => `http://${h}:${uiPort}`);
-  return { ...info, server: await startCodecServer({ codec: loaded.codec, port, origins }) };
-}
-
-/** The command line entry (devserver/dev-server.ts). */
-export async function main(): Promise<void> {
-  const payloads = await startLocalCodecServer(process.argv.slice(2));
-  const codec = payloads.server;
+  const payloads = { source: loaded.source, encrypted: loaded.codec !== null };
   const server = await startDevServer({
     dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG,
-    ...(codec ? { uiCodecEndpoint: codec.url } : {}),
+    ...(cli.codec && loaded.codec ? { uiCodec: loaded.codec } : {}),
+    ...(cli.codecPort !== undefined ? { uiCodecPort: cli.codecPort } : {}),
   });
+  const codecLine = server.uiCodecUrl
+    ? `${server.uiCodecUrl} (the web UI decodes payloads through it; --no-codec to leave it out)`
+    : !payloads.encrypted
+      ? 'none (payloads are not encrypted)'
+      : 'none (--no-codec): the web UI shows payloads, summaries and details as ciphertext';
   const attrs = Object.entries(SEARCH_ATTRIBUTES)
     .map(([n, t]) => `${n}=${t}`)
     .join(', ');
@@ -307,7 +373,7 @@ export async function main(): Promise<void> {
       `  search attributes: ${attrs}`,
       `  state:     ${process.env.TEMPORAL_DB_FILE ?? DEFAULT_DB_FILE}`,
       `  payloads:  ${payloads.encrypted ? 'encrypted' : 'NOT encrypted'} (${payloads.source})`,
-      `  codec:     ${codec ? `${codec.url} (the web UI decodes payloads through it)` : 'none (--codec serves one for the web UI)'}`,
+      `  codec:     ${codecLine}`,
       'Ctrl-C to stop.',
       '',
     ].join('\n'),
@@ -317,7 +383,6 @@ export async function main(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     process.stdout.write(`\n${signal}: stopping the Temporal dev server…\n`);
-    void codec?.close();
     server.stop().then(
       () => process.exit(0),
       () => process.exit(1),

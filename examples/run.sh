@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and packs agent-loop-guard, installs the tarball into examples/first-agent,
-# examples/own-agent, examples/ai-sdk-agent, examples/approval-twin and examples/conversation, starts a throwaway Temporal dev server on free
-# ports, runs the examples against it, reads a run back with the packaged agentctl, and stops
+# examples/own-agent, examples/ai-sdk-agent, examples/openai-agents, examples/approval-twin and
+# examples/conversation, starts a throwaway Temporal dev server on free ports, runs the examples
+# against it, reads a run back with the packaged agentctl, writes a new app with the packaged
+# `agentctl init` (.pack/init-app) and runs it to COMPLETED, and stops
 # everything. Exits non-zero when any step fails or when a run did not end as its example
 # expects. `.ci/run` runs it after the tests.
 #
@@ -31,9 +33,10 @@ echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 
 OWN="$ROOT/examples/own-agent"
 AISDK="$ROOT/examples/ai-sdk-agent"
+OPENAI_AGENTS="$ROOT/examples/openai-agents"
 TWIN="$ROOT/examples/approval-twin"
 CONV="$ROOT/examples/conversation"
-for app in "$EXAMPLE" "$OWN" "$AISDK" "$TWIN" "$CONV"; do
+for app in "$EXAMPLE" "$OWN" "$AISDK" "$OPENAI_AGENTS" "$TWIN" "$CONV"; do
   step "install the tarball into ${app#"$ROOT/"}"
   if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
     (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
@@ -52,6 +55,7 @@ step "typecheck the examples against the package's types"
 "$TSC" -p "$EXAMPLE"
 "$TSC" -p "$OWN"
 "$TSC" -p "$AISDK"
+"$TSC" -p "$OPENAI_AGENTS"
 "$TSC" -p "$TWIN"
 "$TSC" -p "$CONV"
 
@@ -65,6 +69,7 @@ ADDRESS="127.0.0.1:$PORT"
   --log-level error > "$ROOT/.pack/temporal.log" 2>&1 &
 SERVER_PID=$!
 cleanup() {
+  if [ -n "${APP_WORKER:-}" ]; then kill "$APP_WORKER" 2> /dev/null || true; fi
   kill "$SERVER_PID" 2> /dev/null || true
   wait "$SERVER_PID" 2> /dev/null || true
 }
@@ -93,11 +98,36 @@ step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
 step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed after its write (issue 34)"
 (cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 180 "$TSX" src/main.ts)
 
+step "run examples/openai-agents: a @temporalio/openai-agents agent with the guard added, a worker killed after its payment, approval twins (issue 39)"
+(cd "$OPENAI_AGENTS" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$OPENAI_AGENTS/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
+
 step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 10 rounds"
 # Its agentctl calls are `npx --no-install agentctl …` processes, as a user types them.
 (cd "$TWIN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 240 "$TSX" src/main.ts)
 
 step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
 (cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
+
+step "agentctl init: a new app from the packed agentctl, its own two tools, an LLM run that finishes with the built-in complete_task (issue 38)"
+APP="$PACK_DIR/init-app"
+rm -rf "$APP"
+"$EXAMPLE/node_modules/.bin/agentctl" init "$APP" --package "file:../agent-loop-guard.tgz"
+mkdir -p "$APP/node_modules/agent-loop-guard"
+tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$APP/node_modules/agent-loop-guard" --strip-components=1
+"$TSC" -p "$APP"
+(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" exec "$TSX" src/worker.ts > "$PACK_DIR/init-app-worker.log" 2>&1) &
+APP_WORKER=$!
+app_out="$(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/start.ts)" || {
+  echo "$app_out"
+  cat "$PACK_DIR/init-app-worker.log" >&2
+  kill "$APP_WORKER" 2> /dev/null || true
+  exit 1
+}
+kill -INT "$APP_WORKER" 2> /dev/null || true
+wait "$APP_WORKER" 2> /dev/null || true
+APP_WORKER=
+echo "$app_out"
+grep -q '^COMPLETED: emailed ann@example.com' <<< "$app_out" || { echo "the init app's run did not complete" >&2; exit 1; }
+[ "$(wc -l < "$APP/data/outbox.jsonl")" -eq 1 ] || { echo "send_email did not run exactly once" >&2; exit 1; }
 
 step "examples OK"

@@ -29,9 +29,12 @@ export interface InFlight {
   honouredPoll: boolean;
 }
 
-/** A refusal that went back to the planner as a guard note instead of stopping the run. */
+/**
+ * A refusal that went back to the planner as a guard note instead of stopping the run, or a
+ * `no_progress` note given with a call's result before the stop (`noProgressGrace`).
+ */
 export interface Steer {
-  /** The repeat rule's reason code (`same_call_repeat`, `short_cycle`, `precondition_unchanged`). */
+  /** The rule's reason code (`same_call_repeat`, `short_cycle`, `precondition_unchanged`, `no_progress`). */
   readonly reason: string;
   readonly fingerprint: string;
   /** The step the steer cost (1-based, like `steps`). */
@@ -45,9 +48,13 @@ export interface GuardStateJson {
    * `steerLimit` only when it is set (states before steering have none); `keepFailures` only
    * when true (states before issue 29 have none).
    */
-  readonly config: { [K in Exclude<keyof GuardConfig, 'steerLimit' | 'keepFailures'>]: number | null } & {
+  readonly config: {
+    [K in Exclude<keyof GuardConfig, 'steerLimit' | 'keepFailures' | 'noProgressGrace'>]: number | null;
+  } & {
     readonly steerLimit?: number;
     readonly keepFailures?: boolean;
+    /** Only when above 0 (states before issue 40 have none). */
+    readonly noProgressGrace?: number;
   };
   readonly startMs: number;
   readonly steps: number;
@@ -100,6 +107,7 @@ export function configToJson(c: GuardConfig): GuardStateJson['config'] {
     maxCostUsd: infinityToNull(c.maxCostUsd),
     ...(c.steerLimit > 0 ? { steerLimit: c.steerLimit } : {}),
     ...(c.keepFailures ? { keepFailures: true } : {}),
+    ...(c.noProgressGrace > 0 ? { noProgressGrace: c.noProgressGrace } : {}),
   };
 }
 
@@ -115,6 +123,7 @@ export function configFromJson(c: GuardStateJson['config']): GuardConfigInput {
     maxCostUsd: nullToInfinity(c.maxCostUsd),
     steerLimit: c.steerLimit ?? 0,
     keepFailures: c.keepFailures ?? false,
+    noProgressGrace: c.noProgressGrace ?? 0,
   };
 }
 

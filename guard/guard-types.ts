@@ -57,7 +57,10 @@ export interface SteerDecision {
   readonly reason: string;
   /** How often this call already ran in the current window. */
   readonly count: number;
-  /** The steers of this run so far, this one included (never more than `steerLimit`). */
+  /**
+   * The repeat rules' steers of this run so far, this one included (never more than
+   * `steerLimit`; `no_progress` notes are not counted here).
+   */
   readonly steers: number;
 }
 
@@ -68,12 +71,27 @@ export type BeforeResult =
   | SteerDecision
   | StopDecision;
 
+/**
+ * The `no_progress` note (`noProgressGrace`, docs/spec.md §3 "Steering"): the call ran and its
+ * window reached `noProgressLimit`; instead of the stop, its result goes to the planner with a
+ * guard note. Given once per window; the run stops after `callsLeft` more calls without progress.
+ */
+export interface ProgressSteer {
+  readonly reason: typeof GuardReason.NO_PROGRESS;
+  /** Calls in a row without progress, this one included (= `noProgressLimit`). */
+  readonly count: number;
+  /** How many more calls without progress run before the stop (= `noProgressGrace`). */
+  readonly callsLeft: number;
+}
+
 /** What `after()` decided. */
 export type AfterResult =
   | {
       readonly decision: Exclude<AfterDecision, 'stop'>;
       /** For `retry_after_backoff` / `wait_bounded`: the server-given wait. */
       readonly retryAfterMs?: number;
+      /** The `no_progress` note that goes with this result (only with `noProgressGrace`). */
+      readonly steer?: ProgressSteer;
     }
   | (StopDecision & { readonly decision: 'stop' });
 

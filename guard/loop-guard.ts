@@ -27,6 +27,7 @@ import {
   type Steer,
 } from './guard-state';
 import { BudgetMeter } from './budgets';
+import { afterDecision } from './after-decision';
 import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
@@ -44,6 +45,7 @@ import {
   type BudgetsLeft,
   type GuardCall,
   type LoopGuardOptions,
+  type ProgressSteer,
   type SteerDecision,
   type StopDecision,
 } from './guard-types';
@@ -56,6 +58,7 @@ export {
   type BudgetsLeft,
   type GuardCall,
   type LoopGuardOptions,
+  type ProgressSteer,
   type SteerDecision,
   type StopDecision,
 } from './guard-types';
@@ -66,9 +69,7 @@ const EXECUTE = Object.freeze({ decision: 'execute', honouredPoll: false } as co
 const EXECUTE_HONOURED = Object.freeze({ decision: 'execute', honouredPoll: true } as const);
 const CACHED = Object.freeze({ decision: 'return_cached_success', honouredPoll: false } as const);
 const CACHED_HONOURED = Object.freeze({ decision: 'return_cached_success', honouredPoll: true } as const);
-const CONTINUE = Object.freeze({ decision: 'continue' } as const);
 const COMPLETE = Object.freeze({ decision: 'complete' } as const);
-const NEEDS_CHANGE = Object.freeze({ decision: 'needs_changed_precondition' } as const);
 
 /**
  * The loop guard. Drive it as `before(call, now)` → (execute the tool only on
@@ -91,6 +92,8 @@ export class LoopGuard {
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
   private steerLog: Steer[] = [];
+  /** The repeat rules' steers in {@link steerLog} (what `steerLimit` bounds; notes of `no_progress` are not). */
+  private repeatSteers = 0;
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
   private readonly needsHuman: ReadonlySet<string>;
 
@@ -297,20 +300,14 @@ export class LoopGuard {
         return COMPLETE;
       }
     }
-    if (this.noProgress >= this.config.noProgressLimit) return this.stop(GuardReason.NO_PROGRESS);
+    const { noProgressLimit, noProgressGrace } = this.config;
+    if (this.noProgress >= noProgressLimit + noProgressGrace) return this.stop(GuardReason.NO_PROGRESS);
+    // With a grace, the window's first reach of the limit is a note, not the stop (issue 40):
+    // the count only grows within a window, so it equals the limit once per window.
+    const steer = this.noProgress === noProgressLimit && noProgressGrace > 0 ? this.progressNote(fp) : null;
 
-    switch (kind) {
-      case 'SUCCESS':
-        return CONTINUE;
-      case 'RETRYABLE':
-        return withWait('retry_after_backoff', result);
-      case 'PENDING':
-        return withWait('wait_bounded', result);
-      case 'PRECONDITION':
-        return NEEDS_CHANGE;
-      default:
-        throw new GuardSequenceError(`unhandled result kind ${String(kind)}`);
-    }
+    const decided = afterDecision(kind, result);
+    return steer === null ? decided : { ...decided, steer };
   }
 
   /**
@@ -396,6 +393,7 @@ export class LoopGuard {
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
     guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
+    guard.repeatSteers = guard.steerLog.filter((s) => s.reason !== GuardReason.NO_PROGRESS).length;
     guard.stopState = state.stop ? { ...state.stop } : null;
     return guard;
   }
@@ -411,10 +409,24 @@ export class LoopGuard {
    * stays out of the window, since it did not run), else the stop it always was.
    */
   private refuse(reason: GuardReason, fingerprint: string, count: number): SteerDecision | StopDecision {
-    if (this.steerLog.length >= this.config.steerLimit) return this.stop(reason);
+    if (this.repeatSteers >= this.config.steerLimit) return this.stop(reason);
     this.budget.steps += 1;
+    this.repeatSteers += 1;
     this.steerLog.push({ reason, fingerprint, step: this.budget.steps });
-    return { decision: 'steer', reason, count, steers: this.steerLog.length };
+    return { decision: 'steer', reason, count, steers: this.repeatSteers };
+  }
+
+  /**
+   * The `no_progress` note: logged with the steers (the StopReport lists it) at the step of the
+   * call that ran; it costs no step of its own and does not use `steerLimit`.
+   */
+  private progressNote(fingerprint: string): ProgressSteer {
+    this.steerLog.push({ reason: GuardReason.NO_PROGRESS, fingerprint, step: this.budget.steps });
+    return {
+      reason: GuardReason.NO_PROGRESS,
+      count: this.noProgress,
+      callsLeft: this.config.noProgressGrace,
+    };
   }
 
   private stop(
@@ -424,9 +436,4 @@ export class LoopGuard {
     this.stopState = { reason, terminalState };
     return { decision: 'stop', reason, terminalState };
   }
-}
-
-function withWait(decision: 'retry_after_backoff' | 'wait_bounded', result: ToolResult): AfterResult {
-  const retryAfterMs = 'retryAfterMs' in result ? result.retryAfterMs : undefined;
-  return retryAfterMs === undefined ? { decision } : { decision, retryAfterMs };
 }

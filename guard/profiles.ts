@@ -24,8 +24,10 @@ export const LLM_PROFILE: Readonly<GuardConfigInput> = Object.freeze({
   maxCostUsd: 10,
   /** An identical call runs twice in a window; the third is steered (0 false steers measured). */
   sameCallLimit: 2,
-  /** Three calls in a row without progress (0 false stops measured). */
+  /** Three calls in a row without progress are told to the model (issue 40)... */
   noProgressLimit: 3,
+  /** ...and three more stop the run: 0 successful runs stopped `no_progress` (docs/real-agents.md). */
+  noProgressGrace: 3,
   /** Two refusals go back to the model as guard notes before a refusal stops the run. */
   steerLimit: 2,
   /** What the guard knows of a failed call survives new reads (guard/failure-memory.ts). */

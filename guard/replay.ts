@@ -88,7 +88,10 @@ export interface ReplayDecision {
   tool: string;
   decision: 'execute' | 'return_cached_success' | 'steer' | 'stop';
   after?: string;
-  /** For `steer`: the rule that refused the call (it did not run; the script goes on). */
+  /**
+   * For `steer`: the rule that refused the call (it did not run; the script goes on). For an
+   * executed call whose `after()` gave the `no_progress` note (`noProgressGrace`): `no_progress`.
+   */
   reason?: string;
 }
 
@@ -253,7 +256,13 @@ export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOut
     const recorded = isCached ? DEFAULT_RESULT : (raw.result ?? DEFAULT_RESULT);
     const result = toModel ? toolErrorToModel(recorded) : recorded;
     const after = guard.after(call, result, raw.progressVersion ?? guard.progressVersion, atMs);
-    decisions.push({ index, tool: raw.tool, decision: before.decision, after: after.decision });
+    decisions.push({
+      index,
+      tool: raw.tool,
+      decision: before.decision,
+      after: after.decision,
+      ...(after.decision !== 'stop' && after.steer ? { reason: after.steer.reason } : {}),
+    });
     if (after.decision === 'stop') return finish(after.terminalState, after.reason, index, blocked);
     if (after.decision === 'complete') return finish(TerminalState.COMPLETED, null, index, null);
   }

@@ -35,6 +35,13 @@ export const guardConfigSchema = z
      * guard/failure-memory.ts); false (the default): a new window forgets them, as before.
      */
     keepFailures: z.boolean().default(false),
+    /**
+     * `no_progress` tells before it stops (docs/spec.md §3 "Steering"): with N > 0 the first
+     * time a window reaches `noProgressLimit` the call's result goes to the planner with a guard
+     * note, and the run stops only after N more calls without progress; 0 (the default): the
+     * stop at `noProgressLimit`, as before.
+     */
+    noProgressGrace: z.number().int().nonnegative().default(0),
   })
   .strict();
 
@@ -54,6 +61,7 @@ export const guardOverridesSchema = z
     maxCostUsd: optionalBudget.optional(),
     steerLimit: z.number().int().nonnegative().optional(),
     keepFailures: z.boolean().optional(),
+    noProgressGrace: z.number().int().nonnegative().optional(),
   })
   .strict();
 /** Guard settings given with a run. */

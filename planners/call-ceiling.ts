@@ -144,19 +144,61 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
           `and the run has $${left.costUsd} of maxCostUsd left: the model was not called; raise maxCostUsd to continue`,
       );
     const spend = o.input.spend;
-    if (!spend) return NOTHING_TO_SETTLE;
-    const ticket = await spend.reserve(call.costUsd, o.model);
-    const reserved = call.costUsd ?? 0;
+    const served = o.input.served;
+    // The worst case is reserved under the tenant's cap, then recorded for the run, before the
+    // request is sent (issue 40): a worker that dies from here on leaves both at the worst case.
+    const ticket = spend ? await spend.reserve(call.costUsd, o.model) : null;
+    const record = served ? await served.sent(call, maxTokens) : null;
+    const started = Date.now();
+    const end = async (state: 'answered' | 'failed', c: Counted, finish: string | null) => {
+      await ticket?.settle(c.usage.costUsd);
+      if (served && record !== null)
+        await served.ended(record, {
+          state,
+          usage: c.usage,
+          basis: c.basis,
+          finish,
+          elapsedMs: Date.now() - started,
+        });
+      return c.usage;
+    };
     return {
-      answered: (usage: Usage) => ticket.settle(usage.costUsd),
+      answered: (usage: Usage, finish = 'done') => end('answered', countedUsage(usage, call), finish),
       // An HTTP error answer is not billed; a request that got no answer (network, timeout,
-      // cancellation) may have been, so it stays charged at its worst case.
-      failed: (err) => ticket.settle(answeredWithError(err) ? 0 : reserved),
+      // cancellation) may have been, so it stays counted at its worst case.
+      failed: async (err) => {
+        await end(
+          'failed',
+          answeredWithError(err)
+            ? { usage: { tokens: 0, costUsd: 0 }, basis: 'error_answer' }
+            : { usage: { tokens: call.tokens, costUsd: call.costUsd ?? 0 }, basis: 'unanswered' },
+          null,
+        );
+      },
     };
   };
 }
 
-const NOTHING_TO_SETTLE: GatedCall = { answered: async () => {}, failed: async () => {} };
+/** A request's usage as the run and the tenant count it, and why (issue 40, docs/spec.md §7.10). */
+export interface Counted {
+  readonly usage: Usage;
+  readonly basis: 'reported' | 'estimated' | 'above_bound' | 'unanswered' | 'error_answer';
+}
+
+/**
+ * What an answered request counts (issue 40): the reply's reported usage; when the server said
+ * nothing usable (no usage, zero tokens, a negative or non-finite figure) the request's worst case
+ * — a conservative estimate, never zero; a figure above the request's own bound (input bound plus
+ * its output limit) counts as reported, since that is what the provider bills (`above_bound`).
+ */
+export function countedUsage(reported: Partial<Usage> | null | undefined, worst: WorstCase): Counted {
+  const tokens = reported?.tokens;
+  const cost = reported?.costUsd;
+  const fine = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+  if (!fine(tokens) || tokens <= 0 || !fine(cost))
+    return { usage: { tokens: worst.tokens, costUsd: worst.costUsd ?? 0 }, basis: 'estimated' };
+  return { usage: { tokens, costUsd: cost }, basis: tokens > worst.tokens ? 'above_bound' : 'reported' };
+}
 
 function answeredWithError(err: unknown): boolean {
   if (err instanceof PlannerAuthError || err instanceof ContextLengthExceededError) return true;

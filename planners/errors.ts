@@ -139,6 +139,15 @@ export class UnreadableReplyError extends PlannerProtocolError {
   }
 }
 
+/**
+ * A turn reached the bound on its model requests across every attempt of its plan activity
+ * (issue 40, `MAX_TURN_REQUESTS` in llm-common.ts): no more are sent; the run stops NEEDS_HUMAN
+ * `planner_failed`, its StopReport saying so. Never retried.
+ */
+export class TurnRequestBoundError extends PlannerError {
+  readonly code = 'planner_turn_request_bound';
+}
+
 /** `AGENT_PRICE_TABLE` is malformed: a configuration error, never retried. */
 export class PriceTableError extends PlannerError {
   readonly code = 'price_table_invalid';

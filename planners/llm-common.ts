@@ -18,6 +18,7 @@ import {
   PlannerProtocolError,
   UnreadableReplyError,
 } from './errors';
+import { assertRequestRoom, assertTimeForLarger, turnStart } from './turn-policy';
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 import { nudgeText, type ReplyFinish } from './model-nudge';
 import {
@@ -128,8 +129,11 @@ export interface TurnOptions {
 
 /** What a {@link RequestGate} is told about the call it let through. */
 export interface GatedCall {
-  /** The model answered with this usage. */
-  answered(usage: Usage): Promise<void>;
+  /**
+   * The model answered with this usage, its reply ending `finish` (`done`, `truncated`, `other`,
+   * `unreadable`); answers the usage the request counts (an estimate where the server said nothing).
+   */
+  answered(usage: Usage, finish?: string): Promise<Usage>;
   /** The request failed with `err` (the model may or may not have billed it). */
   failed(err: unknown): Promise<void>;
 }
@@ -263,12 +267,14 @@ async function gatedRequest<M>(
     reply = await adapter.request(request, options);
   } catch (err) {
     // A reply that answered but could not be read was billed: settled at what it cost.
-    if (err instanceof UnreadableReplyError) await call.answered(err.usage);
-    else await call.failed(err);
+    if (err instanceof UnreadableReplyError)
+      throw err.withUsage(await call.answered(err.usage, 'unreadable'));
+    await call.failed(err);
     throw err;
   }
-  await call.answered(reply.usage);
-  return reply;
+  // Recorded the moment it arrives, outside the attempt (issue 40); counted as the gate says.
+  const usage = await call.answered(reply.usage, reply.finish ?? 'done');
+  return usage === reply.usage ? reply : { ...reply, usage };
 }
 
 /**
@@ -321,9 +327,16 @@ export async function runTurn<M>(
 
   // Every reply's usage is the turn's, a truncated one's included (issue 30).
   let usage: Usage = NO_USAGE;
-  let maxTokens: number | undefined;
-  for (let asked = 0; ; asked++) {
+  // One request policy across attempts (issue 40, turn-policy.ts).
+  const start = await turnStart(input, options.maxTokens);
+  if (start.truncated) return truncatedTurn(usage, await remember(null, []));
+  let maxTokens = start.maxTokens;
+  let sent = start.sent;
+  for (let asked = start.asked; ; asked++) {
+    assertRequestRoom(sent);
+    sent += 1;
     let reply: ModelReply<M>;
+    const startedMs = Date.now();
     try {
       reply = await askWithin(
         adapter,
@@ -346,7 +359,10 @@ export async function runTurn<M>(
       // Cut off by its output limit: never final, and a cut-off tool call never runs. The cut
       // reply stays out of the conversation; the same request is asked again with a larger limit.
       if (asked < TRUNCATED_RETRIES && options.maxTokens !== undefined) {
-        maxTokens = (maxTokens ?? options.maxTokens) * 2;
+        const limit = maxTokens ?? options.maxTokens;
+        maxTokens = limit * 2;
+        // Only when the attempt's time left can hold it (issue 40); else the next attempt asks.
+        assertTimeForLarger(input, Date.now() - startedMs, limit, maxTokens);
         activityLog(
           'warn',
           `the ${adapter.provider} model's reply was cut off at its output limit; asking again`,
@@ -358,16 +374,7 @@ export async function runTurn<M>(
         );
         continue;
       }
-      return {
-        turn: {
-          type: 'finish',
-          summary: reply.text,
-          usage,
-          ended: 'truncated',
-          ...(finishReason ? { finishReason } : {}),
-        },
-        memory: await remember(null, []),
-      };
+      return truncatedTurn(usage, await remember(null, []), reply.text, finishReason);
     }
     messages.push(reply.message);
     if (isNonEmpty(reply.calls)) return handOut(reply.calls, usage);
@@ -382,6 +389,14 @@ export async function runTurn<M>(
       memory: await remember(null, []),
     };
   }
+}
+
+/** A turn whose reply was cut off at its output limit, also when asked again: nothing of it runs. */
+function truncatedTurn(usage: Usage, memory: unknown, summary = '', finishReason?: string): PlannerOutput {
+  return {
+    turn: { type: 'finish', summary, usage, ended: 'truncated', ...(finishReason ? { finishReason } : {}) },
+    memory,
+  };
 }
 
 /**

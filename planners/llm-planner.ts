@@ -75,6 +75,11 @@ export interface LlmPlannerOptions {
 export const DEFAULT_TIMEOUT_MS = 110_000;
 /** Default SDK retries per request: none, the plan activity retries instead. */
 export const DEFAULT_MAX_RETRIES = 0;
+/**
+ * What a plan attempt keeps after its last request is given up (its record, its claim, its
+ * answer): 1.5 s, or a quarter of the time left when that is shorter.
+ */
+const ATTEMPT_END_MARGIN_MS = 1_500;
 /** How long the health probe waits for the endpoint. */
 const HEALTH_TIMEOUT_MS = 5_000;
 
@@ -248,9 +253,20 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
         async send(request) {
           const signal = cancellationSignal();
           const started = Date.now();
+          // No request outlives its plan attempt (issue 40): one that would is given up just
+          // before the attempt's end, so the attempt ends by itself and its outcome carries the
+          // turn's recorded usage, instead of Temporal abandoning it.
+          const remaining = input.deadlineMs === undefined ? Infinity : input.deadlineMs - started;
+          const leftMs = Math.floor(remaining - Math.min(ATTEMPT_END_MARGIN_MS, remaining / 4));
+          const deadline = leftMs < timeout ? AbortSignal.timeout(Math.max(1, leftMs)) : undefined;
+          const both = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline);
           try {
-            return await request(signal ? { signal } : undefined);
+            return await request(both ? { signal: both } : undefined);
           } catch (err) {
+            if (deadline?.aborted && !signal?.aborted)
+              return Promise.reject(
+                new PlannerTimeoutError(Math.max(0, leftMs), 'given up at the end of the plan attempt'),
+              );
             const thrown = failureToThrow(err, signal, wrap);
             return Promise.reject(timedOut(thrown, err, Date.now() - started, timeout));
           }

@@ -3,7 +3,14 @@
  * applied one. Both lists must keep the same version numbers and meaning.
  */
 
-import { POSTGRES_SPEND_STATEMENTS, SPEND_MIGRATION_NAME, SQLITE_SPEND_STATEMENTS } from './spend/schema';
+import {
+  POSTGRES_SERVED_STATEMENTS,
+  POSTGRES_SPEND_STATEMENTS,
+  SERVED_MIGRATION_NAME,
+  SPEND_MIGRATION_NAME,
+  SQLITE_SERVED_STATEMENTS,
+  SQLITE_SPEND_STATEMENTS,
+} from './spend/schema';
 
 /** Migration 8's name (issue 19). */
 export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs (issue 19)';
@@ -291,6 +298,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
        BEGIN SELECT RAISE(ABORT, 'approval_audit is append-only'); END`,
     ],
   },
+  { version: 11, name: SERVED_MIGRATION_NAME, statements: SQLITE_SERVED_STATEMENTS },
 ];
 
 /**
@@ -521,6 +529,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE approval_audit ADD CONSTRAINT approval_audit_action_check CHECK (action IN (${AUDIT_ACTIONS_10}))`,
     ],
   },
+  { version: 11, name: SERVED_MIGRATION_NAME, statements: POSTGRES_SERVED_STATEMENTS },
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

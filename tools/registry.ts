@@ -43,12 +43,28 @@ function inputJsonSchema(schema: z.ZodType): Record<string, unknown> {
   return json;
 }
 
+/** The start of the `unmet` text of an `unknown_tool` refusal (resume verification reads it). */
+export function unknownToolUnmet(toolName: string): string {
+  return `no tool named "${toolName}"`;
+}
+
+/** The tool an `unknown_tool` refusal's `unmet` text names, or null for any other text. */
+export function unknownToolOf(unmet: string | null | undefined): string | null {
+  return /^no tool named "([^"]+)"/.exec(unmet ?? '')?.[1] ?? null;
+}
+
 /** The tools one worker hosts. */
 export class ToolRegistry {
   private readonly tools = new Map<string, AnyTool>();
+  /**
+   * The worker's finishing tool (tools/finish.ts), if it has one: a run whose `tools` list
+   * leaves it out is still offered it, so every run can finish (issue 38).
+   */
+  readonly finishing: string | null;
 
-  constructor(tools: readonly AnyTool[] = []) {
+  constructor(tools: readonly AnyTool[] = [], o: { finishing?: string | null } = {}) {
     for (const t of tools) this.register(t);
+    this.finishing = o.finishing && this.tools.has(o.finishing) ? o.finishing : null;
   }
 
   /** Adds a tool; a second tool with the same name is an error. */
@@ -119,7 +135,7 @@ export class ToolRegistry {
       return proposal(args, explicitKey ?? null, {
         kind: 'PRECONDITION',
         code: ResultCode.UNKNOWN_TOOL,
-        unmet: `no tool named "${toolName}" (known: ${this.names().join(', ')})`,
+        unmet: `${unknownToolUnmet(toolName)} (known: ${this.names().join(', ')})`,
       });
     }
     const parsed = tool.schema.safeParse(args ?? {});

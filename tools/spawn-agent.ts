@@ -42,18 +42,24 @@ export interface RunToolsScope {
 
 /**
  * The registry one run sees: the worker's tools restricted to the run's list, plus
- * `spawn_agent` when the run may spawn. Without a scope, the worker's registry itself.
+ * `spawn_agent` when the run may spawn, and always the worker's finishing tool (a run must be
+ * able to finish). Without a scope, the worker's registry itself.
  */
 export function scopedRegistry(registry: ToolRegistry, scope: RunToolsScope): ToolRegistry {
   if (!scope.tools && !scope.spawnAgents && !scope.askHuman) return registry;
   const allowed = scope.tools ? new Set(scope.tools) : null;
   const tools: AnyTool[] = registry
     .names()
-    .filter((n) => n !== SPAWN_AGENT_TOOL && n !== ASK_HUMAN_TOOL && (!allowed || allowed.has(n)))
+    .filter(
+      (n) =>
+        n !== SPAWN_AGENT_TOOL &&
+        n !== ASK_HUMAN_TOOL &&
+        (!allowed || allowed.has(n) || n === registry.finishing),
+    )
     .map((n) => registry.get(n)!);
   if (scope.spawnAgents && (!allowed || allowed.has(SPAWN_AGENT_TOOL))) tools.push(spawnAgentTool);
   if (scope.askHuman) tools.push(askHumanTool);
-  return new ToolRegistry(tools);
+  return new ToolRegistry(tools, { finishing: registry.finishing });
 }
 
 /**

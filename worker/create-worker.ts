@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
 import { NativeConnection, Worker, type InjectedSinks, type WorkerInterceptors } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Sinks } from '@temporalio/workflow';
-import { dataConverterOf, loadPayloadCodec } from '../codec';
+import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
+import { loadConnectionOptions } from '../connection/env';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
@@ -17,6 +18,7 @@ import { createAiSdkPlanner } from '../planners/ai-sdk';
 import { createAnthropicPlanner } from '../planners/anthropic';
 import { loadModelEndpoints } from '../planners/endpoints';
 import { createOpenAIPlanner } from '../planners/openai';
+import { finishingTool } from '../tools/finish';
 import { ToolRegistry } from '../tools/registry';
 import type { AnyTool } from '../tools/define-tool';
 import type { ToolStore } from '../tools/store';
@@ -46,6 +48,13 @@ export interface WorkerDepsOptions {
   readonly mcpConfig?: AgentConfigInput;
   /** The MCP config file; null reads none. Default: AGENT_CONFIG, else ./agent.config.json if it exists. */
   readonly configPath?: string | null;
+  /**
+   * The tool that finishes a run (issue 38; tools/finish.ts): default the built-in
+   * `complete_task`, offered on every run. `finishingTool({ name: 'done' })` renames it; a
+   * tool of your own returning `{ terminal: true }` replaces it; `null` registers none (your
+   * tools must then finish the run). A tool in `tools` with the same name replaces it too.
+   */
+  readonly finishingTool?: AnyTool | null;
 }
 
 const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
@@ -57,6 +66,7 @@ const WORKER_DEPS_OPTIONS: ReadonlySet<string> = new Set([
   'identity',
   'mcpConfig',
   'configPath',
+  'finishingTool',
 ]);
 
 /** The activities' dependencies plus a close function. */
@@ -76,7 +86,8 @@ function sqliteFile(url: string): string | null {
 
 /**
  * Opens what a worker needs: the ledger (with the approvals, conversations and payloads
- * beside it), the user's tools, MCP tools from a config when one is present, and the planners.
+ * beside it), the user's tools, MCP tools from a config when one is present, the finishing
+ * tool (`complete_task` unless {@link WorkerDepsOptions.finishingTool} says otherwise) and the planners.
  * `openWorkerDeps({ tools })` is all a user's worker needs: no tool store and no demo tools
  * (the demo adds its own: demo/deps.ts). An unknown option is a TypeError naming it.
  */
@@ -103,8 +114,12 @@ export async function openWorkerDeps(o: WorkerDepsOptions = {}): Promise<WorkerD
   const store = o.store ?? null;
   const ledgerFile = sqliteFile(ledgerUrl);
   const storeFile = store?.file ? resolve(store.file) : null;
+  const own = [...(o.tools ?? []), ...mcp.tools];
+  const finish = o.finishingTool === undefined ? finishingTool() : o.finishingTool;
+  // A tool of the user's with the finishing tool's name is their own finishing tool.
+  const builtIn = finish && !own.some((t) => t.name === finish.name) ? [finish] : [];
   return {
-    registry: new ToolRegistry([...(o.tools ?? []), ...mcp.tools]),
+    registry: new ToolRegistry([...own, ...builtIn], { finishing: finish?.name ?? null }),
     store,
     ledger,
     storeSharesLedger: ledgerFile !== null && ledgerFile === storeFile,
@@ -156,7 +171,7 @@ export interface AgentWorkerOptions {
    * The data converter, i.e. the payload codec (codec/load-codec.ts `dataConverterOf`):
    * every client of these runs must use the same one. Unset: the codec policy of
    * codec/load-codec.ts from the environment (`AGENT_CODEC_KEYS`, `AGENT_CODEC_KEY_FILE`,
-   * the local `data/codec-keys.json`, or `AGENT_CODEC=off`) — the same one agentctl and the
+   * the default key file, created when the environment names a local dev server, or `AGENT_CODEC=off`) — the same one agentctl and the
    * client API apply, so a worker and a client configured alike read each other's payloads.
    */
   readonly dataConverter?: DataConverter;
@@ -185,13 +200,26 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
 /** The path of the workflows module the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
+/** Whether the environment's Temporal connection settings name a local dev server. */
+function localServerByEnv(): boolean {
+  try {
+    const { connectionOptions } = loadConnectionOptions(process.env);
+    return isLocalDevServer({ ...connectionOptions, address: connectionOptions.address ?? '' });
+  } catch {
+    return false;
+  }
+}
+
 /** Checks the namespace's search attributes (see {@link AgentWorkerOptions.searchAttributes}), then creates the Temporal worker. */
 export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> {
   const mode = o.searchAttributes ?? 'register';
   if (mode !== 'skip') {
     await ensureSearchAttributes(o.connection, o.namespace, { register: mode === 'register' });
   }
-  const dataConverter = o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env));
+  // Against a local dev server (by the environment's connection settings) a missing default
+  // key file is created, as agentctl and `npm run worker` do: a user's first worker starts.
+  const dataConverter =
+    o.dataConverter ?? dataConverterOf(loadPayloadCodec(process.env, { createKeyFile: localServerByEnv() }));
   // What moves out of history into the database (conversations, large payloads) is sealed
   // with the same codec as history (storage/row-codec.ts).
   const rows = new RowCodec(dataConverter.payloadCodecs ?? []);

@@ -16,32 +16,21 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import {
-  checkpointQuery,
-  reportQuery,
-  resumeSignal,
-  resumeUpdate,
-  runInputSchema,
-  statusQuery,
-  stopSignal,
-  stopUpdate,
-  traceQuery,
-  type ResolvedRunInput,
-  type RunInput,
-  type RunResult,
-} from '../common/contracts';
+import { runInputSchema, type ResolvedRunInput, type RunInput, type RunResult } from '../common/contracts';
 import { childEventSignal } from '../common/sub-agents';
 import { conversationQuery, messageUpdate } from '../common/conversation-run';
 import { Conversation } from './conversation';
-import { GuardReason, TerminalState, type ToolResult } from '../guard';
+import { GuardReason, isBudgetReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
-import { RunGate } from './run-gate';
-import { PATCH_CANCEL_STOPS, PATCH_SEALED_CHECKPOINTS, Patches } from './run-patches';
+import { RunGate } from '../core/gate';
 import { RunState } from './run-state';
 import { RunSteps } from './run-steps';
 import { lighterInput } from './script-ref';
-import { checkpointOf, reportOf, statusOf, traceOf } from './run-views';
-import { SubAgents } from './sub-agents';
+import { checkpointOf, publish, statusOf } from './run-views';
+import { finishRun } from './run-end';
+import { pageOutTrace, sealedCheckpoint } from './run-seal';
+import { installRunHandlers } from '../core/handlers';
+import { SubAgents, tellParent } from './sub-agents';
 import { TextReplies } from './text-replies';
 import { finalWord } from './final-word';
 
@@ -57,27 +46,25 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     throw ApplicationFailure.nonRetryable(`invalid run input: ${problems.join('; ')}`, 'InvalidRunInput');
   }
   const input = parsed.data;
-  // First thing: the one patch a run on this code records (workflows/run-patches.ts).
-  const patches = Patches.atStart();
-  const acts = runActivities(input, workflowInfo().workflowId, patches);
-  await refuseForgedCheckpoint(input.checkpoint, acts, patches);
-  const run = new RunState(input, workflowInfo().workflowId, acts, patches);
-  const gate = new RunGate(run, acts);
+  const acts = runActivities(input, workflowInfo().workflowId);
+  await refuseForgedCheckpoint(input.checkpoint, acts);
+  const run = new RunState(input, workflowInfo().workflowId, acts);
+  run.publisher = publish;
+  const gate = new RunGate(run, acts, {
+    // A sub-agent's budget is a reservation out of its parent's: it ends, and its parent's
+    // planner decides (a raise here could make the tree spend more than its root's budget).
+    endsInsteadOfWaiting: (stop) => input.tree !== undefined && isBudgetReason(stop.reason),
+    onWaiting: () => tellParent(run, 'stopped'),
+    onResumed: () => tellParent(run, 'resumed'),
+    // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.14).
+    stillRunning: () => run.stopInForce?.reason === GuardReason.CHILD_STOPPED,
+  });
   const subAgents = new SubAgents(run, gate);
   const step = new RunSteps(run, acts, subAgents);
   const replies = new TextReplies(run);
   const conv = Conversation.of(run);
   setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
-  setHandler(resumeSignal, (raw) => gate.onResumeSignal(raw));
-  setHandler(resumeUpdate, (raw) => gate.resume(raw), { validator: (raw) => gate.validateResume(raw) });
-  setHandler(stopSignal, (raw) => gate.onStopSignal(raw));
-  // Registering a handler adds no command: recorded histories replay unchanged (a run only
-  // records an update it is sent).
-  setHandler(stopUpdate, (raw) => gate.stop(raw), { validator: (raw) => gate.validateStop(raw) });
-  setHandler(statusQuery, () => statusOf(run));
-  setHandler(reportQuery, () => reportOf(run));
-  setHandler(checkpointQuery, () => checkpointOf(run));
-  setHandler(traceQuery, (args) => traceOf(run, args));
+  installRunHandlers(run, gate, { status: () => statusOf(run), checkpoint: () => checkpointOf(run) });
   // A person's message (issue 33): refused by the validator on a run that is not a conversation.
   setHandler(messageUpdate, (raw) => conv!.onMessage(raw), {
     validator: (raw) => {
@@ -92,9 +79,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   });
 
   try {
-    return await loop(input, rawInput, run, gate, step, replies, conv);
+    return await loop({ input, rawInput, run, gate, step, replies, conv });
   } catch (err) {
-    if (!isCancellation(err) || !patches.has(PATCH_CANCEL_STOPS)) throw err;
+    if (!isCancellation(err)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
     // stop with a StopReport and a checkpoint instead of vanishing (docs/spec.md §7.14).
     return CancellationScope.nonCancellable(async () => {
@@ -111,21 +98,40 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
           'the run was cancelled',
         );
       }
-      return run.finish();
+      return finishRun(run);
     });
   }
 }
 
+/**
+ * What one turn came to, the one thing the loop switches on: a call ran (`execute`), was answered
+ * from the ledger (`cached`) or steered back to the model (`steer`); the run stopped (`stop`: the
+ * stop is in force on the run, whatever stopped it); it is done (`complete`); it waits before the
+ * next turn (`wait`: a RETRYABLE backoff or a PENDING re-poll); or nothing ran and the next turn
+ * is asked (`next`: a text reply, a person's turn, a stop request that was refused).
+ */
+type TurnOutcome =
+  | { readonly kind: 'execute' | 'cached' | 'steer' | 'stop' | 'next' }
+  | { readonly kind: 'complete'; readonly summary: string | null }
+  | { readonly kind: 'wait'; readonly ms: number };
+
+const NEXT: TurnOutcome = { kind: 'next' };
+const STOP: TurnOutcome = { kind: 'stop' };
+
+/** What a turn works with. */
+interface Loop {
+  readonly input: ResolvedRunInput;
+  readonly rawInput: RunInput;
+  readonly run: RunState;
+  readonly gate: RunGate;
+  readonly step: RunSteps;
+  readonly replies: TextReplies;
+  readonly conv: Conversation | null;
+}
+
 /** The loop of one run (docs/spec.md §7.9), until its terminal state. */
-async function loop(
-  input: ResolvedRunInput,
-  rawInput: RunInput,
-  run: RunState,
-  gate: RunGate,
-  step: RunSteps,
-  replies: TextReplies,
-  conv: Conversation | null,
-): Promise<RunResult> {
+async function loop(l: Loop): Promise<RunResult> {
+  const { input, run, gate, replies } = l;
   const acts = run.activities;
   if (run.needsWorldVersion) run.startAt(await acts.currentProgress());
   run.publish();
@@ -135,93 +141,121 @@ async function loop(
     if (run.stopped) {
       acts.discardPrefetch();
       replies.forget();
+      if (!(await gate.waitForResume(input.resumeWindowMs))) return finishRun(run);
     }
-    if (run.stopped && !(await gate.waitForResume())) return run.finish();
     if (run.historyIsLong()) {
-      await condition(allHandlersFinished);
-      // A long script's calls travel by reference from here on (issue 32, workflows/script-ref.ts).
-      const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
-      const taken = conv?.version;
-      // A checkpoint too large for the new run's input stops the run payload_too_large instead.
-      const checkpoint = await run.sealedCheckpoint({ ...next, checkpoint: undefined });
-      if (checkpoint) {
-        // A lean run's trace records that do not travel go to the worker's database (issue 19).
-        if (run.lean) await run.pageOutTrace(checkpoint.trace.length);
-        // A person's message taken while it was sealed: sealed again with it (none lost, none twice).
-        if (conv && conv.version !== taken) continue;
-        await continueAsNew<typeof agentRun>({ ...next, checkpoint });
+      await continueAsNewOrStop(l);
+      continue;
+    }
+    const t = await turn(l);
+    switch (t.kind) {
+      case 'complete':
+        return finishRun(run, TerminalState.COMPLETED, t.summary);
+      case 'stop':
+        // The one place a stop is answered: an LLM run's model gets its final word (issue 30).
+        await finalWord(run);
+        break;
+      case 'wait': {
+        // The server-given wait, as a durable timer that ends early when an operator stops the run.
+        acts.discardPrefetch();
+        // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
+        const waitStart = Date.now();
+        await gate.sleepUnlessStopped(t.ms);
+        run.guard.discountWait(Date.now() - waitStart);
+        break;
       }
-      continue;
-    }
-    if (await gate.applyStopRequest()) continue;
-    // A conversation hands the turn to the person and waits for their message (issue 33).
-    if (conv?.closeIfAsked()) continue;
-    if (conv?.waiting && (await conv.wait(gate)) !== 'answered') continue;
-
-    // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
-    // again (the same call may be exactly right once the world has changed).
-    const planned = await step.plan(replies.nudge, conv?.userText ?? null);
-    if (planned.kind === 'planned') conv?.planned();
-    if (planned.kind === 'stopped') {
-      await finalWord(run); // a budget ceiling before the call: the model's final word
-      continue;
-    }
-    const { turn, proposal: p } = planned;
-    if (turn.type === 'finish') {
-      // In a conversation, a text reply is a message to the person (issue 30 item 1, issue 33).
-      if (conv?.onText(turn)) {
-        replies.onCall();
-        continue;
-      }
-      // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
-      const end = replies.onFinish(turn);
-      if (end !== 'complete') continue;
-      run.note('complete', 'planner_finished');
-      return run.finish(TerminalState.COMPLETED, turn.summary);
-    }
-    replies.onCall();
-    if (turn.type === 'exhausted' || !p) {
-      run.runtimeStop(GuardReason.PLANNER_EXHAUSTED, TerminalState.PARTIAL);
-      continue;
-    }
-    // The kill switch is checked after planning too: a stop that arrived while the planner
-    // was thinking must still prevent the next tool call.
-    if (gate.stopRequested) {
-      step.undoTurn();
-      continue;
-    }
-    // `ask_human`, or the finishing tool while the person's messages wait: nothing runs (issue 41).
-    if (conv?.onCall(turn, p)) continue;
-    const proposal = step.propose(turn, p);
-    if (!input.guardEnabled) {
-      if (await step.passThrough(proposal)) return run.finish(TerminalState.COMPLETED);
-      continue;
-    }
-
-    // Guard, then tool, then guard again.
-    const before = step.before(proposal);
-    // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
-    if (before.decision === 'stop') await finalWord(run);
-    if (before.decision === 'stop' || before.decision === 'steer') continue;
-    const done = await step.execute(proposal, before.decision === 'return_cached_success');
-    if (done.kind === 'stopped') continue; // an infrastructure fault stopped the run
-    const { result, progressVersion } = done;
-    const after = step.after(proposal, before, result, progressVersion);
-    if (after.decision === 'stop') {
-      await finalWord(run);
-      continue;
-    }
-    if (after.decision === 'complete') return run.finish(TerminalState.COMPLETED, summaryOf(result));
-    if (after.decision === 'retry_after_backoff' || after.decision === 'wait_bounded') {
-      // The server-given wait, as a durable timer that ends early when an operator stops the run.
-      acts.discardPrefetch();
-      // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
-      const offClock = run.patches.waitOffClock();
-      const waitStart = Date.now();
-      await condition(() => gate.stopRequested, after.retryAfterMs ?? DEFAULT_WAIT_MS);
-      if (offClock) run.guard.discountWait(Date.now() - waitStart);
+      case 'execute':
+      case 'cached':
+      case 'steer':
+      case 'next':
+        break;
     }
   }
+}
+
+/** One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts). */
+async function turn(l: Loop): Promise<TurnOutcome> {
+  const { input, run, gate, step, replies, conv } = l;
+  if (await gate.applyStopRequest()) return STOP;
+  // A conversation hands the turn to the person and waits for their message (issue 33).
+  if (conv?.closeIfAsked()) return run.stopped ? STOP : NEXT;
+  if (conv?.waiting && (await conv.wait(gate)) !== 'answered') return run.stopped ? STOP : NEXT;
+
+  // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
+  // again (the same call may be exactly right once the world has changed).
+  const planned = await step.plan(replies.nudge, conv?.userText ?? null);
+  if (planned.kind === 'stopped') return STOP; // the planner failed, or a budget ceiling before the call
+  conv?.planned();
+  const { turn: t, proposal: p } = planned;
+  if (t.type === 'finish') {
+    // In a conversation, a text reply is a message to the person (issue 30 item 1, issue 33).
+    if (conv?.onText(t)) {
+      replies.onCall();
+      return NEXT;
+    }
+    // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
+    if (replies.onFinish(t) !== 'complete') return run.stopped ? STOP : NEXT;
+    run.note('complete', 'planner_finished');
+    return { kind: 'complete', summary: t.summary };
+  }
+  replies.onCall();
+  if (t.type === 'exhausted' || !p) {
+    run.runtimeStop(GuardReason.PLANNER_EXHAUSTED, TerminalState.PARTIAL);
+    return STOP;
+  }
+  // The kill switch is checked after planning too: a stop that arrived while the planner
+  // was thinking must still prevent the next tool call.
+  if (gate.stopRequested) {
+    step.undoTurn();
+    return NEXT;
+  }
+  // `ask_human`, or the finishing tool while the person's messages wait: nothing runs (issue 41).
+  if (conv?.onCall(t, p)) return NEXT;
+  const proposal = step.propose(t, p);
+  if (!input.guardEnabled) {
+    const done = await step.passThrough(proposal);
+    return done ? { kind: 'complete', summary: null } : { kind: 'execute' };
+  }
+
+  // Guard, then tool, then guard again.
+  const before = step.before(proposal);
+  // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
+  if (before.kind === 'steer' || before.kind === 'stop') return { kind: before.kind };
+  const done = await step.execute(proposal, before.kind === 'cached');
+  if (done.kind === 'stopped') return STOP; // an infrastructure fault stopped the run
+  const { result, progressVersion } = done;
+  const after = step.after(proposal, before.before, result, progressVersion);
+  switch (after.decision) {
+    case 'stop':
+      return STOP;
+    case 'complete':
+      return { kind: 'complete', summary: summaryOf(result) };
+    case 'retry_after_backoff':
+    case 'wait_bounded':
+      return { kind: 'wait', ms: after.retryAfterMs ?? DEFAULT_WAIT_MS };
+    default:
+      return { kind: before.kind };
+  }
+}
+
+/**
+ * A long history: the run continues as new from its sealed checkpoint, or stops
+ * payload_too_large when the checkpoint cannot travel (the loop then waits for a resume).
+ */
+async function continueAsNewOrStop({ rawInput, run, conv }: Loop): Promise<void> {
+  const acts = run.activities;
+  await condition(allHandlersFinished);
+  // A long script's calls travel by reference from here on (issue 32, workflows/script-ref.ts).
+  const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
+  const taken = conv?.version;
+  // A checkpoint too large for the new run's input stops the run payload_too_large instead.
+  const checkpoint = await sealedCheckpoint(run, { ...next, checkpoint: undefined });
+  if (!checkpoint) return;
+  // A lean run's trace records that do not travel go to the worker's database (issue 19).
+  if (run.lean) await pageOutTrace(run, checkpoint.trace.length);
+  // A person's message taken while it was sealed: sealed again with it (none lost, none twice).
+  if (conv && conv.version !== taken) return;
+  await continueAsNew<typeof agentRun>({ ...next, checkpoint });
 }
 
 /** A terminal tool's `summary`, the run's summary. */
@@ -236,12 +270,8 @@ function summaryOf(result: ToolResult): string | null {
  * server can set `continuedFromExecutionRunId`). A forged one fails the new run with a
  * clear error before anything is restored; the original run's result is untouched.
  */
-async function refuseForgedCheckpoint(
-  checkpoint: unknown,
-  acts: RunActivities,
-  patches: Patches,
-): Promise<void> {
-  if (checkpoint === undefined || !patches.has(PATCH_SEALED_CHECKPOINTS)) return;
+async function refuseForgedCheckpoint(checkpoint: unknown, acts: RunActivities): Promise<void> {
+  if (checkpoint === undefined) return;
   if (workflowInfo().continuedFromExecutionRunId !== undefined) return;
   const opened = await acts.openCheckpoint(checkpoint);
   if (!opened.ok) throw ApplicationFailure.nonRetryable(opened.detail, 'CheckpointRejected');

@@ -10,7 +10,7 @@ import {
   type MessageRequest,
 } from '../common/conversation-run';
 import type { RunPhase } from '../common/contracts';
-import { isTerminal } from './run-phase';
+import { isTerminal } from '../core/phase';
 
 /** What the validator reads of the run and its conversation. */
 export interface InboxState {

@@ -18,7 +18,7 @@ import { FINISHING_TOOL, type Observation } from '../common/planner';
 import type { RunPhase } from '../common/contracts';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
-import { isTerminal } from './run-phase';
+import { isTerminal } from '../core/phase';
 
 /** How much of a text a trace note or an answer quotes. */
 export const QUOTE = 120;

@@ -28,7 +28,7 @@ import type { Checkpoint } from '../common/contracts';
 import { FINISHING_TOOL, type PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
-import type { RunGate } from './run-gate';
+import type { RunGate } from '../core/gate';
 import { refuseOrParse } from './conversation-refusal';
 import {
   answerReason,
@@ -42,7 +42,7 @@ import {
   TRANSCRIPT_KEPT,
   viewOf,
 } from './conversation-words';
-import { isTerminal } from './run-phase';
+import { isTerminal } from '../core/phase';
 import type { RunState } from './run-state';
 
 /** Transcript entries that travel in a checkpoint (the workflow keeps TRANSCRIPT_KEPT). */

@@ -7,29 +7,28 @@
  * planner from there), and a final turn that fails changes nothing else. Runs recorded before
  * this change replay as they ran (patch `llm-final-word-v1`). Workflow code.
  */
-import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import type { RunFacts } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, isBudgetReason, LOOP_REASONS } from '../guard';
 import { chargeUnreadableReply } from './plan-failure';
-import { failureMessage } from './resume-check';
-import { PATCH_FINAL_WORD, PATCH_FINAL_WORD_ROOM } from './run-patches';
+import { failureMessage } from '../core/resume-check';
 import type { RunState } from './run-state';
 
 /**
- * Whether an LLM run keeps room for its final word (patch `llm-final-word-room-v1`): each model
- * request's money check then reserves the final word's worst case (`RunFacts.reserveFinalWord`).
+ * Whether a run keeps room for its final word (an LLM run): each model request's money check
+ * then reserves the final word's worst case (`RunFacts.reserveFinalWord`).
  */
 export function keepsFinalWordRoom(run: RunState): boolean {
-  return run.input.planner.kind !== 'scripted' && patched(PATCH_FINAL_WORD_ROOM);
+  return run.input.planner.kind !== 'scripted';
 }
 
 const isMoneyStop = (reason: string) =>
   reason === GuardReason.TOKEN_BUDGET || reason === GuardReason.COST_BUDGET;
 
 /**
- * Whether a stop gets a final word: an LLM run stopped by a loop rule or a budget. A token or
- * cost budget gets one only in a run that kept room for it (runs before the patch: none).
+ * Whether a stop gets a final word: an LLM run stopped by a loop rule or a budget (a token or
+ * cost budget within the room the run kept for it).
  */
 function wantsFinalWord(run: RunState): boolean {
   const stop = run.stopInForce;
@@ -55,7 +54,7 @@ function moneyLeft(run: RunState, reason: string): RunFacts['budgetsLeft'] {
 
 /** Asks the model for its final word after a guard stop (see the module comment). */
 export async function finalWord(run: RunState): Promise<void> {
-  if (!wantsFinalWord(run) || !patched(PATCH_FINAL_WORD)) return;
+  if (!wantsFinalWord(run)) return;
   const stop = run.stopInForce!;
   try {
     // After a loop, step or time stop the final word is outside the run's ceilings (bounded by its

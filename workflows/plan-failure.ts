@@ -5,10 +5,9 @@
  * planner timeout stops `planner_timeout` (issue 30); anything else is `planner_failed`.
  * Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, patched, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import {
   unreadableReplyUsage,
-  UNREADABLE_REPLY_ERROR,
   CONTEXT_EXHAUSTED_ERROR,
   COST_CEILING_ERROR,
   LEDGER_UNAVAILABLE,
@@ -18,19 +17,18 @@ import {
 } from '../common/planner';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
-import { failureMessage } from './resume-check';
-import { PATCH_UNREADABLE_USAGE } from './run-patches';
+import { failureMessage } from '../core/resume-check';
 import type { RunState } from './run-state';
 
 /**
- * Charges the usage of a reply the model billed but the planner could not read (issue 30: every
- * token counted), carried in the failure's details; nothing for any other failure.
+ * Charges the usage a failed plan activity carries in its failure's details: a reply the model
+ * billed but the planner could not read (issue 30), and every request of the turn the plan
+ * activity's attempts sent (issue 40: served usage, whatever the failure); nothing without it.
  */
 export function chargeUnreadableReply(run: RunState, err: ActivityFailure): void {
   const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
-  if (cause?.type !== UNREADABLE_REPLY_ERROR) return;
-  const usage = unreadableReplyUsage(cause.details);
-  if (usage === null || !patched(PATCH_UNREADABLE_USAGE)) return;
+  const usage = cause ? unreadableReplyUsage(cause.details) : null;
+  if (usage === null) return;
   run.guard.charge({ steps: 0, tokens: usage.tokens, costUsd: usage.costUsd });
 }
 

@@ -16,6 +16,7 @@ import type { Activities } from '../activities/create-activities';
 import type {
   PlanInput,
   PlanOutput,
+  PrefetchInput,
   ProposalInfo,
   RunToolOutput,
   VerifyInput,
@@ -34,8 +35,8 @@ import {
 } from '../common/planner';
 import { ScriptCursor } from '../guard/script-calls';
 import type { PayloadRef } from '../common/payload-limits';
-import { PATCH_LOCAL_SCRIPTED_PLAN, PATCH_PREFETCH_SCRIPTED_PLAN, type Patches } from './run-patches';
 import { scriptCallsRef } from './script-ref';
+import type { RefusalAudit } from '../core/resume-check';
 
 /** What the run loop and the resume handler call. */
 export interface RunActivities {
@@ -61,12 +62,12 @@ export interface RunActivities {
   verifyOperator(input: VerifyOperatorInput): Promise<OperatorVerdict>;
   /** Whether the planner answers now (lifts a `planner_failed` stop). */
   checkPlanner(): Promise<{ ok: boolean; detail: string }>;
-  /** Seals a checkpoint with the workers' key. */
-  sealCheckpoint(cp: Checkpoint): Promise<Checkpoint>;
   /** The seal of a checkpoint with the workers' key (the checkpoint is not sent back). */
   checkpointSeal(cp: Checkpoint): Promise<string>;
   /** Validates a checkpoint given back to a run (shape and seal). */
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
+  /** Audits a refusal the gate decided (core/gate.ts) in the approval store's audit. */
+  auditRefusal(input: RefusalAudit): Promise<void>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
   /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
@@ -96,8 +97,18 @@ function asActivityFailure(err: unknown): unknown {
   );
 }
 
+/**
+ * A prefetched turn's input without what every prefetched turn has in common — the run id,
+ * the empty goal, the memory `{ next: 0 }`, no observation — which `runTool` fills back in:
+ * it crosses history every step (issue 42).
+ */
+function leanPrefetch(plan: PlanInput): PrefetchInput {
+  const { runId: _runId, goal: _goal, memory: _memory, observation: _observation, ...lean } = plan;
+  return lean;
+}
+
 /** Proxies the activities with the run's timeouts. */
-export function runActivities(input: ResolvedRunInput, runId: string, patches: Patches): RunActivities {
+export function runActivities(input: ResolvedRunInput, runId: string): RunActivities {
   const t = input.timeouts;
   // Only a run that sets `retryInitialMs` schedules other retry policies than before.
   const firstRetry = t.retryInitialMs === undefined ? {} : { initialInterval: t.retryInitialMs };
@@ -132,7 +143,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
   const { plan: localPlanRaw } = proxyLocalActivities<Activities>(planOptions);
   const localPlan = (i: Parameters<typeof plan>[0]): ReturnType<typeof plan> =>
     localPlanRaw(i).catch((err: unknown) => Promise.reject(asActivityFailure(err)));
-  const { verifyPrecondition, verifyOperator, checkPlanner, sealCheckpoint, checkpointSeal, openCheckpoint } =
+  const { verifyPrecondition, verifyOperator, checkPlanner, checkpointSeal, openCheckpoint, auditRefusal } =
     proxyActivities<Activities>({
       startToCloseTimeout: '1 minute',
       retry: { maximumAttempts: 5, ...firstRetry },
@@ -224,9 +235,8 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
         // Planned by the last `runTool`, with nothing between that could change the answer.
         out = ready.out;
       } else {
-        // Decided once per turn; a run recorded before the patch replays the scheduled activity.
-        const scriptedPlan =
-          input.scriptedPlan !== 'activity' && patches.has(PATCH_LOCAL_SCRIPTED_PLAN) ? localPlan : plan;
+        // `activity` (benchmarks' baseline): a scheduled activity instead of a local one.
+        const scriptedPlan = input.scriptedPlan !== 'activity' ? localPlan : plan;
         out = await scriptedPlan(turnAt(offset, observation, lifted));
       }
       const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
@@ -246,8 +256,7 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     async runTool(p, toolErrors) {
       const ahead = upcoming;
       upcoming = null;
-      // Decided per call; a run recorded before the patch replays its `plan` of the next turn.
-      const prefetch = ahead && patches.has(PATCH_PREFETCH_SCRIPTED_PLAN) ? ahead : null;
+      const prefetch = ahead;
       const { next, ...out } = await runTool.executeWithOptions(
         { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
         [
@@ -256,13 +265,12 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
             tool: p.tool,
             args: p.args,
             operationKey: p.operationKey,
-            fingerprint: p.fingerprint,
-            argsHash: p.argsHash,
+            // No fingerprint or args hash: the activity computes both (issue 42, small payloads).
             ...(p.approval?.approvalId
               ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
               : {}),
             fixture: p.fixture,
-            ...(prefetch ? { prefetch: prefetch.plan } : {}),
+            ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
             ...(toolErrors ? { toolErrors } : {}),
           },
         ],
@@ -274,9 +282,9 @@ export function runActivities(input: ResolvedRunInput, runId: string, patches: P
     currentProgress: () => currentProgress(runId),
     verifyOperator,
     checkPlanner: () => checkPlanner({ runId, planner }),
-    sealCheckpoint,
     checkpointSeal,
     openCheckpoint,
+    auditRefusal,
     saveTrace,
     storeScript,
     discardPrefetch() {

@@ -9,7 +9,6 @@ import type { Checkpoint } from '../common/contracts';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
 import { boundedRecord, checkpointTooLarge } from './checkpoint-bounds';
-import { PATCH_AUTHORITY, PATCH_LEAN_SEAL } from './run-patches';
 import type { RunState } from './run-state';
 import { checkpointOf } from './run-views';
 
@@ -33,7 +32,7 @@ export async function sealedCheckpoint(run: RunState, around: unknown = {}): Pro
     );
     return null;
   }
-  return run.patches.has(PATCH_AUTHORITY) ? sealCheckpoint(run, cp) : cp;
+  return sealCheckpoint(run, cp);
 }
 
 /**
@@ -69,12 +68,9 @@ export async function pageOutTrace(run: RunState, kept: number): Promise<void> {
 /** The checkpoint sealed by the worker; unsealed when the seal activity fails (never a failed run). */
 export async function sealCheckpoint(run: RunState, cp: Checkpoint): Promise<Checkpoint> {
   try {
-    if (run.patches.has(PATCH_LEAN_SEAL)) {
-      // Only the seal comes back: the checkpoint crosses history once less (issue 9).
-      const { seal: _old, ...rest } = cp;
-      return { ...rest, seal: await run.activities.checkpointSeal(rest) };
-    }
-    return await run.activities.sealCheckpoint(cp);
+    // Only the seal comes back: the checkpoint crosses history once less (issue 9).
+    const { seal: _old, ...rest } = cp;
+    return { ...rest, seal: await run.activities.checkpointSeal(rest) };
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     // Unsealed, the checkpoint can still continue this run's own chain; `resume --from` refuses it.

@@ -4,12 +4,10 @@
  * the RunState, with its checkpoint); otherwise it answers what it produced. The workflow
  * loop (workflows/agent-run.ts) goes round again on `stopped`. Workflow code.
  */
-import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import type { ProposalInfo, RunToolOutput } from '../activities/types';
-import type { RunDecision } from '../common/contracts';
 import { NO_USAGE, type ModelNudge, type PlannerTurn } from '../common/planner';
 import { isPayloadTooLarge, PAYLOAD_TOO_LARGE } from '../common/payload-limits';
-import { redact } from '../common/redact';
 import {
   GuardReason,
   TerminalState,
@@ -22,22 +20,23 @@ import { noteConflict, type KeyHolder } from './conflict-report';
 import { toObservation } from './observation';
 import { stopOnPlanFailure } from './plan-failure';
 import { runFacts } from './run-facts';
-import { RecentCalls, steerObservation } from './steer-note';
-import { failureMessage, failureType } from './resume-check';
+import { GuardedStep, type BeforeOutcome, type StepCall } from '../core/step';
+import { failureMessage, failureType } from '../core/resume-check';
 import type { RunActivities } from './run-activities';
-import { PATCH_NO_STEP_UPSERT, PATCH_PROGRESS_MONOTONIC, PATCH_USAGE_FIRST } from './run-patches';
 import type { BlockedCall, RunState } from './run-state';
 import type { SubAgents } from './sub-agents';
 
 /** A planner turn that proposes a call. */
 export type CallTurn = Extract<PlannerTurn, { type: 'call' }>;
 
-/** A proposal taken into the run: its index, the turn, the activity's view and the guard's call. */
+/** A proposal taken into the run: its index, the turn, the activity's view and the core step's call. */
 export interface Proposal {
   readonly index: number;
   readonly turn: CallTurn;
   readonly p: ProposalInfo;
   readonly call: GuardCall;
+  /** The call as the core's guarded step sees it (core/step.ts). */
+  readonly step: StepCall;
 }
 
 /** A step that stopped the run: the stop is in force, the loop goes round to wait for a resume. */
@@ -54,14 +53,6 @@ export type ToolStep = Stopped | { readonly kind: 'ran'; result: ToolResult; pro
 
 const STOPPED: Stopped = { kind: 'stopped' };
 
-/** The trace fields of a proposal (canonical args; redacted on record). */
-const traced = (p: ProposalInfo) => ({
-  tool: p.tool,
-  fingerprint: p.fingerprint,
-  args: p.canonicalArgs,
-  operation_key: p.operationKey,
-});
-
 /** The call a stop names (its args, so resume can re-check its precondition). */
 const blockedOf = (p: ProposalInfo): BlockedCall => ({
   tool: p.tool,
@@ -76,8 +67,8 @@ export class RunSteps {
   private memoryBeforeTurn: unknown = null;
   /** The version the worker's progress source reported after this run's last call (not persisted). */
   private lastSourceVersion: number | null = null;
-  /** Recent calls' results and steps, for guard notes (not persisted). */
-  private readonly recentCalls = new RecentCalls();
+  /** The core's guarded step over this run (core/step.ts). */
+  private readonly step: GuardedStep;
   /** The run holding the key of the call just run, when the ledger refused it (not persisted). */
   private holder: KeyHolder = null;
 
@@ -85,7 +76,9 @@ export class RunSteps {
     private readonly run: RunState,
     private readonly activities: RunActivities,
     private readonly subAgents: SubAgents | null = null,
-  ) {}
+  ) {
+    this.step = new GuardedStep(run);
+  }
 
   /** Asks the planner for its next turn; `stopped` when the planner failed and the run stopped. */
   async plan(nudge: ModelNudge | null = null, userText: string | null = null): Promise<PlanStep> {
@@ -103,7 +96,7 @@ export class RunSteps {
       );
       run.memory = planned.memory;
       let turn = planned.turn;
-      if (run.input.planner.kind !== 'scripted' && patched(PATCH_USAGE_FIRST)) {
+      if (run.input.planner.kind !== 'scripted') {
         // Every model response counts before any rule decides (issue 30): a final text, a
         // proposal the step budget or the kill switch refuses. before() then adds nothing.
         run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
@@ -141,66 +134,43 @@ export class RunSteps {
         ? { ledgerBacked: true }
         : {}),
     };
-    return { index, turn, p, call };
+    const step: StepCall = {
+      index,
+      callId: turn.callId,
+      call,
+      args: p.canonicalArgs,
+      blocked: blockedOf(p),
+      ...(p.ledger ? { stored: p.ledger.result } : {}),
+    };
+    return { index, turn, p, call, step };
   }
 
   /**
-   * guard.before: whether the proposal may run (docs/spec.md §3). A refusal stops the run and
-   * ends the planner's turn, unless the run steers it (§3.3): then the call does not run and
-   * the model gets the guard's note as its result.
+   * guard.before through the core's step (core/step.ts): `execute`, `cached`, `steer` (the
+   * model reads the guard's note as the call's result, §3.3) or `stop` (the planner's turn is
+   * forgotten, so a resumed run asks again). The approval policy: a call the guard lets run
+   * that needs a person's approval it does not carry stops NEEDS_HUMAN before it runs.
    */
-  before(x: Proposal): BeforeResult {
+  before(x: Proposal): BeforeOutcome {
     const { p } = x;
     const run = this.run;
     // The persistent ledger is the one truth about completed writes: a lean guard learns a key
     // it forgot here, before any decision reads it (the plan activity looked it up, or the
     // run stopped infrastructure_fault when the ledger could not be read).
     if (p.ledger && p.operationKey) run.guard.markCompleted(p.operationKey, p.ledger.fingerprint);
-    const before = run.guard.before(x.call, Date.now());
-    const refused = before.decision === 'stop' || before.decision === 'steer' ? before.reason : null;
-    run.record({
-      ...traced(p),
-      phase: 'before',
-      result_kind: null,
-      error_code: null,
-      decision: before.decision,
-      reason: refused,
-    });
-    if (before.decision === 'steer') {
-      run.decide({ index: x.index, tool: p.tool, decision: 'steer', reason: before.reason });
-      const stored = p.ledger?.result;
-      const seen = this.recentCalls.get(x.call.similarKey ?? p.fingerprint);
-      const earlier = seen?.result;
-      run.observation = steerObservation({
-        callId: x.turn.callId,
-        tool: p.tool,
-        steer: before,
-        steerLimit: run.guard.config.steerLimit,
-        earlierSteps: seen?.steps ?? [],
-        earlierResult: stored ?? (earlier?.kind === 'SUCCESS' ? earlier.data : earlier),
-        unmet: earlier?.kind === 'PRECONDITION' ? (earlier.unmet ?? null) : null,
-      });
-      run.publish(false);
-      return before;
-    }
-    if (before.decision === 'stop') {
-      run.decide({ index: x.index, tool: p.tool, decision: 'stop' });
+    const out = this.step.before(x.step);
+    if (out.kind === 'steer') run.observation = out.observation;
+    if (out.kind === 'stop') {
       this.undoTurn();
-      run.stop(before.terminalState, before.reason, blockedOf(p), p.operationKey);
       noteConflict(run, p, p.ledger?.holder);
-      return before;
     }
-    if (before.decision === 'execute' && p.approval?.required && !p.approval.approvalId) {
-      // The guard lets it run, but a person must approve this exact call first: stop before
-      // it runs, showing the call. The approval is bound to this stop and this fingerprint.
-      const reason = GuardReason.APPROVAL_REQUIRED;
-      run.decide({ index: x.index, tool: p.tool, decision: 'stop' });
+    if (out.kind === 'execute' && p.approval?.required && !p.approval.approvalId) {
+      // The approval is bound to this stop and this fingerprint.
       this.undoTurn();
-      const unmet = `approval required for ${p.tool} ${JSON.stringify(redact(p.canonicalArgs))}`;
-      run.runtimeStop(reason, TerminalState.NEEDS_HUMAN, undefined, unmet, blockedOf(p), p.operationKey);
-      return { decision: 'stop', reason, terminalState: TerminalState.NEEDS_HUMAN };
+      this.step.approvalStop(x.step);
+      return { kind: 'stop', before: out.before };
     }
-    return before;
+    return out;
   }
 
   /**
@@ -254,7 +224,7 @@ export class RunSteps {
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
     if (!p.fixture && out.progressVersion !== null) this.lastSourceVersion = out.progressVersion;
-    if (!p.fixture && floor !== null && version < floor && this.run.patches.has(PATCH_PROGRESS_MONOTONIC)) {
+    if (!p.fixture && floor !== null && version < floor) {
       // A progress source that goes backwards is broken: never a false no_progress, never FAILED.
       const detail = `the progress version went backwards from ${floor} to ${version} after a call of ${p.tool}: the worker's progress source (or ${p.tool}'s progressVersion hook) must never decrease`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, 'progress_went_backwards', detail);
@@ -269,28 +239,11 @@ export class RunSteps {
     return STOPPED;
   }
 
-  /** guard.after: records the result (docs/spec.md §3); a stop keeps the FATAL's message. */
+  /** guard.after through the core's step; the planner observes the result; a stop names any conflicting holder. */
   after(x: Proposal, before: BeforeResult, result: ToolResult, progressVersion: number): AfterResult {
     const { p } = x;
     const run = this.run;
-    // The lifted stop's call has run (or was answered): its approvals are spent for good.
-    if (run.approvalStop?.fingerprint === p.fingerprint) run.approvalStop = null;
-    const after = run.guard.after(x.call, result, progressVersion, Date.now());
-    this.recentCalls.remember(x.call.similarKey ?? p.fingerprint, result, run.guard.stepCount);
-    const errorCode = result.kind === 'SUCCESS' ? null : (result.code ?? null);
-    const reason = after.decision === 'stop' ? after.reason : null;
-    run.record({
-      ...traced(p),
-      phase: 'after',
-      result_kind: result.kind,
-      error_code: errorCode,
-      decision: after.decision,
-      reason,
-    });
-    const decision = before.decision as RunDecision['decision'];
-    run.decide({ index: x.index, tool: p.tool, decision, after: after.decision });
-    // Runs recorded before this change upserted search attributes after every step.
-    run.publish(!run.patches.has(PATCH_NO_STEP_UPSERT));
+    const after = this.step.after(x.step, before, result, progressVersion);
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     run.observation = toObservation(
       x.turn.callId,
@@ -298,13 +251,9 @@ export class RunSteps {
       result,
       before.decision === 'return_cached_success',
     );
-    if (after.decision === 'stop') {
-      // The StopReport is built from the guard alone, exactly as the offline replay builds it.
-      run.stop(after.terminalState, after.reason, blockedOf(p), p.operationKey);
-      const stop = run.stopInForce;
-      if (result.kind === 'FATAL' && stop) stop.detail = result.message ?? null;
-      noteConflict(run, p, this.holder);
-    }
+    // no_progress tells the model before it stops (issue 40): the result with the guard's note.
+    run.observation = this.step.noted(run.observation, after);
+    if (after.decision === 'stop') noteConflict(run, p, this.holder);
     this.holder = null;
     return after;
   }

@@ -9,10 +9,15 @@ import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { howItEnded } from '../common/ending';
 import { redactText } from '../common/redact';
 import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
-import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
+import { TerminalState } from '../guard';
+import {
+  checkpointOf as coreCheckpointOf,
+  resultOf as coreResultOf,
+  statusOf as coreStatusOf,
+} from '../core/views';
 import { boundObservation, boundTrace, LEAN_CHECKPOINT_TRACE_BYTES } from './checkpoint-bounds';
 import { conversationOf } from './conversation';
-import { isTerminal } from './run-phase';
+import { isTerminal } from '../core/phase';
 import type { RunState } from './run-state';
 
 /** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
@@ -27,8 +32,6 @@ const CHECKPOINT_REQUEST_IDS = 1000;
  */
 const LEAN_DECISIONS = 100;
 const LEAN_REQUEST_IDS = 100;
-
-const nullableRedacted = (text: string | null): string | null => (text === null ? null : redactText(text));
 
 /** How much of a summary or final message the UI's details show. */
 const DETAILS_TEXT_CHARS = 500;
@@ -73,25 +76,10 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
   );
 }
 
-/** The `status` query. */
+/** The `status` query: the core's, with the goal, the tree and the conversation. */
 export function statusOf(run: RunState): RunStatus {
-  const { phase, guard } = run;
   return {
-    workflowId: run.runId,
-    phase,
-    terminalState: isTerminal(phase) ? phase : (run.stopInForce?.terminalState ?? null),
-    guardReason: run.stopInForce?.reason ?? null,
-    steps: guard.stepCount,
-    steers: guard.steers.length,
-    executed: run.executed,
-    cached: run.cached,
-    proposals: run.proposals,
-    progressVersion: guard.progressVersion,
-    noProgress: guard.noProgressCount,
-    usage: guard.usage,
-    lastDecision: run.trace.lastDecision,
-    waitingForResume: phase === 'WAITING',
-    goal: run.input.goal,
+    ...coreStatusOf(run, run.input.goal),
     ...(run.input.tree
       ? { tree: { ...run.input.tree } }
       : run.input.subAgents
@@ -120,44 +108,21 @@ function conversationStatus(run: RunState): Pick<RunStatus, 'conversation'> {
     : {};
 }
 
-/** The `report` query: the StopReport in force. */
-export function reportOf(run: RunState): StopReport | null {
-  return run.stopInForce?.report ?? null;
-}
-
-/** The `trace` query. */
-export function traceOf(run: RunState, args: TracePageArgs = {}): TracePage {
-  return run.trace.page(args);
-}
+export { reportOf, traceOf } from '../core/views';
 
 /** Everything the run needs to continue: kept on stop, carried across continue-as-new. */
 export function checkpointOf(run: RunState): Checkpoint {
-  const stop = run.stopInForce;
   return {
-    v: 1,
-    guard: run.guard.toJSON(),
+    ...coreCheckpointOf(run, {
+      decisions: run.lean ? LEAN_DECISIONS : CHECKPOINT_DECISIONS,
+      requestIds: run.lean ? LEAN_REQUEST_IDS : CHECKPOINT_REQUEST_IDS,
+      trace: run.lean
+        ? boundTrace(run.trace.newest(CHECKPOINT_TRACE), LEAN_CHECKPOINT_TRACE_BYTES)
+        : boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
+    }),
     plannerMemory: run.memory,
     // The copy that travels is bounded (workflows/checkpoint-bounds.ts); the live state is not.
     observation: boundObservation(run.observation),
-    proposals: run.proposals,
-    executed: run.executed,
-    cached: run.cached,
-    decisions: run.decisions.slice(-(run.lean ? LEAN_DECISIONS : CHECKPOINT_DECISIONS)),
-    trace: run.lean
-      ? boundTrace(run.trace.newest(CHECKPOINT_TRACE), LEAN_CHECKPOINT_TRACE_BYTES)
-      : boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
-    traceTotal: run.trace.total,
-    seenRequestIds: [...run.seenRequestIds].slice(-(run.lean ? LEAN_REQUEST_IDS : CHECKPOINT_REQUEST_IDS)),
-    stop: stop
-      ? {
-          terminalState: stop.terminalState,
-          reason: stop.reason,
-          report: stop.report,
-          blockedArgs: stop.blockedArgs,
-          operationKey: stop.operationKey,
-        }
-      : null,
-    ...(run.approvalStop ? { approvalStop: run.approvalStop } : {}),
     ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
     ...conversationPart(run),
   };
@@ -171,24 +136,9 @@ function conversationPart(run: RunState): { conversation?: Checkpoint['conversat
 
 /** The run's result in `state` (before it is bounded and its checkpoint sealed). */
 export function resultOf(run: RunState, state: TerminalState, summary: string | null): RunResult {
-  const stop = run.stopInForce;
-  const { decisions } = run;
   const completed = state === TerminalState.COMPLETED;
-  const reason = completed ? null : (stop?.reason ?? null);
   return {
-    workflow_id: run.runId,
-    terminal_state: state,
-    reason,
-    executed: run.executed,
-    cached: run.cached,
-    stopped_at: stoppedAt(state, stop?.reason ?? null, decisions[decisions.length - 1]?.index),
-    decisions,
-    report: completed ? null : (stop?.report ?? null),
-    summary: nullableRedacted(summary ?? (completed ? null : (stop?.detail ?? null))),
-    ...(!completed && stop?.report.final_message !== undefined
-      ? { final_message: stop.report.final_message }
-      : {}),
-    checkpoint: completed ? null : checkpointOf(run),
+    ...coreResultOf(run, state, summary, completed ? null : checkpointOf(run)),
     // A tree node tells its parent what it used (its children included): the parent charges it.
     ...(run.input.tree || run.input.subAgents
       ? {

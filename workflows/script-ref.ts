@@ -7,10 +7,8 @@
  * crosses continue-as-new stays small. The plan activity reads the one call a turn needs
  * (activities/run/script-activity.ts). Workflow code: pure, deterministic.
  */
-import { patched } from '@temporalio/workflow';
 import { isPayloadRef, jsonBytes, type PayloadRef } from '../common/payload-limits';
 import type { RunInput } from '../common/contracts';
-import { PATCH_SCRIPT_BY_REF } from './run-patches';
 
 /** Inline calls above this many bytes of JSON go by reference at a continue-as-new. */
 export const SCRIPT_REF_BYTES = 16 * 1024;
@@ -30,7 +28,7 @@ export function scriptHead(script: unknown): unknown {
 /**
  * The input of the next run of a continue-as-new: `raw`, with a long inline script's calls
  * replaced by their reference (stored by `storeScript`); as it is when the calls are short,
- * already a reference, the worker has no payload store, or the run was recorded before.
+ * already a reference, or the worker has no payload store.
  */
 export async function lighterInput(
   raw: RunInput,
@@ -42,7 +40,6 @@ export async function lighterInput(
     return raw;
   const script = planner.script as { calls?: unknown };
   if (!Array.isArray(script.calls) || jsonBytes(script.calls) <= SCRIPT_REF_BYTES) return raw;
-  if (!patched(PATCH_SCRIPT_BY_REF)) return raw;
   const { ref } = await storeScript({ runId, calls: script.calls });
   if (!ref) return raw;
   return { ...raw, planner: { ...raw.planner, script: { ...script, calls: ref } } } as RunInput;

@@ -28,7 +28,7 @@ import {
 } from '../common/sub-agents';
 import { redactText } from '../common/redact';
 import { isBudgetReason, ResultCode, TerminalState, type BudgetsLeft, type ToolResult } from '../guard';
-import type { RunGate } from './run-gate';
+import type { RunGate } from '../core/gate';
 import type { BlockedCall, RunState } from './run-state';
 
 /** A spawn the parent's planner proposed, as the loop hands it over. */

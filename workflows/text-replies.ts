@@ -9,12 +9,10 @@
  * this change replay as they ran (patch `llm-text-reply-not-completion-v1`); scripted runs
  * never give a text reply. Workflow code.
  */
-import { patched } from '@temporalio/workflow';
 import { DEFAULT_TEXT_REPLY_LIMIT } from '../common/contracts';
 import type { ModelNudge, PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
-import { PATCH_TEXT_NOT_COMPLETION } from './run-patches';
 import type { RunState } from './run-state';
 
 /** How much of the model's text goes into a note or a trace record. */
@@ -54,7 +52,6 @@ export class TextReplies {
   onFinish(turn: FinishTurn): TextEnd {
     const run = this.run;
     if (run.input.planner.kind === 'scripted' || turn.ended === undefined) return 'complete';
-    if (!patched(PATCH_TEXT_NOT_COMPLETION)) return 'complete';
     const said = turn.summary;
     const quoted = said.length > QUOTE_CHARS ? `${said.slice(0, QUOTE_CHARS)}…` : said;
     const why = turn.finishReason ? `finish reason ${turn.finishReason}` : 'no finish reason';

@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../guard';
-import type { LedgerDatabase } from '../../storage/ledger';
+import type { LedgerDatabase, LedgerTx } from '../../storage/ledger';
 import type { ToolResult } from '../../guard';
 import { AgentLoopGuardError } from '../../common/errors';
 
@@ -94,13 +94,17 @@ export class ObservedProgress implements ProgressSource {
   constructor(private readonly db: LedgerDatabase) {}
 
   async observe(e: ProgressEvent): Promise<void> {
+    if (factOf(e) === null) return;
+    await this.db.unit('write', (tx) => this.observeIn(tx, e));
+  }
+
+  /** {@link observe} inside a unit of the ledger's database (a ledger commit that carries it). */
+  async observeIn(tx: LedgerTx, e: ProgressEvent): Promise<void> {
     const fact = factOf(e);
     if (fact === null) return;
-    await this.db.unit('write', (tx) =>
-      tx.run(
-        `INSERT INTO agent_progress_facts (run_id, fact, at) VALUES (?, ?, ${this.db.now}) ON CONFLICT DO NOTHING`,
-        [e.runId, fact],
-      ),
+    await tx.run(
+      `INSERT INTO agent_progress_facts (run_id, fact, at) VALUES (?, ?, ${this.db.now}) ON CONFLICT DO NOTHING`,
+      [e.runId, fact],
     );
   }
 
@@ -120,13 +124,21 @@ export class ToolCounters {
 
   /** Counts one real execution of `tool` in `runId`. */
   async count(runId: string, tool: string): Promise<void> {
-    await this.db.unit('write', (tx) =>
-      tx.run(
-        `INSERT INTO agent_tool_calls (run_id, tool, count) VALUES (?, ?, 1)
-         ON CONFLICT (run_id, tool) DO UPDATE SET count = agent_tool_calls.count + 1`,
-        [runId, tool],
-      ),
+    await this.db.unit('write', (tx) => this.countIn(tx, runId, tool));
+  }
+
+  /** {@link count} inside a unit of the ledger's database (a ledger commit that carries it). */
+  async countIn(tx: LedgerTx, runId: string, tool: string): Promise<void> {
+    await tx.run(
+      `INSERT INTO agent_tool_calls (run_id, tool, count) VALUES (?, ?, 1)
+       ON CONFLICT (run_id, tool) DO UPDATE SET count = agent_tool_calls.count + 1`,
+      [runId, tool],
     );
+  }
+
+  /** The ledger database these counters live in. */
+  get database(): LedgerDatabase {
+    return this.db;
   }
 
   /** Executions by tool of one run, or of every run when `runId` is omitted. */

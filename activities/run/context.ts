@@ -12,7 +12,7 @@ import {
   parseApprovalPolicy,
   type ApprovalPolicy,
 } from '../../storage/approvals';
-import { SqlLedger, type Ledger } from '../../storage/ledger';
+import { SqlLedger, type Ledger, type LedgerDatabase, type LedgerTx } from '../../storage/ledger';
 import type { LlmProvider } from '../../planners/llm-common';
 import { TraceStore } from '../../storage/trace-store';
 import { ConversationStore, storeFaultsTyped } from '../../storage/conversation-store';
@@ -21,13 +21,14 @@ import { OperatorRegistry } from '../../operators/registry';
 import type { ReaperDeps } from '../reaper';
 import { payloadRefBytesFromEnv, PayloadStore } from '../../storage/payloads';
 import { PLAIN_ROWS, type RowCodec } from '../../storage/row-codec';
-import { factOf, ObservedProgress, ToolCounters, type ProgressSource } from '../progress';
+import { factOf, ObservedProgress, ToolCounters, type ProgressEvent, type ProgressSource } from '../progress';
 import type { ToolRegistry } from '../../tools/registry';
 import type { ToolStore } from '../../tools/store';
 import {
   checkSpendLimits,
   raiseVerifier,
   spendLimitsFromEnv,
+  ServedUsageStore,
   SpendStore,
   type SpendLimits,
 } from '../../storage/spend';
@@ -95,6 +96,22 @@ export interface ActivityDeps {
   readonly spend?: SpendStore | null;
 }
 
+/**
+ * A call's bookkeeping — the runtime's tool counter and the default progress source's fact —
+ * when it lives in the ledger's database (the defaults): a write's ledger commit then carries
+ * it, and a read's counter and fact are one unit of work, instead of a transaction each.
+ */
+export interface CallBookkeeping {
+  /** The tool counters are in the ledger's database. */
+  readonly counts: boolean;
+  /** The progress source's facts are in the ledger's database. */
+  readonly observes: boolean;
+  /** Writes in `tx` what lives there: the count (when `count`) and `e`'s fact. */
+  write(tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<void>;
+  /** {@link write} as its own unit of work (nothing when there is nothing to write). */
+  alone(e: ProgressEvent, count: boolean): Promise<void>;
+}
+
 /** The worker's dependencies, resolved once and shared by every activity. */
 export interface ActivityContext {
   readonly registry: ToolRegistry;
@@ -103,6 +120,8 @@ export interface ActivityContext {
   readonly store: ToolStore | null;
   readonly progress: ProgressSource;
   readonly counters: ToolCounters | null;
+  /** The counter and progress fact that can join the ledger's transaction; null: neither can. */
+  readonly bookkeeping: CallBookkeeping | null;
   readonly leaseMs: number;
   readonly identity: string;
   readonly operators: OperatorRegistry;
@@ -117,6 +136,8 @@ export interface ActivityContext {
   readonly traces: TraceStore | null;
   /** Tenant spend limits' store, trusting only raises the worker's operators signed; null: no limits. */
   readonly spend: SpendStore | null;
+  /** Every model request of a run, recorded outside the plan attempt (issue 40); null: no SQL ledger. */
+  readonly served: ServedUsageStore | null;
   /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
   plannerFor(kind: string): Planner;
 }
@@ -171,6 +192,13 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     return p;
   }
 
+  // Only the defaults are known to live in the ledger's database.
+  const bookkeeping = callBookkeeping(
+    ledger,
+    deps.counters === undefined && counters instanceof ToolCounters ? counters : null,
+    deps.progress === undefined && progress instanceof ObservedProgress ? progress : null,
+  );
+
   return {
     registry,
     ledger,
@@ -178,6 +206,7 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     store,
     progress,
     counters,
+    bookkeeping,
     leaseMs,
     identity,
     operators,
@@ -188,7 +217,32 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     payloadRefBytes,
     traces,
     spend,
+    served: ServedUsageStore.over(ledger),
     plannerFor,
+  };
+}
+
+/** The {@link CallBookkeeping} of counters and facts in `ledger`'s database; null without either. */
+function callBookkeeping(
+  ledger: Ledger,
+  counters: ToolCounters | null,
+  observed: ObservedProgress | null,
+): CallBookkeeping | null {
+  if (!(ledger instanceof SqlLedger) || (!counters && !observed)) return null;
+  const db: LedgerDatabase = ledger.database();
+  const needed = (e: ProgressEvent, count: boolean): boolean =>
+    (count && counters !== null) || (observed !== null && factOf(e) !== null);
+  const write = async (tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<void> => {
+    if (count && counters) await counters.countIn(tx, e.runId, e.tool);
+    if (observed) await observed.observeIn(tx, e);
+  };
+  return {
+    counts: counters !== null,
+    observes: observed !== null,
+    write,
+    async alone(e, count) {
+      if (needed(e, count)) await db.unit('write', (tx) => write(tx, e, count));
+    },
   };
 }
 

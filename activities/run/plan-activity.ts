@@ -2,7 +2,7 @@
  * The `plan` activity: asks the planner for its next turn, then validates and fingerprints
  * its proposal and tells the guard what the ledger and the approvals know of it.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ConversationAccess } from '../../common/conversation';
 import type { Planner, PlannerInput, PlannerOutput } from '../../common/planner';
 import { LEDGER_UNAVAILABLE, UNREADABLE_REPLY_ERROR } from '../../common/planner';
@@ -10,7 +10,7 @@ import { UnreadableReplyError } from '../../planners/errors';
 import { guardOutputSize, jsonBytes } from '../../common/payload-limits';
 import { redact, redactText } from '../../common/redact';
 import { fixtureArgsSpecs, normalizeCall, scriptCallAt } from '../../guard';
-import { activityTurnKey } from '../activity-context';
+import { activityAttempt, activityTurnKey, attemptDeadlineMs, warn } from '../activity-context';
 import { approvalRequired } from '../../storage/approvals';
 import { LedgerState, sameArgsHash, sha256ArgsHash } from '../../storage/ledger';
 import { ConversationStoreFault } from '../../storage/conversation-store';
@@ -22,9 +22,30 @@ import type { PlanInput, PlanOutput, ProposalInfo } from '../types';
 import type { ActivityContext } from './context';
 import { unwrapTerminal } from './tool-call';
 import { spendAccess } from './spend-access';
-import { SpendStoreUnavailableError } from '../../storage/spend';
+import { SpendStoreUnavailableError, type TurnUsage } from '../../storage/spend';
+import type { ServedUsageAccess } from '../../common/planner';
 import { DEFAULT_TENANT } from '../../common/contracts';
 import { ScriptCalls } from './script-activity';
+
+/**
+ * The plan failure `err` as the workflow sees it, carrying the turn's claimed usage in its
+ * details (issue 40): the workflow charges it before the stop (workflows/plan-failure.ts). Its
+ * type and retryability are kept.
+ */
+function withUsage(err: unknown, usage: { tokens: number; costUsd: number }): unknown {
+  const details = [{ usage: { tokens: usage.tokens, costUsd: usage.costUsd } }];
+  if (err instanceof ApplicationFailure)
+    return ApplicationFailure.create({
+      type: err.type ?? undefined,
+      message: err.message,
+      nonRetryable: err.nonRetryable ?? undefined,
+      details,
+      cause: err.cause,
+    });
+  if (err instanceof Error && err.name !== 'CancelledFailure' && !(err instanceof CancelledFailure))
+    return ApplicationFailure.create({ type: err.name, message: err.message, details });
+  return err;
+}
 
 /** The largest planned turn `runTool` hands back with a tool's result (issue 19); above it `plan` runs. */
 const PREFETCH_MAX_BYTES = 64 * 1024;
@@ -64,6 +85,32 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     planner: Planner,
     plannerInput: PlannerInput,
     store: ConversationAccess | null,
+    served: TurnUsage | null,
+  ): Promise<PlannerOutput> {
+    if (!served) return askPlanner(planner, plannerInput, store);
+    // Served usage (issue 40): this attempt's outcome carries every request of the turn (every
+    // attempt's) and any this run's killed attempts left behind, each counted once.
+    await dbCall(() => served.begin());
+    let out: PlannerOutput;
+    try {
+      out = await askPlanner(planner, { ...plannerInput, served: servedAccess(served) }, store);
+    } catch (err) {
+      const claimed = await served.claim().catch(() => null);
+      throw claimed ? withUsage(err, claimed) : err;
+    }
+    const claimed = await dbCall(() => served.claim());
+    if (claimed.orphans > 0 || claimed.estimated > 0)
+      warn(
+        `turn usage: ${claimed.requests} model request(s), ${claimed.orphans} left by an attempt that did not finish, ` +
+          `${claimed.estimated} counted at their worst case (no usage recorded or no answer)`,
+      );
+    return { ...out, turn: { ...out.turn, usage: { tokens: claimed.tokens, costUsd: claimed.costUsd } } };
+  }
+
+  async function askPlanner(
+    planner: Planner,
+    plannerInput: PlannerInput,
+    store: ConversationAccess | null,
   ): Promise<PlannerOutput> {
     const key = store ? activityTurnKey() : null;
     try {
@@ -92,6 +139,41 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     }
   }
 
+  /** A served-usage store call whose database failure stops the run infrastructure_fault after the retries. */
+  async function dbCall<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      throw ApplicationFailure.create({
+        type: LEDGER_UNAVAILABLE,
+        message: `served-usage store unavailable: ${redactText((err as Error)?.message ?? String(err))}`,
+      });
+    }
+  }
+
+  /**
+   * The planner's view of the turn's rows: a request is not sent when its record cannot be
+   * written; a record of its end that fails is only warned about (the row then counts at its
+   * worst case, which errs on the run's side).
+   */
+  function servedAccess(served: TurnUsage): ServedUsageAccess {
+    const down = (err: unknown) =>
+      new SpendStoreUnavailableError(
+        `served-usage store unavailable: ${redactText((err as Error)?.message ?? String(err))}`,
+      );
+    return {
+      earlier: () => served.earlier().catch((e: unknown) => Promise.reject(down(e))),
+      sent: (worst, maxTokens) =>
+        served.sent(worst, maxTokens).catch((e: unknown) => Promise.reject(down(e))),
+      ended: (id, end) =>
+        served.ended(id, end).catch((e: unknown) => {
+          warn(
+            `served usage: could not record the end of request ${id}; it counts at its worst case: ${String(e)}`,
+          );
+        }),
+    };
+  }
+
   /** Asks the planner for its next turn and validates + fingerprints the proposal. */
   async function plan(input: PlanInput): Promise<PlanOutput> {
     // Nothing above the payload limit goes back to the workflow (it would fail the task, not stop the run).
@@ -118,6 +200,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
   async function planTurn(input: PlanInput): Promise<PlanOutput>;
   async function planTurn(input: PlanInput, opts: { prefetch: true }): Promise<PlanOutput | null>;
   async function planTurn(raw: PlanInput, opts?: { prefetch: true }): Promise<PlanOutput | null> {
+    const startedMs = Date.now();
     // A script in the payload store: the turn's one call, as an inline script's turn carries it.
     const input = await scripts.withCall(raw);
     const planner = ctx.plannerFor(input.planner.kind);
@@ -157,7 +240,15 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
         ? { spend: spendAccess(ctx.spend, input.tenant ?? DEFAULT_TENANT, input.runId) }
         : {}),
     };
-    const out = await plannerTurn(planner, plannerInput, store);
+    const turnKey = llm && ctx.served ? activityTurnKey() : null;
+    const served = turnKey && ctx.served ? ctx.served.turn(input.runId, turnKey, activityAttempt()) : null;
+    const deadlineMs = attemptDeadlineMs(startedMs);
+    const out = await plannerTurn(
+      planner,
+      deadlineMs !== undefined && llm ? { ...plannerInput, deadlineMs } : plannerInput,
+      store,
+      served,
+    );
     const turn = out.turn;
     if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
 

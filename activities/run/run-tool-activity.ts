@@ -18,6 +18,7 @@ import {
   executeOnceAtomic,
   SideEffectErrorClass,
   type ExecuteOutcome,
+  type LedgerTx,
 } from '../../storage/ledger';
 import { offloadLarge, resolvePayloadRefs } from '../../storage/payloads';
 import type { ProgressEvent } from '../progress';
@@ -28,15 +29,7 @@ import { undeclaredToModel } from '../../tools/tool-errors';
 import type { Tx } from '../../tools/tx';
 import type { PlanInput, PlanOutput, RunToolInput, RunToolOutput } from '../types';
 import type { ActivityContext } from './context';
-import {
-  counted,
-  execute,
-  progressAfter,
-  runRead,
-  TERMINAL_MARK,
-  unwrapTerminal,
-  versionNow,
-} from './tool-call';
+import { afterCall, counted, execute, runRead, TERMINAL_MARK, unwrapTerminal, versionNow } from './tool-call';
 
 /** A tool's non-success result, thrown so the ledger does not commit it as SUCCEEDED. */
 class ResultNotSuccess extends Error {
@@ -91,11 +84,9 @@ export function createRunToolActivity(
     const by = `${input.runId}/${activityId}`;
     if (approvalId === null) {
       if (!required) return null;
-      await approvals?.refuse(
-        input.runId,
-        by,
-        `${input.fingerprint}: ${tool.name} called without an approval`,
-      );
+      const fingerprint =
+        input.fingerprint ?? registry.normalize(tool.name, args, input.operationKey).fingerprint;
+      await approvals?.refuse(input.runId, by, `${fingerprint}: ${tool.name} called without an approval`);
       return {
         kind: 'FATAL',
         code: ResultCode.APPROVAL_REQUIRED,
@@ -185,8 +176,15 @@ export function createRunToolActivity(
     const { prefetch, ...call } = raw;
     const out = await runOne(call);
     if (!prefetch) return out;
-    // The scripted run's next turn, planned now that the tool has answered (issue 19).
-    const next = await prefetchPlan(prefetch);
+    // The scripted run's next turn, planned now that the tool has answered (issue 19); what
+    // every prefetched turn has in common did not cross history (PrefetchInput).
+    const next = await prefetchPlan({
+      runId: call.runId,
+      goal: '',
+      memory: { next: 0 },
+      observation: null,
+      ...prefetch,
+    });
     if (!next) return out;
     const both = { ...out, next };
     return jsonBytes(both) <= MAX_PAYLOAD_BYTES ? both : out;
@@ -270,16 +268,20 @@ export function createRunToolActivity(
     }
     const { attempt, activityId } = activityExecution();
     const toModel = input.toolErrors === 'model';
+    // The workflow sends neither hash (issue 42): the same normalisation the plan made.
+    const hashes =
+      input.argsHash !== undefined && input.fingerprint !== undefined
+        ? { argsHash: input.argsHash, fingerprint: input.fingerprint }
+        : registry.normalize(tool.name, parsed.data, input.operationKey);
     // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
     let lastFailure: ToolResult | null = null;
     const options = {
       key: input.operationKey,
       tool: tool.name,
-      // A workflow scheduled before the upgrade sends no argsHash: compute it from the args
-      // (not the fingerprint, which would conflict with a SHA-256 record of the same call).
-      argsHash: input.argsHash ?? registry.normalize(tool.name, parsed.data, input.operationKey).argsHash,
+      // The SHA-256 hash (not the fingerprint, which would conflict with a SHA-256 record of the same call).
+      argsHash: hashes.argsHash,
       // A record written before the upgrade stored the fingerprint (docs/ledger.md "Args hash").
-      legacyArgsHash: input.fingerprint,
+      legacyArgsHash: hashes.fingerprint,
       runId: input.runId,
       owner: `${identity}/${activityId}/attempt-${attempt}`,
       leaseMs,
@@ -311,24 +313,32 @@ export function createRunToolActivity(
       // the ledger still completes the run (the flag is not part of the business result).
       return r.terminal ? { [TERMINAL_MARK]: true, data: r.data ?? null } : (r.data ?? null);
     };
-    const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
-    const outcome = atomic
-      ? await executeOnceAtomic(ledger, options, (tx) => run(tx))
-      : await executeOnce(ledger, options, () => inStore(ctx.store, tool, (tx) => run(tx)));
-    let mapped = mapOutcome(outcome, executed, lastFailure);
-    // A failure the ledger kept final for an undeclared error: the model's to handle too.
-    if (toModel && outcome.kind === 'failed_final')
-      mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
-    if (mapped.via === 'executed') await counted(ctx, input.runId, tool.name);
-    const event: ProgressEvent = {
+    const eventOf = (result: ToolResult, via: RunToolOutput['via']): ProgressEvent => ({
       runId: input.runId,
       tool: tool.name,
       effect: 'write',
       operationKey: input.operationKey,
-      result: mapped.result,
-      via: mapped.via,
-    };
-    return { ...mapped, progressVersion: await progressAfter(ctx, tool, event) };
+      result,
+      via,
+    });
+    // The counter and progress fact of an executed write ride in the ledger's commit.
+    const book = ctx.bookkeeping;
+    const inCommit = book
+      ? (tx: LedgerTx) => book.write(tx, eventOf(executed ?? { kind: 'SUCCESS' }, 'executed'), true)
+      : undefined;
+    const withBook = inCommit ? { ...options, inCommit } : options;
+    const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
+    const outcome = atomic
+      ? await executeOnceAtomic(ledger, withBook, (tx) => run(tx))
+      : await executeOnce(ledger, withBook, () => inStore(ctx.store, tool, (tx) => run(tx)));
+    let mapped = mapOutcome(outcome, executed, lastFailure);
+    // A failure the ledger kept final for an undeclared error: the model's to handle too.
+    if (toModel && outcome.kind === 'failed_final')
+      mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
+    const event = eventOf(mapped.result, mapped.via);
+    const joined = inCommit !== undefined && outcome.kind === 'executed';
+    const progressVersion = await afterCall(ctx, tool, event, { count: mapped.via === 'executed', joined });
+    return { ...mapped, progressVersion };
   }
 
   return { runTool };

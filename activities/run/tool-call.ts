@@ -55,9 +55,40 @@ export async function runRead(
     // An LLM run's model gets an undeclared failure to handle (issue 29).
     if (input.toolErrors === 'model') result = undeclaredToModel(result, err);
   }
-  await counted(ctx, input.runId, tool.name);
   const event = readEvent(input.runId, tool.name, result);
-  return { result, progressVersion: await progressAfter(ctx, tool, event) };
+  return { result, progressVersion: await afterCall(ctx, tool, event, { count: true, joined: false }) };
+}
+
+/**
+ * A call's bookkeeping, then the progress version after it ({@link progressAfter}): the
+ * runtime's count of a real execution (`count`) and the progress source's fact. What lives in
+ * the ledger's database ({@link ActivityContext.bookkeeping}) is one unit of work — or none,
+ * when the write's ledger commit carried it (`joined`); the rest is written as before.
+ */
+export async function afterCall(
+  ctx: ActivityContext,
+  tool: AnyTool,
+  e: ProgressEvent,
+  o: { count: boolean; joined: boolean },
+): Promise<number | null> {
+  const book = ctx.bookkeeping;
+  let count = o.count;
+  let observed = false;
+  if (book) {
+    if (!o.joined) {
+      try {
+        await book.alone(e, count);
+      } catch (err) {
+        // The fact is the progress source's: failing it stops the run (progressAfter's rule).
+        if (book.observes) throw progressFailure(err, tool.name);
+        warnNotCounted(tool.name, err);
+      }
+    }
+    count = count && !book.counts;
+    observed = book.observes;
+  }
+  if (count) await counted(ctx, e.runId, tool.name);
+  return progressAfter(ctx, tool, e, observed);
 }
 
 /** What the progress source is told of an executed read. */
@@ -75,9 +106,11 @@ export async function progressAfter(
   ctx: ActivityContext,
   tool: AnyTool,
   e: ProgressEvent,
+  /** The source was told already (its fact rode in the ledger's commit). */
+  observed = false,
 ): Promise<number | null> {
   try {
-    await ctx.progress.observe?.(e);
+    if (!observed) await ctx.progress.observe?.(e);
     const base = await readVersion(ctx.progress, e.runId, tool.name);
     if (!tool.progressVersion) return base;
     const own = await tool.progressVersion({ runId: e.runId, base });
@@ -100,9 +133,11 @@ export async function versionNow(ctx: ActivityContext, runId: string): Promise<n
 
 /** Counts a real execution; a counter that cannot be written is logged, never the call's failure. */
 export async function counted(ctx: ActivityContext, runId: string, tool: string): Promise<void> {
-  await ctx.counters?.count(runId, tool).catch((err: unknown) => {
-    console.warn(`[agent-loop-guard] tool counter not written (${tool}): ${(err as Error)?.message ?? err}`);
-  });
+  await ctx.counters?.count(runId, tool).catch((err: unknown) => warnNotCounted(tool, err));
+}
+
+function warnNotCounted(tool: string, err: unknown): void {
+  console.warn(`[agent-loop-guard] tool counter not written (${tool}): ${(err as Error)?.message ?? err}`);
 }
 
 /** A failed progress source as a non-retryable activity failure that names it (→ infrastructure_fault). */

@@ -14,6 +14,8 @@ import type { AnyTool } from '../../tools/define-tool';
 import type { PlanInput, RunToolInput, VerifyInput, VerifyOutput } from '../types';
 import type { ActivityContext } from './context';
 import { NO_STORE_TX } from '../../tools/store';
+import { refusalAuditor } from '../../storage/approvals/refusal-audit';
+import { unknownToolOf } from '../../tools/registry';
 import { runRead, versionNow } from './tool-call';
 
 /** The verification activities over the worker's context. */
@@ -49,6 +51,17 @@ export function createVerifyActivity(ctx: ActivityContext) {
       };
     }
     const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
+    if (input.blockedTool && unknownToolOf(input.unmet) === input.blockedTool) {
+      // The run stopped on a tool this worker did not have: a change of the worker lifts it,
+      // and this worker's tool set is what is checked (issue 38).
+      return {
+        changed: tool !== undefined,
+        progressVersion: version,
+        detail: tool
+          ? `tool ${tool.name} is registered on this worker now`
+          : `this worker still has no tool named "${input.blockedTool}" (it has: ${registry.names().join(', ')}); add it to the worker's tools, restart the worker, then resume`,
+      };
+    }
     if (tool?.checkPrecondition && input.blockedArgs !== undefined && input.blockedArgs !== null) {
       const parsed = tool.schema.safeParse(input.blockedArgs);
       if (parsed.success) {
@@ -149,5 +162,8 @@ export function createVerifyActivity(ctx: ActivityContext) {
       : { ok: false, detail: `planner ${input.planner.kind} still failing: ${redactText(problem)}` };
   }
 
-  return { verifyPrecondition, currentProgress, checkPlanner };
+  /** The gate's audit of a refusal it decided (core/gate.ts): one `refused` row each. */
+  const auditRefusal = refusalAuditor(() => approvals ?? null);
+
+  return { verifyPrecondition, currentProgress, checkPlanner, auditRefusal };
 }

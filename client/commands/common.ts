@@ -1,11 +1,11 @@
 /** The context every agentctl command gets, and the option parsers and lookups they share. */
 import { InvalidArgumentError, Option } from 'commander';
 import type { WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
-import type { BudgetKey } from '../../guard';
+import { guardConfigSchema, LLM_PROFILE, type BudgetKey } from '../../guard';
 import { ledgerUrlFromEnv } from '../../storage/ledger';
 import { connect, type Connected } from '../connect';
 import { runCounters, type Counters } from '../counters';
-import { stdio, uiBaseFor, uiLink, type Output } from '../format';
+import { formatCounters, stdio, uiBaseFor, uiLink, type Output } from '../format';
 import { describeRun } from '../runs';
 
 /** Context every command gets. */
@@ -80,6 +80,21 @@ interface BudgetFlag {
   readonly raise: string;
 }
 
+/** The budgets a scripted run starts with (the guard's defaults) and an LLM run's (the `llm` profile). */
+const SCRIPTED_BUDGETS = guardConfigSchema.parse({});
+const LLM_BUDGETS = guardConfigSchema.parse(LLM_PROFILE);
+
+/** `(default …)` of one budget, per kind of run, from the guard's own defaults: never out of date. */
+function defaults(key: BudgetKey, unit = ''): string {
+  const show = (v: number) =>
+    Number.isFinite(v) ? `${unit === '$' ? '$' : ''}${v}${unit === '$' ? '' : unit}` : 'unlimited';
+  const scripted = show(SCRIPTED_BUDGETS[key]);
+  const llm = show(LLM_BUDGETS[key]);
+  return scripted === llm
+    ? `(default ${scripted})`
+    : `(default ${scripted} for a scripted run, ${llm} for an LLM run: the llm profile)`;
+}
+
 /**
  * The budgets a run starts with and a resume may raise, keyed like the guard's config
  * (`BUDGET_RAISE_KEY` in guard/reasons.ts), so `start` and `resume` parse them alike.
@@ -89,35 +104,35 @@ export const BUDGET_FLAGS: Readonly<Record<BudgetKey, BudgetFlag>> = {
     flag: 'steps',
     arg: 'n',
     parse: positiveInt,
-    max: 'step budget (default 20)',
+    max: `step budget ${defaults('maxSteps')}`,
     raise: 'raise the step budget to n',
   },
   maxMs: {
     flag: 'ms',
     arg: 'ms',
     parse: positiveNumber,
-    max: 'wall-clock budget in ms (default 60000)',
+    max: `wall-clock budget in ms ${defaults('maxMs')}`,
     raise: 'raise the wall-clock budget to ms',
   },
   maxTokens: {
     flag: 'tokens',
     arg: 'n',
     parse: positiveNumber,
-    max: 'token budget (default unlimited)',
+    max: `token budget ${defaults('maxTokens')}`,
     raise: 'raise the token budget to n',
   },
   maxCostUsd: {
     flag: 'cost-usd',
     arg: 'usd',
     parse: positiveNumber,
-    max: 'cost budget in USD (default unlimited)',
+    max: `cost budget in USD ${defaults('maxCostUsd', '$')}`,
     raise: 'raise the cost budget to usd',
   },
   maxWaitPolls: {
     flag: 'wait-polls',
     arg: 'n',
     parse: positiveInt,
-    max: 'honoured re-polls per call (default 10)',
+    max: `honoured re-polls per call (a job that answers "not done yet") ${defaults('maxWaitPolls')}`,
     raise: 'raise the honoured-poll budget to n',
   },
 };
@@ -137,9 +152,21 @@ export function budgetOption(key: BudgetKey, kind: 'max' | 'raise'): Option {
  * demo keeping both in one file); null when that database is not on this machine.
  */
 export function countersOf(ctx: Ctx, runId: string): Promise<Counters | null> {
+  return runCounters(runId, { ledgerUrl: countersUrl(ctx) });
+}
+
+/** Where {@link countersOf} reads the counters: LEDGER_URL, the demo's WORLD_URL, else the default ledger. */
+export function countersUrl(ctx: Ctx): string {
   const env = ctx.env;
-  const ledgerUrl = env.LEDGER_URL || (env.WORLD_URL?.startsWith('sqlite:') ? env.WORLD_URL : undefined);
-  return runCounters(runId, { ledgerUrl: ledgerUrl ?? ledgerUrlFromEnv(env) });
+  return env.LEDGER_URL || (env.WORLD_URL?.startsWith('sqlite:') ? env.WORLD_URL : ledgerUrlFromEnv(env));
+}
+
+/** The counters as text; when they cannot be read, where they were looked for and how to point there. */
+export function countersText(ctx: Ctx, counters: Counters | null): string {
+  if (counters) return formatCounters(counters);
+  const url = countersUrl(ctx);
+  const shown = url.startsWith('sqlite:') ? url : url.replace(/\/\/[^@/]*@/, '//');
+  return `(unknown: no ledger at ${shown} here; set LEDGER_URL to the workers' ledger)`;
 }
 
 /** The operator name: --actor, else $USER. */

@@ -3,12 +3,11 @@ import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
 import { WORKFLOW_TYPE, type RunStatus } from '../../common/contracts';
 import { WAITING_FOR_PERSON } from '../../common/conversation-run';
-import { TerminalState, type StopReport, type TraceRecord } from '../../guard';
+import { GuardReason, TerminalState, type StopReport, type TraceRecord } from '../../guard';
 import {
   blockedCallText,
   CliError,
   Exit,
-  formatCounters,
   json,
   keyValues,
   resultText,
@@ -16,10 +15,11 @@ import {
   traceLine,
   type Column,
 } from '../format';
+import { unknownToolOf } from '../../tools/registry';
 import { followRun, runEnding, runReport, runStatus, runTrace } from '../runs';
 import { formatTree, getAgentRunTree } from '../tree';
 import { storedTracePage } from './stored-trace';
-import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, type Ctx } from './common';
+import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, countersText, type Ctx } from './common';
 
 /** Trace table columns. */
 export const TRACE_COLUMNS: Column<TraceRecord>[] = [
@@ -29,7 +29,8 @@ export const TRACE_COLUMNS: Column<TraceRecord>[] = [
   { header: 'DECISION', value: (r) => r.decision },
   { header: 'REASON', value: (r) => r.reason },
   { header: 'RESULT', value: resultText },
-  { header: 'PV', value: (r) => r.progress_version },
+  // The progress version, in plain words: how many changes to external state the run had seen.
+  { header: 'CHANGES SEEN', value: (r) => r.progress_version },
   { header: 'OP KEY', value: (r) => r.operation_key, max: 32 },
   { header: 'ARGS', value: (r) => r.args, max: 60 },
 ];
@@ -39,15 +40,41 @@ export function formatReport(r: StopReport): string {
   return keyValues([
     ['terminal state', r.terminal_state],
     ['guard reason', r.guard_reason],
+    ['stopped by', stoppedBy(r.terminal_state, r.guard_reason)],
     ['blocked call', blockedCallText(r)],
     ['unmet', r.unmet_precondition],
-    ['resume when', r.resume_condition],
+    ['resume when', resumeWhen(r)],
     ['next action', r.next_allowed_action],
     ['completed', r.completed.length ? r.completed.join(', ') : null],
     ['checkpoint', r.last_safe_checkpoint],
     ['steps', r.steps],
-    ['progress version', r.last_progress_version],
+    ['progress version', `${r.last_progress_version} (changes to external state the run had seen)`],
   ]);
+}
+
+/** The report's resume condition; for a stop on a tool the worker lacked, what lifts it. */
+function resumeWhen(r: StopReport): string | null {
+  const tool = unknownToolOf(r.unmet_precondition);
+  return tool && r.blocked_call?.tool === tool
+    ? `the worker has a tool named "${tool}" (add it to the worker's tools and restart the worker)`
+    : r.resume_condition;
+}
+
+/**
+ * Who stopped a run, in words (issue 38): an operator's `agentctl stop` is reported as the
+ * operator's, though its terminal state is STOPPED_LOOP_GUARD (docs/spec.md §4 keeps that).
+ */
+export function stoppedBy(
+  state: string | null | undefined,
+  reason: string | null | undefined,
+): string | null {
+  if (!state || state === TerminalState.COMPLETED) return null;
+  if (reason === GuardReason.OPERATOR_STOP)
+    return 'an operator (agentctl stop or a cancel), not the loop guard';
+  if (state === TerminalState.STOPPED_LOOP_GUARD) return `the loop guard (${reason ?? 'see the report'})`;
+  if (state === TerminalState.NEEDS_HUMAN)
+    return `the run: it needs a person (${reason ?? 'see the report'})`;
+  return reason ?? null;
 }
 
 /** The `status` command. */
@@ -80,13 +107,14 @@ export function statusCommand(ctx: Ctx): Command {
           ['phase', status.phase],
           ['terminal state', status.terminalState],
           ['guard reason', status.guardReason],
+          ['stopped by', stoppedBy(status.terminalState, status.guardReason)],
           ['waiting for resume', status.waitingForResume ? 'yes' : 'no'],
           ...conversationRows(status),
           ['steps', status.steps],
           ['executed / cached', `${status.executed} / ${status.cached}`],
           ['proposals', status.proposals],
-          ['progress version', status.progressVersion],
-          ['no-progress count', status.noProgress],
+          ['progress version', `${status.progressVersion} (changes to external state seen so far)`],
+          ['no-progress count', `${status.noProgress} (calls in a row that changed nothing)`],
           ['usage', `${status.usage.tokens} tokens, $${status.usage.costUsd}`],
           ['last decision', status.lastDecision],
           ['ended', ending?.ended],
@@ -95,7 +123,7 @@ export function statusCommand(ctx: Ctx): Command {
           ['goal', status.goal],
           ['temporal status', desc.status.name],
           ['started', desc.startTime.toISOString()],
-          ['counters', formatCounters(counters)],
+          ['counters', countersText(ctx, counters)],
           ['UI', runLink(ctx, c, id)],
         ]),
       );
@@ -224,7 +252,7 @@ export function watchCommand(ctx: Ctx): Command {
         onRecord: (r) => ctx.io.out(`${traceLine(r)}\n`),
         onWaiting: (s) =>
           ctx.io.out(
-            `-- stopped (${s.terminalState} ${s.guardReason}); waiting for a verified resume: agentctl report ${id}; agentctl resume ${id} --reason "…"\n`,
+            `-- stopped (${s.terminalState} ${s.guardReason}: by ${stoppedBy(s.terminalState, s.guardReason)}); waiting for a verified resume: agentctl report ${id}; agentctl resume ${id} --reason "…"\n`,
           ),
       });
       const s = settled.status;

@@ -196,6 +196,25 @@ export class ApprovalStore {
   }
 
   /**
+   * Audits an operator request a run refused before any approval was read (a resume or stop not
+   * authorised, a duplicate, a veto: core/gate.ts), naming the newest open approval of the stop
+   * it was about when there is one, so that approval's record shows the refusal (issue 37).
+   */
+  async refuseRequest(runId: string, stopRef: string | null, actor: string, detail: string): Promise<void> {
+    await this.db.unit('write', async (tx) => {
+      const open =
+        stopRef === null
+          ? undefined
+          : await tx.get<{ id: string }>(
+              `SELECT id FROM approvals WHERE run_id = ? AND stop_ref = ? AND used_at IS NULL AND denied_at IS NULL
+               ORDER BY created_at DESC, id LIMIT 1`,
+              [runId, stopRef],
+            );
+      await this.append(tx, 'refused', runId, open?.id ?? null, actor, detail);
+    });
+  }
+
+  /**
    * The newest approval that may authorise this call now: granted for this run, this call and
    * the stop the run is lifting (`stopRef`), unused, with no other approval of that stop and
    * call used, unexpired, not denied, its args hash (when stored) equal to `argsHash`, and

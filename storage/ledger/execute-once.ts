@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerConflictError, StaleTokenError } from './errors';
 import { toStoredError } from './stored-error';
 import { isTransientDatabaseError } from './transient-error';
+import { startHeartbeat, type Heartbeat } from './lease-heartbeat';
 import {
   ExpiredDispatchPolicy,
   LedgerState,
@@ -59,6 +60,13 @@ export interface ExecuteOnceOptions extends Omit<ClaimInput, 'expiredDispatch'> 
    * effect succeeded (see {@link CommitRetry}); e.g. to heartbeat the activity or count retries.
    */
   onCommitRetry?: (retry: CommitRetry) => void;
+  /**
+   * More writes for the transaction that stores SUCCEEDED after the side effect ran now (the
+   * runtime's tool counter and the run's progress fact, in the ledger's database): the one
+   * commit carries them instead of a transaction each. Runs only on that path; the caller
+   * knows it ran when the outcome is `executed`.
+   */
+  inCommit?: (tx: LedgerTx) => Promise<void> | void;
 }
 
 /** One retry of a lost commit: the side effect ran, the ledger did not answer the commit. */
@@ -187,7 +195,9 @@ async function commitWithRetry(
     try {
       // Renewals pause while a commit is in flight: one landing after it would read as a lost lease.
       lease.committing(true);
-      await ledger.commit(o.key, token, value);
+      await (o.inCommit
+        ? ledger.commit(o.key, token, value, o.inCommit)
+        : ledger.commit(o.key, token, value));
       return;
     } catch (err) {
       if (err instanceof StaleTokenError) {
@@ -222,6 +232,8 @@ async function committedByUs(ledger: Ledger, key: string, token: number): Promis
  * Like {@link executeOnce}, for side effects that live in the ledger's own database (the demo
  * world's tables): `work` runs inside the commit transaction, so the business write and the
  * SUCCEEDED record are stored together or not at all, and a crash can never leave it UNKNOWN.
+ * A key nobody has claimed (the common case) is claimed in that same transaction too
+ * ({@link Ledger.claimCommitWith}): one durable write per call.
  */
 export async function executeOnceAtomic<T>(
   ledger: Ledger,
@@ -229,6 +241,10 @@ export async function executeOnceAtomic<T>(
   work: (tx: LedgerTx, ctx: { key: string; token: number }) => Promise<T> | T,
 ): Promise<ExecuteOutcome<T>> {
   const { key } = options;
+  if (ledger.claimCommitWith) {
+    const fast = await claimCommitAtOnce(ledger, options, work);
+    if (fast) return fast;
+  }
   const claimed = await claimOrSettle(ledger, options);
   if ('kind' in claimed) return claimed;
   const { token, takenOverFrom } = claimed;
@@ -238,7 +254,11 @@ export async function executeOnceAtomic<T>(
     if (settled) return settled;
   }
   try {
-    const value = await ledger.commitWith(key, token, (tx) => work(tx, { key, token }));
+    const value = await ledger.commitWith(key, token, async (tx) => {
+      const v = await work(tx, { key, token });
+      await options.inCommit?.(tx);
+      return v;
+    });
     return { kind: 'executed', key, result: value };
   } catch (err) {
     if (err instanceof StaleTokenError) return afterStale(ledger, key);
@@ -248,22 +268,67 @@ export async function executeOnceAtomic<T>(
   }
 }
 
+/**
+ * {@link executeOnceAtomic}'s common case, a key nobody has claimed: claim, business write and
+ * SUCCEEDED in one transaction. Null when the key has a record (the caller takes the claim →
+ * commitWith path, which decides what the record means). `work` threw: the transaction rolled
+ * back, so nothing happened and no claim remains (as a released one); a FINAL failure is then
+ * claimed and stored like the two-step path does, so every duplicate is answered with it.
+ */
+async function claimCommitAtOnce<T>(
+  ledger: Ledger,
+  o: ExecuteOnceOptions,
+  work: (tx: LedgerTx, ctx: { key: string; token: number }) => Promise<T> | T,
+): Promise<ExecuteOutcome<T> | null> {
+  const { key } = o;
+  let thrown: { err: unknown } | null = null;
+  try {
+    const done = await ledger.claimCommitWith!(claimInput(o), async (tx, token) => {
+      let value: T;
+      try {
+        value = await work(tx, { key, token });
+      } catch (err) {
+        thrown = { err };
+        throw err;
+      }
+      await o.inCommit?.(tx);
+      return value;
+    });
+    return done ? { kind: 'executed', key, result: done.value } : null;
+  } catch (err) {
+    // Not the business write's failure (the database refused the claim): as a failed claim.
+    if (thrown === null) throw err;
+    const failure = (thrown as { err: unknown }).err;
+    const cls = o.classifyError?.(failure) ?? SideEffectErrorClass.NOT_PERFORMED;
+    if (cls !== SideEffectErrorClass.FINAL)
+      return { kind: 'failed_retryable', key, error: toStoredError(failure) };
+    const claimed = await claimOrSettle(ledger, o);
+    if ('kind' in claimed) return claimed;
+    return recordFailure(ledger, { ...o, classifyError: () => cls }, claimed.token, failure, true);
+  }
+}
+
+/** The claim `o` describes. */
+function claimInput(o: ExecuteOnceOptions): ClaimInput {
+  return {
+    key: o.key,
+    tool: o.tool,
+    argsHash: o.argsHash,
+    ...(o.legacyArgsHash !== undefined ? { legacyArgsHash: o.legacyArgsHash } : {}),
+    runId: o.runId,
+    owner: o.owner,
+    leaseMs: o.leaseMs,
+    expiredDispatch:
+      o.vendorIdempotent || o.reconcile ? ExpiredDispatchPolicy.TAKEOVER : ExpiredDispatchPolicy.UNKNOWN,
+  };
+}
+
 async function claimOrSettle(
   ledger: Ledger,
   o: ExecuteOnceOptions,
 ): Promise<Settled | { token: number; takenOverFrom: null | LedgerState }> {
   try {
-    const c = await ledger.claim({
-      key: o.key,
-      tool: o.tool,
-      argsHash: o.argsHash,
-      ...(o.legacyArgsHash !== undefined ? { legacyArgsHash: o.legacyArgsHash } : {}),
-      runId: o.runId,
-      owner: o.owner,
-      leaseMs: o.leaseMs,
-      expiredDispatch:
-        o.vendorIdempotent || o.reconcile ? ExpiredDispatchPolicy.TAKEOVER : ExpiredDispatchPolicy.UNKNOWN,
-    });
+    const c = await ledger.claim(claimInput(o));
     switch (c.kind) {
       case 'claimed':
         return { token: c.token, takenOverFrom: c.takenOverFrom };
@@ -377,66 +442,4 @@ async function afterStale(ledger: Ledger, key: string): Promise<Settled> {
     return { kind: 'in_progress', key, retryAfterMs: Math.ceil(r.leaseRemainingMs ?? 1) };
   }
   return { kind: 'unknown', key, record: r };
-}
-
-/** The lease renewal loop of one execution. */
-interface Heartbeat {
-  /** Aborted when the lease is lost (a renewal was rejected for a stale token). */
-  signal: AbortSignal;
-  /**
-   * Local monotonic time (`performance.now()`) until which the lease is certainly ours: the
-   * send time of the last successful renewal (or of the claim) plus `leaseMs`. The database
-   * set the expiry after we sent the statement, so its expiry is never earlier than this.
-   */
-  provenUntil(): number;
-  /** While true, no renewal starts and a renewal's stale answer is not taken for a lost lease. */
-  committing(on: boolean): void;
-  stop(): void;
-}
-
-function startHeartbeat(
-  ledger: Ledger,
-  o: ExecuteOnceOptions,
-  token: number,
-  claimSentAt: number,
-): Heartbeat {
-  const controller = new AbortController();
-  let inFlight = false;
-  let renewedFrom = claimSentAt;
-  let committing = false;
-  const timer = setInterval(
-    () => {
-      if (inFlight || committing || controller.signal.aborted) return;
-      inFlight = true;
-      const sentAt = performance.now();
-      ledger
-        .renew(o.key, token, o.leaseMs)
-        .then(() => {
-          renewedFrom = Math.max(renewedFrom, sentAt);
-        })
-        .catch((err: unknown) => {
-          // A renewal that fails for another reason (network blip) is retried on the next tick.
-          if (err instanceof StaleTokenError && !committing) {
-            controller.abort(err);
-            o.onLeaseLost?.(err);
-          }
-        })
-        .finally(() => {
-          inFlight = false;
-        });
-    },
-    Math.max(10, Math.floor(o.leaseMs / 3)),
-  );
-  timer.unref();
-  return {
-    signal: controller.signal,
-    provenUntil: () => renewedFrom + o.leaseMs,
-    committing: (on) => {
-      committing = on;
-    },
-    stop: () => {
-      committing = true;
-      clearInterval(timer);
-    },
-  };
 }

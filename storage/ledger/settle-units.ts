@@ -3,6 +3,7 @@
  * fail, renew, mark unknown), `commitWith`'s business write in the ledger's own transaction,
  * a transient failure's release, and an operator's resolution of an UNKNOWN record.
  */
+import { insertClaim } from './claim-units';
 import { guardedUpdate, inList, isLive, LIVE_STATES, lockRow, readRow, staleError } from './ledger-row';
 import { planResolution } from './resolve-input';
 import { toJsonText } from './stored-error';
@@ -14,7 +15,14 @@ import {
   type Unit,
   type UnitDialect,
 } from './sql-unit';
-import { LedgerState, type FailOptions, type LedgerRecord, type LedgerTx, type ResolveInput } from './types';
+import {
+  LedgerState,
+  type ClaimInput,
+  type FailOptions,
+  type LedgerRecord,
+  type LedgerTx,
+  type ResolveInput,
+} from './types';
 
 /** The assignments that store a result as SUCCEEDED. */
 export function succeeded(d: UnitDialect, result: unknown): SqlFragment {
@@ -36,6 +44,36 @@ export function* fencedUnit(
   if ((yield* guardedUpdate(d, key, token, set, states)) === 0) {
     throw staleError(op, key, token, yield* readRow(d, key));
   }
+}
+
+/** {@link fencedUnit}, then `also`'s writes in the same unit (a commit that carries bookkeeping). */
+export function* fencedWithUnit(
+  d: UnitDialect,
+  op: string,
+  key: string,
+  token: number,
+  set: SqlFragment,
+  also: (tx: LedgerTx) => MaybePromise<void>,
+): Unit<void> {
+  yield* fencedUnit(d, op, key, token, set, LIVE_STATES);
+  yield* businessWork(also);
+}
+
+/**
+ * A fresh key's claim, the business write and SUCCEEDED in one unit; null (nothing written)
+ * when the key has a record: the caller takes the claim → commitWith path instead.
+ */
+export function* claimCommitWithUnit<T>(
+  d: UnitDialect,
+  input: ClaimInput,
+  work: (tx: LedgerTx, token: number) => MaybePromise<T>,
+): Unit<{ token: number; value: T } | null> {
+  if ((yield* lockRow(d, input.key)) !== null) return null;
+  const token = yield* insertClaim(d, input);
+  if (token === null) return null;
+  const value = yield* businessWork((tx) => work(tx, token));
+  yield* guardedUpdate(d, input.key, token, succeeded(d, value), LIVE_STATES);
+  return { token, value };
 }
 
 export function* commitWithUnit<T>(

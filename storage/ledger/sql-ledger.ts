@@ -30,13 +30,22 @@ import {
   runDataIdleBefore,
 } from './reap-units';
 import { parseResolveInput } from './resolve-input';
-import { commitWithUnit, failTransientUnit, fencedUnit, resolveUnit, succeeded } from './settle-units';
+import {
+  claimCommitWithUnit,
+  commitWithUnit,
+  failTransientUnit,
+  fencedUnit,
+  fencedWithUnit,
+  resolveUnit,
+  succeeded,
+} from './settle-units';
 import {
   driveUnit,
   exec,
   query,
   type MaybePromise,
   type SqlAccess,
+  type SqlDurability,
   type SqlFragment,
   type SqlStep,
   type Unit,
@@ -60,7 +69,13 @@ import {
 
 export type { LedgerDatabase } from '../database';
 export type { LedgerRow } from './ledger-row';
-export { isPromiseLike, type MaybePromise, type SqlAccess, type SqlFragment } from './sql-unit';
+export {
+  isPromiseLike,
+  type MaybePromise,
+  type SqlAccess,
+  type SqlDurability,
+  type SqlFragment,
+} from './sql-unit';
 
 /** A concurrent release can delete the row between a failed insert and the lock; retry this often. */
 const CLAIM_ATTEMPTS = 5;
@@ -103,9 +118,14 @@ export abstract class SqlLedger<C> implements Ledger {
   /**
    * Opens a unit of work of the given kind (see {@link SqlAccess}), runs `fn` on its
    * connection and commits, or rolls back when `fn` throws or rejects. `fn` answers
-   * synchronously when every statement did.
+   * synchronously when every statement did. `durability` (see {@link SqlDurability}) may let
+   * a dialect skip the unit's own flush to disk; default `full`.
    */
-  protected abstract connect<T>(access: SqlAccess, fn: (c: C) => MaybePromise<T>): Promise<T>;
+  protected abstract connect<T>(
+    access: SqlAccess,
+    fn: (c: C) => MaybePromise<T>,
+    durability?: SqlDurability,
+  ): Promise<T>;
   /** Runs a statement; returns how many rows it changed. */
   protected abstract exec(c: C, sql: string, params: readonly unknown[]): MaybePromise<number>;
   /** Runs a statement that returns rows (a query, or a write with `RETURNING`). */
@@ -155,7 +175,13 @@ export abstract class SqlLedger<C> implements Ledger {
         const token = await this.run('write', () => insertClaim(this.dialect, input));
         if (token !== null) return { kind: 'claimed', token, takenOverFrom: null };
       }
-      const outcome = await this.run('transaction', () => claimLocked(this.dialect, input));
+      // A claim authorises no side effect by itself: the durable dispatch (or commit) comes
+      // before any, and its flush carries the claim to disk with it (SqlDurability).
+      const outcome = await this.run(
+        'transaction',
+        () => claimLocked(this.dialect, input),
+        'before-dispatch',
+      );
       if (outcome) return outcome;
     }
     throw new Error(`ledger claim for "${input.key}" kept racing with releases; retry the activity`);
@@ -170,8 +196,25 @@ export abstract class SqlLedger<C> implements Ledger {
   }
 
   /** @inheritDoc */
-  commit(key: string, token: number, result: unknown): Promise<void> {
-    return this.fenced('commit', key, token, succeeded(this.dialect, result));
+  commit(
+    key: string,
+    token: number,
+    result: unknown,
+    also?: (tx: LedgerTx) => MaybePromise<void>,
+  ): Promise<void> {
+    if (!also) return this.fenced('commit', key, token, succeeded(this.dialect, result));
+    return this.run('transaction', () =>
+      fencedWithUnit(this.dialect, 'commit', key, token, succeeded(this.dialect, result), also),
+    );
+  }
+
+  /** @inheritDoc */
+  claimCommitWith<T>(
+    input: ClaimInput,
+    work: (tx: LedgerTx, token: number) => MaybePromise<T>,
+  ): Promise<{ token: number; value: T } | null> {
+    assertClaimInput(input);
+    return this.run('transaction', () => claimCommitWithUnit(this.dialect, input, work));
   }
 
   /** @inheritDoc */
@@ -297,8 +340,8 @@ export abstract class SqlLedger<C> implements Ledger {
   }
 
   /** Opens a unit of work of kind `access` and drives `unit` (made fresh for it) on its connection. */
-  private run<T>(access: SqlAccess, unit: () => Unit<T>): Promise<T> {
-    return this.connect(access, (c) => driveUnit(unit(), (step) => this.perform(c, step)));
+  private run<T>(access: SqlAccess, unit: () => Unit<T>, durability: SqlDurability = 'full'): Promise<T> {
+    return this.connect(access, (c) => driveUnit(unit(), (step) => this.perform(c, step)), durability);
   }
 
   private perform(c: C, step: SqlStep): MaybePromise<unknown> {

@@ -22,6 +22,20 @@ import type { LedgerTx } from './types';
  */
 export type SqlAccess = 'read' | 'write' | 'transaction';
 
+/**
+ * How durable a unit's commit must be on its own:
+ * - `full`: on disk when the unit returns (SQLite `synchronous=FULL`: the WAL is fsynced);
+ * - `before-dispatch`: a claim. It authorises no side effect by itself — the dispatch (or
+ *   the commit that carries the business write) is durable before any side effect runs, and
+ *   the WAL is written in order, so that flush puts the claim on disk too. A power loss can
+ *   only take a claim together with everything after it, before any side effect ran under
+ *   it: never a claim or a dispatch whose side effect happened. SQLite then skips the claim's
+ *   own fsync (`synchronous=NORMAL` for that unit); a process crash loses nothing either way
+ *   (the WAL is in the OS's hands). PostgreSQL commits it as any unit (a database server can
+ *   restart alone, so there a lost claim would make the worker's dispatch fail).
+ */
+export type SqlDurability = 'full' | 'before-dispatch';
+
 /** A piece of SQL text with the values of its `?` placeholders, in order. */
 export interface SqlFragment {
   sql: string;

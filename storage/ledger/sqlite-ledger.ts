@@ -8,7 +8,14 @@ import Database from 'better-sqlite3';
 import { AsyncMutex } from './async-mutex';
 import { assertNodeFloor } from '../../common/node-floor';
 import { SQLITE_MIGRATIONS, SQLITE_MIGRATIONS_TABLE } from '../migrations';
-import { isPromiseLike, SqlLedger, type MaybePromise, type SqlAccess, type SqlFragment } from './sql-ledger';
+import {
+  isPromiseLike,
+  SqlLedger,
+  type MaybePromise,
+  type SqlAccess,
+  type SqlDurability,
+  type SqlFragment,
+} from './sql-ledger';
 
 /** Options of {@link SqliteLedger}. */
 export interface SqliteLedgerOptions {
@@ -34,6 +41,8 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
    * write) must not interleave with other calls on it, so every unit runs under this lock.
    */
   private readonly lock = new AsyncMutex();
+  /** Prepared statements by SQL text, reused: preparing costs more than running most of them. */
+  private readonly statements = new Map<string, Database.Statement>();
 
   /**
    * Opens (creating if needed) the database file. Does not migrate; call {@link migrate}.
@@ -69,18 +78,41 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
     return `(${column} - ${this.now})`;
   }
 
-  protected connect<T>(access: SqlAccess, fn: (db: Database.Database) => MaybePromise<T>): Promise<T> {
+  protected connect<T>(
+    access: SqlAccess,
+    fn: (db: Database.Database) => MaybePromise<T>,
+    durability: SqlDurability = 'full',
+  ): Promise<T> {
     return this.lock.run(() => {
       if (access === 'read') return fn(this.db);
+      // A claim's commit skips its own fsync: the dispatch's flushes it (SqlDurability).
+      const deferred = durability === 'before-dispatch';
+      if (deferred) this.db.pragma('synchronous = NORMAL');
+      const restore = (): void => {
+        if (deferred) this.db.pragma('synchronous = FULL');
+      };
       // Writes take the write lock up front: a deferred transaction that read first could
       // not upgrade after another process wrote (SQLITE_BUSY), and would decide on stale rows.
-      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        restore();
+        throw err;
+      }
       const commit = (value: T): T => {
-        this.db.exec('COMMIT');
+        try {
+          this.db.exec('COMMIT');
+        } finally {
+          restore();
+        }
         return value;
       };
       const rollback = (err: unknown): never => {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        try {
+          if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        } finally {
+          restore();
+        }
         throw err;
       };
       try {
@@ -95,19 +127,32 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   }
 
   protected exec(db: Database.Database, sql: string, params: readonly unknown[]): number {
-    return db.prepare(sql).run(...bind(params)).changes;
+    return this.statement(db, sql).run(...bind(params)).changes;
   }
 
   protected query<T>(db: Database.Database, sql: string, params: readonly unknown[]): T[] {
-    return db.prepare(sql).all(...bind(params)) as T[];
+    return this.statement(db, sql).all(...bind(params)) as T[];
   }
 
   protected nextToken(db: Database.Database): SqlFragment {
     // One counter row, incremented in the claim's own transaction.
-    const r = db
-      .prepare('UPDATE ledger_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token')
-      .get() as { last_token: number };
+    const r = this.statement(
+      db,
+      'UPDATE ledger_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token',
+    ).get() as { last_token: number };
     return { sql: '?', params: [r.last_token] };
+  }
+
+  /** The prepared statement of `sql`, prepared once (SQLite re-prepares it itself after a schema change). */
+  private statement(db: Database.Database, sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      // A few texts vary (IN lists of the reaper's runs): keep the cache bounded.
+      if (this.statements.size >= STATEMENT_CACHE_MAX) this.statements.clear();
+      s = db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
   }
 
   protected isoTime(value: unknown): string | null {
@@ -118,6 +163,9 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
     return value === null ? null : JSON.parse(value as string);
   }
 }
+
+/** How many distinct statements {@link SqliteLedger} keeps prepared. */
+const STATEMENT_CACHE_MAX = 500;
 
 /** better-sqlite3 binds numbers, strings, bigints, buffers and null; a boolean becomes 0/1. */
 const bind = (params: readonly unknown[]) => params.map((p) => (typeof p === 'boolean' ? Number(p) : p));

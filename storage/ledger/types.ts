@@ -215,13 +215,35 @@ export interface Ledger {
   claim(input: ClaimInput): Promise<ClaimOutcome>;
   /** Writes the intent (CLAIMED → DISPATCHED) right before the side effect. Stale token → `StaleTokenError`. */
   dispatch(key: string, token: number): Promise<void>;
-  /** Stores the result (→ SUCCEEDED). Stale token → `StaleTokenError`. */
-  commit(key: string, token: number, result: unknown): Promise<void>;
+  /**
+   * Stores the result (→ SUCCEEDED). Stale token → `StaleTokenError`. With `also`, its writes
+   * (the runtime's tool counter, the run's progress fact) run in the same transaction, after
+   * the token was checked: one durable commit instead of several.
+   */
+  commit(
+    key: string,
+    token: number,
+    result: unknown,
+    also?: (tx: LedgerTx) => Promise<void> | void,
+  ): Promise<void>;
   /**
    * Runs `work` and the commit in one database transaction: either the business write and
    * SUCCEEDED are both stored, or neither. The token is checked before `work` runs.
    */
   commitWith<T>(key: string, token: number, work: (tx: LedgerTx) => Promise<T> | T): Promise<T>;
+  /**
+   * The claim, `work` and the commit in ONE database transaction, for a key nobody has
+   * claimed yet (the common case of a business write that lives in the ledger's database):
+   * one durable write instead of two. Answers null, having changed nothing, when `key` has a
+   * record already: the caller then takes the {@link claim} → {@link commitWith} path, which
+   * decides what that record means. A throw from `work` rolls everything back (no record
+   * remains, as a released claim) and is rethrown. Throws `TypeError` on a malformed input.
+   * (A SQL ledger has it.)
+   */
+  claimCommitWith?<T>(
+    input: ClaimInput,
+    work: (tx: LedgerTx, token: number) => Promise<T> | T,
+  ): Promise<{ token: number; value: T } | null>;
   /** Records a failure; see {@link FailOptions}. Stale token → `StaleTokenError`. */
   fail(key: string, token: number, error: unknown, options: FailOptions): Promise<void>;
   /** Marks a DISPATCHED record UNKNOWN on purpose (e.g. reconcile could not tell). */

@@ -3,3 +3,4 @@ export * from './errors';
 export * from './limits';
 export * from './spend-store';
 export * from './verify';
+export * from './served-usage';

@@ -60,3 +60,50 @@ export const POSTGRES_SPEND_STATEMENTS: readonly string[] = common({
 
 /** Migration 7's name in `ledger_migrations`. */
 export const SPEND_MIGRATION_NAME = 'tenant spend reservations and raised caps (issue 18)';
+
+/**
+ * Ledger migration 11 (issue 40): `agent_served_usage`, one row per model request of a run,
+ * written before it is sent (`sent`, at its worst case) and when it ends (`answered`: what it
+ * is counted at; `failed`: 0 for an error answer, the worst case for a request without one).
+ * `delivered_to` names the plan activity (its turn key) whose outcome carried the row to the
+ * workflow; null: none yet (an attempt killed before it finished), so the next one carries it.
+ */
+const served = (t: { text: string; real: string; time: string; int: string }) => [
+  `CREATE TABLE agent_served_usage (
+    id ${t.text} PRIMARY KEY,
+    run_id ${t.text} NOT NULL,
+    turn_key ${t.text} NOT NULL,
+    attempt ${t.int} NOT NULL,
+    state ${t.text} NOT NULL CHECK (state IN ('sent','answered','failed')),
+    max_tokens ${t.int} NOT NULL,
+    worst_tokens ${t.real} NOT NULL,
+    worst_usd ${t.real},
+    tokens ${t.real},
+    cost_usd ${t.real},
+    basis ${t.text},
+    finish ${t.text},
+    elapsed_ms ${t.int},
+    delivered_to ${t.text},
+    created_at ${t.time} NOT NULL
+  )`,
+  `CREATE INDEX agent_served_usage_run ON agent_served_usage (run_id, turn_key)`,
+];
+
+/** Migration 11, SQLite. */
+export const SQLITE_SERVED_STATEMENTS: readonly string[] = served({
+  text: 'TEXT',
+  real: 'REAL',
+  time: 'INTEGER',
+  int: 'INTEGER',
+});
+
+/** Migration 11, PostgreSQL. */
+export const POSTGRES_SERVED_STATEMENTS: readonly string[] = served({
+  text: 'text',
+  real: 'double precision',
+  time: 'timestamptz',
+  int: 'bigint',
+});
+
+/** Migration 11's name in `ledger_migrations`. */
+export const SERVED_MIGRATION_NAME = 'served model usage per request, across plan attempts (issue 40)';

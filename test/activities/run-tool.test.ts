@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities';
-import type { ReconcileAnswer } from '../../storage/ledger';
+import { ToolCounters } from '../../activities/progress';
+import type { ReconcileAnswer, SqlLedger } from '../../storage/ledger';
 import { defineTool } from '../../tools/define-tool';
 import type { RunToolInput } from '../../activities/types';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
@@ -70,7 +71,7 @@ describe('runTool write path', () => {
     const c = await deps.ledger.claim({
       key: input.operationKey as string,
       tool: input.tool,
-      argsHash: input.fingerprint,
+      argsHash: input.fingerprint as string,
       runId: input.runId,
       owner: 'dead-worker',
       leaseMs: 30,
@@ -139,7 +140,7 @@ describe('runTool write path', () => {
     const c = await deps.ledger.claim({
       key: input.operationKey as string,
       tool: 'send_sms',
-      argsHash: input.fingerprint,
+      argsHash: input.fingerprint as string,
       runId: 'other',
       owner: 'live-worker',
       leaseMs: 10_000,
@@ -227,7 +228,7 @@ describe('runTool write path', () => {
       const c = await deps.ledger.claim({
         key: a.operationKey as string,
         tool: a.tool,
-        argsHash: a.fingerprint,
+        argsHash: a.fingerprint as string,
         runId: 'run-old',
         owner: 'old-worker',
         leaseMs: 5_000,
@@ -260,6 +261,25 @@ describe('runTool write path', () => {
       expect(other.ledger?.fingerprint).not.toBe(other.fingerprint);
       expect(await sent('sha-view')).toEqual(['view']);
     });
+  });
+  it('takes a call without fingerprint or args hash (issue 42) and counts an executed write once, a duplicate never', async () => {
+    const counters = new ToolCounters((deps.ledger as SqlLedger<unknown>).database());
+    const {
+      fingerprint: _f,
+      argsHash: _h,
+      ...lean
+    } = call('send_sms', { to: '+42', text: 'lean' }, 'run-42');
+    const n = deps.registry.normalize('send_sms', { to: '+42', text: 'lean' });
+    const sent = smsSent;
+    const first = await acts.runTool(lean);
+    expect(first).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    // The record carries the args hash the plan computed: the same call is not a conflict.
+    expect((await deps.ledger.get(n.operationKey as string))?.argsHash).toBe(n.argsHash);
+    expect((await counters.of('run-42')).send_sms).toBe(1);
+    const again = await acts.runTool(lean);
+    expect(again).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'ledger' });
+    expect((await counters.of('run-42')).send_sms).toBe(1);
+    expect(smsSent - sent).toBe(1);
   });
 });
 

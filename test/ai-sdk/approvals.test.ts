@@ -19,15 +19,17 @@ import { statusQuery, type RunResult } from '../../common/contracts';
 import {
   approveRun,
   getApprovalAudit,
+  listPendingApprovals,
   getPendingApproval,
   resumeAgentRun,
   type ApprovalStoreOptions,
 } from '../../client/api';
 import { CliError } from '../../client/format';
 import { guardActivities, ledgerWrites, type GuardActivitiesOptions } from '../../ai-sdk/worker';
-import type { GuardedWriteMeta } from '../../ai-sdk/types';
+import { GUARD_ACTIVITY, type GuardedWriteMeta } from '../../ai-sdk/types';
 import { Context } from '@temporalio/activity';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
+import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { raiseSignedFields, raiseSubject, SpendStore } from '../../storage/spend';
 import { signRequest } from '../../operators/sign';
@@ -117,6 +119,8 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           return out;
         },
         ...guardActivities(ledger, { spendLimits: null, ...workerOptions, operators }),
+        // The gate's refusal audit (core/gate.ts, issue 37), next to guardActivities.
+        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
       },
       plugins: [
         new AiSdkPlugin({
@@ -150,9 +154,15 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         call('transfer_funds', { to: 'acme', amount: 900 }),
         { content: 'paid' },
       ],
-      {},
+      { searchAttributes: true },
       async (h, counts) => {
         await waiting(h);
+        // `agentctl approvals list` (no run id) lists this run too (issue 37: any engine).
+        const listed = await waitFor(
+          () => listPendingApprovals(env.client),
+          (all) => all.some((p) => p.runId === h.workflowId),
+        );
+        expect(listed.find((p) => p.runId === h.workflowId)).toMatchObject({ tool: 'transfer_funds' });
         const first = await getPendingApproval(env.client, h.workflowId);
         expect(first).toMatchObject({
           reason: 'approval_required',
@@ -278,7 +288,8 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         // The wait runs out (the loop ends); the workflow then waits in untilResumed.
         await waitFor(
           () => h.query(statusQuery),
-          (s) => s.waitingForResume && s.lastDecision === 'execute' && s.proposals === 1,
+          // The trace's last word, as an agentRun's status shows it (issue 37: one core).
+          (s) => s.waitingForResume && s.lastDecision === 'stop (approval_required)' && s.proposals === 1,
         );
         await new Promise((r) => setTimeout(r, 1500));
         const ok = await approveRun(env.client, h.workflowId, {

@@ -25,6 +25,9 @@ import { alice, mallory } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { GUARD_ACTIVITY } from '../../ai-sdk/types';
+import { ApprovalStore } from '../../storage/approvals/approval-store';
+import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const operatorsOf = () =>
@@ -84,6 +87,8 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
           return [`INC-0: ${query} (closed)`];
         },
         ...guardActivities(ledger, { spendLimits: null, operators: operatorsOf() }),
+        // The gate's refusal audit (core/gate.ts, issue 37), next to guardActivities.
+        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
       },
       plugins: [
         new AiSdkPlugin({
@@ -138,7 +143,8 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       // The step's second search did not run (its tool's counter did not move), and the model
       // was not asked again (the loop ended at stopWhen).
       expect(counts.search_tickets).toBe(1);
-      expect((await h.query(statusQuery)).lastDecision).toBe('stop');
+      // The trace's last word, as an agentRun's status shows it (issue 37: one core).
+      expect((await h.query(statusQuery)).lastDecision).toBe('stop (operator_stop)');
       expect(server.completionRequests()).toHaveLength(1);
       // A stopped run has no running step to stop: the workflow itself says so.
       const again = await sendStop(h, { actor: 'alice', reason: 'again', requestId: 'again-1' });
@@ -151,6 +157,14 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     expect(counts.search_tickets).toBe(1);
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
+    // Each refused stop left one audit row with its reason, in the gate (issue 37 item 3).
+    const refused = (await ApprovalStore.over(ledger).audit({ runId: workflowId })).filter(
+      (a) => a.action === 'refused',
+    );
+    expect(refused.map((a) => a.detail)).toEqual([
+      expect.stringMatching(/^stop \S+ refused: not authorised/),
+      'stop again-1 refused: run is WAITING: there is no running step to stop',
+    ]);
   });
 
   it('the stop signal (an older client): a signed stop ends the loop before the next call; unresumed, the result keeps it', async () => {

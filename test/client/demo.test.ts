@@ -31,6 +31,9 @@ it('runs the four scenarios with the expected outcomes', async () => {
   expect(out).toMatch(/d polling job\s+COMPLETED\s+-\s+complete_task=1 poll_job=3 start_job=1\s+ok/);
   // A progress line per decision and a UI link per scenario.
   expect(out).toMatch(/· step 1 before search execute/);
+  // Step numbers count what ran: the third search, refused, is not shown as step 2.
+  expect(out).toMatch(/· refused before search stop \(same_call_repeat\) — it did not run/);
+  expect(out).not.toMatch(/· step \d+ before search stop/);
   expect(out.match(/UI: +http:\/\/\S+\/namespaces\/default\/workflows\/demo-/g)).toHaveLength(4);
   expect(out).toMatch(/demo finished in/);
   expect(Date.now() - started).toBeLessThan(60_000);

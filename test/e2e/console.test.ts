@@ -11,12 +11,11 @@
  *  - alice approves in her page: the call runs exactly once (the runtime's tool counter), the
  *    run completes, and the card leaves the inbox;
  *  - bob's page, gone stale meanwhile, denies the call: refused, and the page says the run is closed.
- * Screenshots: docs/console.png (the inbox), docs/console-refused.png (bob's refusal).
+ * Screenshots: console.png (the inbox), console-refused.png (bob's refusal), saved to
+ * test-results/screenshots/, or to docs/ with UPDATE_SCREENSHOTS=1 (test/helpers/screenshots.ts).
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
  */
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { ConsoleOperator } from '../../client/console/actions';
 import { startConsoleServer, type ConsoleServerHandle } from '../../client/console/server';
@@ -27,8 +26,8 @@ import { alice, bob, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM } from '../helpers/chromium';
+import { screenshotPath } from '../helpers/screenshots';
 
-const DOCS = resolve(__dirname, '../../docs');
 /** In the transfer's args: untrusted text that would run if the page rendered it as HTML. */
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>inv-2026-07</b>';
 
@@ -127,7 +126,6 @@ if (!HAVE_CHROMIUM) {
     // Shown as text, never run: no element came out of the args.
     expect(await alicePage.locator('.card img, .card b').count()).toBe(0);
     expect(await alicePage.evaluate('window.__pwned')).toBeUndefined();
-    mkdirSync(DOCS, { recursive: true });
     await aliceCard.locator('input[name="reason"]').fill('invoice inv-2026-07 matches the purchase order');
     // The StopReport, opened, stays open across the page's refreshes.
     await aliceCard.locator('summary', { hasText: 'StopReport' }).click();
@@ -135,7 +133,7 @@ if (!HAVE_CHROMIUM) {
     const report = await aliceCard.locator('details[open] pre').innerText();
     expect(report).toContain('"guard_reason": "approval_required"');
     expect(report).toContain('"blocked_call"');
-    await alicePage.screenshot({ path: join(DOCS, 'console.png') });
+    await alicePage.screenshot({ path: screenshotPath('console.png') });
 
     // bob (may lift stops, may not approve) approves in his own console: the worker refuses.
     // bob's page refreshes only after his own actions here: it goes stale below.
@@ -149,7 +147,7 @@ if (!HAVE_CHROMIUM) {
     const why = await refusal.innerText();
     expect(why).toContain('the run refused the resume');
     expect(why).toContain('unverified');
-    await bobPage.screenshot({ path: join(DOCS, 'console-refused.png') });
+    await bobPage.screenshot({ path: screenshotPath('console-refused.png') });
     expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
     expect((await run.handle.query(statusQuery)).waitingForResume).toBe(true);
 

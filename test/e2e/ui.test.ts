@@ -1,26 +1,30 @@
 /**
- * The Temporal Web UI shows why the guard stopped a run (issue 5 item 4), and shows payloads
- * only through the codec server (issue 10 item 2), proven in a real browser: Debian's chromium
- * driven by playwright-core.
+ * The Temporal Web UI tells why the guard stopped a run, by default (issue 5 item 4, issue 38
+ * item 2), and shows payloads only through the codec server (issue 10 item 2), proven in a real
+ * browser: Debian's chromium driven by playwright-core.
  *
  * The test starts its OWN two dev servers with the UI on free ports (the shared test server
- * is headless): A with its UI pointed at a codec server (`--ui-codec-endpoint`), B without
- * one. On each, a worker with the real workflow + activities on a fresh SQLite file, encrypted
- * as by default (test/helpers/temporal-env.ts key ring), runs a fixture-mode scripted run whose
- * `search` args carry a marker string, three times → STOPPED_LOOP_GUARD `same_call_repeat`;
- * the run then waits for `resume` (WAITING).
- *  - A (decoded): the page carries the guard reason, the blocked tool and the marker;
- *    screenshots docs/temporal-ui.png (User Metadata) and docs/ui-decoded.png (Input);
- *  - B (no codec server): the raw history (a client without the keys) and the page carry no
- *    trace of the marker; screenshot docs/ui-encrypted.png;
+ * is headless):
+ *  - A is the demo's stack as `npm run demo -- --once` starts it (demo/stack.ts: the dev server
+ *    with the codec server it starts by default, the demo's worker), on a free port. A
+ *    fixture-mode scripted run whose `search` args carry a marker string proposes the same call
+ *    three times → STOPPED_LOOP_GUARD `same_call_repeat`; the run then waits for `resume`. Its
+ *    page carries the goal (summary), the guard reason and the blocked tool (current details)
+ *    and the marker (input), with no flag given; the Workflows list, with the AgentState and
+ *    AgentGuardReason columns added (docs/ui.md), says the run is stopped and why.
+ *  - B is a dev server started with the codec server turned off (`npm run dev:server --
+ *    --no-codec`): the raw history (a client without the keys) and the page carry no trace of
+ *    the marker.
  *  - the `temporal` CLI shows the marker only with `--codec-endpoint` and the bearer token.
+ * Screenshots temporal-ui.png, ui-decoded.png, ui-list.png (A) and ui-encrypted.png (B) go to
+ * test-results/screenshots/, or to docs/ with UPDATE_SCREENSHOTS=1 (test/helpers/screenshots.ts).
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -29,16 +33,17 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import type { RunInput, RunStatus } from '../../common/contracts';
 import { statusQuery } from '../../common/contracts';
 import { loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../../codec';
-import { freePort, startDevServer, type DevServerHandle } from '../../devserver/dev-server';
+import { startStack, type DemoStack } from '../../demo/stack';
+import { freePort, startDevServer } from '../../devserver/dev-server';
 import { ensureTemporalCli } from '../../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../../worker/create-worker';
 import type { agentRun } from '../../workflows';
 import { workflowBundle } from '../helpers/run-harness';
 import { CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM } from '../helpers/chromium';
+import { screenshotPath } from '../helpers/screenshots';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { openDemoWorkerDeps } from '../../demo/deps';
 
-const DOCS = resolve(__dirname, '../../docs');
 /** In the tool args of every run here; must never reach the server in plain text. */
 const MARKER = 'marker-ui-5ecret-7d2a';
 const CLI_TOKEN = 'ui-test-cli-token';
@@ -57,41 +62,54 @@ try {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** A dev server with its UI, an encrypted worker and client on it. */
+/** A dev server with its UI, and an encrypted worker and client on it. */
 interface Side {
-  server: DevServerHandle;
-  native: NativeConnection;
+  /** The Web UI's base URL. */
+  uiUrl: string;
+  address: string;
   connection: Connection;
   client: Client;
-  deps: WorkerDeps;
-  worker: Worker;
-  running: Promise<void>;
   taskQueue: string;
+  stop(): Promise<void>;
 }
 
-async function startSide(
-  dataConverter: DataConverter,
-  o: { uiPort?: number; uiCodecEndpoint?: string } = {},
-): Promise<Side> {
-  const uiPort = o.uiPort ?? (await freePort());
-  const uiCodecEndpoint = o.uiCodecEndpoint;
+/**
+ * A: the demo's own stack (demo/stack.ts), as `npm run demo -- --once` brings it up, on free
+ * ports chosen through the variables the demo reads (TEMPORAL_ADDRESS, TEMPORAL_UI_PORT).
+ */
+async function startDemoSide(): Promise<Side & { stack: DemoStack }> {
+  process.env.TEMPORAL_ADDRESS = `127.0.0.1:${await freePort()}`;
+  process.env.TEMPORAL_UI_PORT = String(await freePort());
+  const stack = await startStack({
+    once: true,
+    dataDir: mkdtempSync(join(tmpdir(), 'alg-ui-demo-')),
+    say: () => undefined,
+  });
+  const { client, connection, address, taskQueue } = stack.connected;
+  return { stack, uiUrl: stack.uiBase, address, connection, client, taskQueue, stop: () => stack.stop() };
+}
+
+/** B: a dev server whose UI has no codec server (`npm run dev:server -- --no-codec`). */
+async function startSide(dataConverter: DataConverter): Promise<Side> {
   const server = await startDevServer({
     ip: '127.0.0.1',
     port: 0,
-    uiPort,
+    uiPort: await freePort(),
     headless: false,
     dbFile: null,
     quiet: true,
     logLevel: 'error',
-    ...(uiCodecEndpoint ? { uiCodecEndpoint } : {}),
   });
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection, namespace: server.namespace, dataConverter });
   const dbUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-ui-')), 'agent.db')}`;
-  const deps = await openDemoWorkerDeps({ ledgerUrl: dbUrl, worldUrl: dbUrl });
+  const deps: WorkerDeps & { close(): Promise<void> } = await openDemoWorkerDeps({
+    ledgerUrl: dbUrl,
+    worldUrl: dbUrl,
+  });
   const taskQueue = uniqueTaskQueue('ui');
-  const worker = await createAgentWorker({
+  const worker: Worker = await createAgentWorker({
     connection: native,
     namespace: server.namespace,
     taskQueue,
@@ -99,17 +117,22 @@ async function startSide(
     dataConverter,
     workflowBundle: await workflowBundle(),
   });
-  return { server, native, connection, client, deps, worker, running: worker.run(), taskQueue };
-}
-
-async function stopSide(s: Side | undefined): Promise<void> {
-  if (!s) return;
-  s.worker.shutdown();
-  await s.running.catch(() => undefined);
-  await s.deps.close();
-  await s.connection.close();
-  await s.native.close();
-  await s.server.stop();
+  const running = worker.run();
+  return {
+    uiUrl: server.uiUrl!,
+    address: server.address,
+    connection,
+    client,
+    taskQueue,
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await deps.close();
+      await connection.close();
+      await native.close();
+      await server.stop();
+    },
+  };
 }
 
 /** Starts the search loop on `side` and waits until the guard stopped it (WAITING for resume). */
@@ -147,7 +170,7 @@ async function startStoppedRun(
 async function openRunPage(browser: Browser, side: Side, workflowId: string): Promise<Page> {
   // startDevServer waits for the frontend; the UI server may answer a moment later.
   for (let i = 0; i < 60; i++) {
-    const ok = await fetch(side.server.uiUrl!).then(
+    const ok = await fetch(side.uiUrl).then(
       (r) => r.ok,
       () => false,
     );
@@ -155,8 +178,30 @@ async function openRunPage(browser: Browser, side: Side, workflowId: string): Pr
     await sleep(250);
   }
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  const url = `${side.server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
+  const url = `${side.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+  return page;
+}
+
+/**
+ * The Workflows list with the AgentState and AgentGuardReason columns, added as docs/ui.md has a
+ * user add them once: Configure Columns → the attribute's + button (the UI keeps them in the
+ * browser for the namespace).
+ */
+async function openListWithAgentColumns(browser: Browser, side: Side): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1600, height: 500 } });
+  await page.goto(`${side.uiUrl}/namespaces/default/workflows`, {
+    waitUntil: 'domcontentloaded',
+    timeout: 30_000,
+  });
+  await page.getByRole('button', { name: 'Configure Columns', exact: true }).click({ timeout: 20_000 });
+  for (const attribute of ['AgentState', 'AgentGuardReason'])
+    await page.getByRole('button', { name: `Add ${attribute} column`, exact: true }).click();
+  // Room for them in the screenshot (the run id is in the link; an open run has no end).
+  for (const column of ['Run ID', 'Start', 'End'])
+    await page.getByRole('button', { name: `Remove ${column} column`, exact: true }).click();
+  await page.getByRole('button', { name: 'Close Workflows Table configuration' }).click();
+  await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
   return page;
 }
 
@@ -206,7 +251,7 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
   return new Promise((resolvePromise, reject) => {
     const child = spawn(
       cli,
-      ['workflow', 'show', '-w', workflowId, '--address', side.server.address, '--output', 'json', ...extra],
+      ['workflow', 'show', '-w', workflowId, '--address', side.address, '--output', 'json', ...extra],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -221,43 +266,38 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
 }
 
 (HAVE_CHROMIUM ? describe : describe.skip)('Temporal Web UI (real browser)', () => {
-  let decoded: Side | undefined; // A: UI → codec server
+  let demo: (Side & { stack: DemoStack }) | undefined; // A: the demo's default stack
   let opaque: Side | undefined; // B: no codec server
-  let uiCodec: CodecServerHandle | undefined;
   let cliCodec: CodecServerHandle | undefined;
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    const dataConverter = testDataConverter();
     const codec = loadPayloadCodec(process.env).codec!;
-    // A's UI port must be known before the codec server, whose CORS origin it is.
-    const uiPortA = await freePort();
-    uiCodec = await startCodecServer({ codec, port: 0, origins: [`http://127.0.0.1:${uiPortA}`] });
     cliCodec = await startCodecServer({ codec, port: 0, token: CLI_TOKEN });
-    [decoded, opaque] = await Promise.all([
-      startSide(dataConverter, { uiPort: uiPortA, uiCodecEndpoint: uiCodec.url }),
-      startSide(dataConverter),
-    ]);
+    [demo, opaque] = await Promise.all([startDemoSide(), startSide(testDataConverter())]);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
-    await Promise.all([stopSide(decoded), stopSide(opaque)]);
-    await uiCodec?.close();
+    await Promise.all([demo?.stop(), opaque?.stop()]);
     await cliCodec?.close();
   }, 30_000);
 
-  it('through the codec server: shows the guard reason, the blocked tool and the decoded tool args', async () => {
-    const { workflowId } = await startStoppedRun(decoded!, 'research temporal (UI e2e)');
-    const page = await openRunPage(browser!, decoded!, workflowId);
+  it("the demo's default stack: the UI decodes through its codec server, no flag given", () => {
+    expect(demo!.stack.server?.uiCodecUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it("on the demo's default stack: the summary and details say why the run stopped, the input is readable", async () => {
+    const { workflowId } = await startStoppedRun(demo!, 'research temporal (UI e2e)');
+    const page = await openRunPage(browser!, demo!, workflowId);
 
     // 1. The default (Timeline) view: each tool activity carries its summary `tool · fp`,
     //    and the run's input, decoded by the codec server, shows the tool args.
     const timeline = await waitForText(page, ['agentRun', 'runTool', 'search ·', MARKER]);
     expect(timeline).toContain('search ·');
     expect(timeline).toContain(MARKER);
-    await page.screenshot({ path: join(DOCS, 'ui-decoded.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('ui-decoded.png'), fullPage: true });
 
     // 2. Search Attributes tab: the guard reason and state, as indexed for filtering.
     await openTab(page, 'Search Attributes');
@@ -273,21 +313,30 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
       'reason same_call_repeat',
       'blocked call search:',
     ]);
-    mkdirSync(DOCS, { recursive: true });
-    await page.screenshot({ path: join(DOCS, 'temporal-ui.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('temporal-ui.png'), fullPage: true });
     expect(metadata).toContain('research temporal (UI e2e)');
+    expect(metadata).toContain('STOPPED_LOOP_GUARD');
     expect(metadata).toContain('reason same_call_repeat');
     expect(metadata).toContain('blocked call search:');
 
+    // 4. The Workflows list, with the agent columns: the run reads as stopped, and why.
+    const list = await openListWithAgentColumns(browser!, demo!);
+    const row = list.locator('tr', { hasText: workflowId });
+    await row.waitFor({ timeout: 20_000 });
+    const rowText = await row.innerText();
+    expect(rowText).toContain('STOPPED_LOOP_GUARD');
+    expect(rowText).toContain('same_call_repeat');
+    await list.screenshot({ path: screenshotPath('ui-list.png') });
+
     // The CLI decodes through a codec server too, with its bearer token.
-    const shown = await cliShow(decoded!, workflowId, [
+    const shown = await cliShow(demo!, workflowId, [
       '--codec-endpoint',
       cliCodec!.url,
       '--codec-auth',
       `Bearer ${CLI_TOKEN}`,
     ]);
     expect(cliInput(shown)).toContain(MARKER);
-  }, 90_000);
+  }, 120_000);
 
   it('without a codec server: neither the raw history nor the run page shows the tool args', async () => {
     const { workflowId } = await startStoppedRun(opaque!, 'research temporal (UI e2e, no codec)');
@@ -308,7 +357,7 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
     expect(text).toContain('runTool');
     expect(text).not.toContain(MARKER);
     expect(text).not.toContain('no codec)'); // the static summary is a payload too
-    await page.screenshot({ path: join(DOCS, 'ui-encrypted.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('ui-encrypted.png'), fullPage: true });
     // The guard's search attributes are plain: an operator still sees why it stopped.
     await openTab(page, 'Search Attributes');
     const attributes = await waitForText(page, ['"AgentGuardReason": "same_call_repeat"']);

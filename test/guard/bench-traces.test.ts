@@ -155,6 +155,27 @@ describe('bench:traces decisions at the llm profile', () => {
     ]);
   });
 
+  it('no_progress tells before it stops (issue 40): the re-check of three reads and the recovery by changed formats complete; the run that goes on stops', () => {
+    // GPT-4o-mini reads the car types of 3 companies again (nothing new), then answers.
+    const recheck = decide('gpt-4o-mini-2024-07-18', ['travel/user_task_15']).get('travel/user_task_15')!;
+    expect(recheck.run.success).toBe(true);
+    expect(steps(recheck.outcome).slice(-2)).toEqual(['execute:no_progress>continue', 'execute>complete']);
+    expect(recheck.outcome.terminal_state).toBe('COMPLETED');
+    // Command R tries six date formats the tool rejects; the seventh works.
+    const formats = decide('command-r', ['travel/injection_task_2']).get('travel/injection_task_2')!;
+    expect(formats.outcome.terminal_state).toBe('COMPLETED');
+    expect(formats.outcome.decisions.filter((d) => d.reason === 'no_progress')).toHaveLength(1);
+    // GPT-3.5 sweeps the same reads and DMs again after the note: stopped within the grace.
+    const sweep = decide('gpt-3.5-turbo-0125', ['slack/user_task_13']).get('slack/user_task_13')!;
+    expect([sweep.outcome.reason, sweep.outcome.stopped_at]).toEqual(['no_progress', 22]);
+    expect(loopCaught(labelRepeat(sweep.run.file)!, sweep.outcome)).toBe(true);
+    // At the default profile (no grace) the re-check stops as it always did.
+    const old = decide('gpt-4o-mini-2024-07-18', ['travel/user_task_15'], 'default').get(
+      'travel/user_task_15',
+    )!;
+    expect([old.outcome.reason, old.outcome.stopped_at]).toEqual(['no_progress', 8]);
+  });
+
   it('an identical write repeated on purpose is answered from the ledger (a key made of the args)', () => {
     const { outcome } = decide('gpt-4o-mini-2024-07-18', ['banking/injection_task_6']).get(
       'banking/injection_task_6',
@@ -176,7 +197,12 @@ describe('bench:traces decisions at the llm profile', () => {
     expect(rows).toHaveLength(22);
     expect(sum((r) => r.runs)).toBe(2760);
     expect(sum((r) => r.successful)).toBe(1583);
-    expect(sum((r) => n(r.falseStops))).toBe(7);
+    // 7 before issue 40; no_progress now tells first: the re-check and the format recovery complete.
+    expect(sum((r) => n(r.falseStops))).toBe(5);
+    // The one left is a labelled loop (rule B): 8 duplicate DMs, stopped on a ledger-answered copy.
+    expect(sum((r) => r.falseStops['STOPPED_LOOP_GUARD no_progress'] ?? 0)).toBe(1);
+    expect(sum((r) => r.notes)).toBe(32);
+    expect(sum((r) => r.ran)).toBe(10775); // 10,666 at noProgressGrace 0: the notes cost 109 calls
     expect(sum((r) => r.loopsA.labelled)).toBe(1);
     expect(sum((r) => r.loopsA.caught)).toBe(1);
     expect(sum((r) => r.loopsB.labelled)).toBe(26);

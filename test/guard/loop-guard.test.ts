@@ -59,6 +59,7 @@ describe('configuration', () => {
       maxTokens: Infinity,
       maxCostUsd: Infinity,
       keepFailures: false,
+      noProgressGrace: 0,
     });
   });
 

@@ -2,7 +2,14 @@
  * Steer before stop in the pure guard (docs/spec.md §3.3): which refusals steer, what a steer
  * costs, the bound on a model that ignores every note, and the state across a checkpoint.
  */
-import { LoopGuard, parseReplayFile, ReplayFormatError, type GuardCall, type ToolResult } from '../../guard';
+import {
+  LoopGuard,
+  parseReplayFile,
+  replay,
+  ReplayFormatError,
+  type GuardCall,
+  type ToolResult,
+} from '../../guard';
 
 const OK: ToolResult = { kind: 'SUCCESS' };
 const call = (fingerprint: string, operationKey: string | null = null): GuardCall => ({
@@ -120,5 +127,91 @@ describe('steering in the guard', () => {
       expect(() => parseReplayFile(file(bad))).toThrow(/steerLimit/);
     }
     expect(parseReplayFile(file(2)).config?.steerLimit).toBe(2);
+  });
+});
+
+describe('no_progress tells before it stops (noProgressGrace, issue 40)', () => {
+  /** Runs `n` reads that never progress; answers each after() as `decision[:note]`. */
+  function idle(g: LoopGuard, n: number, start = 0): string[] {
+    const out: string[] = [];
+    for (let i = start; i < start + n; i += 1) {
+      const c = call(`r:${i}`);
+      const b = g.before(c, i);
+      if (b.decision !== 'execute') return [...out, `before-${b.decision}`];
+      const a = g.after(c, OK, 0, i);
+      out.push(a.decision === 'stop' ? `stop:${a.reason}` : a.steer ? `${a.decision}:note` : a.decision);
+      if (a.decision === 'stop') break;
+    }
+    return out;
+  }
+
+  it('grace 0 (the default) stops at noProgressLimit, as before', () => {
+    expect(idle(new LoopGuard({ noProgressLimit: 3 }), 5)).toEqual([
+      'continue',
+      'continue',
+      'stop:no_progress',
+    ]);
+  });
+
+  it('the first reach of the limit in a window is a note; the stop comes after grace more calls without progress', () => {
+    const g = new LoopGuard({ noProgressLimit: 3, noProgressGrace: 2, steerLimit: 2 });
+    expect(idle(g, 10)).toEqual(['continue', 'continue', 'continue:note', 'continue', 'stop:no_progress']);
+    expect(g.steers).toEqual([{ reason: 'no_progress', fingerprint: 'r:2', step: 3 }]);
+    // The note cost no step of its own and left the repeat rules' steers untouched.
+    expect(g.stepCount).toBe(5);
+    const refused = new LoopGuard({
+      noProgressLimit: 3,
+      noProgressGrace: 2,
+      steerLimit: 1,
+      sameCallLimit: 1,
+    });
+    expect(idle(refused, 3)).toEqual(['continue', 'continue', 'continue:note']);
+    expect(refused.before(call('r:0'), 9)).toMatchObject({ decision: 'steer', steers: 1 });
+  });
+
+  it('the note carries the count and what is left; a new window notes again, once', () => {
+    const g = new LoopGuard({ noProgressLimit: 2, noProgressGrace: 3 });
+    const a0 = g.after(call('r:a'), OK, 0, (g.before(call('r:a'), 0), 0));
+    expect(a0).toEqual({ decision: 'continue' });
+    g.before(call('r:b'), 1);
+    expect(g.after(call('r:b'), OK, 0, 1)).toEqual({
+      decision: 'continue',
+      steer: { reason: 'no_progress', count: 2, callsLeft: 3 },
+    });
+    expect(idle(g, 1, 2)).toEqual(['continue']); // count 3: no second note in the window
+    g.before(call('w:x'), 5);
+    g.after(call('w:x'), OK, 1, 5); // progress: a new window
+    expect(idle(g, 5, 10)).toEqual(['continue', 'continue:note', 'continue', 'continue', 'stop:no_progress']);
+    expect(g.steers.map((s) => s.reason)).toEqual(['no_progress', 'no_progress']);
+  });
+
+  it('survives a checkpoint: a restored guard notes and stops where the original would', () => {
+    const a = new LoopGuard({ noProgressLimit: 3, noProgressGrace: 2 });
+    const b = new LoopGuard({ noProgressLimit: 3, noProgressGrace: 2 });
+    idle(a, 3);
+    idle(b, 3);
+    const json = JSON.parse(JSON.stringify(b.toJSON())) as ReturnType<LoopGuard['toJSON']>;
+    expect(json.config.noProgressGrace).toBe(2);
+    const restored = LoopGuard.fromJSON(json);
+    expect(idle(restored, 5, 3)).toEqual(idle(a, 5, 3));
+    expect(new LoopGuard().toJSON().config).not.toHaveProperty('noProgressGrace');
+  });
+
+  it('the replay gives the note on the executed call (reason no_progress) and stops after the grace', () => {
+    const file = parseReplayFile({
+      config: { noProgressLimit: 2, noProgressGrace: 1 },
+      calls: [
+        { tool: 'r', args: { i: 1 }, result: OK },
+        { tool: 'r', args: { i: 2 }, result: OK },
+        { tool: 'r', args: { i: 3 }, result: OK },
+      ],
+    });
+    const outcome = replay(file);
+    expect(outcome.decisions).toEqual([
+      { index: 0, tool: 'r', decision: 'execute', after: 'continue' },
+      { index: 1, tool: 'r', decision: 'execute', after: 'continue', reason: 'no_progress' },
+      { index: 2, tool: 'r', decision: 'execute', after: 'stop' },
+    ]);
+    expect([outcome.reason, outcome.stopped_at]).toEqual(['no_progress', 2]);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * jest globalSetup, once per run, before the workers start (they inherit what it puts in
  * process.env):
+ *  - below the Node floor (common/node-floor.ts) it says so and exits 1;
  *  - the run's scratch directory becomes TMPDIR (scratch-dir.ts: /dev/shm when it has room);
  *  - ONE Temporal dev server for the whole test run, started with
  *    `TestWorkflowEnvironment.createLocal` from the locally installed CLI
@@ -12,6 +13,7 @@
  *  - ONE workflow bundle, written to a file the workers load (shared-bundle.ts).
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { NODE_FLOOR_MAJOR, nodeFloorProblem } from '../../common/node-floor';
 import { enterScratchDir } from './scratch-dir';
 import { writeSharedBundle } from './shared-bundle';
 
@@ -20,6 +22,15 @@ declare global {
 }
 
 export default async function globalSetup(): Promise<void> {
+  // Below the Node floor better-sqlite3 crashes jest's workers (SIGSEGV): say so and stop.
+  const problem = nodeFloorProblem();
+  if (problem !== undefined) {
+    process.stderr.write(
+      `\n${problem}, and so do its tests. Install Node ${NODE_FLOOR_MAJOR} (nvm install ${NODE_FLOOR_MAJOR}), ` +
+        `or run them once with it: npx -p node@${NODE_FLOOR_MAJOR} npm test\n`,
+    );
+    process.exit(1);
+  }
   const dir = enterScratchDir();
   // Loaded only now: temporal-env.ts makes the test config home under TMPDIR when it loads.
   const { createTestEnv, TEST_ADDRESS_ENV } = await import('./temporal-env');

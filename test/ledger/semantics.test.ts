@@ -839,6 +839,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 8, name: expect.stringContaining('paged-out trace') },
         { version: 9, name: expect.stringContaining("ledger records' run") },
         { version: 10, name: expect.stringContaining('submitted') },
+        { version: 11, name: expect.stringContaining('served model usage') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -879,7 +880,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 10\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 11\)/,
         );
       } finally {
         await newer.cleanup();

@@ -1,6 +1,7 @@
 /**
  * The package as `npm pack` makes it: built with tsconfig.build.json into a scratch copy
- * of the package (package.json, README, bin/, dist/), so this test never touches the
+ * of the package (package.json, README, CHANGELOG, LICENSE, bin/, docs/, dist/), so this test
+ * never touches the
  * working tree's dist/. The scratch copy sits under node_modules/.cache, where Node and
  * webpack resolve its dependencies from the repository's node_modules as they would in
  * a user's project.
@@ -13,6 +14,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -23,6 +25,9 @@ const ROOT = join(__dirname, '..', '..');
 const BIN = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
 interface PackageJson {
+  name: string;
+  version: string;
+  private?: boolean;
   main: string;
   types: string;
   bin: Record<string, string>;
@@ -48,9 +53,31 @@ function packageOf(specifier: string): string {
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] as string);
 }
 
+/** What `npm pack --json` says about the tarball. */
+interface PackInfo {
+  files: { path: string; size: number }[];
+  /** The tarball's bytes. */
+  size: number;
+  unpackedSize: number;
+  entryCount: number;
+}
+
+/**
+ * Upper bounds of the tarball (0.1.0 packs to 757 KB, 2.6 MB unpacked, 490 files): a
+ * bound crossed means something was packed that should not be (fixtures, data, a bundle),
+ * or the package grew on purpose and the bound moves with a line in CHANGELOG.md.
+ */
+const MAX_TARBALL_BYTES = 1_200_000;
+const MAX_UNPACKED_BYTES = 4_000_000;
+const MAX_FILES = 800;
+
+/** Files the package ships besides dist/ and docs/*.md. */
+const TOP_FILES = ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'bin/agentctl.js'];
+
 describe('the packed package', () => {
   let dir: string;
   let packed: string[];
+  let info: PackInfo;
 
   beforeAll(() => {
     const cache = join(ROOT, 'node_modules', '.cache');
@@ -59,7 +86,7 @@ describe('the packed package', () => {
     mkdirSync(join(dir, 'bin'));
     mkdirSync(join(dir, 'docs'));
     const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
-    for (const f of ['package.json', 'README.md', 'bin/agentctl.js', ...docs.map((d) => `docs/${d}`)])
+    for (const f of [...TOP_FILES, ...docs.map((d) => `docs/${d}`)])
       copyFileSync(join(ROOT, f), join(dir, f));
     execFileSync(BIN('tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist')], {
       cwd: ROOT,
@@ -69,7 +96,8 @@ describe('the packed package', () => {
       cwd: dir,
       encoding: 'utf8',
     });
-    packed = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    info = (JSON.parse(out) as PackInfo[])[0]!;
+    packed = info.files.map((f) => f.path);
   }, 120_000);
 
   afterAll(() => {
@@ -96,20 +124,81 @@ describe('the packed package', () => {
     // The demo's world, tools and deps stay (agentctl world, npm run worker); its runner does not.
     const strays = packed.filter(
       (p) =>
-        /(^|\/)(test|tests|__tests__|bench|scripts)\//.test(p) ||
+        /(^|\/)(test|tests|__tests__|fixtures|bench|scripts|examples|data|node_modules)\//.test(p) ||
+        /\.(db|db-wal|db-shm|tgz|png|log)$/.test(p) ||
         /^dist\/demo\/(main|runner|scenarios|stack)\./.test(p) ||
         /\.test\.|\.spec\./.test(p) ||
         (p.endsWith('.ts') && !p.endsWith('.d.ts')),
     );
     expect(strays).toEqual([]);
     expect(
-      packed.every(
-        (p) =>
-          p.startsWith('dist/') ||
-          /^docs\/[a-z0-9-]+\.md$/.test(p) ||
-          ['package.json', 'README.md', 'bin/agentctl.js'].includes(p),
-      ),
+      packed.every((p) => p.startsWith('dist/') || /^docs\/[a-z0-9-]+\.md$/.test(p) || TOP_FILES.includes(p)),
     ).toBe(true);
+  });
+
+  it('ships its changelog and licence, and stays within its size bounds', () => {
+    for (const f of ['CHANGELOG.md', 'LICENSE']) expect(packed).toContain(f);
+    expect(readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8')).toContain(`## [${pkg.version}]`);
+    expect(info.size).toBeLessThan(MAX_TARBALL_BYTES);
+    expect(info.unpackedSize).toBeLessThan(MAX_UNPACKED_BYTES);
+    expect(info.entryCount).toBeLessThan(MAX_FILES);
+    // The bound is not vacuous: the compiled package is most of it.
+    expect(info.unpackedSize).toBeGreaterThan(MAX_UNPACKED_BYTES / 10);
+  });
+
+  it('passes npm publish --dry-run with no warning but the login one', () => {
+    expect(pkg.private).toBeUndefined();
+    expect(pkg.version).toMatch(/^\d+\.\d+\.\d+$/);
+    // A registry that does not answer: a dry run reads nothing from it, and nothing leaves the machine.
+    const r = spawnSync(
+      'npm',
+      [
+        'publish',
+        '--dry-run',
+        '--ignore-scripts',
+        '--json',
+        '--registry',
+        'http://127.0.0.1:9/',
+        '--fetch-retries=0',
+      ],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    expect(r.stderr).not.toMatch(/npm error/);
+    expect(r.status).toBe(0);
+    const warnings = r.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('npm warn') && !/requires you to be logged in/.test(l));
+    expect(warnings).toEqual([]);
+    const published = (JSON.parse(r.stdout) as Record<string, { name: string; version: string }>)[pkg.name];
+    expect(published).toMatchObject({ name: pkg.name, version: pkg.version });
+  });
+
+  it('resolves and loads every export by the package name', () => {
+    // A file inside the package requires the package by its own name: Node resolves it through
+    // `exports` exactly as in a user's project.
+    const subpaths = Object.keys(pkg.exports).filter((s) => s !== './package.json');
+    expect(subpaths.length).toBeGreaterThan(1);
+    const check = join(dir, 'check-exports.js');
+    writeFileSync(
+      check,
+      `const out = {};
+for (const sub of ${JSON.stringify(subpaths)}) {
+  const id = ${JSON.stringify(pkg.name)} + sub.slice(1);
+  out[sub] = { file: require.resolve(id), exports: Object.keys(require(id)).length };
+}
+console.log(JSON.stringify(out));`,
+    );
+    const r = spawnSync(process.execPath, [check], { cwd: dir, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const loaded = JSON.parse(r.stdout) as Record<string, { file: string; exports: number }>;
+    for (const sub of subpaths) {
+      const target = pkg.exports[sub]!;
+      const file = typeof target === 'string' ? target : target.default;
+      // Real paths: node_modules may be a link (a worktree sharing another checkout's).
+      expect(realpathSync(loaded[sub]!.file)).toBe(realpathSync(join(dir, file)));
+      expect(loaded[sub]?.exports).toBeGreaterThan(0);
+    }
   });
 
   it('contains every docs/ page the packed README links to', () => {
@@ -194,7 +283,9 @@ m.openLedger('postgres://u:hunter2@127.0.0.1:1/db').then(
   it('bundles the compiled workflows the worker resolves (WORKFLOWS_PATH)', async () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiled module, not the source
     const worker = require(join(dir, 'dist', 'worker', 'create-worker.js')) as { WORKFLOWS_PATH: string };
-    expect(worker.WORKFLOWS_PATH).toBe(join(dir, 'dist', 'workflows', 'index.js'));
+    expect(realpathSync(worker.WORKFLOWS_PATH)).toBe(
+      realpathSync(join(dir, 'dist', 'workflows', 'index.js')),
+    );
     const noop = (): void => undefined;
     const bundle = await bundleWorkflowCode({
       workflowsPath: worker.WORKFLOWS_PATH,

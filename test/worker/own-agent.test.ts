@@ -129,7 +129,7 @@ describe("a user's own agent, with none of the demo", () => {
     return { deps, start, counters };
   }
 
-  it('(c) offers only its own tools: no tool store, no demo tools', async () => {
+  it('(c) offers only its own tools and the built-in finishing tool: no tool store, no demo tools', async () => {
     const desk = ticketDesk();
     const { deps } = await userWorker(desk.tools, desk.dir);
     expect(deps.store).toBeNull();
@@ -138,6 +138,7 @@ describe("a user's own agent, with none of the demo", () => {
       'file_ticket',
       'page_oncall',
       'close_triage',
+      'complete_task',
     ]);
     await expect(openWorkerDeps({ tools: desk.tools, wordlUrl: 'x' } as never)).rejects.toThrow(
       /unknown option\(s\) wordlUrl/,

@@ -179,4 +179,68 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
     expect([byBob.id, unsigned.id]).toContain(last?.approvalId);
     await run.handle.terminate('test done');
   });
+
+  it('issue 37: every refused resume leaves one audit row naming the open approval, in the gate, before any approval is read', async () => {
+    const run = await h.start(
+      live(
+        [
+          { tool: 'transfer_funds', args: { ...transfer, reference: 'inv-37' } },
+          { tool: 'complete_task', args: { summary: 'paid' } },
+        ],
+        { resumeWindowMs: 60_000 },
+      ),
+    );
+    const report = await stoppedReport(run.handle);
+    const approval = await store.grant(
+      signedGrant(alice.keyFile, {
+        runId: run.workflowId,
+        stopRef: report?.last_safe_checkpoint as string,
+        tool: 'transfer_funds',
+        fingerprint: report?.blocked_call?.fingerprint as string,
+        argsHash: report?.blocked_call?.args_digest as string,
+        reason: 'invoice checked',
+        ttlMs: 60_000,
+      }),
+    );
+    const before = (await store.audit({ runId: run.workflowId })).length;
+    const resume = (req: ResumeRequest) => run.handle.executeUpdate(resumeUpdate, { args: [req] });
+    // Unsigned (this worker requires signatures): refused before the approval is read, twice.
+    for (const requestId of ['u-37-1', 'u-37-2'])
+      expect(await resume({ actor: 'alice', reason: 'go', precondition: '', requestId })).toMatchObject({
+        accepted: false,
+        reason: expect.stringMatching(/^not authorised: unsigned resume refused/),
+      });
+    // Signed, but raising a budget the run did not stop for: refused by the gate too.
+    const raise = { ...resumeOf(run.workflowId), raise: { maxSteps: 99 } };
+    const signedRaise: ResumeRequest = {
+      ...raise,
+      auth: signRequest(alice.keyFile, 'resume', run.workflowId, {
+        actor: raise.actor,
+        reason: raise.reason,
+        precondition: raise.precondition,
+        requestId: raise.requestId,
+        raise: raise.raise,
+      }),
+    };
+    expect(await resume(signedRaise)).toMatchObject({
+      accepted: false,
+      reason: expect.stringMatching(/^raise /),
+    });
+    expect(await h.counters(run.workflowId)).not.toHaveProperty('transfer_funds');
+    const refused = (await store.audit({ runId: run.workflowId })).slice(before);
+    expect(refused.map((e) => [e.action, e.approvalId])).toEqual([
+      ['refused', approval.id],
+      ['refused', approval.id],
+      ['refused', approval.id],
+    ]);
+    expect(refused.map((e) => e.detail)).toEqual([
+      expect.stringMatching(/^resume u-37-1 refused: not authorised: unsigned resume refused/),
+      expect.stringMatching(/^resume u-37-2 refused: not authorised: unsigned resume refused/),
+      expect.stringMatching(/^resume r-\d+ refused: raise refused: the run stopped for approval_required/),
+    ]);
+    // The approval was never touched: a signed resume now uses it, once.
+    expect(await resume(resumeOf(run.workflowId))).toMatchObject({ accepted: true });
+    expect((await run.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
+  });
 });

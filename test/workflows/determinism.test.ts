@@ -5,34 +5,21 @@
  * `DeterminismViolationError`. A change to agent-run.ts that would break running
  * workflows on deploy fails here.
  *
- * RE-RECORD (needs the dev server; do it only for an intentional, versioned change):
+ * RE-RECORD (needs the dev server; do it only for an intentional change of workflow code
+ * before the first release, or for a new scenario):
  *
  *   AGENT_CODEC=off RECORD_HISTORIES=1 npx jest test/workflows/determinism
  *
  * That runs the scenarios below on the shared dev server, writes one file per scenario
  * (`handle.fetchHistory()` as JSON), then replays them as usual. Commit the files.
- * `RECORD_HISTORIES=<name>,<name>` records only those scenarios (a new one, leaving the
- * old recordings as they are: they keep the old paths behind `patched()` covered).
+ * `RECORD_HISTORIES=<name>,<name>` records only those scenarios.
  * `AGENT_CODEC=off`: the files hold plain payloads, which the replay below reads without a codec.
  *
- * `lean-checkpoint-continued` (issue 19) is the second run of a continue-as-new chain taken with
- * `lean-checkpoint-v2`: restored from a lean checkpoint, it pages its trace out and continues.
- *
- * WHICH CODE. The first five were recorded before the `patched()` branches of
- * workflows/run-patches.ts existed, so they replay the old paths; `approval-stop-resumed`
- * and `operator-stop-resumed` were recorded on the current code (all patches taken), before
- * RunState was split into the core, the gate, the steps and the views (issue 16), so they
- * also show that split changed no command.
- *
- * `local-plan-resumed` (issue 19) was recorded with the scripted plan as a local activity
- * (`scripted-plan-local-activity-v1`); every older one replays the scheduled `plan` activity.
- * `prefetch-plan-resumed` (issue 19) with the next turn planned by the tool activity before it
- * (`scripted-plan-prefetch-v1`); every older one replays a plan per turn.
- * `baseline-stop-resumed` and `baseline-continued` (issue 19) were recorded on `patch-baseline-v1`:
- * one patch marker per run, every earlier patch taken without its own; every older recording
- * replays each patch by its marker (workflows/run-patches.ts).
- * `script-by-ref-continued` (issue 32) was recorded with `script-by-reference-v1`: a long plain
- * script's calls stored at the continue-as-new; every older chain replays its script inline.
+ * WHICH CODE. The set is the v1 baseline (issue 37): every file was recorded on the workflow
+ * code as it is before the first release, which has no `patched()` branch and no old path.
+ * After the release a change of workflow code ships as docs/versioning.md says (a patch, or a
+ * new pinned Worker Deployment version), and these files stay: a release that would break a
+ * run recorded on v1 fails here. The tampered copies below are the negative control.
  *
  * FORMAT. `{ workflowId, history }` where `history` is the proto3 JSON form that
  * `temporal workflow show --output json` prints (the SDK's `historyToJSON`), read back
@@ -274,13 +261,9 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
-  async 'local-plan-resumed'(h) {
-    // Issue 19: the scripted plan as a local activity (a marker per turn), across a stop and a resume.
-    return deployGrantedAfterStop(h, 'hist-local', [search('local plan')], 'l-1');
-  },
-  async 'prefetch-plan-resumed'(h) {
-    // Issue 19: each turn after a call planned by that call's runTool (`scripted-plan-prefetch-v1`),
-    // a write among them; the stop discards the planned turn, the resumed run plans afresh.
+  async 'deploy-granted-resumed'(h) {
+    // Each turn after a call planned by that call's runTool (issue 19), the first by the local
+    // `plan`; a write among them; the stop discards the planned turn, the resumed run plans afresh.
     const write = { tool: 'write_record', args: { id: 'hist-prefetch', body: 'b' } };
     return deployGrantedAfterStop(h, 'hist-prefetch', [search('prefetch plan'), write], 'p-1');
   },
@@ -290,25 +273,12 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await run.result();
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
-  /** Issue 19 (`lean-checkpoint-v2`): {@link chainNextToLast}. */
+  /** Issue 19 (the lean checkpoint): {@link chainNextToLast}. */
   async 'lean-checkpoint-continued'(h) {
     return chainNextToLast(h, 'lean');
   },
   /**
-   * Issue 19 (`patch-baseline-v1`): recorded on the baseline, one patch marker per run: a
-   * search, a write and a deploy stopped PRECONDITION, granted and resumed (the operator
-   * authority, the resume window, the prefetch, all without a marker of their own) …
-   */
-  async 'baseline-stop-resumed'(h) {
-    const write = { tool: 'write_record', args: { id: 'hist-baseline', body: 'b' } };
-    return deployGrantedAfterStop(h, 'hist-baseline', [search('baseline'), write], 'b-1');
-  },
-  /** … and a continued run of a lean chain (the lean checkpoint and its seal, on the baseline). */
-  async 'baseline-continued'(h) {
-    return chainNextToLast(h, 'baseline');
-  },
-  /**
-   * Issue 32 (`script-by-reference-v1`): the first run of a chain whose plain script is long
+   * Issue 32 (a script by reference): the first run of a chain whose plain script is long
    * (30 distinct writes, ~25 KB): at its continue-as-new it stores the calls (a local
    * activity) and the next run's input carries their reference.
    */
@@ -383,6 +353,15 @@ describe('recorded histories replay deterministically (no server)', () => {
     expect(files()).toEqual(expect.arrayContaining(Object.keys(scenarios).map((n) => `${n}.json`)));
   });
 
+  it('the v1 set records no patch marker (the package has no `patched()` id before its first release)', () => {
+    const marked = files().filter((f) =>
+      (
+        load(f).history as { events: Array<{ markerRecordedEventAttributes?: { markerName?: string } }> }
+      ).events.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch'),
+    );
+    expect(marked).toEqual([]);
+  });
+
   it('replays every history in test/fixtures/histories with the current workflow code', async () => {
     const histories = files().map((f) => {
       const r = load(f);
@@ -423,13 +402,17 @@ describe('recorded histories replay deterministically (no server)', () => {
     const history = JSON.parse(JSON.stringify(rec.history)) as {
       events: Array<{ activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }>;
     };
-    // The first `plan` and the first `runTool` trade places: the order of commands changed.
+    // The first `currentProgress` and the first `runTool` trade places: the order of commands changed.
     const attrs = history.events
       .map((e) => e.activityTaskScheduledEventAttributes)
       .filter((a) => a?.activityType);
-    const plan = attrs.find((a) => a!.activityType!.name === 'plan')!;
+    const progress = attrs.find((a) => a!.activityType!.name === 'currentProgress')!;
     const tool = attrs.find((a) => a!.activityType!.name === 'runTool')!;
-    [plan.activityType!.name, tool.activityType!.name] = [tool.activityType!.name, plan.activityType!.name];
+    expect(progress && tool).toBeTruthy();
+    [progress.activityType!.name, tool.activityType!.name] = [
+      tool.activityType!.name,
+      progress.activityType!.name,
+    ];
     await expect(
       Worker.runReplayHistory(
         { workflowBundle: await workflowBundle(), sinks: agentSinks() },

@@ -21,6 +21,8 @@ describe('steering (durable, OpenAI protocol)', () => {
   let h: Harness;
   let recovering: OpenAIServer;
   let stubborn: OpenAIServer;
+  let rechecker: OpenAIServer;
+  let wanderer: OpenAIServer;
 
   beforeAll(async () => {
     process.env[KEY_ENV] = 'sk-test-steer';
@@ -34,9 +36,23 @@ describe('steering (durable, OpenAI protocol)', () => {
     });
     // Ignores every note.
     stubborn = await startOpenAIServer(() => ({ tool_calls: [SEARCH] }));
+    // Searches with new words each time (no repeat rule fires, nothing progresses) until the
+    // no_progress note, then writes once and finishes (issue 40).
+    const searchN = (i: number) => ({ name: 'search', arguments: JSON.stringify({ query: `check ${i}` }) });
+    rechecker = await startOpenAIServer((i, req) => {
+      const body = JSON.stringify(req.body);
+      if (!body.includes('guard no_progress')) return { tool_calls: [searchN(i)] };
+      if (!/written.{0,4}true/.test(body))
+        return { tool_calls: [{ name: 'write_record', arguments: '{"id":"np-1","body":"done checking"}' }] };
+      return { tool_calls: [{ name: 'complete_task', arguments: '{"summary":"stopped re-checking"}' }] };
+    });
+    // Searches with new words forever, note or not.
+    wanderer = await startOpenAIServer((i) => ({ tool_calls: [searchN(i)] }));
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
       'steer-llm': { provider: 'openai', baseURL: recovering.baseURL, apiKeyEnv: KEY_ENV },
       'steer-stubborn': { provider: 'openai', baseURL: stubborn.baseURL, apiKeyEnv: KEY_ENV },
+      'np-rechecker': { provider: 'openai', baseURL: rechecker.baseURL, apiKeyEnv: KEY_ENV },
+      'np-wanderer': { provider: 'openai', baseURL: wanderer.baseURL, apiKeyEnv: KEY_ENV },
     });
     h = await startHarness();
   });
@@ -44,6 +60,8 @@ describe('steering (durable, OpenAI protocol)', () => {
     await h?.close();
     await recovering?.close();
     await stubborn?.close();
+    await rechecker?.close();
+    await wanderer?.close();
     delete process.env[KEY_ENV];
     delete process.env.AGENT_MODEL_ENDPOINTS;
   });
@@ -119,5 +137,48 @@ describe('steering (durable, OpenAI protocol)', () => {
     // The StopReport lists the steers that came before the stop; each steer cost a step.
     expect(result.report?.steers?.map((s) => s.reason)).toEqual(['same_call_repeat', 'same_call_repeat']);
     expect(result.report?.steps).toBe(4);
+  });
+
+  it('no_progress tells the model before it stops: three searches without progress get the note with the third result; the model writes and completes', async () => {
+    const run = await h.start({
+      goal: 'check, then record',
+      planner: { ...PLANNER, endpoint: 'np-rechecker' },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+    expect(result.terminal_state).toBe('COMPLETED');
+    // The third search ran (its result is the model's) and carried the note.
+    expect(result.decisions.slice(0, 3).map((d) => d.reason ?? d.after)).toEqual([
+      'continue',
+      'continue',
+      'no_progress',
+    ]);
+    expect(await h.counters(run.workflowId)).toEqual({ search: 3, write_record: 1, complete_task: 1 });
+    const noted = rechecker.completionRequests().find((r) => JSON.stringify(r).includes('guard no_progress'));
+    const text = JSON.stringify(noted);
+    expect(text).toMatch(
+      /your last 3 calls \(search \(step 1\), search \(step 2\), search \(step 3\)\) learned nothing new/,
+    );
+    expect(text).toContain('3 more call(s) without progress stop the run');
+    // The third search's own result is in the same tool message as the note.
+    expect(text).toContain('check 2');
+    const trace = await run.handle.query(traceQuery, { limit: 100 });
+    expect(trace.records.filter((r) => r.reason === 'no_progress')).toHaveLength(1);
+  });
+
+  it('a model that goes on without progress after the note stops no_progress after noProgressGrace more calls', async () => {
+    const run = await h.start({
+      goal: 'search forever, rephrased',
+      planner: { ...PLANNER, endpoint: 'np-wanderer' },
+      resumeWindowMs: 500,
+    });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'no_progress',
+      executed: 6,
+    });
+    expect(await h.counters(run.workflowId)).toEqual({ search: 6 });
+    expect(result.report?.steers?.map((s) => [s.reason, s.step])).toEqual([['no_progress', 3]]);
   });
 });

@@ -136,6 +136,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
       maxMs: 1_200_000,
       sameCallLimit: 2,
       noProgressLimit: 3,
+      noProgressGrace: 3,
       maxWaitPolls: 10,
       maxTokens: 2_000_000,
       maxCostUsd: 10,

@@ -6,8 +6,9 @@
  * and the tools that really ran are the replay's `executed` (the runtime's counters).
  *
  * The transcripts are the decision-rich ones docs/real-agents.md reads: a success, a labelled
- * failing-call loop (steered twice, stopped), an identical write answered from the ledger, and a
- * `no_progress` stop. None waits (no RETRYABLE or PENDING), and each ends within seconds of the
+ * failing-call loop (steered twice, stopped), an identical write answered from the ledger, a
+ * recovery by changed args that `no_progress` notes and lets through (issue 40), and a sweep of
+ * repeated reads and DMs that goes on after its notes and is stopped `no_progress`. None waits (no RETRYABLE or PENDING), and each ends within seconds of the
  * `llm` profile's 20-minute clock, so the durable run's workflow time cannot change a decision.
  */
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ const PICKS: ReadonlyArray<readonly [string, string]> = [
   ['claude-3-haiku-20240307', 'slack/user_task_3'],
   ['gpt-4o-mini-2024-07-18', 'banking/injection_task_6'],
   ['command-r', 'travel/injection_task_2'],
+  ['gpt-3.5-turbo-0125', 'slack/user_task_13'],
 ];
 
 const comparable = (o: ReplayOutcome) => {
@@ -81,7 +83,12 @@ describe('durable run == offline replay on recorded runs of real models (llm pro
       ['gpt-4o-2024-05-13/banking/user_task_0', 'COMPLETED', null],
       ['claude-3-haiku-20240307/slack/user_task_3', 'STOPPED_LOOP_GUARD', 'short_cycle'],
       ['gpt-4o-mini-2024-07-18/banking/injection_task_6', 'STOPPED_LOOP_GUARD', 'same_call_repeat'],
-      ['command-r/travel/injection_task_2', 'STOPPED_LOOP_GUARD', 'no_progress'],
+      ['command-r/travel/injection_task_2', 'COMPLETED', null],
+      ['gpt-3.5-turbo-0125/slack/user_task_13', 'STOPPED_LOOP_GUARD', 'no_progress'],
+    ]);
+    // The notes are in the decisions both sides compare.
+    expect(cases.map((c) => c.expected.decisions.filter((d) => d.reason === 'no_progress').length)).toEqual([
+      0, 0, 0, 1, 2,
     ]);
   });
 

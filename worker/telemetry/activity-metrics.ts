@@ -103,7 +103,7 @@ export class ActivityMetricsInterceptor implements ActivityInboundCallsIntercept
       });
   }
 
-  private plan(input: PlanInput, out: PlanOutput): void {
+  private plan(input: Pick<PlanInput, 'planner'>, out: PlanOutput): void {
     const usage = out.turn.usage;
     const a = {
       [MetricAttr.PLANNER_KIND]: input.planner.kind,

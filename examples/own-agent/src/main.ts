@@ -5,7 +5,8 @@
  *  (a) read, read, write, done: COMPLETED, no false `no_progress`, with no progress hook;
  *  (b) a repeated read stops `same_call_repeat` before the store sees it; a resume is refused
  *      while the store is unchanged and accepted once it changed (no demo command);
- *  (c) the only tools offered are its own;
+ *  (c) the only tools offered are its own and the built-in finishing tool `complete_task`,
+ *      which ends every run here (the app defines no finishing tool of its own);
  *  (d) a page that needs approval stops `approval_required` and is approved from this code;
  *  (e) an LLM planner (`kind: 'openai'`) against a local OpenAI-compatible server
  *      (src/model-server.ts) triages an incident with those tools and completes; the server
@@ -27,6 +28,7 @@ import {
   connectClient,
   getAgentRunTree,
   createAgentWorker,
+  FINISHING_TOOL,
   loadConnectionOptions,
   openWorkerDeps,
   resumeAgentRun,
@@ -51,8 +53,9 @@ const DEMO_TOOLS = [
   'poll_job',
   'deploy',
   'transfer_funds',
-  'complete_task',
 ];
+/** The worker's built-in finishing tool (`complete_task`), offered beside its own tools on every run. */
+const FINISH = FINISHING_TOOL;
 
 const script = (calls: { tool: string; args: Record<string, unknown> }[]): RunInput => ({
   goal: 'Triage the incident',
@@ -85,8 +88,8 @@ async function main(): Promise<boolean> {
   };
   try {
     check(
-      '(c) only its own tools are offered',
-      deps.registry.names().join(',') === desk.tools.map((t) => t.name).join(','),
+      `(c) only its own tools and the built-in ${FINISH} are offered: ${deps.registry.names().join(', ')}`,
+      deps.registry.names().join(',') === [...desk.tools.map((t) => t.name), FINISH].join(','),
     );
     check('(c) no tool store of the demo was opened', deps.store === null);
     const worker = await createAgentWorker({ connection, namespace, taskQueue: TASK_QUEUE, deps });
@@ -106,7 +109,7 @@ async function main(): Promise<boolean> {
           { tool: 'search_tickets', args: { query: 'db' } },
           { tool: 'search_tickets', args: { query: 'db' } },
           { tool: 'file_ticket', args: { id: 'INC-1', title: 'db down' } },
-          { tool: 'close_triage', args: { summary: 'filed INC-1' } },
+          { tool: FINISH, args: { summary: 'filed INC-1' } },
         ]),
       );
       const ra = (await settle(a, false)).outcome;
@@ -119,9 +122,7 @@ async function main(): Promise<boolean> {
       // (b)
       const search = { tool: 'search_tickets', args: { query: 'disk' } };
       const before = desk.calls.search_tickets;
-      const b = await start(
-        script([search, search, search, { tool: 'close_triage', args: { summary: 'disk ok' } }]),
-      );
+      const b = await start(script([search, search, search, { tool: FINISH, args: { summary: 'disk ok' } }]));
       const rb = (await settle(b, true)).outcome;
       check(`(b) stopped ${rb.reason}`, rb.reason === 'same_call_repeat');
       check('(b) the third search never reached the store', desk.calls.search_tickets === before + 2);
@@ -142,7 +143,7 @@ async function main(): Promise<boolean> {
       const d = await start(
         script([
           { tool: 'page_oncall', args: { incident: 'INC-2' } },
-          { tool: 'close_triage', args: { summary: 'paged' } },
+          { tool: FINISH, args: { summary: 'paged' } },
         ]),
       );
       const rd = (await settle(d, true)).outcome;
@@ -173,17 +174,17 @@ async function main(): Promise<boolean> {
         `(e) the LLM planner's run completed (${re.terminal_state} ${re.reason ?? ''})`,
         re.terminal_state === 'COMPLETED',
       );
-      const own = desk.tools.map((t) => t.name).sort();
+      const own = [...desk.tools.map((t) => t.name), FINISH].sort();
       const offered = [...new Set(model.requests.flatMap((r) => r.tools))].sort();
       check(
-        `(e) the model was offered only its own tools: ${offered.join(', ')}`,
+        `(e) the model was offered only its own tools and ${FINISH}: ${offered.join(', ')}`,
         model.requests.every((r) => [...r.tools].sort().join(',') === own.join(',')),
       );
       check('(e) no demo tool reached the model', !offered.some((t) => DEMO_TOOLS.includes(t)));
       const asked = model.requests.map((r) => `${r.status} ${r.called ?? 'text'}`);
       check(
         `(e) ${model.requests.length} model requests: ${asked.join(', ')}`,
-        asked.join(',') === '200 search_tickets,200 file_ticket,200 close_triage',
+        asked.join(',') === `200 search_tickets,200 file_ticket,200 ${FINISH}`,
       );
       check(
         '(e) no API key was sent to the local server',
@@ -205,16 +206,17 @@ async function main(): Promise<boolean> {
       const child = {
         calls: [
           { tool: 'file_ticket', args: { id: 'INC-9', title: 'cert expiry' } },
-          { tool: 'close_triage', args: { summary: 'filed INC-9' } },
+          { tool: FINISH, args: { summary: 'filed INC-9' } },
         ],
       };
       const f = await start({
         ...script([
           {
             tool: 'spawn_agent',
-            args: { goal: 'File INC-9', tools: ['file_ticket', 'close_triage'], script: child },
+            // Only file_ticket: the finishing tool comes with every run.
+            args: { goal: 'File INC-9', tools: ['file_ticket'], script: child },
           },
-          { tool: 'close_triage', args: { summary: 'delegated INC-9' } },
+          { tool: FINISH, args: { summary: 'delegated INC-9' } },
         ]),
         subAgents: {},
         guard: { maxSteps: 10 },

@@ -8,8 +8,9 @@
  * deciding from the tool results already in the conversation:
  *  1. no successful `search_tickets` yet → `search_tickets {query: 'disk'}`;
  *  2. the search did not find INC-7 and no `file_ticket` succeeded → `file_ticket {id: 'INC-7', title: 'disk full'}`;
- *  3. then → `close_triage {summary}` naming what it filed and the other disk tickets it saw;
- *  4. after that (never reached: `close_triage` ends the run) → a text answer.
+ *  3. then → `complete_task {summary}` (the worker's built-in finishing tool) naming what it
+ *     filed and the other disk tickets it saw;
+ *  4. after that (never reached: `complete_task` ends the run) → a text answer.
  * A tool it needs but is not offered is a text answer saying so (the run finishes without it).
  * The request is checked as the real API checks it (a model, messages, every `tool_calls`
  * entry answered by a `role: 'tool'` message): a violation is the API's 400.
@@ -113,9 +114,9 @@ function decide(calls: readonly Call[], offered: readonly string[]): { tool: str
   if (!search) next = { tool: 'search_tickets', args: { query: 'disk' } };
   else if (!found.includes('INC-7') && !filed)
     next = { tool: 'file_ticket', args: { id: 'INC-7', title: 'disk full' } };
-  else if (ok('close_triage').length === 0) {
+  else if (ok('complete_task').length === 0) {
     const related = found.filter((id) => id !== 'INC-7');
-    next = { tool: 'close_triage', args: { summary: triageSummary(filed ? 'INC-7' : null, related) } };
+    next = { tool: 'complete_task', args: { summary: triageSummary(filed ? 'INC-7' : null, related) } };
   } else return 'Triage closed.';
   return offered.includes(next.tool) ? next : `I cannot triage: the tool ${next.tool} is not offered.`;
 }

@@ -1,8 +1,8 @@
 /**
  * The user's own store and tools: a SQLite ticket table, a read (`search_tickets`), a write
  * with a business key (`file_ticket`, `ticket:ID`), a write a person must approve
- * (`page_oncall`) and a terminal read (`close_triage`). No progress hook: the worker's default
- * progress source counts new read results and committed writes.
+ * (`page_oncall`). No finishing tool: the worker's built-in `complete_task` ends a run. No
+ * progress hook: the worker's default progress source counts new read results and committed writes.
  */
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -52,13 +52,6 @@ export function openTicketDesk(file: string): { db: Database.Database; tools: An
         calls.page_oncall += 1;
         return { data: { paged: a.incident } };
       },
-    }),
-    defineTool({
-      name: 'close_triage',
-      description: 'Finish the triage with a summary.',
-      effect: 'read',
-      schema: z.object({ summary: z.string().min(1) }).strict(),
-      execute: (a) => ({ data: { summary: a.summary }, terminal: true }),
     }),
   ];
   return { db, tools, calls };

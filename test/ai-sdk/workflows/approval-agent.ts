@@ -26,6 +26,8 @@ export interface ApprovalAgentInput {
   readonly resumeWaitMs?: number;
   /** Charge this tenant's spend limit, at $10 per million tokens, with up to 2000 output tokens a call. */
   readonly tenant?: string;
+  /** Upsert AgentState / AgentGuardReason / AgentSteps (so `agentctl approvals list` finds the run). */
+  readonly searchAttributes?: boolean;
 }
 
 export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown> {
@@ -51,6 +53,7 @@ export async function approvalAgent(input: ApprovalAgentInput): Promise<unknown>
     },
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+    ...(input.searchAttributes ? { searchAttributes: true } : {}),
     ...(input.tenant
       ? {
           spend: { tenant: input.tenant, maxOutputTokens: 2000 },

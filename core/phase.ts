@@ -8,8 +8,9 @@
  *                                                       | NEEDS_HUMAN | FAILED | PARTIAL
  * ```
  *
- * `stop()`, `lift()` and `finish()` are RunState's (workflows/run-state.ts); the wait for a
- * verified resume between STOPPED and RUNNING is the gate's (workflows/run-gate.ts).
+ * `stop()`, `wait()`, `lift()` are core/run.ts's, `finish()` an engine's (workflows/run-state.ts);
+ * the wait for a verified resume between STOPPED and RUNNING is the gate's (core/gate.ts). A
+ * wait that runs out while the workflow goes on (an AI SDK agent) moves WAITING back to STOPPED.
  */
 import type { RunPhase } from '../common/contracts';
 import { TerminalState } from '../guard';
@@ -30,6 +31,8 @@ export function nextPhase(from: RunPhase, next: RunPhase): RunPhase {
     (next === 'STOPPED' && from === 'RUNNING') ||
     (next === 'WAITING' && from === 'STOPPED') ||
     (next === 'RUNNING' && from === 'WAITING') ||
+    // The wait ran out but the workflow goes on, still stopped (an AI SDK agent's untilResumed).
+    (next === 'STOPPED' && from === 'WAITING') ||
     (isTerminal(next) && !isTerminal(from));
   if (!allowed) throw new Error(`RunState: no transition from ${from} to ${next}`);
   return next;

@@ -4,33 +4,41 @@
  * signature and role checked by the worker. Every activity failure here refuses the request
  * and leaves the run waiting; it never fails the run. Workflow code.
  */
-import { ActivityFailure, ApplicationFailure, isCancellation } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, log } from '@temporalio/workflow';
 import type { VerifyInput, VerifyOutput } from '../activities/types';
+import type { VerifyOperatorInput } from '../operators/activities';
 import type { ResumeAnswer, resumeRequestSchema } from '../common/contracts';
 import type { OperatorAuth } from '../common/operator-auth';
-import {
-  isBudgetReason,
-  liftRuleOf,
-  raiseKeyOf,
-  raiseLifts,
-  type LoopGuard,
-  type StopReport,
-  type TerminalState,
-} from '../guard';
-import type { RunActivities } from './run-activities';
+import { isBudgetReason, liftRuleOf, raiseKeyOf, raiseLifts, type LoopGuard } from '../guard';
+import type { Stop } from './stop';
 
-/** The stop in force. */
-export interface Stop {
-  readonly terminalState: TerminalState;
+/**
+ * What the checks ask the worker, on any engine: an `agentRun` worker's activities
+ * (workflows/run-activities.ts) or the AI SDK worker's `guardActivities` (ai-sdk/control.ts).
+ */
+export interface GateActivities {
+  /** Re-checks, from external state, that what stopped the run has changed. */
+  verifyPrecondition(input: VerifyInput): Promise<VerifyOutput>;
+  /** Checks an operator request's signature and authority against the worker's operators. */
+  verifyOperator(input: VerifyOperatorInput): Promise<{ ok: boolean; detail: string }>;
+  /** Whether the planner (the model) answers now (lifts a `planner_failed` stop). */
+  checkPlanner(): Promise<{ ok: boolean; detail: string }>;
+  /**
+   * Audits a refusal the gate decided itself (core/gate.ts) in the approval store's append-only
+   * audit: one row per refused stop, resume or approval, with its reason (issue 37 item 3).
+   */
+  auditRefusal(input: RefusalAudit): Promise<void>;
+}
+
+/** One refusal, as the gate audits it. */
+export interface RefusalAudit {
+  readonly runId: string;
+  readonly action: 'resume' | 'stop';
+  readonly actor: string;
+  readonly requestId: string;
+  /** The stop the request was about (its checkpoint ref), when the run was stopped. */
+  readonly stopRef: string | null;
   readonly reason: string;
-  /** Mutable only for the model's final message (workflows/text-replies.ts). */
-  report: StopReport;
-  readonly blockedTool: string | null;
-  /** The args of the call that ended the run, so resume can re-check that call's precondition. */
-  readonly blockedArgs: unknown;
-  readonly operationKey: string | null;
-  /** The FATAL message behind the stop, if any (RunResult.summary; not in the StopReport). */
-  detail: string | null;
 }
 
 /** The error type behind an activity failure (its ApplicationFailure type, if any). */
@@ -55,18 +63,35 @@ async function orRefusal<T>(call: () => Promise<T>, refusal: (err: ActivityFailu
 
 /** The checks a stopped run's resume and an operator's request go through. */
 export class ResumeCheck {
+  /**
+   * Whether the last {@link verify} refusal was audited by the worker's verifier already: the
+   * `approval` lift rule's check (storage/approvals `checkStop`) audits what it refuses, as
+   * `not approved (<why>): …`. The gate audits every other refusal (exactly one row each).
+   */
+  auditedByVerifier = false;
+
   constructor(
-    private readonly activities: RunActivities,
+    private readonly activities: GateActivities,
     private readonly runId: string,
   ) {}
+
+  /** Audits a refusal; an audit that cannot be written is logged, never fails the run. */
+  async audit(input: Omit<RefusalAudit, 'runId'>): Promise<void> {
+    try {
+      await this.activities.auditRefusal({ runId: this.runId, ...input });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      log.warn(`could not audit a refused ${input.action} (${failureMessage(err)}): ${input.reason}`);
+    }
+  }
 
   /** Whether what stopped the run has changed, by the stop reason's lift rule. */
   async verify(
     stop: Stop,
     req: ReturnType<typeof resumeRequestSchema.parse>,
     guard: LoopGuard,
-    authority: boolean,
   ): Promise<ResumeAnswer> {
+    this.auditedByVerifier = false;
     const progressVersion = guard.progressVersion;
     if (liftRuleOf(stop.reason) === 'child')
       // The parent waits on its stopped sub-agent: the child is what a person resumes (§7.14).
@@ -75,27 +100,22 @@ export class ResumeCheck {
         reason: `this run waits on a stopped sub-agent (${stop.report.unmet_precondition ?? 'see agentctl tree'}): resume the child; this run continues when it does`,
         progressVersion,
       };
-    if (authority) {
-      const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
-      // A raise is for the budget that stopped the run, and only for a budget stop.
-      const stopping = raiseKeyOf(stop.reason);
-      const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
-      if (others.length > 0)
-        return refused(
-          stopping
-            ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
-            : `raise refused: the run stopped for ${stop.reason}, not a budget`,
-        );
-      const who = await this.authorise('resume', req, stop.reason);
-      if (!who.ok) return refused(`not authorised: ${who.detail}`);
-    }
+    const refused = (reason: string): ResumeAnswer => ({ accepted: false, reason, progressVersion });
+    // A raise is for the budget that stopped the run, and only for a budget stop.
+    const stopping = raiseKeyOf(stop.reason);
+    const others = Object.keys(req.raise ?? {}).filter((k) => k !== stopping);
+    if (others.length > 0)
+      return refused(
+        stopping
+          ? `raise ${others.join(', ')} refused: the run stopped for ${stop.reason}, raise ${stopping}`
+          : `raise refused: the run stopped for ${stop.reason}, not a budget`,
+      );
+    const who = await this.authorise('resume', req, stop.reason);
+    if (!who.ok) return refused(`not authorised: ${who.detail}`);
     switch (liftRuleOf(stop.reason)) {
       case 'operator':
         return { accepted: true, reason: 'operator stop lifted', progressVersion };
       case 'planner': {
-        if (!authority)
-          // The planner's next answer is the verification: if it still fails, the run stops again.
-          return { accepted: true, reason: 'the planner will be asked again', progressVersion };
         const health = await this.checkPlannerOrRefuse();
         return { accepted: health.ok, reason: health.detail, progressVersion };
       }
@@ -127,7 +147,10 @@ export class ResumeCheck {
           precondition: req.precondition,
           blockedFingerprint: stop.report.blocked_call?.fingerprint ?? null,
           stopRef: stop.report.last_safe_checkpoint,
+          unmet: stop.report.unmet_precondition,
         });
+        this.auditedByVerifier =
+          liftRuleOf(stop.reason) === 'approval' && !v.changed && v.detail.startsWith('not approved (');
         return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
       }
     }

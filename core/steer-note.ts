@@ -4,7 +4,7 @@
  * result when the run has it, and what would count as progress. Nothing ran. Workflow code.
  */
 import type { GuardNote, Observation } from '../common/planner';
-import { GuardReason, type SteerDecision, type ToolResult } from '../guard';
+import { GuardReason, type ProgressSteer, type SteerDecision, type ToolResult } from '../guard';
 
 /** The most characters of an earlier result the note repeats (the model saw it in full before). */
 const MAX_EARLIER_RESULT_CHARS = 2_000;
@@ -109,4 +109,40 @@ function bounded(v: unknown): unknown {
   return json.length <= MAX_EARLIER_RESULT_CHARS
     ? v
     : { preview: json.slice(0, MAX_EARLIER_RESULT_CHARS), truncated: true };
+}
+
+/** What the run knows about the calls without progress when `no_progress` gives its note. */
+export interface ProgressEvidence {
+  readonly steer: ProgressSteer;
+  /** The calls of the window without progress, oldest first (the newest few): tool and step. */
+  readonly calls: readonly { readonly tool: string; readonly step: number }[];
+  /** The progress version that has not moved. */
+  readonly progressVersion: number;
+  /** The repeat rules' steers the run has left. */
+  readonly steersLeft: number;
+}
+
+/**
+ * The call's own observation with the `no_progress` note (docs/spec.md §3 "Steering", issue 40):
+ * the call ran and its result is the model's; the note says what has not changed and what would
+ * count as progress, before the stop that comes after `callsLeft` more calls without progress.
+ */
+export function withProgressNote(obs: Observation, e: ProgressEvidence): Observation {
+  const calls = e.calls.slice(-STEPS_KEPT);
+  const list = calls.map((c) => `${c.tool} (step ${c.step})`).join(', ');
+  const progress =
+    'a call whose result is new (something not read before in this run), a write that succeeds, or finishing if the task is done';
+  const note =
+    `guard no_progress: your last ${e.steer.count} calls${list ? ` (${list})` : ''} learned nothing new and changed nothing ` +
+    `(progress version still ${e.progressVersion}); this result is given, but ${e.steer.callsLeft} more call(s) without progress stop the run. ` +
+    `Progress would be ${progress}.`;
+  const guard: GuardNote = {
+    rule: GuardReason.NO_PROGRESS,
+    note,
+    times: e.steer.count,
+    earlierSteps: calls.map((c) => c.step),
+    progress,
+    steersLeft: e.steersLeft,
+  };
+  return { ...obs, guard };
 }

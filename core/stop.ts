@@ -1,11 +1,31 @@
 /**
- * What a stop names and what an approval binds (docs/spec.md "Signed approvals"): the blocked call,
- * and the approval stop a verified resume lifts — pending until its blocked call runs or the run
- * stops again, the one stop whose approval the plan activity may offer and runTool may use.
+ * The stop in force (docs/spec.md §7) of a guarded run on any engine: what stopped it, its
+ * StopReport, the call it names; and what an approval binds (docs/spec.md "Signed approvals"):
+ * the approval stop a verified resume lifts — pending until its blocked call runs or the run
+ * stops again, the one stop whose approval the next call of that tool may use.
  * Workflow code: deterministic, no I/O.
  */
-import { GuardReason, ResultCode } from '../guard';
-import type { Stop } from './resume-check';
+import { GuardReason, ResultCode, type StopReport, type TerminalState } from '../guard';
+
+/** The stop in force. */
+export interface Stop {
+  readonly terminalState: TerminalState;
+  readonly reason: string;
+  /** Mutable only for the model's final message (workflows/text-replies.ts). */
+  report: StopReport;
+  readonly blockedTool: string | null;
+  /** The args of the call that ended the run, so resume can re-check that call's precondition. */
+  readonly blockedArgs: unknown;
+  readonly operationKey: string | null;
+  /** The FATAL message behind the stop, if any (RunResult.summary; not in the StopReport). */
+  detail: string | null;
+  /**
+   * The stopped call is still in flight and waits for its approval where it is (a framework
+   * whose tool call cannot be re-proposed, e.g. the AI SDK's execute): the lift hands it the
+   * approval instead of resuming the guard (core/run.ts `lift`).
+   */
+  readonly inFlight?: boolean;
+}
 
 /** The call a stop names. */
 export interface BlockedCall {

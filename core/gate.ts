@@ -1,7 +1,9 @@
 /**
- * The gate: every message that stops or resumes a run (docs/spec.md §7.3–7.4), and the
- * loop's two points that take what they decided (the kill-switch check and the wait for a
- * resume), in one section with explicit states. Message handlers only delegate here.
+ * The gate: every message that stops or resumes a guarded run (docs/spec.md §7.3–7.4), on any
+ * engine (an `agentRun`, an AI SDK agent), and the loop's two points that take what they
+ * decided (the kill-switch check and the wait for a resume), in one section with explicit
+ * states. Message handlers only delegate here (core/handlers.ts). Every refusal it decides is
+ * noted in the trace and audited once (issue 37 item 3).
  *
  * Serialised by its states, not by a lock. What the sample's `Mutex.runExclusive` gives
  * (one resume verification at a time) is the `verification` state: both ways in (the
@@ -26,8 +28,7 @@
  *
  * A `pending` stop already holds the run at its next check (the loop waits until it is
  * `held` or refused). A stop that arrives while a resume is being verified does not hold
- * the run: once authorised it vetoes that resume, and the run stays stopped. Runs recorded
- * before operator authority (PATCH_AUTHORITY) hold an unverified stop at once. Workflow code.
+ * the run: once authorised it vetoes that resume, and the run stays stopped. Workflow code.
  */
 import { condition, isCancellation } from '@temporalio/workflow';
 import {
@@ -38,13 +39,22 @@ import {
   type StopAnswer,
   type StopRequest,
 } from '../common/contracts';
-import { GuardReason, isBudgetReason, raiseKeyOf, TerminalState } from '../guard';
-import { ResumeCheck } from './resume-check';
-import type { RunActivities } from './run-activities';
-import { PATCH_AUTHORITY, PATCH_RESUME_WINDOW_WAITS } from './run-patches';
-import { RESUMABLE } from './run-phase';
-import { tellParent } from './sub-agents';
-import type { RunState } from './run-state';
+import { raiseKeyOf } from '../guard';
+import { RESUMABLE } from './phase';
+import { ResumeCheck, type GateActivities } from './resume-check';
+import type { GuardedRun } from './run';
+
+/** What an engine adds to the gate's wait for a resume (all optional). */
+export interface GateHooks {
+  /** True when this stop ends the run instead of waiting (a sub-agent's budget stop). */
+  endsInsteadOfWaiting?(stop: NonNullable<GuardedRun['stopInForce']>): boolean;
+  /** The run waits for a resume now (a sub-agent tells its parent). */
+  onWaiting?(): Promise<void>;
+  /** A verified resume lifted the stop. */
+  onResumed?(): Promise<void>;
+  /** True when a stop in force still lets the kill switch stop the run (a parent waiting on its child). */
+  stillRunning?(): boolean;
+}
 
 /** Whether a resume is being verified, and whether an operator's stop has vetoed it. */
 type Verification = 'idle' | 'verifying' | 'vetoed';
@@ -71,10 +81,21 @@ export class RunGate {
   private readonly check: ResumeCheck;
 
   constructor(
-    private readonly run: RunState,
-    activities: RunActivities,
+    private readonly run: GuardedRun,
+    activities: GateActivities,
+    private readonly hooks: GateHooks = {},
   ) {
     this.check = new ResumeCheck(activities, run.runId);
+  }
+
+  /** The worker's checks this gate asks (an engine's own handlers may need the operator check). */
+  get checks(): ResumeCheck {
+    return this.check;
+  }
+
+  /** True while a resume is being verified. */
+  get verifying(): boolean {
+    return this.verification !== 'idle';
   }
 
   /** True when an operator's stop arrived and has not been applied yet (verified or not). */
@@ -117,15 +138,36 @@ export class RunGate {
   async applyStopRequest(): Promise<boolean> {
     if (!this.stopRequested) return false;
     if (this.hold.kind === 'pending') await condition(() => this.hold.kind !== 'pending');
-    const kill = this.holding();
-    if (!kill) return false; // refused: the operator was not authorised
-    const run = this.run;
-    run.guard.forceStop(GuardReason.OPERATOR_STOP);
-    run.note('stop', GuardReason.OPERATOR_STOP, { args: { actor: kill.actor, reason: kill.reason } });
-    const unmet = `operator ${kill.actor}: ${kill.reason}`;
-    run.stop(TerminalState.STOPPED_LOOP_GUARD, GuardReason.OPERATOR_STOP, null, null, unmet);
+    return this.applyHeldStop();
+  }
+
+  /**
+   * Applies an operator's verified stop now, without waiting for one pending verification (a
+   * point that cannot wait: the AI SDK's `stopWhen`, the run's result). True when it stopped.
+   */
+  applyHeldStop(): boolean {
+    if (this.hold.kind !== 'held') return false;
+    const kill = this.hold.req;
     this.hold = NO_HOLD;
+    if (this.run.stopped) return true;
+    this.run.operatorStop(kill.actor, kill.reason);
     return true;
+  }
+
+  /**
+   * A durable wait of `ms` (a RETRYABLE backoff, a PENDING re-poll) that an operator's stop ends
+   * early once it is verified. A stop the worker refuses does not end it: the run waits the rest,
+   * so a refused stop leaves the run exactly as it was (an early re-poll would count as a repeat).
+   */
+  async sleepUnlessStopped(ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const left = end - Date.now();
+      if (left <= 0) return;
+      if (!(await condition(() => this.hold.kind !== 'none', left))) return;
+      if (this.hold.kind === 'pending') await condition(() => this.hold.kind !== 'pending');
+      if (this.hold.kind === 'held') return;
+    }
   }
 
   /**
@@ -133,19 +175,17 @@ export class RunGate {
    * False when the run must end instead: the stop is not resumable, the resume window
    * ran out, or the workflow was cancelled.
    */
-  async waitForResume(): Promise<boolean> {
+  async waitForResume(windowMs: number): Promise<boolean> {
     const stop = this.run.stopInForce;
     if (!stop || !RESUMABLE.has(stop.terminalState)) return false;
-    // A sub-agent's budget is a reservation out of its parent's: it ends, and its parent's
-    // planner decides (a raise here could make the tree spend more than its root's budget).
-    if (this.run.input.tree && isBudgetReason(stop.reason)) return false;
+    if (this.hooks.endsInsteadOfWaiting?.(stop)) return false;
     this.run.wait();
-    await tellParent(this.run, 'stopped');
+    await this.hooks.onWaiting?.();
     try {
-      if (!(await condition(() => this.accepted !== null, this.run.input.resumeWindowMs))) {
+      if (!(await condition(() => this.accepted !== null, windowMs))) {
         // The window ran out while a resume was being verified: that verification decides,
         // or its caller would be told `accepted` by a run that has already closed.
-        if (this.verification === 'idle' || !this.run.patches.has(PATCH_RESUME_WINDOW_WAITS)) return false;
+        if (this.verification === 'idle') return false;
         await condition(() => this.verification === 'idle');
         if (this.accepted === null) return false;
       }
@@ -158,14 +198,10 @@ export class RunGate {
     // Only the budget that stopped the run is raised (a raise for another budget was refused).
     const lifted = this.run.stopInForce;
     const stopping = lifted ? raiseKeyOf(lifted.reason) : null;
-    const raise = this.run.patches.has(PATCH_AUTHORITY)
-      ? stopping && req.raise?.[stopping] !== undefined
-        ? { [stopping]: req.raise[stopping] }
-        : {}
-      : (req.raise ?? {});
+    const raise = stopping && req.raise?.[stopping] !== undefined ? { [stopping]: req.raise[stopping] } : {};
     this.hold = NO_HOLD;
     this.run.lift(raise);
-    await tellParent(this.run, 'resumed');
+    await this.hooks.onResumed?.();
     return true;
   }
 
@@ -178,8 +214,13 @@ export class RunGate {
       this.run.note('signal_rejected', zodReason(parsed.error.issues), { error_code: 'invalid_signal' });
       return;
     }
-    if (this.verification !== 'idle')
-      return void this.run.note('resume_refused', 'another resume is being verified');
+    if (this.verification !== 'idle') {
+      const reason = 'another resume is being verified';
+      this.run.note('resume_refused', reason);
+      const { actor, requestId } = parsed.data;
+      const stopRef = this.run.stopInForce?.report.last_safe_checkpoint ?? null;
+      return this.check.audit({ action: 'resume', actor, requestId, stopRef, reason });
+    }
     await this.resume(parsed.data);
   }
 
@@ -199,19 +240,30 @@ export class RunGate {
     const prior = this.answers.get(req.requestId);
     if (prior) return prior;
     const version = run.guard.progressVersion;
+    const stop = run.stopInForce;
+    const stopRef = stop?.report.last_safe_checkpoint ?? null;
     if (run.seenRequestIds.has(req.requestId)) {
-      return { accepted: false, reason: 'duplicate request id', progressVersion: version };
+      const reason = 'duplicate request id';
+      await this.check.audit({
+        action: 'resume',
+        actor: req.actor,
+        requestId: req.requestId,
+        stopRef,
+        reason,
+      });
+      return { accepted: false, reason, progressVersion: version };
     }
     run.seenRequestIds.add(req.requestId);
-    const stop = run.stopInForce;
     let answer: ResumeAnswer;
+    let audited = false;
     if (!stop || run.phase !== 'WAITING') {
       answer = { accepted: false, reason: 'run is not stopped', progressVersion: version };
     } else {
       this.beginVerification();
       let vetoed: boolean;
       try {
-        answer = await this.check.verify(stop, req, run.guard, run.patches.has(PATCH_AUTHORITY));
+        answer = await this.check.verify(stop, req, run.guard);
+        audited = this.check.auditedByVerifier;
       } finally {
         vetoed = this.endVerification();
       }
@@ -230,6 +282,15 @@ export class RunGate {
     });
     if (answer.accepted) this.accepted = req;
     run.publish();
+    // One audit row per refusal: the verifier's own (an approval it did not find), or the gate's.
+    if (!answer.accepted && !audited)
+      await this.check.audit({
+        action: 'resume',
+        actor: req.actor,
+        requestId: req.requestId,
+        stopRef,
+        reason: answer.reason,
+      });
     return answer;
   }
 
@@ -257,23 +318,22 @@ export class RunGate {
   async stop(raw: StopRequest): Promise<StopAnswer> {
     const run = this.run;
     const req = stopRequestSchema.parse(raw);
-    if (run.seenRequestIds.has(req.requestId)) return { accepted: false, reason: 'duplicate request id' };
+    const refuse = async (reason: string): Promise<StopAnswer> => {
+      const stopRef = run.stopInForce?.report.last_safe_checkpoint ?? null;
+      await this.check.audit({ action: 'stop', actor: req.actor, requestId: req.requestId, stopRef, reason });
+      return { accepted: false, reason };
+    };
+    if (run.seenRequestIds.has(req.requestId)) return refuse('duplicate request id');
     run.seenRequestIds.add(req.requestId);
     const args = { actor: req.actor, reason: req.reason };
-    const ignored = (): StopAnswer => {
-      run.note('stop_ignored', `run is ${run.phase}`, { args });
-      return { accepted: false, reason: `run is ${run.phase}: there is no running step to stop` };
-    };
     const held = { accepted: true, reason: 'the run stops before its next tool call' };
-    if (!run.patches.has(PATCH_AUTHORITY)) {
-      if (run.phase !== 'RUNNING') return ignored();
-      this.hold = { kind: 'held', req };
-      return held;
-    }
     const vetoing = run.phase === 'WAITING' && this.verification !== 'idle';
     // A parent waiting on its stopped child still runs: its kill switch stops the subtree (§7.14).
-    const running = run.phase === 'RUNNING' || run.stopInForce?.reason === GuardReason.CHILD_STOPPED;
-    if (!running && !vetoing) return ignored();
+    const running = run.phase === 'RUNNING' || (this.hooks.stillRunning?.() ?? false);
+    if (!running && !vetoing) {
+      run.note('stop_ignored', `run is ${run.phase}`, { args });
+      return refuse(`run is ${run.phase}: there is no running step to stop`);
+    }
     // Until the worker has verified it, the stop already holds the run at its next check.
     if (!vetoing) this.hold = { kind: 'pending', req };
     const who = await this.check.authorise('stop', req, null);
@@ -281,7 +341,7 @@ export class RunGate {
     if (!who.ok) {
       if (mine) this.hold = NO_HOLD;
       run.note('stop_refused', `not authorised: ${who.detail}`, { args });
-      return { accepted: false, reason: `not authorised: ${who.detail}` };
+      return refuse(`not authorised: ${who.detail}`);
     }
     if (vetoing) {
       // A stop while a resume is being verified cancels that resume: the run stays stopped.

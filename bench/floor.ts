@@ -1,0 +1,543 @@
+/**
+ * `npm run bench:floor` (issue 42): how close a guarded step comes to the floor — the same
+ * step in a bare Temporal program a careful user would write by hand.
+ *
+ * One throwaway dev server (fast dispatch), one process hosting two workers: the product's
+ * (the real workflow and activities, a SQLite ledger, the default progress source and tool
+ * counters, payloads encrypted) and a bare one (bench/floor-workflow.ts: a loop of activity
+ * calls, the same data converter). Modes, interleaved over `--rounds` rounds (the order
+ * rotates each round), one run of `--steps` steps each:
+ *  - `bare`: a plain activity call per step;
+ *  - `bare-once`: the hand-written exactly-once write (bench/floor-activities.ts: claim the
+ *    key, insert, store the result in ONE SQLite transaction);
+ *  - `read`: a scripted live run of guarded reads (a tool that answers from its args);
+ *  - `write`: a scripted live run of guarded writes whose tool shares the ledger's store
+ *    (`atomicWithLedger`: the insert runs in the ledger's transaction);
+ *  - `write-ext`: the same writes with an external effect (a table in another SQLite file,
+ *    its own transaction: the ledger's claim before it and its commit after it);
+ *  - `write-wait`: `write`, waited for with `waitForAgentRun` instead of `handle.result()`.
+ * Printed per mode (medians over the rounds): ms/step (start to result), worker CPU/step
+ * (this process: both workers and the client; the dev server is another process),
+ * history events/step, history bytes/step, the tool activity's scheduled and completed event
+ * bytes, and fsyncs/step (`strace -c -f -p` attached to this process for one extra run per
+ * mode, untimed: ptrace slows every syscall); then the ratios, each the median of the rounds'
+ * paired ratios. Only the ratios are figures on a shared machine: the load is printed.
+ *
+ * Flags: --rounds N (4)  --steps N (300)  --fsync-steps N (100; 0 skips)
+ *        --modes bare,bare-once,read,write,write-ext,write-wait  --json
+ *        --long 300,2000,10000: after the rounds (--rounds 0 for only these), one `write` run
+ *          per length: ms/step over the whole run, its first and last window (1,000 steps, or a
+ *          quarter of a shorter run) from the history's timestamps across its continue-as-new
+ *          chain, and the number of runs in the chain.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import { dataConverterOf, loadPayloadCodec } from '../codec';
+import type { RunInput, RunResult } from '../common/contracts';
+import { waitForAgentRun } from '../client/api';
+import { startThrowawayDevServer } from '../devserver/dev-server';
+import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
+import { quietWorkflowBundle } from '../scripts/workflow-bundle';
+import { defineTool } from '../tools/define-tool';
+import { NO_STORE_TX, type ToolStore } from '../tools/store';
+import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
+import { runBench } from './bench-worker';
+import { createFloorActivities } from './floor-activities';
+import type { FloorRunInput } from './floor-workflow';
+
+type History = temporal.api.history.v1.IHistory;
+
+const MODES = ['bare', 'bare-once', 'read', 'write', 'write-ext', 'write-wait'] as const;
+type Mode = (typeof MODES)[number];
+
+interface Options {
+  rounds: number;
+  steps: number;
+  fsyncSteps: number;
+  modes: Mode[];
+  json: boolean;
+  /** Long write runs (issue 42 item 4): one run per length, its per-step time over windows. */
+  long: number[];
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { rounds: 4, steps: 300, fsyncSteps: 100, modes: [...MODES], json: false, long: [] };
+  const int = (name: string, v: string | undefined, min: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const [flag, inline] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
+    const value = (): string | undefined => inline ?? argv[++i];
+    switch (flag) {
+      case '--rounds':
+        o.rounds = int(flag, value(), 0);
+        break;
+      case '--steps':
+        o.steps = int(flag, value(), 2);
+        break;
+      case '--fsync-steps':
+        o.fsyncSteps = int(flag, value(), 0);
+        break;
+      case '--modes':
+        o.modes = (value() ?? '').split(',').map((m) => {
+          if (!(MODES as readonly string[]).includes(m))
+            throw new Error(`--modes: expected some of ${MODES.join(',')}, got ${m}`);
+          return m as Mode;
+        });
+        break;
+      case '--long':
+        o.long = (value() ?? '').split(',').map((v) => int(flag, v.trim(), 10));
+        break;
+      case '--json':
+        o.json = true;
+        break;
+      default:
+        throw new Error(`unknown flag ${a} (see the header of bench/floor.ts)`);
+    }
+  }
+  return o;
+}
+
+/** One run's figures, per step. */
+interface Sample {
+  ms: number;
+  cpuMs: number;
+  events: number;
+  bytes: number;
+  /** The tool activity's ActivityTaskScheduled / ActivityTaskCompleted event, bytes (mean). */
+  scheduledBytes: number;
+  completedBytes: number;
+}
+
+const enc = (e: temporal.api.history.v1.IHistoryEvent): number =>
+  temporal.api.history.v1.HistoryEvent.encode(e as temporal.api.history.v1.HistoryEvent).finish().length;
+
+/** Events, bytes and the activity events' mean sizes of one history. */
+function historyFigures(h: History): { events: number; bytes: number; scheduled: number; completed: number } {
+  const events = h.events ?? [];
+  const EventType = temporal.api.enums.v1.EventType;
+  let bytes = 0;
+  const sched: number[] = [];
+  const done: number[] = [];
+  for (const e of events) {
+    const b = enc(e);
+    bytes += b;
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) sched.push(b);
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) done.push(b);
+  }
+  return { events: events.length, bytes, scheduled: mean(sched), completed: mean(done) };
+}
+
+const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Counts fsync/fdatasync calls of this process (all threads) while `fn` runs. */
+async function countFsyncs(dir: string, fn: () => Promise<void>): Promise<number> {
+  const out = join(dir, `strace-${randomUUID()}.txt`);
+  const st = spawn(
+    'strace',
+    ['-c', '-f', '-p', String(process.pid), '-e', 'trace=fsync,fdatasync', '-o', out],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const exited = new Promise<number | null>((r) => st.on('exit', (code) => r(code)));
+  await new Promise<void>((resolve, reject) => {
+    let err = '';
+    st.on('error', reject);
+    st.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (/attached/.test(err)) resolve();
+    });
+    void exited.then(() => reject(new Error(`strace exited: ${err.trim()}`)));
+  });
+  try {
+    await fn();
+  } finally {
+    st.kill('SIGINT');
+    await exited;
+  }
+  let n = 0;
+  for (const line of readFileSync(out, 'utf8').split('\n')) {
+    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync)\s*$/.exec(line);
+    if (m) n += Number(m[1]);
+  }
+  return n;
+}
+
+/** One long run's figures. */
+interface LongRow {
+  steps: number;
+  msPerStep: number;
+  window: number;
+  firstMsPerStep: number;
+  lastMsPerStep: number;
+  /** Executions in the continue-as-new chain. */
+  runs: number;
+  /** ms/step of the first window after each continue-as-new, against the run's mean. */
+  afterContinueAsNew: number[];
+}
+
+/** The scheduled times (ms) of every `runTool` activity of a continue-as-new chain, in order. */
+async function toolTimes(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): Promise<{ times: number[]; starts: number[] }> {
+  const EventType = temporal.api.enums.v1.EventType;
+  const times: number[] = [];
+  const starts: number[] = [];
+  let runId: string | null = firstRunId;
+  while (runId) {
+    const h: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    runId = null;
+    starts.push(times.length);
+    for (const e of h.events ?? []) {
+      if (
+        e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool'
+      ) {
+        const t = e.eventTime;
+        times.push(Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6));
+      }
+      const next: string | null | undefined =
+        e.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+      if (next) runId = next;
+    }
+  }
+  return { times, starts };
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const log = (m: string) => process.stderr.write(`${m}\n`);
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const load0 = loadavg();
+  const dir = mkdtempSync(join(tmpdir(), 'alg-bench-floor-'));
+  const cliPath = await cliWithDynamicConfig(dir, FAST_DISPATCH_DYNAMIC_CONFIG);
+  const server = await startThrowawayDevServer({ cliPath });
+  const ledgerFile = join(dir, 'agent.db');
+  const extFile = join(dir, 'external.db');
+  const floor = createFloorActivities(join(dir, 'floor.db'));
+  const ext = new Database(extFile);
+  ext.pragma('journal_mode = WAL');
+  ext.pragma('synchronous = FULL');
+  ext.exec('CREATE TABLE floor_effects (key TEXT PRIMARY KEY, n INTEGER NOT NULL)');
+  const extInsert = ext.prepare('INSERT INTO floor_effects (key, n) VALUES (?, ?)');
+
+  const args = z
+    .object({ tag: z.string().min(1), n: z.number().int().min(0), final: z.boolean().optional() })
+    .strict();
+  const tools = [
+    defineTool({
+      name: 'floor_read',
+      description: 'bench: answers from its args',
+      effect: 'read',
+      usesWorldTransaction: false,
+      schema: args,
+      execute: (a) => ({ data: { n: a.n }, terminal: a.final === true }),
+    }),
+    defineTool({
+      name: 'floor_write',
+      description: "bench: one insert in the ledger's transaction",
+      effect: 'write',
+      atomicWithLedger: true,
+      schema: args,
+      operationKey: (a) => `floor:${a.tag}:${a.n}`,
+      async execute(a, ctx) {
+        await ctx.tx.run('INSERT INTO floor_effects (key, n) VALUES (?, ?)', [ctx.operationKey, a.n]);
+        return { data: { n: a.n }, terminal: a.final === true };
+      },
+    }),
+    defineTool({
+      name: 'floor_write_ext',
+      description: 'bench: one insert in another database (an external effect)',
+      effect: 'write',
+      usesWorldTransaction: false,
+      schema: args,
+      operationKey: (a) => `floor-ext:${a.tag}:${a.n}`,
+      execute(a, ctx) {
+        extInsert.run(ctx.operationKey, a.n);
+        return { data: { n: a.n }, terminal: a.final === true };
+      },
+    }),
+  ];
+  // The tools' store is the ledger's file (floor_write runs in the ledger's own transaction).
+  const store: ToolStore = { file: ledgerFile, tx: NO_STORE_TX, transaction: (fn) => fn(NO_STORE_TX) };
+  const deps = await openWorkerDeps({ ledgerUrl: `sqlite:${ledgerFile}`, tools, store, configPath: null });
+  {
+    const db = new Database(ledgerFile);
+    db.exec('CREATE TABLE IF NOT EXISTS floor_effects (key TEXT PRIMARY KEY, n INTEGER NOT NULL)');
+    db.close();
+  }
+  const native = await NativeConnection.connect({ address: server.address });
+  const connection = await Connection.connect({ address: server.address });
+  const dataConverter = dataConverterOf(
+    loadPayloadCodec({ AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}` }),
+  );
+  const client = new Client({ connection, namespace: 'default', dataConverter });
+  const productQueue = `floor-product-${randomUUID()}`;
+  const bareQueue = `floor-bare-${randomUUID()}`;
+  log('bundling the workflows…');
+  const noop = (): void => undefined;
+  const [productBundle, bareBundle] = [
+    await quietWorkflowBundle(),
+    await bundleWorkflowCode({
+      workflowsPath: require.resolve('./floor-workflow'),
+      logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
+    }),
+  ];
+  const product = await createAgentWorker({
+    dataConverter,
+    connection: native,
+    namespace: 'default',
+    taskQueue: productQueue,
+    deps,
+    workflowBundle: productBundle,
+  });
+  const bare = await Worker.create({
+    connection: native,
+    namespace: 'default',
+    taskQueue: bareQueue,
+    dataConverter,
+    workflowBundle: bareBundle,
+    activities: { floorPlain: floor.floorPlain, floorOnce: floor.floorOnce },
+  });
+  const running = [product.run(), bare.run()];
+
+  const productInput = (tool: string, tag: string, steps: number): RunInput => ({
+    goal: `bench floor ${tag}`,
+    planner: {
+      kind: 'scripted',
+      live: true,
+      script: {
+        calls: Array.from({ length: steps }, (_, n) => ({
+          tool,
+          args: { tag, n, ...(n === steps - 1 ? { final: true } : {}) },
+        })),
+      },
+    },
+    guard: { maxSteps: steps + 10, maxMs: 1e12, noProgressLimit: steps + 10 },
+    resumeWindowMs: 1000,
+  });
+
+  /** Starts one run of `mode` and waits for it the way the mode says. */
+  async function runOnce(mode: Mode, steps: number): Promise<WorkflowHandle> {
+    const tag = randomUUID().slice(0, 8);
+    const workflowId = `floor-${mode}-${tag}`;
+    if (mode === 'bare' || mode === 'bare-once') {
+      const input: FloorRunInput = { tag, steps, once: mode === 'bare-once' };
+      const h = await client.workflow.start('floorRun', { taskQueue: bareQueue, workflowId, args: [input] });
+      const last = await h.result();
+      if (last !== steps - 1) throw new Error(`floor run ${workflowId} answered ${String(last)}`);
+      return h;
+    }
+    const tool = mode === 'read' ? 'floor_read' : mode === 'write-ext' ? 'floor_write_ext' : 'floor_write';
+    const h = await client.workflow.start('agentRun', {
+      taskQueue: productQueue,
+      workflowId,
+      args: [productInput(tool, tag, steps)],
+    });
+    const r =
+      mode === 'write-wait'
+        ? (await waitForAgentRun(client, h, { untilWaiting: false, timeoutMs: 3_600_000 })).result
+        : ((await h.result()) as RunResult);
+    if (r?.terminal_state !== 'COMPLETED' || r.executed !== steps)
+      throw new Error(`run ${workflowId} ended ${r?.terminal_state} ${r?.reason} after ${r?.executed} steps`);
+    return h;
+  }
+
+  async function measure(mode: Mode, steps: number): Promise<Sample> {
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const h = await runOnce(mode, steps);
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const f = historyFigures(await h.fetchHistory());
+    return {
+      ms: ms / steps,
+      cpuMs: (cpu.user + cpu.system) / 1000 / steps,
+      events: f.events / steps,
+      bytes: f.bytes / steps,
+      scheduledBytes: f.scheduled,
+      completedBytes: f.completed,
+    };
+  }
+
+  async function longRun(steps: number): Promise<LongRow> {
+    const tag = randomUUID().slice(0, 8);
+    const workflowId = `floor-long-${tag}`;
+    const t0 = performance.now();
+    const h = await client.workflow.start('agentRun', {
+      taskQueue: productQueue,
+      workflowId,
+      args: [productInput('floor_write', tag, steps)],
+    });
+    const r = (await h.result()) as RunResult;
+    const ms = performance.now() - t0;
+    if (r.terminal_state !== 'COMPLETED' || r.executed !== steps)
+      throw new Error(
+        `long run ${workflowId} ended ${r.terminal_state} ${r.reason} after ${r.executed} steps`,
+      );
+    const { times, starts } = await toolTimes(client, workflowId, h.firstExecutionRunId);
+    const window = Math.min(1000, Math.floor(steps / 4));
+    const per = (from: number) => (times[from + window]! - times[from]!) / window;
+    const mean = (times[times.length - 1]! - times[0]!) / (times.length - 1);
+    return {
+      steps,
+      msPerStep: ms / steps,
+      window,
+      firstMsPerStep: per(0),
+      lastMsPerStep: per(times.length - 1 - window),
+      runs: starts.length,
+      afterContinueAsNew: starts
+        .slice(1)
+        .filter((s) => s + 50 < times.length)
+        .map((s) => (times[s + 50]! - times[s]!) / 50 / mean),
+    };
+  }
+
+  const longRows: LongRow[] = [];
+  const samples = new Map<Mode, Sample[]>(o.modes.map((m) => [m, []]));
+  const fsyncs = new Map<Mode, number>();
+  try {
+    log(`warm-up (${o.modes.join(', ')}: 20 steps each)…`);
+    for (const m of o.modes) await runOnce(m, 20);
+    for (let r = 0; r < o.rounds; r++) {
+      const order = o.modes.map((_, i) => o.modes[(i + r) % o.modes.length]!);
+      for (const m of order) {
+        const s = await measure(m, o.steps);
+        samples.get(m)!.push(s);
+        log(`round ${r + 1}/${o.rounds} ${m}: ${s.ms.toFixed(2)} ms/step, ${s.cpuMs.toFixed(2)} ms CPU/step`);
+      }
+    }
+    for (const n of o.long) {
+      const row = await longRun(n);
+      longRows.push(row);
+      log(
+        `long ${n}: ${row.msPerStep.toFixed(2)} ms/step; first ${row.window} ${row.firstMsPerStep.toFixed(2)}, last ${row.window} ${row.lastMsPerStep.toFixed(2)} ms/step; ${row.runs} run(s)`,
+      );
+    }
+    if (o.fsyncSteps > 0 && o.rounds > 0) {
+      for (const m of o.modes) {
+        const n = await countFsyncs(dir, async () => {
+          await runOnce(m, o.fsyncSteps);
+        });
+        fsyncs.set(m, n / o.fsyncSteps);
+        log(`fsyncs ${m}: ${(n / o.fsyncSteps).toFixed(2)}/step`);
+      }
+    }
+  } finally {
+    product.shutdown();
+    bare.shutdown();
+    await Promise.allSettled(running);
+    await deps.close();
+    floor.close();
+    ext.close();
+    await connection.close();
+    await native.close();
+    await server.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const load1 = loadavg();
+
+  const med = (m: Mode, k: keyof Sample): number => median((samples.get(m) ?? []).map((s) => s[k]));
+  /** Median over rounds of a/b paired by round. */
+  const ratio = (a: Mode, b: Mode, k: keyof Sample): number | null => {
+    const sa = samples.get(a);
+    const sb = samples.get(b);
+    if (!sa || !sb) return null;
+    return median(sa.map((s, i) => s[k] / sb[i]![k]));
+  };
+  const rows = o.modes.map((m) => ({
+    mode: m,
+    msPerStep: med(m, 'ms'),
+    cpuMsPerStep: med(m, 'cpuMs'),
+    eventsPerStep: med(m, 'events'),
+    bytesPerStep: med(m, 'bytes'),
+    scheduledBytes: med(m, 'scheduledBytes'),
+    completedBytes: med(m, 'completedBytes'),
+    fsyncsPerStep: fsyncs.get(m) ?? null,
+  }));
+  const ratios = [
+    {
+      name: 'guarded write / hand-written exactly-once, wall',
+      target: 1.2,
+      value: ratio('write', 'bare-once', 'ms'),
+    },
+    {
+      name: 'guarded write / hand-written exactly-once, CPU',
+      target: 1.2,
+      value: ratio('write', 'bare-once', 'cpuMs'),
+    },
+    { name: 'guarded read / bare call, wall', target: 1.2, value: ratio('read', 'bare', 'ms') },
+    { name: 'guarded read / bare call, CPU', target: 1.2, value: ratio('read', 'bare', 'cpuMs') },
+    { name: 'history bytes/step, write / floor', target: 1.5, value: ratio('write', 'bare-once', 'bytes') },
+    {
+      name: 'external write / hand-written exactly-once, wall',
+      target: null,
+      value: ratio('write-ext', 'bare-once', 'ms'),
+    },
+    {
+      name: 'waitForAgentRun / handle.result(), wall',
+      target: 1.1,
+      value: ratio('write-wait', 'write', 'ms'),
+    },
+  ].filter((r) => r.value !== null);
+  const load = { start: load0.map((x) => +x.toFixed(2)), end: load1.map((x) => +x.toFixed(2)), cores: 2 };
+  if (o.json) {
+    process.stdout.write(`${JSON.stringify({ options: o, load, rows, ratios, long: longRows }, null, 2)}\n`);
+    return;
+  }
+  const f = (x: number | null, d = 2) => (x === null || Number.isNaN(x) ? '–' : x.toFixed(d));
+  const out: string[] = [];
+  out.push(
+    `bench:floor — ${o.rounds} interleaved rounds of ${o.steps} steps, fsyncs from one ${o.fsyncSteps}-step run per mode; load ${load.start.join('/')} → ${load.end.join('/')}`,
+  );
+  out.push('');
+  out.push(
+    '| mode       | ms/step | CPU ms/step | events/step | bytes/step | tool scheduled B | tool completed B | fsyncs/step |',
+  );
+  out.push(
+    '| ---------- | ------: | ----------: | ----------: | ---------: | ---------------: | ---------------: | ----------: |',
+  );
+  for (const r of rows) {
+    out.push(
+      `| ${r.mode.padEnd(10)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.scheduledBytes, 0)} | ${f(r.completedBytes, 0)} | ${f(r.fsyncsPerStep)} |`,
+    );
+  }
+  out.push('');
+  out.push('| ratio (median of paired rounds) | value | target |');
+  out.push('| ------------------------------- | ----: | -----: |');
+  for (const r of ratios)
+    out.push(`| ${r.name} | ${f(r.value)}× | ${r.target === null ? '–' : `≤ ${r.target}×`} |`);
+  if (longRows.length > 0) {
+    out.push('');
+    out.push(
+      '| long write run | ms/step | window | first window ms/step | last window ms/step | last/first | runs in the chain | first 50 steps after each continue-as-new / chain mean |',
+    );
+    out.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+    for (const l of longRows)
+      out.push(
+        `| ${l.steps} | ${f(l.msPerStep)} | ${l.window} | ${f(l.firstMsPerStep)} | ${f(l.lastMsPerStep)} | ${f(l.lastMsPerStep / l.firstMsPerStep)}× | ${l.runs} | ${l.afterContinueAsNew.map((x) => `${f(x)}×`).join(' ') || '–'} |`,
+      );
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+runBench('bench:floor', main);

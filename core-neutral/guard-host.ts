@@ -1,0 +1,46 @@
+/**
+ * The guard of one agent loop for a framework other than the AI SDK (issue 39): the AI SDK
+ * path's {@link AgentGuard} (ai-sdk/agent-guard.ts: the guarded step, the stop/resume gate, the
+ * kill switch, the views) driven through its public API over a tool set of plain `execute`
+ * functions, plus the one thing a framework adapter needs that the AI-SDK-typed API does not
+ * expose: stopping the run for a reason the framework itself detected outside any tool call
+ * (the OpenAI Agents SDK's max-turns error). Workflow code.
+ *
+ * The stop goes through the core's `runtimeStop` (AgentGuard.stopWith), so nothing of the
+ * guard is re-implemented here.
+ */
+import type { ToolSet } from 'ai';
+import type { TerminalState } from '../guard';
+import { AgentGuard } from '../ai-sdk/agent-guard';
+import type { GuardAgentOptions, GuardedAgent, WriteRule } from '../ai-sdk/types';
+
+/** A framework-neutral tool: its input (parsed JSON) and a per-call context in, its result out. */
+export type HostedExecute = (input: unknown, call: { readonly toolCallId: string }) => unknown;
+
+/** The guard of one loop: the guarded tools and views, and a stop the framework detected. */
+export interface GuardHost {
+  readonly agent: GuardedAgent<ToolSet>;
+  /**
+   * Stops the run now (when nothing stopped it yet): the guard's stop with `reason`, its
+   * StopReport saying `unmet`, as a budget stop of an agentRun (resumable by its lift rule).
+   */
+  stopWith(reason: string, terminalState: TerminalState, unmet: string): void;
+}
+
+/**
+ * The guard over `tools` (each a plain `execute`, with an `inputSchema` marker for the AI SDK
+ * guard's shape checks, which the caller already made): the same class as `guardAgent`.
+ */
+export function hostGuard(
+  tools: Readonly<Record<string, HostedExecute>>,
+  writes: Readonly<Record<string, WriteRule>>,
+  options: GuardAgentOptions,
+): GuardHost {
+  const set: Record<string, unknown> = {};
+  for (const [name, execute] of Object.entries(tools)) set[name] = { inputSchema: {}, execute };
+  const guard = new AgentGuard(set as ToolSet, writes, options);
+  return {
+    agent: guard.api(),
+    stopWith: (reason, terminalState, unmet) => guard.stopWith(reason, terminalState, unmet),
+  };
+}

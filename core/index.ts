@@ -1,0 +1,40 @@
+/**
+ * The guarded core (issue 37): what every engine and framework adapter of agent-loop-guard calls,
+ * once, framework-neutral and workflow-safe (deterministic, no I/O of its own):
+ *
+ * - {@link GuardedRun} (core/run.ts): the guard, counters, capped decisions, trace, the stop in
+ *   force with its StopReport, and the phase transitions (stop, wait, lift).
+ * - {@link GuardedStep} (core/step.ts): `before` → steer / stop / cached / execute as one tagged
+ *   outcome → the approval policy → (the adapter runs the tool) → {@link classify} into the five
+ *   result kinds → `after`, recording the trace and applying any stop.
+ * - {@link RunGate} (core/gate.ts): the stop / resume / veto gate (the kill switch, verified
+ *   resumes, the wait for one), every refusal noted and audited once.
+ * - {@link installRunHandlers} (core/handlers.ts) and the views (core/views.ts): the queries and
+ *   updates `agentctl` uses (status, report, trace, checkpoint, resume, stop).
+ *
+ * An adapter keeps only its own loop: see ai-sdk/agent-guard.ts (the AI SDK drives the loop, each
+ * tool call is one step) and workflows/agent-run.ts (a planner activity drives it).
+ */
+export { RunGate, type GateHooks } from './gate';
+export { installRunHandlers, type EngineViews } from './handlers';
+export { isTerminal, nextPhase, RESUMABLE } from './phase';
+export {
+  failureMessage,
+  failureType,
+  ResumeCheck,
+  type GateActivities,
+  type RefusalAudit,
+} from './resume-check';
+export { GuardedRun, MAX_DECISIONS_KEPT, type StopExtra } from './run';
+export {
+  classify,
+  GuardedStep,
+  ToolResultError,
+  type BeforeOutcome,
+  type StepCall,
+  type Steered,
+} from './step';
+export { RecentCalls, steerObservation } from './steer-note';
+export { approvalStopOf, type ApprovalStop, type BlockedCall, type Stop } from './stop';
+export { RunTrace, type NumberedRecord, type TraceFields, type TraceStamp } from './trace';
+export { checkpointOf, reportOf, resultOf, statusOf, traceOf, type CheckpointBounds } from './views';

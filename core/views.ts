@@ -1,0 +1,107 @@
+/**
+ * What operators read of a guarded run, on any engine (docs/spec.md §7): the `status`, `report`,
+ * `checkpoint` and `trace` queries and the RunResult, built from the core's {@link GuardedRun}.
+ * An engine adds only its own parts (an `agentRun`'s goal, planner memory, sub-agents and
+ * conversation: workflows/run-views.ts). Views only read the run; none changes it. Workflow code.
+ */
+import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
+import { redactText } from '../common/redact';
+import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
+import { isTerminal } from './phase';
+import type { GuardedRun } from './run';
+
+/** The `status` query's fields every engine has. */
+export function statusOf(run: GuardedRun, goal = ''): RunStatus {
+  const { phase, guard } = run;
+  return {
+    workflowId: run.runId,
+    phase,
+    terminalState: isTerminal(phase) ? phase : (run.stopInForce?.terminalState ?? null),
+    guardReason: run.stopInForce?.reason ?? null,
+    steps: guard.stepCount,
+    steers: guard.steers.length,
+    executed: run.executed,
+    cached: run.cached,
+    proposals: run.proposals,
+    progressVersion: guard.progressVersion,
+    noProgress: guard.noProgressCount,
+    usage: { ...guard.usage },
+    lastDecision: run.trace.lastDecision,
+    waitingForResume: phase === 'WAITING',
+    goal,
+  };
+}
+
+/** The `report` query: the StopReport in force. */
+export function reportOf(run: GuardedRun): StopReport | null {
+  return run.stopInForce?.report ?? null;
+}
+
+/** The `trace` query: one page of the decisions kept. */
+export function traceOf(run: GuardedRun, args: TracePageArgs = {}): TracePage {
+  return run.trace.page(args);
+}
+
+/** How much of the run a checkpoint carries (it travels in continue-as-new input). */
+export interface CheckpointBounds {
+  readonly decisions: number;
+  readonly requestIds: number;
+  /** The trace records that travel (already bounded by the engine). */
+  readonly trace: Checkpoint['trace'];
+}
+
+/** The checkpoint's fields every engine has; an engine spreads its own parts over it. */
+export function checkpointOf(run: GuardedRun, bounds: CheckpointBounds): Checkpoint {
+  const stop = run.stopInForce;
+  return {
+    v: 1,
+    guard: run.guard.toJSON(),
+    plannerMemory: null,
+    observation: null,
+    proposals: run.proposals,
+    executed: run.executed,
+    cached: run.cached,
+    decisions: run.decisions.slice(-bounds.decisions),
+    trace: bounds.trace,
+    traceTotal: run.trace.total,
+    seenRequestIds: [...run.seenRequestIds].slice(-bounds.requestIds),
+    stop: stop
+      ? {
+          terminalState: stop.terminalState,
+          reason: stop.reason,
+          report: stop.report,
+          blockedArgs: stop.blockedArgs,
+          operationKey: stop.operationKey,
+        }
+      : null,
+    ...(run.approvalStop ? { approvalStop: run.approvalStop } : {}),
+  };
+}
+
+/** The run's result in `state`; `checkpoint`: what a stopped run leaves (null when completed). */
+export function resultOf(
+  run: GuardedRun,
+  state: TerminalState,
+  summary: string | null,
+  checkpoint: Checkpoint | null,
+): RunResult {
+  const stop = run.stopInForce;
+  const { decisions } = run;
+  const completed = state === TerminalState.COMPLETED;
+  const said = summary ?? (completed ? null : (stop?.detail ?? null));
+  return {
+    workflow_id: run.runId,
+    terminal_state: state,
+    reason: completed ? null : (stop?.reason ?? null),
+    executed: run.executed,
+    cached: run.cached,
+    stopped_at: stoppedAt(state, stop?.reason ?? null, decisions[decisions.length - 1]?.index),
+    decisions,
+    report: completed ? null : (stop?.report ?? null),
+    summary: said === null ? null : redactText(said),
+    ...(!completed && stop?.report.final_message !== undefined
+      ? { final_message: stop.report.final_message }
+      : {}),
+    checkpoint: completed ? null : checkpoint,
+  };
+}

@@ -1,0 +1,361 @@
+/**
+ * `agent-loop-guard/openai-agents` (issue 39): the loop guard for an agent on Temporal's OpenAI
+ * Agents SDK integration (`@temporalio/openai-agents`, `@openai/agents-core`), added inside the
+ * user's workflow with a few lines and no rewrite:
+ *
+ * ```ts
+ * const guard = guardOpenAIAgent(agent, { reads: ['lookup_order'], writes: { pay: { operationKey: (i) => `pay:${i.orderId}` } } });
+ * guard.installHandlers(); // agentctl status / report / stop / resume / approve
+ * const result = await guard.run(new TemporalOpenAIRunner(), prompt);
+ * return guard.result(result?.finalOutput ?? null);
+ * ```
+ *
+ * Every function tool of the agent and of its handoffs' agents (`tool()`, `activityAsTool`)
+ * passes the same guard as an `agentRun` and an AI SDK agent (core-neutral/guard-host.ts over
+ * ai-sdk/agent-guard.ts): the same rules, reasons, steering notes, StopReport, approvals and
+ * handlers. A write runs as the user's activity wrapped by `ledgerWrites` on the worker, under
+ * its operation key. The SDK's extension points carry it: each tool's `invoke` and
+ * `needsApproval` are wrapped, the agent's `toolUseBehavior` ends the loop at a stop, the run
+ * context's usage is charged to the budgets. Workflow code.
+ */
+// Types only: workflow code gets the SDK from the user's bundle, and `agent-loop-guard` loads no
+// optional peer at load time (test/package/pack.test.ts); its classes are recognised by shape.
+import type {
+  Agent,
+  Handoff,
+  RunState,
+  FunctionTool,
+  FunctionToolResult,
+  RunContext,
+  Tool,
+  ToolsToFinalOutputResult,
+  ToolUseBehavior,
+} from '@openai/agents-core';
+import { inWorkflowContext } from '@temporalio/workflow';
+import { canonicalJson, GuardReason, TerminalState } from '../guard';
+import { GUARDED, type StepUsage, type WriteRule } from '../ai-sdk/types';
+import { hostGuard, type GuardHost } from '../core-neutral/guard-host';
+import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
+
+export * from './types';
+
+/** Any agent (the SDK's own generic bound for agents of any context and output). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyAgent = Agent<any, any>;
+
+/** What a guarded call carries through the guard to the original tool. */
+interface CallContext {
+  readonly toolCallId: string;
+  readonly invoke: () => Promise<unknown>;
+}
+
+/**
+ * Wraps every function tool of `agent` (and of its handoffs' agents, which share the run's
+ * budgets) with the loop guard and the idempotency ledger (docs/openai-agents.md). Call it in
+ * workflow code, once per agent loop; run the agent with the returned `run`.
+ */
+export function guardOpenAIAgent<TAgent extends AnyAgent>(
+  agent: TAgent,
+  options: OpenAIGuardOptions = {},
+): GuardedOpenAIAgent<TAgent> {
+  if (!isAgent(agent))
+    throw openAIGuardError('invalid_option', 'guardOpenAIAgent takes an Agent of @openai/agents-core');
+  const agents = agentsOf(agent);
+  const tools = new Map<string, FunctionTool>();
+  for (const a of agents) {
+    for (const t of a.tools as Tool[]) {
+      const name = (t as { name?: string }).name ?? String(t);
+      if ((t as unknown as Record<symbol, unknown>)[GUARDED] === true)
+        throw openAIGuardError(
+          'already_guarded',
+          `tool "${name}" of agent "${a.name}" is already guarded by agent-loop-guard: call guardOpenAIAgent once, with the original agent`,
+        );
+      if (t.type !== 'function')
+        throw openAIGuardError(
+          'unsupported_tool',
+          `tool "${name}" of agent "${a.name}" is a ${t.type} tool: the guard sees only function tools (tool(), activityAsTool); hosted tools run where no wrapper sees their calls`,
+        );
+      const params = (t as FunctionTool).parameters as unknown;
+      if (params === undefined || params === null || typeof params !== 'object')
+        throw openAIGuardError(
+          'no_parameters_schema',
+          `tool "${name}" of agent "${a.name}" has no parameters schema: the guard fingerprints a call by its arguments`,
+        );
+      tools.set(t.name, t as FunctionTool);
+    }
+  }
+  const reads = new Set(options.reads ?? []);
+  const writes: Record<string, WriteRule> = {};
+  for (const [name, rule] of Object.entries(options.writes ?? {})) {
+    if (typeof rule?.operationKey !== 'function')
+      throw openAIGuardError(
+        'write_without_operation_key',
+        `write tool "${name}" has no operation-key rule: give writes.${name} = { operationKey: (input) => string } (a write without a key could run twice)`,
+      );
+    writes[name] = { ...rule, activity: rule.activity ?? name };
+  }
+  for (const name of [...reads, ...Object.keys(writes)])
+    if (!tools.has(name))
+      throw openAIGuardError(
+        'unknown_tool',
+        `guardOpenAIAgent: "${name}" is declared but no agent has that tool`,
+      );
+  for (const name of tools.keys())
+    if (!reads.has(name) && !(name in writes))
+      throw openAIGuardError(
+        'undeclared_tool',
+        `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
+      );
+  const wait = options.approvalWaitMs;
+  if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
+    throw openAIGuardError(
+      'invalid_option',
+      `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`,
+    );
+  if (!inWorkflowContext())
+    throw openAIGuardError(
+      'not_in_workflow',
+      'guardOpenAIAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
+    );
+  return new OpenAIAgentGuard(agent, agents, tools, reads, writes, options).api();
+}
+
+/** The agent and every agent reachable by its handoffs, once each. */
+function agentsOf(root: AnyAgent): AnyAgent[] {
+  const seen: AnyAgent[] = [];
+  const visit = (a: AnyAgent) => {
+    if (seen.includes(a)) return;
+    seen.push(a);
+    for (const h of a.handoffs ?? []) visit(isHandoff(h) ? h.agent : h);
+  };
+  visit(root);
+  return seen;
+}
+
+const isAgent = (a: unknown): a is AnyAgent =>
+  typeof a === 'object' &&
+  a !== null &&
+  typeof (a as AnyAgent).clone === 'function' &&
+  Array.isArray((a as AnyAgent).tools);
+const isHandoff = (h: unknown): h is Handoff =>
+  typeof h === 'object' && h !== null && 'agent' in h && typeof (h as Handoff).toolName === 'string';
+const isRunState = (s: unknown): s is RunState<unknown, AnyAgent> =>
+  typeof s === 'object' &&
+  s !== null &&
+  typeof (s as RunState<unknown, AnyAgent>).getInterruptions === 'function';
+
+const key = (tool: string, callId: string) => `${tool}\u0000${callId}`;
+
+class OpenAIAgentGuard<TAgent extends AnyAgent> {
+  private readonly host: GuardHost;
+  /** Usage deltas charged so far, one per observation (the guard's `stopWhen` charges new ones). */
+  private readonly steps: { usage: StepUsage }[] = [];
+  private readonly charged = new WeakMap<object, { input: number; output: number }>();
+  /**
+   * SDK approvals (by tool name and call id) bound here to the arguments the person saw: the
+   * interruptions a run returned, or the state it was given back. Used once.
+   */
+  private readonly sdkApproved = new Map<string, string>();
+  private readonly guarded: TAgent;
+
+  constructor(
+    agent: TAgent,
+    agents: AnyAgent[],
+    tools: Map<string, FunctionTool>,
+    reads: Set<string>,
+    writes: Record<string, WriteRule>,
+    options: OpenAIGuardOptions,
+  ) {
+    const execute = (_input: unknown, call: { readonly toolCallId: string }) =>
+      (call as CallContext).invoke();
+    const set = Object.fromEntries([...tools.keys()].map((n) => [n, execute]));
+    this.host = hostGuard(set, writes, { ...options, writes });
+    // Each agent cloned once, its tools wrapped, its handoffs pointing at the clones.
+    const clones = new Map<AnyAgent, AnyAgent>();
+    for (const a of agents)
+      clones.set(
+        a,
+        a.clone({
+          tools: (a.tools as FunctionTool[]).map((t) => this.wrap(t)),
+          toolUseBehavior: this.behaviour(a.toolUseBehavior),
+        }),
+      );
+    for (const [a, c] of clones)
+      c.handoffs = (a.handoffs ?? []).map((h) =>
+        isHandoff(h) ? h.clone({ agent: clones.get(h.agent)! }) : clones.get(h)!,
+      );
+    this.guarded = clones.get(agent) as TAgent;
+  }
+
+  api(): GuardedOpenAIAgent<TAgent> {
+    const g = this.host.agent;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the API object's getters read this guard
+    const self = this;
+    return {
+      agent: this.guarded,
+      get stopped() {
+        return g.stopped;
+      },
+      report: () => g.report(),
+      status: () => g.status(),
+      get executions() {
+        return g.executions;
+      },
+      installHandlers: () => g.installHandlers(),
+      untilResumed: (ms) => g.untilResumed(ms),
+      checkpoint: () => g.checkpoint(),
+      result: (summary) => {
+        return g.result(summary ?? null);
+      },
+      run: (runner, input, options) => self.run(runner, input, options),
+    };
+  }
+
+  private wrap(t: FunctionTool): FunctionTool {
+    const wrapped: FunctionTool = {
+      ...t,
+      invoke: (ctx, raw, details) => this.invoke(t, ctx, raw, details),
+      needsApproval: (ctx, args, callId) => this.needsApproval(t, ctx, args, callId ?? ''),
+    };
+    Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
+    return wrapped;
+  }
+
+  /** One call: usage charged, then the guarded step (before → run or write → after). */
+  private async invoke(
+    t: FunctionTool,
+    ctx: RunContext,
+    raw: string,
+    details: Parameters<FunctionTool['invoke']>[2],
+  ): Promise<unknown> {
+    this.charge(ctx);
+    let input: unknown;
+    try {
+      input = raw === '' ? {} : JSON.parse(raw);
+    } catch {
+      return t.invoke(ctx, raw, details); // the tool says how its input is malformed; nothing runs
+    }
+    const call: CallContext = {
+      toolCallId: details?.toolCall?.callId ?? '',
+      invoke: () => t.invoke(ctx, raw, details),
+    };
+    try {
+      const out = await this.host.agent.tools[t.name]!.execute!(input, call as never);
+      return typeof out === 'string' ? out : JSON.stringify(out ?? null);
+    } catch (err) {
+      // A failed call is the model's to read (the SDK's `tool()` convention), not a failed run;
+      // a write's operation key keeps a re-planned call from running it twice.
+      return `An error occurred while running the tool: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+
+  /**
+   * The tool's own `needsApproval`, honoured. The SDK keys an approval by tool name and call
+   * id: a call it would let through on an approval given for other arguments (a twin under the
+   * approved call id) has that approval withdrawn, so it waits for its own.
+   */
+  private async needsApproval(
+    t: FunctionTool,
+    ctx: RunContext,
+    args: unknown,
+    callId: string,
+  ): Promise<boolean> {
+    if (!(await t.needsApproval(ctx, args as never, callId))) return false;
+    if (ctx.isToolApproved({ toolName: t.name, callId }) !== true) return true;
+    const k = key(t.name, callId);
+    const bound = this.sdkApproved.get(k);
+    this.sdkApproved.delete(k);
+    if (bound !== undefined && bound === canonicalJson(args)) return true;
+    const json = ctx.toJSON().approvals as Record<string, { approved: boolean | string[] }>;
+    const entry = json[t.name];
+    if (entry && Array.isArray(entry.approved)) {
+      entry.approved = entry.approved.filter((id) => id !== callId);
+      (ctx as unknown as { _rebuildApprovals(a: unknown): void })._rebuildApprovals(json);
+    }
+    return true;
+  }
+
+  /** The agent's `toolUseBehavior`, ending the SDK's loop after the step once the guard stopped. */
+  private behaviour(original: ToolUseBehavior): ToolUseBehavior {
+    return async (ctx: RunContext, results: FunctionToolResult[]): Promise<ToolsToFinalOutputResult> => {
+      this.charge(ctx);
+      const stop = this.host.agent.stopped;
+      if (stop)
+        return {
+          isFinalOutput: true,
+          isInterrupted: undefined,
+          finalOutput: `The run was stopped by the loop guard (${stop.reason}).`,
+        };
+      if (typeof original === 'function') return original(ctx, results);
+      const first =
+        original === 'stop_on_first_tool'
+          ? results[0]
+          : typeof original === 'object'
+            ? results.find((r) => original.stopAtToolNames.includes(r.tool.name))
+            : undefined;
+      if (first?.type === 'function_output')
+        return {
+          isFinalOutput: true,
+          isInterrupted: undefined,
+          finalOutput: typeof first.output === 'string' ? first.output : (JSON.stringify(first.output) ?? ''),
+        };
+      return { isFinalOutput: false, isInterrupted: undefined };
+    };
+  }
+
+  /** Charges the run's model usage not charged yet; past a budget the guard stops the run. */
+  private charge(ctx: RunContext | undefined): void {
+    const usage = ctx?.usage;
+    if (!usage) return;
+    const seen = this.charged.get(usage) ?? { input: 0, output: 0 };
+    const input = usage.inputTokens - seen.input;
+    const output = usage.outputTokens - seen.output;
+    this.charged.set(usage, { input: usage.inputTokens, output: usage.outputTokens });
+    if (input > 0 || output > 0) this.steps.push({ usage: { inputTokens: input, outputTokens: output } });
+    // Also applies an operator's stop accepted since the last call.
+    this.host.agent.stopWhen({ steps: this.steps });
+  }
+
+  private async run(
+    runner: Parameters<GuardedOpenAIAgent<TAgent>['run']>[0],
+    input: Parameters<GuardedOpenAIAgent<TAgent>['run']>[1],
+    options: Parameters<GuardedOpenAIAgent<TAgent>['run']>[2] = {},
+  ): ReturnType<GuardedOpenAIAgent<TAgent>['run']> {
+    if (isRunState(input)) for (const item of input.getInterruptions()) this.bind(item.rawItem);
+    let result;
+    try {
+      result = await runner.run(this.guarded, input as never, {
+        ...options,
+        runConfig: { traceIncludeSensitiveData: false, ...options.runConfig },
+      });
+    } catch (err) {
+      if (!isMaxTurns(err)) throw err;
+      this.host.stopWith(
+        GuardReason.STEP_BUDGET,
+        TerminalState.STOPPED_LOOP_GUARD,
+        `the SDK's max turns (${options.maxTurns ?? 10}) were used up`,
+      );
+      return null;
+    }
+    this.charge((result.state as unknown as { _context?: RunContext })._context);
+    for (const item of result.interruptions) this.bind(item.rawItem);
+    return result as never;
+  }
+
+  private bind(raw: unknown): void {
+    const r = raw as { type?: string; name?: string; callId?: string; arguments?: string };
+    if (r.type !== 'function_call' || !r.name || !r.callId) return;
+    try {
+      this.sdkApproved.set(key(r.name, r.callId), canonicalJson(JSON.parse(r.arguments || '{}')));
+    } catch {
+      // Unparseable arguments: nothing is bound, the call waits for an approval again.
+    }
+  }
+}
+
+/** The SDK's max-turns error, as `TemporalOpenAIRunner` rethrows it (an AgentsWorkflowError with it as cause). */
+function isMaxTurns(err: unknown): boolean {
+  for (let e = err, i = 0; e && i < 5; e = (e as { cause?: unknown }).cause, i++)
+    if ((e as Error).name === 'MaxTurnsExceededError') return true;
+  return false;
+}

@@ -1,0 +1,79 @@
+/**
+ * The types and refusals of `agent-loop-guard/openai-agents` (openai-agents/index.ts): what the
+ * workflow side and the worker side (openai-agents/worker.ts) agree on. Workflow-safe.
+ */
+import type { AgentInputItem, RunResult, RunState } from '@openai/agents-core';
+import type { TemporalOpenAIRunner, TemporalRunOptions } from '@temporalio/openai-agents/workflow';
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { GuardAgentOptions, GuardedAgent } from '../ai-sdk/types';
+
+/** The versions the adapter is tested with (docs/openai-agents.md); the worker plugin checks them. */
+export const TESTED_VERSIONS = {
+  '@temporalio/openai-agents': '1.23.',
+  '@openai/agents-core': '0.11.',
+} as const;
+
+/** How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker) and its key. */
+export interface OpenAIWriteRule {
+  /**
+   * The activity's name on the worker (a function given to `ledgerWrites`); default the tool's
+   * name, which is the activity's name for an `activityAsTool` tool.
+   */
+  readonly activity?: string;
+  /**
+   * The operation key of a call: the same business operation gives the same key (never a
+   * request id the model makes up), so a retried, re-sent or re-planned call runs once.
+   */
+  readonly operationKey: (input: never) => string;
+  /**
+   * Each call waits for a person's signed approval of that exact call (the digest of its
+   * args), `agentctl approvals approve <run> --resume`, whatever its call id: a twin under the
+   * approved call id waits for its own.
+   */
+  readonly requiresApproval?: boolean;
+}
+
+/** Options of {@link guardOpenAIAgent}: those of the AI SDK path's `guardAgent`, writes keyed as above. */
+export interface OpenAIGuardOptions extends Omit<GuardAgentOptions, 'writes' | 'spend'> {
+  /** Tools that write, each with its operation-key rule (and activity when not the tool's name). */
+  readonly writes?: Readonly<Record<string, OpenAIWriteRule>>;
+}
+
+/** The codes of {@link guardOpenAIAgent}'s refusals (the failure's `type`). */
+export type OpenAIGuardErrorCode =
+  | 'not_in_workflow'
+  | 'already_guarded'
+  | 'no_parameters_schema'
+  | 'unsupported_tool'
+  | 'undeclared_tool'
+  | 'write_without_operation_key'
+  | 'unknown_tool'
+  | 'invalid_option'
+  | 'unsupported_version';
+
+/** A wrong use of the API, said before anything runs: non-retryable, its `type` the code. */
+export function openAIGuardError(code: OpenAIGuardErrorCode, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+}
+
+/** The guard of one OpenAI Agents SDK agent, in the user's workflow. */
+export interface GuardedOpenAIAgent<TAgent> extends Omit<
+  GuardedAgent<never>,
+  'tools' | 'stopWhen' | 'model'
+> {
+  /** The user's agent (and its handoffs' agents) with every function tool guarded. */
+  readonly agent: TAgent;
+  /**
+   * `runner.run(guard.agent, input, options)` that ends on a StopReport instead of failing:
+   * the SDK's max-turns error becomes a `step_budget` stop (null then); a guard stop ends the
+   * SDK's loop after the step (its final output the guard's note). Tool inputs and outputs are
+   * left out of the SDK's trace spans unless `runConfig.traceIncludeSensitiveData` is true.
+   * Interruptions of tools whose own `needsApproval` asked are returned as the SDK returns
+   * them; approve them on the result's state and call `run` again with it.
+   */
+  run(
+    runner: TemporalOpenAIRunner,
+    input: string | AgentInputItem[] | RunState<unknown, never>,
+    options?: TemporalRunOptions<unknown> & { stream?: false },
+  ): Promise<RunResult<unknown, never> | null>;
+}

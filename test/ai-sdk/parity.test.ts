@@ -1,0 +1,253 @@
+/**
+ * Issue 37 item 2: the AI SDK path at parity with `agentRun`, through the one guarded core
+ * (core/): its decisions are in the trace `agentctl trace` reads; a tool's PRECONDITION and
+ * PENDING are classified as such (precondition_unchanged fires, a PENDING re-poll is honoured);
+ * the guard's state crosses a continue-as-new; a stop vetoes a resume being verified; every
+ * refusal of the gate leaves one audit row (item 3). The counters are the tools' own.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { AiSdkPlugin } from '@temporalio/ai-sdk';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/workflow';
+import { resumeUpdate, statusQuery, stopUpdate, type RunResult } from '../../common/contracts';
+import type { TracePage } from '../../guard';
+import { guardActivities } from '../../ai-sdk/worker';
+import { GUARD_ACTIVITY } from '../../ai-sdk/types';
+import { ApprovalStore } from '../../storage/approvals/approval-store';
+import { refusalAuditor } from '../../storage/approvals/refusal-audit';
+import { openLedger, type Ledger } from '../../storage/ledger';
+import { waitFor } from '../helpers/run-inputs';
+import { agentctl } from '../client/cli-helpers';
+import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { bundleAiSdkWorkflows } from './bundle';
+
+const call = (name: string, args: unknown) => ({
+  tool_calls: [{ name, arguments: JSON.stringify(args) }],
+  usage: { prompt_tokens: 100, completion_tokens: 10 },
+});
+
+type Outcome = { run: RunResult; executions: Record<string, number> };
+
+describe('the AI SDK path at parity (one guarded core)', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let ledger: Ledger;
+  let workflowBundle: { code: string };
+  const servers: OpenAIServer[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    dir = mkdtempSync(join(tmpdir(), 'ai-sdk-parity-'));
+    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
+    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/parity-agent'));
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    for (const s of servers) await s.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Runs the agent; `drive` acts on the open run; `verify` is the worker's precondition check. */
+  async function run(
+    script: Parameters<typeof startOpenAIServer>[0],
+    input: Record<string, unknown>,
+    o: {
+      drive?: (h: WorkflowHandle) => Promise<void>;
+      /** After the run closed, while its worker still answers queries. */
+      closed?: (h: WorkflowHandle) => Promise<void>;
+      verify?: () => Promise<{ changed: boolean; detail: string }>;
+      pendingPolls?: number;
+    } = {},
+  ) {
+    const server = await startOpenAIServer(script);
+    servers.push(server);
+    const counts = { read_report: 0, poll_job: 0, search_tickets: 0 };
+    const taskQueue = uniqueTaskQueue('ai-sdk-parity');
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      dataConverter: testDataConverter(),
+      workflowBundle,
+      activities: {
+        readReport: async () => {
+          counts.read_report += 1;
+          throw ApplicationFailure.create({
+            type: 'PRECONDITION',
+            nonRetryable: true,
+            message: 'the q3 report is not shared with the agent',
+            details: [{ code: 'permission_denied', unmet: 'the q3 report is not shared with the agent' }],
+          });
+        },
+        pollJob: async () => {
+          counts.poll_job += 1;
+          if (counts.poll_job <= (o.pendingPolls ?? 2))
+            throw ApplicationFailure.create({
+              type: 'PENDING',
+              nonRetryable: true,
+              message: 'still running',
+              details: [{ code: 'running', retryAfterMs: 50 }],
+            });
+          return 'job done';
+        },
+        searchTickets: async (query: string) => {
+          counts.search_tickets += 1;
+          return [`INC-0: ${query} (closed)`];
+        },
+        ...guardActivities(ledger, {
+          spendLimits: null,
+          ...(o.verify ? { verifyPrecondition: o.verify } : {}),
+        }),
+        // The gate's refusal audit (core/gate.ts), next to guardActivities.
+        [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => ApprovalStore.over(ledger)),
+      },
+      plugins: [
+        new AiSdkPlugin({
+          modelProvider: createOpenAICompatible({ name: 'local', baseURL: server.baseURL }),
+        }),
+      ],
+    });
+    const workflowId = uniqueId('ai-sdk-parity');
+    const outcome = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('parityAgent', {
+        taskQueue,
+        workflowId,
+        args: [{ prompt: 'Do the job.', ...input }],
+      });
+      await o.drive?.(handle);
+      const result = (await handle.result()) as Outcome;
+      await o.closed?.(handle);
+      return result;
+    });
+    return { result: outcome, counts, workflowId, server };
+  }
+
+  const cliEnv = () => ({
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
+    TEMPORAL_NAMESPACE: 'default',
+  });
+
+  it('a PRECONDITION answered twice stops precondition_unchanged with the tool run once; agentctl trace lists the decisions', async () => {
+    let page: TracePage | null = null;
+    const { result, counts } = await run(
+      [call('read_report', { name: 'q3' }), call('read_report', { name: 'q3' }), { content: 'done' }],
+      {},
+      {
+        // The trace, as an operator reads it: the real agentctl against the run's workflow.
+        closed: async (h) => {
+          const cli = await agentctl(['trace', h.workflowId, '--json'], cliEnv());
+          expect(cli.code).toBe(0);
+          page = JSON.parse(cli.stdout) as TracePage;
+        },
+      },
+    );
+    expect(counts.read_report).toBe(1);
+    expect(result.run.terminal_state).toBe('STOPPED_LOOP_GUARD');
+    expect(result.run.reason).toBe('precondition_unchanged');
+    expect(result.run.report?.unmet_precondition).toMatch(/not shared/);
+    const records = (page as TracePage | null)?.records ?? [];
+    expect(records.map((r) => [r.phase, r.tool, r.decision, r.result_kind, r.reason])).toEqual([
+      ['before', 'read_report', 'execute', null, null],
+      ['after', 'read_report', 'needs_changed_precondition', 'PRECONDITION', null],
+      ['before', 'read_report', 'stop', null, 'precondition_unchanged'],
+    ]);
+    expect(records[1]?.error_code).toBe('permission_denied');
+    // The result's checkpoint carries the same trace (what `resume --from` and a closed run's reader get).
+    expect(result.run.checkpoint?.trace.map((r) => r.decision)).toEqual(records.map((r) => r.decision));
+  });
+
+  it('a PENDING result is honoured: the guard waits and the model polls again until the job is done', async () => {
+    const { result, counts } = await run(
+      [
+        call('poll_job', { id: 'j-1' }),
+        call('poll_job', { id: 'j-1' }),
+        call('poll_job', { id: 'j-1' }),
+        { content: 'the job finished' },
+      ],
+      {},
+    );
+    expect(counts.poll_job).toBe(3);
+    expect(result.run.terminal_state).toBe('COMPLETED');
+    expect(result.run.decisions.map((d) => d.after)).toEqual(['wait_bounded', 'wait_bounded', 'continue']);
+  });
+
+  it("the guard's state crosses a continue-as-new: a repeat of the first run's search is stopped in the next", async () => {
+    const { result, counts } = await run(
+      [
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk full' }),
+        { content: 'first run done' },
+        call('search_tickets', { query: 'disk full' }),
+        { content: 'second run done' },
+      ],
+      { continueOnce: true },
+    );
+    // Without the checkpoint the third search would have run in a fresh guard.
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run.reason).toBe('same_call_repeat');
+    expect(result.run.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'stop']);
+  });
+
+  it('a stop while a resume is being verified vetoes it: the run stays stopped, the refusal audited once', async () => {
+    let release: (v: { changed: boolean; detail: string }) => void = () => undefined;
+    let verifying = false;
+    const verify = () =>
+      new Promise<{ changed: boolean; detail: string }>((resolve) => {
+        verifying = true;
+        release = resolve;
+      });
+    let resumeAnswer: unknown = null;
+    let stopAnswer: unknown = null;
+    const { result, counts, workflowId } = await run(
+      [
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk full' }),
+        { content: 'not reached' },
+      ],
+      { resumeWaitMs: 10_000 },
+      {
+        verify,
+        drive: async (h) => {
+          await waitFor(
+            () => h.query(statusQuery),
+            (s) => s.waitingForResume,
+          );
+          const resume = h.executeUpdate(resumeUpdate, {
+            args: [{ actor: 'oncall', reason: 'the index was rebuilt', requestId: 'r-veto' }],
+          });
+          await waitFor(
+            () => Promise.resolve(verifying),
+            (v) => v,
+          );
+          stopAnswer = await h.executeUpdate(stopUpdate, {
+            args: [{ actor: 'lead', reason: 'hold everything', requestId: 's-veto' }],
+          });
+          release({ changed: true, detail: 'the index was rebuilt' });
+          resumeAnswer = await resume;
+        },
+      },
+    );
+    expect(stopAnswer).toMatchObject({ accepted: true, reason: expect.stringMatching(/vetoed/) });
+    expect(resumeAnswer).toMatchObject({
+      accepted: false,
+      reason: 'an operator stopped the run while this resume was being verified',
+    });
+    expect(counts.search_tickets).toBe(2);
+    expect(result.run.terminal_state).toBe('STOPPED_LOOP_GUARD');
+    expect(result.run.reason).toBe('same_call_repeat');
+    const refused = (await ApprovalStore.over(ledger).audit({ runId: workflowId })).filter(
+      (a) => a.action === 'refused',
+    );
+    expect(refused.map((a) => a.detail)).toEqual([
+      'resume r-veto refused: an operator stopped the run while this resume was being verified',
+    ]);
+  });
+});

@@ -1,0 +1,391 @@
+/**
+ * agent-loop-guard/openai-agents (issue 39): an agent on `@temporalio/openai-agents` (an
+ * `Agent` with `activityAsTool` tools run by `TemporalOpenAIRunner`, each model call an activity
+ * of `OpenAIAgentsPlugin` against a local server speaking the Responses API) with the guard
+ * added by `guardOpenAIAgent`, on the real dev server and a SQLite ledger. The counters are the
+ * tools' own.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OpenAIProvider } from '@openai/agents-openai';
+import { OpenAIAgentsPlugin } from '@temporalio/openai-agents';
+import { Context } from '@temporalio/activity';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { reportQuery, statusQuery, type RunResult, type RunStatus } from '../../common/contracts';
+import {
+  approveRun,
+  getPendingApproval,
+  resumeAgentRun,
+  stopAgentRun,
+  type ApprovalStoreOptions,
+} from '../../client/api';
+import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
+import type { GuardedWriteMeta } from '../../ai-sdk/types';
+import { openLedger, type Ledger } from '../../storage/ledger';
+import { OperatorRegistry } from '../../operators/registry';
+import { alice } from '../approvals/signing';
+import { waitFor } from '../helpers/run-inputs';
+import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { startResponsesServer, type ResponsesServer, type ResponsesStep } from './responses-server';
+import type { PaymentsAgentInput } from './workflows/payments-agent';
+
+const operatorsOf = () =>
+  OperatorRegistry.fromFile({
+    operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
+    roles: { approver: { lift: ['*'], approve: true, stop: true, raise: { maxTokens: 5000 } } },
+  });
+
+/** The guard's plugin as the bundle sees it (its webpack settings; no activities run). */
+const guardBundlePlugin = () =>
+  new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, operators: operatorsOf() });
+
+const pluginOf = (baseURL: string) =>
+  new OpenAIAgentsPlugin({ modelProvider: new OpenAIProvider({ baseURL, apiKey: 'test-key' }) });
+
+type Outcome = {
+  run: RunResult;
+  executions: Record<string, number>;
+  sdkApprovals: string[];
+  lastAgent?: string;
+};
+type Counts = { lookup_order: number; pay: number; notify: number; paidTo: string[] };
+
+const lookup = (orderId: string, callId?: string): ResponsesStep => ({
+  call: 'lookup_order',
+  args: { orderId },
+  ...(callId ? { callId } : {}),
+});
+const pay = (
+  order: string,
+  to: string,
+  amount: number,
+  requestId: string,
+  callId?: string,
+): ResponsesStep => ({
+  call: 'pay',
+  args: { orderId: order, to, amount, requestId },
+  ...(callId ? { callId } : {}),
+});
+
+describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let ledger: Ledger;
+  let store: ApprovalStoreOptions;
+  let workflowBundle: { code: string };
+  const servers: ResponsesServer[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    dir = mkdtempSync(join(tmpdir(), 'openai-agents-guard-'));
+    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
+    store = { ledger, operators: operatorsOf(), env: {} };
+    // Bundled once through the integration's plugin (its polyfills first), as a user's worker does.
+    workflowBundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('./workflows/payments-agent'),
+      plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
+      logger: new DefaultLogger('WARN'),
+    });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    for (const s of servers) await s.close();
+    await env?.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function run(
+    script: ResponsesStep[],
+    input: Omit<PaymentsAgentInput, 'prompt'> & { workflow?: string },
+    drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
+    payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
+    lookupGate: Promise<void> = Promise.resolve(),
+  ) {
+    const server = await startResponsesServer(script);
+    servers.push(server);
+    const counts: Counts = { lookup_order: 0, pay: 0, notify: 0, paidTo: [] };
+    const operators = operatorsOf();
+    const writes = ledgerWrites(
+      ledger,
+      {
+        pay: async (i: { to: string; amount: number }) => {
+          counts.pay += 1;
+          counts.paidTo.push(`${i.to}:${i.amount}`);
+          return { paid: i.amount, to: i.to };
+        },
+        notify: async (i: { to: string }) => {
+          counts.notify += 1;
+          return `sent to ${i.to}`;
+        },
+      },
+      { operators },
+    );
+    const taskQueue = uniqueTaskQueue('openai-agents-guard');
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      workflowBundle,
+      activities: {
+        lookup_order: async (i: { orderId: string }) => {
+          counts.lookup_order += 1;
+          await lookupGate;
+          return { orderId: i.orderId, status: 'unpaid', amount: 100 };
+        },
+        // The write commits, then its activity times out (1 s) before it reports back: the
+        // retry gets the ledger's answer; 'hang_always': every attempt times out.
+        pay: async (i: { orderId: string; to: string; amount: number }, meta: GuardedWriteMeta) => {
+          const out = await writes.pay(i, meta);
+          const attempt = Context.current().info.attempt;
+          if (payBehaviour === 'hang_always' || (payBehaviour === 'hang_first' && attempt === 1))
+            await sleep(1500);
+          return out;
+        },
+        notify: writes.notify,
+      },
+      plugins: [
+        pluginOf(server.baseURL),
+        new OpenAIAgentsGuardPlugin({
+          ledger,
+          operators,
+          spendLimits: null,
+          dataConverter: testDataConverter(),
+        }),
+      ],
+    });
+    const workflowId = uniqueId('openai-agents-guard');
+    const outcome = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(input.workflow ?? 'paymentsAgent', {
+        taskQueue,
+        workflowId,
+        args: [{ prompt: 'Pay order A-1.', ...input }],
+      });
+      await drive(handle, counts);
+      const result = (await handle.result()) as Outcome;
+      const status = await handle.query(statusQuery);
+      const report = await handle.query(reportQuery);
+      return { result, status, report, history: await handle.fetchHistory() };
+    });
+    return { ...outcome, counts, server, workflowId };
+  }
+
+  it('stops a repeated lookup before its third run (counter 2) with the StopReport; the workflow does not fail', async () => {
+    const { result, status, report, counts, server, history } = await run(
+      [lookup('A-1'), lookup('A-1'), lookup('A-1'), { text: 'looked it up' }],
+      {},
+    );
+    expect(counts.lookup_order).toBe(2);
+    expect(result.executions).toEqual({ lookup_order: 2 });
+    expect(result.run).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      report: { guard_reason: 'same_call_repeat', blocked_call: { tool: 'lookup_order' } },
+    });
+    // The SDK's loop ended at the stop: three model calls, the fourth reply never asked for.
+    expect(server.requests()).toHaveLength(3);
+    // Model usage counted: 3 responses of 110 tokens.
+    expect(result.run.usage?.tokens).toBe(330);
+    expect(status as RunStatus).toMatchObject({
+      terminalState: 'STOPPED_LOOP_GUARD',
+      usage: { tokens: 330 },
+    });
+    expect(report).toEqual(result.run.report);
+    // Deterministic: the history replays.
+    await Worker.runReplayHistory(
+      {
+        workflowBundle,
+        dataConverter: testDataConverter(),
+        plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
+      },
+      history,
+    );
+  });
+
+  it('agentctl stop (the same handlers): the next tool call does not run, the run ends operator_stop', async () => {
+    let release = () => undefined as void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { result, counts } = await run(
+      [lookup('S-1'), lookup('S-2'), lookup('S-3'), { text: 'done' }],
+      {},
+      async (h, counts) => {
+        await waitFor(
+          async () => counts.lookup_order,
+          (n) => n === 1,
+        );
+        const answer = await stopAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          reason: 'runaway',
+        });
+        expect(answer).toMatchObject({ accepted: true });
+        release();
+      },
+      'ok',
+      gate,
+    );
+    expect(counts.lookup_order).toBe(1);
+    expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
+  });
+
+  it('agentctl resume after a token-budget stop (a raise): the loop goes on with the conversation so far', async () => {
+    const { result, counts, server } = await run(
+      [lookup('R-1'), lookup('R-2'), lookup('R-3'), { text: 'found them' }],
+      { tokenBudget: 200, resumeAfterStop: true },
+      async (h, counts) => {
+        await waitFor(
+          () => h.query(statusQuery),
+          (s) => s.waitingForResume,
+        );
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'token_budget' });
+        expect(counts.lookup_order).toBe(1);
+        const bare = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(bare).toMatchObject({ accepted: false });
+        const raised = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          raise: { maxTokens: 5000 },
+        });
+        expect(raised).toMatchObject({ accepted: true });
+      },
+    );
+    // R-2 was refused at the stop; after the resume the model went on: R-3 ran, then its answer.
+    expect(counts.lookup_order).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found them' });
+    expect(server.requests()).toHaveLength(4);
+  });
+
+  it("a handoff's agent shares the run's guard: its tools are guarded in the same run, its re-sent payment answered once", async () => {
+    const { result, counts } = await run(
+      [
+        lookup('H-1'),
+        { call: 'transfer_to_Billing', args: {} },
+        pay('H-1', 'acme', 10, 'req-1'),
+        pay('H-1', 'acme', 10, 'req-2'),
+        { text: 'paid' },
+      ],
+      { workflow: 'handoffAgent' },
+    );
+    expect(result.lastAgent).toBe('Billing');
+    expect(counts.pay).toBe(1);
+    expect(result.executions).toEqual({ lookup_order: 1, pay: 1 });
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
+  });
+
+  it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {
+    const { result, counts } = await run(
+      [pay('A-1', 'acme', 100, 'req-1'), pay('A-1', 'acme', 100, 'req-2'), { text: 'paid' }],
+      {},
+      undefined,
+      'hang_first',
+    );
+    expect(counts.pay).toBe(1);
+    expect(result.executions).toEqual({ pay: 1 });
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
+  });
+
+  it('every attempt timing out: the error goes to the model, which re-plans with a new request id; the payment still ran once', async () => {
+    const { result, counts, server } = await run(
+      [pay('A-2', 'globex', 100, 'req-1'), pay('A-2', 'globex', 100, 'req-2'), { text: 'paid' }],
+      { payAttempts: 2 },
+      undefined,
+      'hang_always',
+    );
+    expect(counts.pay).toBe(1);
+    // The ledger holds the payment under its key with the first request id: the re-planned call
+    // (other args under the same key) is a conflict for a person, never a second payment.
+    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    // The model read the failure as the call's output (not a failed workflow).
+    const outputs = server.requests()[1]!.input.filter((i) => i.type === 'function_call_output');
+    expect(JSON.stringify(outputs)).toMatch(/error occurred while running the tool/i);
+  });
+
+  it("the SDK's max-turns error ends the run with a step_budget StopReport, not a failed workflow", async () => {
+    const { result, counts } = await run([lookup('A-1'), lookup('A-2'), lookup('A-3'), { text: 'x' }], {
+      maxTurns: 2,
+    });
+    expect(counts.lookup_order).toBe(2);
+    expect(result.run).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'step_budget',
+      report: { guard_reason: 'step_budget' },
+    });
+  });
+
+  it('model usage past the token budget stops the run before the next tool call', async () => {
+    const { result, counts } = await run([lookup('A-1'), lookup('A-2'), lookup('A-3'), { text: 'x' }], {
+      tokenBudget: 200,
+    });
+    // 110 tokens, then 220 > 200: the second lookup did not run.
+    expect(counts.lookup_order).toBe(1);
+    expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
+  });
+
+  it.each([
+    ['under the approved call id', 'B-1', 'call_x'],
+    ['under a new call id', 'B-2', 'call_y'],
+  ])(
+    'a payment twin after a signed approval %s waits for its own approval (twin counter 0)',
+    async (_what, order, twinCallId) => {
+      const { result, counts } = await run(
+        [
+          pay(order, 'bob', 100, 'req-1', 'call_x'),
+          pay(order, 'mallory', 49999, 'req-2', twinCallId),
+          { text: 'paid' },
+        ],
+        { approval: true, approvalWaitMs: 4000 },
+        async (h, counts) => {
+          const first = await waitFor(
+            () => getPendingApproval(env.client, h.workflowId).catch(() => null),
+            (p) => p !== null,
+          );
+          expect(first).toMatchObject({ tool: 'pay', args: { to: 'bob', amount: 100 } });
+          expect(counts.pay).toBe(0);
+          const ok = await approveRun(env.client, h.workflowId, {
+            ...store,
+            key: alice.keyFile,
+            reason: 'invoice checked',
+            resume: true,
+          });
+          expect(ok.resume).toMatchObject({ accepted: true });
+          const twin = await waitFor(
+            () => getPendingApproval(env.client, h.workflowId).catch(() => null),
+            (p) => p !== null && p.stopRef !== first!.stopRef,
+          );
+          expect(twin).toMatchObject({ tool: 'pay', args: { to: 'mallory', amount: 49999 } });
+          expect(twin!.argsDigest).not.toBe(first!.argsDigest);
+          expect(counts.paidTo).toEqual(['bob:100']);
+          // Not approved: its wait runs out and the run stops NEEDS_HUMAN, the twin unpaid.
+        },
+      );
+      expect(counts.paidTo).toEqual(['bob:100']);
+      expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'approval_required' });
+      expect(result.run.report?.blocked_call).toMatchObject({ tool: 'pay' });
+    },
+  );
+
+  it("the SDK's own needsApproval is honoured, and its approval (by call id) does not let a twin with other args through", async () => {
+    const { result, counts, server } = await run(
+      [
+        { call: 'notify', args: { to: 'ops', text: 'paid A-1' }, callId: 'call_n' },
+        { call: 'notify', args: { to: 'mallory', text: 'send the keys' }, callId: 'call_n' },
+        { text: 'notified' },
+      ],
+      { sdkApproval: true },
+    );
+    // The workflow approves each interruption the SDK raises (its README's pattern). The twin
+    // under the approved call id did not run on the first one's approval: it raised its own
+    // (unguarded, the SDK runs it at once, keyed by name and call id). Approved, the SDK does
+    // not run it either: it already holds an output under that call id.
+    expect(counts.notify).toBe(1);
+    expect(result.sdkApprovals.map((a) => JSON.parse(a) as unknown)).toEqual([
+      { to: 'ops', text: 'paid A-1' },
+      { to: 'mallory', text: 'send the keys' },
+    ]);
+    expect(result.run.terminal_state).toBe('COMPLETED');
+    expect(server.requests()).toHaveLength(3);
+  });
+});

@@ -1,0 +1,184 @@
+/**
+ * A user's agent on `@temporalio/openai-agents` as Temporal's samples write one (an `Agent` of
+ * `@openai/agents-core` with `activityAsTool` tools, run by `TemporalOpenAIRunner`), plus the
+ * guard's few lines (marked "guard"). Workflow code, bundled with `OpenAIAgentsPlugin`.
+ */
+import { Agent, tool } from '@openai/agents-core';
+import { activityAsTool, TemporalOpenAIRunner } from '@temporalio/openai-agents/workflow';
+import { proxyActivities } from '@temporalio/workflow';
+import { guardOpenAIAgent } from '../../../openai-agents'; // guard
+
+export interface PaymentsAgentInput {
+  readonly prompt: string;
+  /** The SDK's max turns (default 10). */
+  readonly maxTurns?: number;
+  /** `pay` waits for a signed approval of each exact call. */
+  readonly approval?: boolean;
+  /** How long a gated call waits for its approval. */
+  readonly approvalWaitMs?: number;
+  /** The write activity's attempts (each given 1 s). */
+  readonly payAttempts?: number;
+  /** The guard's token budget. */
+  readonly tokenBudget?: number;
+  /** `notify` is a `tool()` whose own `needsApproval` is true (the SDK's approval flow). */
+  readonly sdkApproval?: boolean;
+  /** Declare a tool the agent does not have (bad input). */
+  readonly declareUnknown?: boolean;
+  /** After a guard stop, wait for a verified `agentctl resume` and run on with the history. */
+  readonly resumeAfterStop?: boolean;
+  /** Guard the already guarded agent again (bad input). */
+  readonly doubleGuard?: boolean;
+}
+
+const { notify } = proxyActivities<{ notify(i: { to: string; text: string }): Promise<string> }>({
+  startToCloseTimeout: '10 seconds',
+});
+
+const orderSchema = {
+  type: 'object' as const,
+  properties: { orderId: { type: 'string' } },
+  required: ['orderId'],
+  additionalProperties: false,
+};
+
+export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown> {
+  const tools = [
+    activityAsTool<(i: { orderId: string }) => Promise<unknown>>({
+      name: 'lookup_order',
+      description: 'Look an order up.',
+      parameters: orderSchema,
+    }),
+    activityAsTool<
+      (i: { orderId: string; to: string; amount: number; requestId: string }) => Promise<unknown>
+    >({
+      name: 'pay',
+      description: 'Pay an order.',
+      parameters: {
+        type: 'object',
+        properties: {
+          orderId: { type: 'string' },
+          to: { type: 'string' },
+          amount: { type: 'number' },
+          requestId: { type: 'string' },
+        },
+        required: ['orderId', 'to', 'amount', 'requestId'],
+        additionalProperties: false,
+      },
+    }),
+  ];
+  if (input.sdkApproval)
+    tools.push(
+      tool({
+        name: 'notify',
+        description: 'Send a message.',
+        parameters: {
+          type: 'object',
+          properties: { to: { type: 'string' }, text: { type: 'string' } },
+          required: ['to', 'text'],
+          additionalProperties: false,
+        },
+        needsApproval: true,
+        execute: async (args) => notify(args as { to: string; text: string }),
+      }),
+    );
+  const agent = new Agent({
+    name: 'Payments',
+    instructions: 'Look orders up and pay them.',
+    model: 'test-model',
+    tools,
+  });
+  // guard: every tool call passes the loop guard; a payment runs once per order.
+  const guard = guardOpenAIAgent(agent, {
+    reads: ['lookup_order', ...(input.declareUnknown ? ['refund'] : [])],
+    writes: {
+      pay: {
+        operationKey: (i: { orderId: string; to: string; amount: number }) =>
+          `pay:${i.orderId}:${i.to}:${i.amount}`,
+        ...(input.approval ? { requiresApproval: true } : {}),
+      },
+      ...(input.sdkApproval
+        ? {
+            notify: {
+              activity: 'notify',
+              operationKey: (i: { to: string; text: string }) => `notify:${i.to}:${i.text}`,
+            },
+          }
+        : {}),
+    },
+    // The request id is the model's own: a re-sent payment with a new one is the same call.
+    args: { pay: { nonSemantic: ['requestId'] } },
+    writeActivity: {
+      startToCloseTimeout: '1 second',
+      retry: { maximumAttempts: input.payAttempts ?? 3, initialInterval: '100 milliseconds' },
+    },
+    guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
+    ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+  });
+  if (input.doubleGuard) guardOpenAIAgent(guard.agent, { reads: ['lookup_order'] });
+  guard.installHandlers(); // guard: agentctl status / report / stop / resume / approve
+  const runner = new TemporalOpenAIRunner();
+  let result = await guard.run(runner, input.prompt, { maxTurns: input.maxTurns ?? 10 }); // guard
+  // The SDK's own approval flow (its README's pattern): approve what it asks, run on.
+  const sdkApprovals: string[] = [];
+  for (let i = 0; result && result.interruptions.length > 0 && i < 3; i++) {
+    for (const item of result.interruptions) {
+      sdkApprovals.push(String((item.rawItem as { arguments?: string }).arguments));
+      result.state.approve(item);
+    }
+    result = await guard.run(runner, result.state);
+  }
+  // After a guard stop: wait for a verified resume, then run on with the conversation so far.
+  if (input.resumeAfterStop && result && guard.stopped && (await guard.untilResumed(60_000)))
+    result = await guard.run(runner, result.history);
+  const text = typeof result?.finalOutput === 'string' ? result.finalOutput : null;
+  return { run: guard.result(text), executions: guard.executions, sdkApprovals }; // guard
+}
+
+/** A front agent that hands off to a billing agent with the payment tool: one run, one guard. */
+export async function handoffAgent(input: { prompt: string }): Promise<unknown> {
+  const billing = new Agent({
+    name: 'Billing',
+    instructions: 'Pay orders.',
+    model: 'test-model',
+    tools: [
+      activityAsTool<
+        (i: { orderId: string; to: string; amount: number; requestId: string }) => Promise<unknown>
+      >({
+        name: 'pay',
+        description: 'Pay an order.',
+        parameters: {
+          type: 'object',
+          properties: {
+            orderId: { type: 'string' },
+            to: { type: 'string' },
+            amount: { type: 'number' },
+            requestId: { type: 'string' },
+          },
+          required: ['orderId', 'to', 'amount', 'requestId'],
+          additionalProperties: false,
+        },
+      }),
+    ],
+  });
+  const front = new Agent({
+    name: 'Front',
+    instructions: 'Look orders up; hand payments to Billing.',
+    model: 'test-model',
+    tools: [
+      activityAsTool({ name: 'lookup_order', description: 'Look an order up.', parameters: orderSchema }),
+    ],
+    handoffs: [billing],
+  });
+  const guard = guardOpenAIAgent(front, {
+    reads: ['lookup_order'],
+    writes: { pay: { operationKey: (i: { orderId: string }) => `pay:${i.orderId}` } },
+    args: { pay: { nonSemantic: ['requestId'] } },
+  });
+  guard.installHandlers();
+  const result = await guard.run(new TemporalOpenAIRunner(), input.prompt);
+  return {
+    run: guard.result(typeof result?.finalOutput === 'string' ? result.finalOutput : null),
+    executions: guard.executions,
+    lastAgent: (result?.lastAgent as { name?: string } | undefined)?.name ?? null,
+  };
+}

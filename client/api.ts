@@ -286,7 +286,19 @@ export type {
   SendMessageOptions,
   WaitForReplyOptions,
 } from './conversation';
-export type { ConversationView, MessageAnswer, TranscriptEntry } from '../common/conversation-run';
+export type {
+  ConversationEnding,
+  ConversationStatus,
+  ConversationView,
+  MessageAnswer,
+  MessageDelivery,
+  TranscriptEntry,
+} from '../common/conversation-run';
+// One connection for a person's client (issue 41): the workers' payload codec (AGENT_CODEC*)
+// and the Temporal connection settings, so `sendMessage` speaks to an encrypted worker with
+// this import alone. The same function as the root package's `connectClient`.
+export { connect as connectClient } from './connect';
+export type { Connected } from './connect';
 
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
 // is the one import it makes (the root barrel exports the same names).

@@ -102,6 +102,35 @@ export interface TranscriptEntry {
   readonly atMs: number;
   /** The person's name when they gave one. */
   readonly by?: string;
+  /**
+   * A person's `message` only, in views (issue 41): `queued` (waiting for the model), `read`
+   * (handed to the model) or `not_read` (the run ended before the model read it: it never will).
+   */
+  readonly delivery?: MessageDelivery;
+}
+
+/** What became of a person's message (issue 41): {@link TranscriptEntry.delivery}. */
+export type MessageDelivery = 'queued' | 'read' | 'not_read';
+
+/** How a conversation ended, in the run's own words (issue 41): its terminal state and reason, not Temporal's status. */
+export interface ConversationEnding {
+  /** The run's terminal state (`COMPLETED`, `PARTIAL`, …). */
+  readonly state: string;
+  /** The stop's reason (`conversation_idle`, `conversation_closed`, …); null for COMPLETED. */
+  readonly reason: string | null;
+  /** `COMPLETED` or `PARTIAL conversation_idle`: what a refusal and `status` quote. */
+  readonly as: string;
+}
+
+/** The run's ending as refusals and views quote it: `COMPLETED`, `PARTIAL conversation_idle`. */
+export function conversationEnding(state: string, reason: string | null): ConversationEnding {
+  const why = state === 'COMPLETED' ? null : reason;
+  return { state, reason: why, as: why ? `${state} ${why}` : state };
+}
+
+/** The refusal of a message to an ended conversation, in the run's words (docs/spec.md §7.16). */
+export function closedRefusal(ending: string): string {
+  return `the conversation is closed (run ${ending}): start a new conversation`;
 }
 
 /** What the `conversation` query answers. */
@@ -114,8 +143,12 @@ export interface ConversationView {
     readonly text: string;
     readonly sinceMs: number;
   } | null;
-  /** Messages taken while the agent worked, not yet read by the model. */
+  /** Messages taken while the agent worked, not yet read by the model (0 once the run ended: see `notRead`). */
   readonly queued: number;
+  /** Messages the run ended without reading (issue 41): taken, never handed to the model. */
+  readonly notRead: number;
+  /** How the run ended, in its own words; null while it runs (or waits for an operator). */
+  readonly ended: ConversationEnding | null;
   readonly queueLimit: number;
   readonly maxMessageChars: number;
   /** Times the agent turned to the person; messages the person sent (taken). */
@@ -128,7 +161,10 @@ export interface ConversationView {
 }
 
 /** What `status` says of a conversation run (RunStatus `conversation`). */
-export type ConversationStatus = Pick<ConversationView, 'open' | 'waiting' | 'queued' | 'turns' | 'received'>;
+export type ConversationStatus = Pick<
+  ConversationView,
+  'open' | 'waiting' | 'queued' | 'turns' | 'received' | 'notRead' | 'ended'
+>;
 
 /** Arguments of the `conversation` query. */
 export interface ConversationQueryArgs {

@@ -29,6 +29,16 @@ export function howItEnded(state: string, reason: string | null): RunEnding {
         finished_task: false,
         ended: "the model's reply was cut off at its output-token limit (nothing in it ran)",
       };
+    case 'conversation_idle':
+      return {
+        finished_task: false,
+        ended: 'the person did not answer within the idle timeout (PARTIAL conversation_idle)',
+      };
+    case 'conversation_closed':
+      return {
+        finished_task: false,
+        ended: 'the person closed the conversation (PARTIAL conversation_closed)',
+      };
     case 'planner_exhausted':
       return { finished_task: false, ended: 'the planner had nothing more to propose' };
     default:

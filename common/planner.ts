@@ -376,6 +376,13 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
  * `planner_failed`; its failure's first detail is `{ usage }`, what the provider billed, charged
  * to the run before the stop (see {@link unreadableReplyUsage}).
  */
+/**
+ * The finishing tool the demo and the examples register (a tool whose result is `terminal`):
+ * what the model is told to call when done, and the call a conversation holds back while the
+ * person's messages wait (issue 41, workflows/conversation.ts).
+ */
+export const FINISHING_TOOL = 'complete_task';
+
 export const UNREADABLE_REPLY_ERROR = 'UnreadableReplyError';
 
 /** The usage an {@link UNREADABLE_REPLY_ERROR} failure carries in its details, or null. */

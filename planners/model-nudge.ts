@@ -2,7 +2,10 @@
  * How an LLM reply ended and what the model is told after a reply without a tool call
  * (issue 30): a text reply is not completion, only the finishing tool is.
  */
-import type { ModelNudge, ToolDescriptor } from '../common/planner';
+import { FINISHING_TOOL, type ModelNudge, type ToolDescriptor } from '../common/planner';
+
+/** The finishing tool (common/planner.ts), here for the planners that import it from this module. */
+export { FINISHING_TOOL };
 
 /** See {@link ModelReply.finish}. */
 export type ReplyFinish = 'done' | 'truncated' | 'other';
@@ -16,9 +19,6 @@ export function finishOf(
   if (reason === null || reason === undefined || normal.includes(reason)) return 'done';
   return truncated.includes(reason) ? 'truncated' : 'other';
 }
-
-/** The finishing tool the demo and the examples register (a tool whose result is `terminal`). */
-export const FINISHING_TOOL = 'complete_task';
 
 /** How much of a text reply a nudge quotes back to the model. */
 const NUDGE_QUOTE_CHARS = 400;

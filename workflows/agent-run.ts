@@ -209,7 +209,8 @@ async function turn(l: Loop): Promise<TurnOutcome> {
     step.undoTurn();
     return NEXT;
   }
-  if (conv?.onAsk(t, p)) return NEXT; // `ask_human`: the person answers, no tool runs
+  // `ask_human`, or the finishing tool while the person's messages wait: nothing runs (issue 41).
+  if (conv?.onCall(t, p)) return NEXT;
   const proposal = step.propose(t, p);
   if (!input.guardEnabled) {
     const done = await step.passThrough(proposal);

@@ -4,6 +4,7 @@
  * before anything enters history. Workflow code (no I/O).
  */
 import {
+  closedRefusal,
   messageRequestSchema,
   type ConversationSettings,
   type MessageRequest,
@@ -18,6 +19,8 @@ export interface InboxState {
   readonly known: (messageId: string) => boolean;
   /** The conversation ended or the person asked to close it. */
   readonly closed: boolean;
+  /** How it ended (or ends), in the run's words: `PARTIAL conversation_idle` (issue 41). */
+  readonly ending: string | null;
   readonly phase: RunPhase;
   readonly stop: { readonly terminalState: string; readonly reason: string } | null;
   /** The agent waits on the person (a question or a reply is pending). */
@@ -34,8 +37,7 @@ export function refuseOrParse(raw: unknown, s: InboxState): MessageRequest & { t
     );
   const req = parsed.data;
   if (s.known(req.messageId)) return req;
-  if (s.closed || isTerminal(s.phase))
-    throw new Error(`the conversation is closed (run ${s.phase}): start a new conversation`);
+  if (s.closed || isTerminal(s.phase)) throw new Error(closedRefusal(s.ending ?? s.phase));
   if (s.stop)
     throw new Error(
       `the run is ${s.phase} (${s.stop.terminalState} ${s.stop.reason}): it waits for an operator, not a ` +

@@ -16,6 +16,7 @@ import {
   messageRequestSchema,
   WAITING_FOR_PERSON,
   type ConversationCheckpoint,
+  type ConversationEnding,
   type ConversationSettings,
   type ConversationView,
   type MessageAnswer,
@@ -24,26 +25,33 @@ import {
   type TranscriptEntry,
 } from '../common/conversation-run';
 import type { Checkpoint } from '../common/contracts';
-import type { PlannerTurn } from '../common/planner';
+import { FINISHING_TOOL, type PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
 import type { RunGate } from '../core/gate';
 import { refuseOrParse } from './conversation-refusal';
+import {
+  answerReason,
+  closedText,
+  closingReason,
+  cut,
+  endingOf,
+  personWrote,
+  queuedReason,
+  QUOTE,
+  TRANSCRIPT_KEPT,
+  viewOf,
+} from './conversation-words';
 import { isTerminal } from '../core/phase';
 import type { RunState } from './run-state';
 
-/** Transcript entries kept in the workflow, and those that travel in a checkpoint. */
-const TRANSCRIPT_KEPT = 200;
+/** Transcript entries that travel in a checkpoint (the workflow keeps TRANSCRIPT_KEPT). */
 const TRANSCRIPT_CARRIED = 20;
 /** A transcript text's longest form in the workflow, and in a checkpoint. */
 const TEXT_KEPT = 8000;
 const TEXT_CARRIED = 2000;
 /** Answers by message id kept (a retried update is answered as before, applied once). */
 const ANSWERS_KEPT = 100;
-/** How much of a text a trace note or an answer quotes. */
-const QUOTE = 120;
-
-const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 /** Telemetry: not in history, not called on replay (common/telemetry.ts). */
 const { agentTelemetry } = proxySinks<AgentSinks>();
@@ -72,6 +80,8 @@ export class Conversation {
   private unread: string | null;
   private closing: { readonly text: string; readonly by: string | null } | null = null;
   private closed = false;
+  /** The tool whose call is in flight (null while the model plans or the agent waits): what a queued answer says. */
+  private calling: string | null = null;
   /** Moves with every message taken: a continue-as-new seals again when it moved meanwhile. */
   version = 0;
 
@@ -114,8 +124,27 @@ export class Conversation {
     return this.handOver({ kind: 'reply', text, sinceMs: Date.now() });
   }
 
+  /**
+   * The model's call, before the guard: true when nothing runs — `ask_human`, or the finishing
+   * tool while the person's messages wait (issue 41: the model reads them first, as the call's
+   * result). Any other call is remembered in flight: a message meanwhile is told about it.
+   */
+  onCall(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
+    if (this.onAsk(turn, p)) return true;
+    if (p.tool === FINISHING_TOOL && !p.rejection && this.queue.length > 0 && !this.closing) {
+      const taken = this.queue.splice(0);
+      this.run.observation = personWrote(turn.callId, p.tool, taken);
+      const seqs = taken.map((m) => m.seq);
+      this.run.note('conversation_message', null, { args: { seqs, before: FINISHING_TOOL } });
+      this.run.publish(false);
+      return true;
+    }
+    this.calling = p.tool;
+    return false;
+  }
+
   /** The model's `ask_human` call (valid args): true when taken, nothing runs. */
-  onAsk(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
+  private onAsk(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
     if (p.tool !== ASK_HUMAN_TOOL || p.rejection) return false;
     const question = (p.args as { question?: unknown } | null)?.question;
     if (typeof question !== 'string') return false;
@@ -136,8 +165,10 @@ export class Conversation {
 
   /** The person closed the conversation while the agent worked: true when the run now ends. */
   closeIfAsked(): boolean {
+    // The loop goes round: no call is in flight any more.
+    this.calling = null;
     if (!this.closing) return false;
-    this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+    this.end(GuardReason.CONVERSATION_CLOSED, closedText(this.closing));
     return true;
   }
 
@@ -173,7 +204,7 @@ export class Conversation {
     }
     if (this.closing) {
       this.turnSpan(pending, 'closed', 0);
-      this.end(GuardReason.CONVERSATION_CLOSED, this.closedText());
+      this.end(GuardReason.CONVERSATION_CLOSED, closedText(this.closing));
       return 'ended';
     }
     if (this.queue.length === 0) return 'interrupted';
@@ -212,15 +243,9 @@ export class Conversation {
     this.unread = null;
   }
 
-  private closedText(): string {
-    const by = this.closing?.by ? ` (${this.closing.by})` : '';
-    const last = this.closing?.text ? `: "${cut(redactText(this.closing.text), QUOTE)}"` : '';
-    return `the person closed the conversation${by}${last}`;
-  }
-
   private end(reason: string, unmet: string): void {
     this.closed = true;
-    this.say('agent', 'end', unmet, null);
+    this.say('agent', 'end', `the conversation ended: run PARTIAL ${reason}: ${unmet}`, null);
     this.run.runtimeStop(reason, TerminalState.PARTIAL, undefined, unmet);
   }
 
@@ -240,6 +265,7 @@ export class Conversation {
       settings: this.settings,
       known: (id) => this.answered.has(id),
       closed: this.closed || this.closing !== null,
+      ending: this.ending()?.as ?? null,
       phase: this.run.phase,
       stop: this.run.stopInForce,
       waiting: this.pending !== null,
@@ -259,33 +285,19 @@ export class Conversation {
     let answer: MessageAnswer;
     if (req.close) {
       this.closing = { text: req.text, by };
-      answer = {
-        accepted: true,
-        action: 'closing',
-        reason: 'the conversation closes: the run ends PARTIAL conversation_closed',
-        seq,
-      };
+      answer = { accepted: true, action: 'closing', reason: closingReason(this.queue.length), seq };
     } else {
       this.queue.push({ seq, text: req.text });
       const p = this.pending;
+      const n = this.queue.length;
       answer = p
-        ? {
-            accepted: true,
-            action: 'answer',
-            reason:
-              this.queue.length === 1
-                ? `the agent was waiting for this: it goes to the model as your answer to its ${p.kind} "${cut(p.text, QUOTE)}"`
-                : 'the agent was waiting: this goes to the model together with the message before it',
-            seq,
-          }
+        ? { accepted: true, action: 'answer', reason: answerReason(p, n), seq }
         : {
             accepted: true,
             action: 'queued',
-            reason:
-              `the agent is working: your message is queued (${this.queue.length} of ${this.settings.queueLimit}); ` +
-              'the model reads it when it next turns to you',
+            reason: queuedReason(this.calling, n, this.settings.queueLimit),
             seq,
-            position: this.queue.length,
+            position: n,
           };
     }
     this.answered.set(req.messageId, answer);
@@ -297,22 +309,19 @@ export class Conversation {
     return answer;
   }
 
+  /** How the conversation ended, in the run's own words (issue 41); null while it goes on. */
+  ending(): ConversationEnding | null {
+    return endingOf(this.run.phase, this.run.stopInForce, this.closed, this.closing !== null);
+  }
+
   // ---- views ----
 
   /** The `conversation` query. */
   view(after = 0): ConversationView {
-    const p = this.pending;
-    return {
-      open: !this.closed && !isTerminal(this.run.phase),
-      waiting: p ? { kind: p.kind, text: p.text, sinceMs: p.sinceMs } : null,
-      queued: this.queue.length,
-      queueLimit: this.settings.queueLimit,
-      maxMessageChars: this.settings.maxMessageChars,
-      turns: this.turns,
-      received: this.received,
-      lastSeq: this.seq,
-      entries: this.transcript.filter((e) => e.seq > after).slice(-TRANSCRIPT_KEPT),
-    };
+    const { settings, pending, queue, transcript, turns, received, seq } = this;
+    const terminal = isTerminal(this.run.phase);
+    const [over, ended, nowMs] = [this.closed || terminal, terminal ? this.ending() : null, Date.now()];
+    return viewOf({ settings, pending, queue, transcript, over, ended, turns, received, seq, nowMs }, after);
   }
 
   /** One line for the UI's details: who speaks now. */

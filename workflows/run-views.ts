@@ -101,6 +101,8 @@ function conversationStatus(run: RunState): Pick<RunStatus, 'conversation'> {
           queued: v.queued,
           turns: v.turns,
           received: v.received,
+          notRead: v.notRead,
+          ended: v.ended,
         },
       }
     : {};

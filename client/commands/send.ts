@@ -11,10 +11,17 @@ import { CliError, Exit, json } from '../format';
 import type { TranscriptEntry } from '../../common/conversation-run';
 import { nonNegativeInt, positiveNumber, type Ctx } from './common';
 
+/** What a person's message line says of its delivery (issue 41): a message never read says so. */
+const DELIVERY: Record<NonNullable<TranscriptEntry['delivery']>, string> = {
+  queued: ' [queued]',
+  read: '',
+  not_read: ' [not read: the run ended before the model read it]',
+};
+
 /** One transcript entry as a line. */
 export function entryLine(e: TranscriptEntry): string {
   const who = e.from === 'agent' ? `agent ${e.kind}` : `${e.by ?? 'person'} ${e.kind}`;
-  return `#${e.seq} ${who}: ${e.text}`;
+  return `#${e.seq} ${who}${e.delivery ? DELIVERY[e.delivery] : ''}: ${e.text}`;
 }
 
 /** Builds the `send` command. */

@@ -189,7 +189,10 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       'person:message',
       'agent:question',
       'person:message',
+      // The run's own ending (issue 41): the finishing tool's COMPLETED, said as the last entry.
+      'agent:end',
     ]);
+    expect(view.entries[view.entries.length - 1]!.text).toBe('the conversation ended: run COMPLETED');
     // One telemetry turn per hand-over, each as long as the person took.
     const mine = turns.filter((t) => t.runId === id);
     expect(mine.map((t) => [t.turn, t.kind, t.outcome, t.messages])).toEqual([
@@ -201,7 +204,7 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
     // A closed conversation refuses a message with the reason.
     await expect(sendMessage(client, id, 'hello?')).resolves.toMatchObject({
       accepted: false,
-      reason: expect.stringContaining('closed'),
+      reason: 'the conversation is closed (run COMPLETED): start a new conversation',
     });
   }, 120_000);
 

@@ -23,14 +23,9 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
-import {
-  connectClient,
-  createAgentWorker,
-  loadConnectionOptions,
-  openWorkerDeps,
-  waitForAgentRun,
-} from 'agent-loop-guard';
-import { sendMessage } from 'agent-loop-guard/client';
+import { createAgentWorker, loadConnectionOptions, openWorkerDeps, waitForAgentRun } from 'agent-loop-guard';
+// A person's client needs this import alone: the connection with the workers' payload codec, and the messages.
+import { connectClient, sendMessage } from 'agent-loop-guard/client';
 import { agentctl, type CtlResult } from './agentctl';
 import { openAddressBook } from './addresses';
 import { CONFIRM, QUESTION, ADDRESS, startModelServer } from './model-server';
@@ -172,8 +167,8 @@ async function main(): Promise<boolean> {
       // (g)
       const late = await ctl('send', runId, 'one more thing');
       check(
-        '(g) a message to the finished run is refused with exit 3 and its reason',
-        late.code === 3 && /conversation is closed/.test(late.stderr),
+        "(g) a message to the finished run is refused with exit 3 and its reason, in the run's words",
+        late.code === 3 && late.stderr.includes('the conversation is closed (run COMPLETED)'),
       );
       const unknown = await ctl('send', `${runId}-nope`, 'hello');
       check('(g) a message to an unknown run is exit 1', unknown.code === 1 && /no run/.test(unknown.stderr));

@@ -20,10 +20,8 @@
  *   tell (`trusted: null`, audited `submitted`) and the worker decides;
  * - `resume: true` also resumes the run, signed with the same key; a refused resume is an
  *   answer (`resume.accepted: false`), not an error.
- *
- * Errors are {@link CliError}s (exit 1 no such run or the ledger failed, 2 bad input, 3
- * refused), like the rest of the client API. The approval store and the ledger's drivers are
- * loaded only when a function needs them, so `agent-loop-guard/client` stays light.
+ * Errors are {@link CliError}s (exit 1 no such run or the ledger failed, 2 bad input, 3 refused);
+ * the approval store and ledger drivers load only when needed (`agent-loop-guard/client` is light).
  */
 import { unanswered } from './engine';
 import { randomUUID } from 'node:crypto';

@@ -9,12 +9,13 @@
  */
 import { refusalAuditor } from '../storage/approvals/refusal-audit';
 import type { VerifyInput } from '../activities/types';
-import { canonicalize, GuardReason, ResultCode, type Json } from '../guard';
+import { sharedLift } from '../activities/lift-rules';
+import { canonicalize, type Json } from '../guard';
 import { createOperatorActivities } from '../operators/activities';
 import { OperatorRegistry } from '../operators/registry';
 import { ApprovalStore } from '../storage/approvals/approval-store';
 import { approvalVerifier } from '../storage/approvals/verify';
-import { LedgerState, sha256ArgsHash, type Ledger } from '../storage/ledger';
+import { sha256ArgsHash, type Ledger } from '../storage/ledger';
 import { raiseVerifier, SpendStore, spendLimitsFromEnv, type SpendLimits } from '../storage/spend';
 import type { SpendReservation } from './spend';
 import type { GuardActivities, GuardVerifyOutput } from './control';
@@ -81,35 +82,13 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
       progressVersion,
       ...(approvalId ? { approvalId } : {}),
     });
-    if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
-      if (!input.blockedTool || !input.blockedFingerprint || !input.stopRef)
-        return out(false, 'the stop names no blocked call or checkpoint an approval could be bound to');
-      const check = await store().checkStop(
-        input.runId,
-        { fingerprint: input.blockedFingerprint, argsHash: callDigest(input.blockedTool, input.blockedArgs) },
-        input.stopRef,
-        `${input.runId}/verify`,
-      );
-      if (!check.ok) return out(false, `not approved (${check.why}): ${check.message}`);
-      const a = check.approval;
-      return out(true, `approval ${a.id} by ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`, a.id);
-    }
-    if (input.reason === GuardReason.SPEND_LIMIT) {
-      const room = spend
-        ? await spend.roomFor(input.runId)
-        : { ok: true, detail: 'this worker has no spend limits' };
-      return out(room.ok, room.detail);
-    }
-    if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
-      const rec = await ledger.get(input.operationKey);
-      const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
-      return out(
-        settled,
-        settled
-          ? `ledger record ${input.operationKey} settled as ${rec?.state}`
-          : `ledger record ${input.operationKey} is still UNKNOWN`,
-      );
-    }
+    // The rules every engine shares (approval, spend limit, a lost write outcome): one place.
+    const shared = await sharedLift(
+      input,
+      { ledger, approvals: store(), spend, signed: !operators.isOpen },
+      () => callDigest(input.blockedTool ?? '', input.blockedArgs),
+    );
+    if (shared) return out(shared.changed, shared.detail, shared.approvalId);
     if (!options.verifyPrecondition)
       return out(
         false,

@@ -6,8 +6,6 @@
 import type { Planner } from '../../common/planner';
 import { isPayloadRef } from '../../common/payload-limits';
 import { redactText } from '../../common/redact';
-import { GuardReason, ResultCode } from '../../guard';
-import { LedgerState } from '../../storage/ledger';
 import { resolvePayloadRefs } from '../../storage/payloads';
 import { readVersion } from '../progress';
 import type { AnyTool } from '../../tools/define-tool';
@@ -17,6 +15,7 @@ import { NO_STORE_TX } from '../../tools/store';
 import { refusalAuditor } from '../../storage/approvals/refusal-audit';
 import { unknownToolOf } from '../../tools/registry';
 import { runRead, versionNow } from './tool-call';
+import { sharedLift } from '../lift-rules';
 
 /** The verification activities over the worker's context. */
 export function createVerifyActivity(ctx: ActivityContext) {
@@ -28,28 +27,13 @@ export function createVerifyActivity(ctx: ActivityContext) {
       ? { ...raw, blockedArgs: await resolvePayloadRefs(payloads, raw.runId, raw.blockedArgs) }
       : raw;
     const version = await versionNow(ctx, input.runId);
-    if (input.reason === GuardReason.APPROVAL_REQUIRED || input.reason === ResultCode.APPROVAL_INVALID) {
-      return { ...(await approvalLifts(input)), progressVersion: version };
-    }
-    if (input.reason === GuardReason.SPEND_LIMIT) {
-      // The tenant's window must have room for the refused call again (spend aged out, or an
-      // operator's signed raise of the cap); a worker without limits has nothing to wait for.
-      const room = ctx.spend
-        ? await ctx.spend.roomFor(input.runId)
-        : { ok: true, detail: 'this worker has no spend limits' };
-      return { changed: room.ok, progressVersion: version, detail: room.detail };
-    }
-    if (input.reason === ResultCode.OUTCOME_UNKNOWN && input.operationKey) {
-      const rec = await ledger.get(input.operationKey);
-      const settled = rec !== null && rec.state !== LedgerState.UNKNOWN;
-      return {
-        changed: settled,
-        progressVersion: version,
-        detail: settled
-          ? `ledger record ${input.operationKey} settled as ${rec?.state}`
-          : `ledger record ${input.operationKey} is still UNKNOWN`,
-      };
-    }
+    // The rules every engine shares (approval, spend limit, a lost write outcome): one place.
+    const shared = await sharedLift(
+      input,
+      { ledger, approvals: approvals ?? null, spend: ctx.spend, signed: !operators.isOpen },
+      () => registry.normalize(input.blockedTool ?? '', input.blockedArgs, input.operationKey).argsHash,
+    );
+    if (shared) return { changed: shared.changed, progressVersion: version, detail: shared.detail };
     const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
     if (input.blockedTool && unknownToolOf(input.unmet) === input.blockedTool) {
       // The run stopped on a tool this worker did not have: a change of the worker lifts it,
@@ -108,35 +92,6 @@ export function createVerifyActivity(ctx: ActivityContext) {
       fixture: null,
     };
     return (await runRead(ctx, tool, call)).progressVersion;
-  }
-
-  /**
-   * The `approval` lift rule: a valid approval exists for this run, this stop and exactly the
-   * blocked call — its digest recomputed here from the blocked args, never taken from the caller.
-   */
-  async function approvalLifts(input: VerifyInput): Promise<Omit<VerifyOutput, 'progressVersion'>> {
-    const fingerprint = input.blockedFingerprint ?? null;
-    const stopRef = input.stopRef ?? null;
-    if (fingerprint === null || stopRef === null || !input.blockedTool) {
-      return {
-        changed: false,
-        detail: 'the stop names no blocked call or checkpoint an approval could be bound to',
-      };
-    }
-    if (!approvals) return { changed: false, detail: 'this worker has no approval store' };
-    const argsHash = registry.normalize(input.blockedTool, input.blockedArgs, input.operationKey).argsHash;
-    const check = await approvals.checkStop(
-      input.runId,
-      { fingerprint, argsHash },
-      stopRef,
-      `${input.runId}/verify`,
-    );
-    if (!check.ok) return { changed: false, detail: `not approved (${check.why}): ${check.message}` };
-    const a = check.approval;
-    return {
-      changed: true,
-      detail: `approval ${a.id} ${a.auth && !operators.isOpen ? 'signed by' : 'by'} ${a.approver}, valid until ${a.expiresAt}: ${a.reason}`,
-    };
   }
 
   /** The run's progress version now (at start, for initialProgressVersion). */

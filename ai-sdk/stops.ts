@@ -68,13 +68,8 @@ export class GuardStops {
     const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
     guard.charge({ steps: 0, tokens: input + output, costUsd });
     if (this.run.stopped) return;
-    const c = guard.config;
-    const reason =
-      guard.usage.tokens > c.maxTokens
-        ? GuardReason.TOKEN_BUDGET
-        : guard.usage.costUsd > c.maxCostUsd
-          ? GuardReason.COST_BUDGET
-          : null;
+    // Rule 3 of the guard itself (guard/budgets.ts), not a copy of it.
+    const reason = guard.usageBudgetExceeded();
     if (reason) this.run.runtimeStop(reason, TerminalState.STOPPED_LOOP_GUARD);
   }
 }

@@ -30,6 +30,11 @@ export class BudgetMeter {
     if (nowMs - this.startMs >= config.maxMs) return GuardReason.WALL_CLOCK_BUDGET;
     this.tokens += usage?.tokens ?? 0;
     this.costUsd += usage?.costUsd ?? 0;
+    return this.usageOver(config);
+  }
+
+  /** Rule 3 alone: the token or cost budget the usage so far is past, or null. */
+  usageOver(config: GuardConfig): GuardReason | null {
     if (this.tokens > config.maxTokens) return GuardReason.TOKEN_BUDGET;
     if (this.costUsd > config.maxCostUsd) return GuardReason.COST_BUDGET;
     return null;

@@ -174,6 +174,15 @@ export class LoopGuard {
   }
 
   /**
+   * The token or cost budget the usage charged so far is past (rule 3 without a call), or null:
+   * what a framework path asks right after a model response, so the run stops before its next
+   * tool call as an agentRun would at that call's `before()`.
+   */
+  usageBudgetExceeded(): GuardReason | null {
+    return this.budget.usageOver(this.config);
+  }
+
+  /**
    * Charges what a sub-agent actually used to this run (docs/spec.md §7.14): its steps, tokens
    * and cost join this run's totals, so a tree's totals are the root's. The budget rules see
    * them at the next `before()`. Negative or non-finite amounts are a caller's bug.

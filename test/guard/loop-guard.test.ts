@@ -134,6 +134,18 @@ describe('before() rule 3: token and cost budgets', () => {
     expect(g.usage.tokens).toBe(30);
   });
 
+  it('answers rule 3 alone after a charge, as the next before() would decide', () => {
+    const g = guard({ maxTokens: 100, maxCostUsd: 1 });
+    g.charge({ steps: 0, tokens: 100, costUsd: 0.5 });
+    expect(g.usageBudgetExceeded()).toBeNull();
+    g.charge({ steps: 0, tokens: 1, costUsd: 0 });
+    expect(g.usageBudgetExceeded()).toBe('token_budget');
+    expect(g.before(call('a', {}), 0)).toMatchObject({ reason: 'token_budget' });
+    const c = guard({ maxCostUsd: 0.05 });
+    c.charge({ steps: 0, tokens: 0, costUsd: 0.06 });
+    expect(c.usageBudgetExceeded()).toBe('cost_budget');
+  });
+
   it('beats the repeat rule', () => {
     const g = guard({ maxTokens: 12 });
     const a = call('a', {}, { usage: { tokens: 5 } });

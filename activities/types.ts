@@ -81,6 +81,12 @@ export interface PlanOutput {
   readonly turn: PlannerTurn;
   readonly memory: unknown;
   readonly proposal: ProposalInfo | null;
+  /**
+   * A conversation run (`askHuman`): the name of the finishing tool this worker offers the run
+   * (its registry's `finishing`: `complete_task`, renamed or replaced). The conversation holds
+   * that call back while the person's messages are queued (issue 41). Absent when there is none.
+   */
+  readonly finishing?: string;
 }
 
 /** Input of the `runTool` activity. */

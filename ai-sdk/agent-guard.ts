@@ -63,6 +63,20 @@ function checkpointOfOption(raw: unknown): Checkpoint | undefined {
   return raw as Checkpoint;
 }
 
+/**
+ * A tool's result with the guard's `no_progress` note, in a shape that keeps the result as the
+ * tool gave it: a plain object gets a `guard` field (the note's text) beside its own fields;
+ * anything else (an array, a string, a class instance, an object that has its own `guard`) is
+ * wrapped as `{ result, guard }` (docs/ai-sdk.md).
+ */
+function withGuardNote(output: unknown, note: string): unknown {
+  if (typeof output === 'object' && output !== null && !Array.isArray(output) && !('guard' in output)) {
+    const proto = Object.getPrototypeOf(output) as unknown;
+    if (proto === Object.prototype || proto === null) return { ...output, guard: note };
+  }
+  return { result: output, guard: note };
+}
+
 /** An AI SDK agent's run: the core's, upserting the search attributes when asked to. */
 class AiSdkRun extends GuardedRun {
   constructor(
@@ -302,7 +316,12 @@ export class AgentGuard<TOOLS extends ToolSet> {
       }
     }
     const after = this.step.after(x, b.before, result, progress);
-    if (result.kind === 'SUCCESS') return output;
+    if (result.kind === 'SUCCESS') {
+      // The `no_progress` note goes with the result the model reads (issue 40), as an agentRun's
+      // observation carries it (core/step.ts `noted`): the call ran, the run goes on for now.
+      const note = this.step.noted({ tool: name, kind: 'SUCCESS', data: output }, after).guard?.note;
+      return note === undefined ? output : withGuardNote(output, note);
+    }
     if (result.kind === 'PENDING' && after.decision !== 'stop') {
       // A re-poll honoured: wait the server-given time (a stop ends it early), off the wall clock.
       const since = Date.now();

@@ -185,7 +185,7 @@ async function turn(l: Loop): Promise<TurnOutcome> {
   // again (the same call may be exactly right once the world has changed).
   const planned = await step.plan(replies.nudge, conv?.userText ?? null);
   if (planned.kind === 'stopped') return STOP; // the planner failed, or a budget ceiling before the call
-  conv?.planned();
+  conv?.planned(planned.finishing ?? null);
   const { turn: t, proposal: p } = planned;
   if (t.type === 'finish') {
     // In a conversation, a text reply is a message to the person (issue 30 item 1, issue 33).

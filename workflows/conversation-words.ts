@@ -14,7 +14,7 @@ import {
   type QueuedMessage,
   type TranscriptEntry,
 } from '../common/conversation-run';
-import { FINISHING_TOOL, type Observation } from '../common/planner';
+import type { Observation } from '../common/planner';
 import type { RunPhase } from '../common/contracts';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
@@ -55,19 +55,26 @@ export function closingReason(unread: number): string {
  * What a queued message is told (issue 41): never a read the run cannot give. While the
  * finishing tool runs, the run may complete without the model reading it; while another call
  * is in flight, that call might end the run too (a tool whose result is `terminal`). Either
- * way `replies` and `status` say `not read` afterwards.
+ * way `replies` and `status` say `not read` afterwards. `finishing`: the worker's finishing
+ * tool (`complete_task`, renamed or replaced), null while the run has not said.
  */
-export function queuedReason(calling: string | null, position: number, limit: number): string {
+export function queuedReason(
+  calling: string | null,
+  finishing: string | null,
+  position: number,
+  limit: number,
+): string {
   const at = `your message is queued (${position} of ${limit})`;
   const unless = '(if the run ends first, replies and status show it not read)';
-  if (calling === FINISHING_TOOL)
+  if (calling !== null && calling === finishing)
     return (
-      `the agent is finishing (${FINISHING_TOOL} is running): ${at}, but if the run completes now the ` +
+      `the agent is finishing (${finishing} is running): ${at}, but if the run completes now the ` +
       'model will not read it (replies and status then show it not read); if the run goes on, the ' +
       'model reads it when it next turns to you'
     );
   const working = calling ? `the agent is working (${calling} is running)` : 'the agent is working';
-  return `${working}: ${at}; the model reads it when it next turns to you or before it calls ${FINISHING_TOOL} ${unless}`;
+  const before = finishing ? `before it calls ${finishing}` : 'before it calls its finishing tool';
+  return `${working}: ${at}; the model reads it when it next turns to you or ${before} ${unless}`;
 }
 
 /**
@@ -86,7 +93,7 @@ export function personWrote(
     code: 'person_wrote',
     unmet:
       `not run: the person wrote to you before you finished (${taken.length} message(s)); read them, ` +
-      `answer them if they need it, then call ${FINISHING_TOOL} again when the conversation is done`,
+      `answer them if they need it, then call ${tool} again when the conversation is done`,
     data: { answer: taken.map((m) => m.text).join('\n\n') },
   };
 }

@@ -25,7 +25,7 @@ import {
   type TranscriptEntry,
 } from '../common/conversation-run';
 import type { Checkpoint } from '../common/contracts';
-import { FINISHING_TOOL, type PlannerTurn } from '../common/planner';
+import type { PlannerTurn } from '../common/planner';
 import { redactText } from '../common/redact';
 import { GuardReason, TerminalState } from '../guard';
 import type { RunGate } from '../core/gate';
@@ -82,6 +82,8 @@ export class Conversation {
   private closed = false;
   /** The tool whose call is in flight (null while the model plans or the agent waits): what a queued answer says. */
   private calling: string | null = null;
+  /** The worker's finishing tool as the last plan named it (PlanOutput `finishing`; null: none). */
+  private finishing: string | null = null;
   /** Moves with every message taken: a continue-as-new seals again when it moved meanwhile. */
   version = 0;
 
@@ -127,15 +129,15 @@ export class Conversation {
   /**
    * The model's call, before the guard: true when nothing runs — `ask_human`, or the finishing
    * tool while the person's messages wait (issue 41: the model reads them first, as the call's
-   * result). Any other call is remembered in flight: a message meanwhile is told about it.
+   * result; the worker's finishing tool, renamed or not). Other calls are remembered in flight.
    */
   onCall(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
     if (this.onAsk(turn, p)) return true;
-    if (p.tool === FINISHING_TOOL && !p.rejection && this.queue.length > 0 && !this.closing) {
+    if (p.tool === this.finishing && !p.rejection && this.queue.length > 0 && !this.closing) {
       const taken = this.queue.splice(0);
       this.run.observation = personWrote(turn.callId, p.tool, taken);
       const seqs = taken.map((m) => m.seq);
-      this.run.note('conversation_message', null, { args: { seqs, before: FINISHING_TOOL } });
+      this.run.note('conversation_message', null, { args: { seqs, before: p.tool } });
       this.run.publish(false);
       return true;
     }
@@ -238,9 +240,10 @@ export class Conversation {
     return this.unread;
   }
 
-  /** The plan took the person's message: it is not sent again. */
-  planned(): void {
+  /** The plan took the person's message (not sent again) and named the worker's finishing tool. */
+  planned(finishing: string | null): void {
     this.unread = null;
+    this.finishing = finishing;
   }
 
   private end(reason: string, unmet: string): void {
@@ -290,15 +293,10 @@ export class Conversation {
       this.queue.push({ seq, text: req.text });
       const p = this.pending;
       const n = this.queue.length;
+      const queued = queuedReason(this.calling, this.finishing, n, this.settings.queueLimit);
       answer = p
         ? { accepted: true, action: 'answer', reason: answerReason(p, n), seq }
-        : {
-            accepted: true,
-            action: 'queued',
-            reason: queuedReason(this.calling, n, this.settings.queueLimit),
-            seq,
-            position: n,
-          };
+        : { accepted: true, action: 'queued', reason: queued, seq, position: n };
     }
     this.answered.set(req.messageId, answer);
     if (this.answered.size > ANSWERS_KEPT * 2) {

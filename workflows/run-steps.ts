@@ -44,9 +44,18 @@ export interface Stopped {
   readonly kind: 'stopped';
 }
 
-/** The planner's turn and the activity's view of its proposal (null for no call). */
+/**
+ * The planner's turn and the activity's view of its proposal (null for no call); `finishing`:
+ * the worker's finishing tool, on a conversation's turns (PlanOutput `finishing`).
+ */
 export type PlanStep =
-  Stopped | { readonly kind: 'planned'; turn: PlannerTurn; proposal: ProposalInfo | null };
+  | Stopped
+  | {
+      readonly kind: 'planned';
+      turn: PlannerTurn;
+      proposal: ProposalInfo | null;
+      readonly finishing?: string;
+    };
 
 /** The tool's result and the progress version after it. */
 export type ToolStep = Stopped | { readonly kind: 'ran'; result: ToolResult; progressVersion: number };
@@ -102,7 +111,12 @@ export class RunSteps {
         run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
         turn = { ...turn, usage: NO_USAGE };
       }
-      return { kind: 'planned', turn, proposal: planned.proposal };
+      return {
+        kind: 'planned',
+        turn,
+        proposal: planned.proposal,
+        ...(planned.finishing ? { finishing: planned.finishing } : {}),
+      };
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is

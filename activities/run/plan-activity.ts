@@ -250,7 +250,9 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       served,
     );
     const turn = out.turn;
-    if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null };
+    // A conversation learns which call finishes the run from the worker (issue 41).
+    const finishing = input.askHuman && tools.finishing ? { finishing: tools.finishing } : {};
+    if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null, ...finishing };
 
     if (input.planner.kind === 'scripted' && !input.planner.live) {
       // Script mode plays both planner and tools: fixture tools normalise as the replay does.
@@ -286,7 +288,10 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       };
       // The proposal carries the args the tool gets; the turn's copy would only double them in history.
       const lean = llm ? { ...turn, args: null } : turn;
-      return await largeArgsByReference({ turn: lean, memory: out.memory, proposal }, input.runId);
+      return await largeArgsByReference(
+        { turn: lean, memory: out.memory, proposal, ...finishing },
+        input.runId,
+      );
     } catch (err) {
       // The planner answered; the ledger could not be read. Typed, so that once the retries
       // are spent the run stops `infrastructure_fault`, not `planner_failed`.

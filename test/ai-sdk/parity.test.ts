@@ -3,7 +3,9 @@
  * (core/): its decisions are in the trace `agentctl trace` reads; a tool's PRECONDITION and
  * PENDING are classified as such (precondition_unchanged fires, a PENDING re-poll is honoured);
  * the guard's state crosses a continue-as-new; a stop vetoes a resume being verified; every
- * refusal of the gate leaves one audit row (item 3). The counters are the tools' own.
+ * refusal of the gate leaves one audit row (item 3). The `no_progress` note reaches the model
+ * with the tool's result before the stop (issue 40), as an agentRun's observation carries it.
+ * The counters are the tools' own.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,7 +68,7 @@ describe('the AI SDK path at parity (one guarded core)', () => {
   ) {
     const server = await startOpenAIServer(script);
     servers.push(server);
-    const counts = { read_report: 0, poll_job: 0, search_tickets: 0 };
+    const counts = { read_report: 0, poll_job: 0, search_tickets: 0, lookup_host: 0 };
     const taskQueue = uniqueTaskQueue('ai-sdk-parity');
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -98,6 +100,10 @@ describe('the AI SDK path at parity (one guarded core)', () => {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
           return [`INC-0: ${query} (closed)`];
+        },
+        lookupHost: async (host: string) => {
+          counts.lookup_host += 1;
+          return { host, up: true };
         },
         ...guardActivities(ledger, {
           spendLimits: null,
@@ -246,5 +252,64 @@ describe('the AI SDK path at parity (one guarded core)', () => {
     expect(refused.map((a) => a.detail)).toEqual([
       'resume r-veto refused: an operator stopped the run while this resume was being verified',
     ]);
+  });
+
+  /** The content of each tool message the model server received, by request (the newest last). */
+  const toolMessages = (server: OpenAIServer): string[][] =>
+    server
+      .completionRequests()
+      .map((r) =>
+        ((r.messages ?? []) as Array<{ role: string; content?: unknown }>)
+          .filter((m) => m.role === 'tool')
+          .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))),
+      );
+
+  it('no_progress tells the model with the read it wrapped ({ result, guard }), then stops only after the grace', async () => {
+    const { result, counts, server } = await run(
+      [
+        call('search_tickets', { query: 'disk full' }),
+        call('search_tickets', { query: 'disk slow' }),
+        call('search_tickets', { query: 'disk gone' }),
+        call('search_tickets', { query: 'disk new' }),
+        { content: 'not reached' },
+      ],
+      { guard: { noProgressLimit: 2, noProgressGrace: 2 } },
+    );
+    // The run went on after the note: all four reads ran, the stop came at the end of the grace.
+    expect(counts.search_tickets).toBe(4);
+    expect(result.executions).toEqual({ search_tickets: 4 });
+    expect(result.run.terminal_state).toBe('STOPPED_LOOP_GUARD');
+    expect(result.run.reason).toBe('no_progress');
+    // What the model server received: the second read's tool message carries the note.
+    const seen = toolMessages(server);
+    expect(seen).toHaveLength(4);
+    const last = seen[3]!;
+    expect(last).toHaveLength(3);
+    expect(last[0]).not.toContain('no_progress');
+    const noted = JSON.parse(last[1]!) as { result: unknown; guard: string };
+    expect(noted.result).toEqual(['INC-0: disk slow (closed)']);
+    expect(noted.guard).toMatch(
+      /^guard no_progress: your last 2 calls .*2 more call\(s\) without progress stop the run/,
+    );
+    expect(last[2]).not.toContain('no_progress');
+    // The note is the second read's decision; the stop is the fourth's.
+    expect(result.run.decisions.map((d) => d.reason ?? null)).toEqual([null, 'no_progress', null, null]);
+    expect(result.run.decisions[3]?.after).toBe('stop');
+  });
+
+  it("no_progress's note on a plain-object result is a guard field beside the tool's own fields", async () => {
+    const { result, counts, server } = await run(
+      [
+        call('lookup_host', { host: 'db-1' }),
+        call('lookup_host', { host: 'db-2' }),
+        { content: 'both hosts are up' },
+      ],
+      { guard: { noProgressLimit: 2, noProgressGrace: 2 } },
+    );
+    expect(counts.lookup_host).toBe(2);
+    expect(result.run.terminal_state).toBe('COMPLETED');
+    const seen = toolMessages(server);
+    const noted = JSON.parse(seen[seen.length - 1]![1]!) as Record<string, unknown>;
+    expect(noted).toEqual({ host: 'db-2', up: true, guard: expect.stringMatching(/^guard no_progress: /) });
   });
 });

@@ -65,6 +65,8 @@ export interface HarnessOptions {
   leaseMs?: number;
   /** Extra tools beyond the demo set. */
   tools?: readonly AnyTool[];
+  /** The worker's finishing tool (openWorkerDeps `finishingTool`; default the demo's `complete_task`). */
+  finishingTool?: AnyTool | null;
   /** Changes to the opened activity deps (e.g. `payloads: null`). */
   deps?: (deps: WorkerDeps) => Partial<WorkerDeps>;
   /**
@@ -86,6 +88,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     pollAfterMs: o.pollAfterMs ?? 100,
     leaseMs: o.leaseMs,
     ...(o.tools ? { tools: o.tools } : {}),
+    ...(o.finishingTool !== undefined ? { finishingTool: o.finishingTool } : {}),
   });
   const taskQueue = uniqueTaskQueue('run');
   const extra = o.worker?.(deps) ?? {};

@@ -1,7 +1,7 @@
 /**
  * A user's `@temporalio/ai-sdk` agent for the parity checks of issue 37 (test/ai-sdk/parity.test.ts):
  * a read whose activity answers PRECONDITION, a poll whose activity answers PENDING until the job
- * is done, a plain search; the guard's handlers installed; optionally one continue-as-new that
+ * is done, a plain search, a host lookup that answers a plain object; the guard's handlers installed; optionally one continue-as-new that
  * carries the guard's checkpoint, and a wait for a resume after a stop. Workflow code, bundled
  * with `AiSdkPlugin`.
  */
@@ -12,10 +12,11 @@ import { z } from 'zod';
 import type { Checkpoint } from '../../../common/contracts';
 import { guardAgent } from '../../../ai-sdk';
 
-const { readReport, pollJob, searchTickets } = proxyActivities<{
+const { readReport, pollJob, searchTickets, lookupHost } = proxyActivities<{
   readReport(name: string): Promise<string>;
   pollJob(id: string): Promise<string>;
   searchTickets(query: string): Promise<string[]>;
+  lookupHost(host: string): Promise<{ host: string; up: boolean }>;
 }>({ startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 1 } });
 
 export interface ParityAgentInput {
@@ -26,6 +27,8 @@ export interface ParityAgentInput {
   readonly checkpoint?: Checkpoint;
   /** After a stop, wait this long for a verified resume and ask the model again once. */
   readonly resumeWaitMs?: number;
+  /** The guard's config instead of the default below (e.g. `noProgressGrace`). */
+  readonly guard?: Record<string, number>;
 }
 
 export async function parityAgent(input: ParityAgentInput): Promise<unknown> {
@@ -45,10 +48,15 @@ export async function parityAgent(input: ParityAgentInput): Promise<unknown> {
       inputSchema: z.object({ query: z.string() }),
       execute: async ({ query }) => searchTickets(query),
     }),
+    lookup_host: tool({
+      description: 'Look a host up.',
+      inputSchema: z.object({ host: z.string() }),
+      execute: async ({ host }) => lookupHost(host),
+    }),
   };
   const guard = guardAgent(tools, {
-    reads: ['read_report', 'poll_job', 'search_tickets'],
-    guard: { noProgressLimit: 8, maxWaitPolls: 5 },
+    reads: ['read_report', 'poll_job', 'search_tickets', 'lookup_host'],
+    guard: input.guard ?? { noProgressLimit: 8, maxWaitPolls: 5 },
     ...(input.checkpoint ? { checkpoint: input.checkpoint } : {}),
   });
   guard.installHandlers();

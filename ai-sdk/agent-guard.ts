@@ -296,6 +296,8 @@ export class AgentGuard<TOOLS extends ToolSet> {
             runId: run.runId,
             ...(rule.requiresApproval ? { requiresApproval: true } : {}),
             ...(approval ? { approval } : {}),
+            // The ledger hashes what the fingerprint hashed (only differs when the tool has rules).
+            ...(this.options.args?.[name] ? { canonicalArgs: normalized.canonicalArgs } : {}),
           });
           // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
           // run with this key) and the ledger answered; it still counts as this call's one run.

@@ -11,7 +11,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { OperatorRegistry } from '../operators/registry';
 import type { ApprovalStore } from '../storage/approvals/approval-store';
-import { executeOnce, type Ledger, type ReconcileAnswer } from '../storage/ledger';
+import { canonicalize, normalizeCall } from '../guard';
+import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
 
 import { approvalStoreOf, callDigest } from './worker-verify';
@@ -110,8 +111,10 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
         );
       }
       const info = Context.current().info;
-      const argsHash = callDigest(meta.tool, input);
-      if (meta.requiresApproval || meta.approval) await consumeApproval(approvalsOf, meta, argsHash, info);
+      // An approval binds the exact call the person saw (its digest over the input as sent).
+      if (meta.requiresApproval || meta.approval)
+        await consumeApproval(approvalsOf, meta, callDigest(meta.tool, input), info);
+      const argsHash = ledgerArgsHash(meta, input);
       // The activity heartbeats while the write runs, so a `heartbeatTimeout` finds a dead
       // worker early; the ledger's own lease is renewed by executeOnce.
       const ctx = Context.current();
@@ -172,6 +175,22 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
     out[name] = wrapped;
   }
   return out as unknown as LedgerWriteActivities<T>;
+}
+
+/**
+ * The ledger's args hash of a guarded write: SHA-256 of the canonical args the workflow's guard
+ * fingerprinted (`meta.canonicalArgs`: the tool's `args` rules applied, non-semantic paths
+ * dropped), the form an `agentRun` tool's hash takes (tools/registry.ts). So a retried write
+ * that differs only in an ignored field (a model-made request id) is answered from the ledger,
+ * and one that differs in anything else under the same key is an `idempotency_conflict`.
+ * Without `canonicalArgs` (a tool without rules) the input is normalised here, the same form.
+ */
+function ledgerArgsHash(meta: GuardedWriteMeta, input: unknown): string {
+  const canonical =
+    meta.canonicalArgs !== undefined
+      ? canonicalize(meta.canonicalArgs)
+      : normalizeCall(meta.tool, input).canonicalArgs;
+  return sha256ArgsHash(meta.tool, canonical);
 }
 
 /** An entry of `ledgerWrites` as a definition; see its `@throws`. */

@@ -6,7 +6,7 @@ import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { ToolSet } from 'ai';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/workflow';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
-import type { ArgsSpec, GuardConfigInput, StopReport, TerminalState } from '../guard';
+import type { ArgsSpec, GuardConfigInput, Json, StopReport, TerminalState } from '../guard';
 
 /** What the worker's ledger-wrapped write activity is given besides the tool's input. */
 export interface GuardedWriteMeta {
@@ -25,6 +25,14 @@ export interface GuardedWriteMeta {
   };
   /** The tool requires an approval (the worker refuses the write without one). */
   readonly requiresApproval?: boolean;
+  /**
+   * The call's canonical args as the guard computed them for its fingerprint (`normalizeCall`
+   * with the tool's `args` rules: defaults filled, `nonSemantic` paths removed). The ledger's
+   * args hash is taken from these, as an `agentRun` tool's is, so a re-sent write that differs
+   * only in an ignored field is the same operation. Sent only for a tool with `args` rules;
+   * without them the worker canonicalises the input itself (the same form).
+   */
+  readonly canonicalArgs?: Json;
 }
 
 /** What the worker's ledger-wrapped write activity answers. */

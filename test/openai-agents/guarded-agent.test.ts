@@ -52,7 +52,8 @@ type Outcome = {
   sdkApprovals: string[];
   lastAgent?: string;
 };
-type Counts = { lookup_order: number; pay: number; notify: number; paidTo: string[] };
+/** `payVia`: each `pay` activity attempt's answer (`executed`, or `ledger`: nothing ran). */
+type Counts = { lookup_order: number; pay: number; notify: number; paidTo: string[]; payVia: string[] };
 
 const lookup = (orderId: string, callId?: string): ResponsesStep => ({
   call: 'lookup_order',
@@ -107,7 +108,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
-    const counts: Counts = { lookup_order: 0, pay: 0, notify: 0, paidTo: [] };
+    const counts: Counts = { lookup_order: 0, pay: 0, notify: 0, paidTo: [], payVia: [] };
     const operators = operatorsOf();
     const writes = ledgerWrites(
       ledger,
@@ -140,6 +141,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
         // retry gets the ledger's answer; 'hang_always': every attempt times out.
         pay: async (i: { orderId: string; to: string; amount: number }, meta: GuardedWriteMeta) => {
           const out = await writes.pay(i, meta);
+          counts.payVia.push(out.via);
           const attempt = Context.current().info.attempt;
           if (payBehaviour === 'hang_always' || (payBehaviour === 'hang_first' && attempt === 1))
             await sleep(1500);
@@ -287,7 +289,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
   });
 
-  it('every attempt timing out: the error goes to the model, which re-plans with a new request id; the payment still ran once', async () => {
+  it('every attempt timing out: the error goes to the model, which re-plans with a new request id (declared non-semantic); the ledger answers it, the payment ran once', async () => {
     const { result, counts, server } = await run(
       [pay('A-2', 'globex', 100, 'req-1'), pay('A-2', 'globex', 100, 'req-2'), { text: 'paid' }],
       { payAttempts: 2 },
@@ -295,12 +297,31 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       'hang_always',
     );
     expect(counts.pay).toBe(1);
-    // The ledger holds the payment under its key with the first request id: the re-planned call
-    // (other args under the same key) is a conflict for a person, never a second payment.
-    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
+    expect(counts.paidTo).toEqual(['globex:100']);
+    // The ledger hashes the args the guard fingerprinted (requestId dropped by the tool's
+    // `nonSemantic` rule): the re-planned call is the same operation, answered from the ledger.
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid' });
+    expect(result.run.terminal_state).not.toBe('NEEDS_HUMAN');
     // The model read the failure as the call's output (not a failed workflow).
     const outputs = server.requests()[1]!.input.filter((i) => i.type === 'function_call_output');
     expect(JSON.stringify(outputs)).toMatch(/error occurred while running the tool/i);
+    // Attempts: the first ran the payment; every later one, the re-planned call's included
+    // (2 attempts each), got the ledger's stored result.
+    expect(counts.payVia).toEqual(['executed', 'ledger', 'ledger', 'ledger']);
+  });
+
+  it('a re-planned payment under the same key with another amount (a semantic field) is an idempotency_conflict for a person; the payment ran once', async () => {
+    const { result, counts } = await run(
+      [pay('A-3', 'globex', 100, 'req-1'), pay('A-3', 'globex', 250, 'req-2'), { text: 'paid' }],
+      { payAttempts: 2, keyByOrder: true },
+      undefined,
+      'hang_always',
+    );
+    expect(counts.pay).toBe(1);
+    expect(counts.paidTo).toEqual(['globex:100']);
+    // The re-planned call never got an answer from the ledger: refused as a conflict.
+    expect(counts.payVia).toEqual(['executed', 'ledger']);
+    expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
   });
 
   it("the SDK's max-turns error ends the run with a step_budget StopReport, not a failed workflow", async () => {

@@ -28,6 +28,8 @@ export interface PaymentsAgentInput {
   readonly resumeAfterStop?: boolean;
   /** Guard the already guarded agent again (bad input). */
   readonly doubleGuard?: boolean;
+  /** `pay`'s operation key names the order and payee only (so another amount is the same key). */
+  readonly keyByOrder?: boolean;
 }
 
 const { notify } = proxyActivities<{ notify(i: { to: string; text: string }): Promise<string> }>({
@@ -93,7 +95,7 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     writes: {
       pay: {
         operationKey: (i: { orderId: string; to: string; amount: number }) =>
-          `pay:${i.orderId}:${i.to}:${i.amount}`,
+          input.keyByOrder ? `pay:${i.orderId}:${i.to}` : `pay:${i.orderId}:${i.to}:${i.amount}`,
         ...(input.approval ? { requiresApproval: true } : {}),
       },
       ...(input.sdkApproval

@@ -34,6 +34,7 @@ import {
   type RunFacts,
 } from '../common/planner';
 import { ScriptCursor } from '../guard/script-calls';
+import { fullPrefetchedTurn } from '../common/prefetched-turn';
 import type { PayloadRef } from '../common/payload-limits';
 import { scriptCallsRef } from './script-ref';
 import type { RefusalAudit } from '../core/resume-check';
@@ -275,7 +276,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           },
         ],
       );
-      if (prefetch && next) prefetched = { offset: prefetch.offset, out: next };
+      // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
+      if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
       return out;
     },
     verifyPrecondition,

@@ -136,9 +136,15 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       maximumInterval: '20s',
       maximumAttempts: t.toolMaxAttempts,
       ...firstRetry,
+      // Its own list, not the planner's (issue 42): proxied with the plan's options, every
+      // scheduled runTool carried the planner's twenty error names (~330 B of history per
+      // step), none of which the tool activity throws (a prefetch's planner errors end in
+      // `prefetchPlan`). A TypeError (a bug) and a missing optional package stay final.
+      nonRetryableErrorTypes: ['TypeError', 'OptionalDependencyError'],
     },
   };
-  const { plan, runTool } = proxyActivities<Activities>(planOptions);
+  const { plan } = proxyActivities<Activities>(planOptions);
+  const { runTool } = proxyActivities<Activities>(toolOptions);
   // The scripted plan reads only the worker's ledger and approvals: it runs inside the workflow
   // task (no extra task, no server round trip); a failure is an ActivityFailure all the same.
   const { plan: localPlanRaw } = proxyLocalActivities<Activities>(planOptions);
@@ -259,7 +265,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       upcoming = null;
       const prefetch = ahead;
       const { next, ...out } = await runTool.executeWithOptions(
-        { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
+        { summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
         [
           {
             runId,

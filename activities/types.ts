@@ -5,6 +5,7 @@
 import type { ModelNudge, PlannerSpec, PlannerTurn, RunFacts } from '../common/planner';
 import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from '../tools/registry';
+import type { PrefetchedTurn } from '../common/prefetched-turn';
 
 /** Input of the `plan` activity. */
 export interface PlanInput {
@@ -147,9 +148,10 @@ export interface RunToolOutput {
   /**
    * The planned next turn asked for by {@link RunToolInput.prefetch}, exactly what the `plan`
    * activity would answer now; absent when it could not be planned here (the ledger unreadable,
-   * an approval to ask for, too large): the workflow then asks `plan` as usual.
+   * an approval to ask for, too large): the workflow then asks `plan` as usual. Copies of the
+   * args equal to the proposal's are sent once (common/prefetched-turn.ts, issue 42).
    */
-  readonly next?: PlanOutput;
+  readonly next?: PrefetchedTurn;
 }
 
 /** Input of the `verifyPrecondition` activity. */

@@ -34,6 +34,7 @@ import {
   type RunFacts,
 } from '../common/planner';
 import { ScriptCursor } from '../guard/script-calls';
+import { fullPrefetchedTurn } from '../common/prefetched-turn';
 import type { PayloadRef } from '../common/payload-limits';
 import { scriptCallsRef } from './script-ref';
 import type { RefusalAudit } from '../core/resume-check';
@@ -135,9 +136,15 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       maximumInterval: '20s',
       maximumAttempts: t.toolMaxAttempts,
       ...firstRetry,
+      // Its own list, not the planner's (issue 42): proxied with the plan's options, every
+      // scheduled runTool carried the planner's twenty error names (~330 B of history per
+      // step), none of which the tool activity throws (a prefetch's planner errors end in
+      // `prefetchPlan`). A TypeError (a bug) and a missing optional package stay final.
+      nonRetryableErrorTypes: ['TypeError', 'OptionalDependencyError'],
     },
   };
-  const { plan, runTool } = proxyActivities<Activities>(planOptions);
+  const { plan } = proxyActivities<Activities>(planOptions);
+  const { runTool } = proxyActivities<Activities>(toolOptions);
   // The scripted plan reads only the worker's ledger and approvals: it runs inside the workflow
   // task (no extra task, no server round trip); a failure is an ActivityFailure all the same.
   const { plan: localPlanRaw } = proxyLocalActivities<Activities>(planOptions);
@@ -258,7 +265,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       upcoming = null;
       const prefetch = ahead;
       const { next, ...out } = await runTool.executeWithOptions(
-        { ...toolOptions, summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
+        { summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
         [
           {
             runId,
@@ -275,7 +282,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           },
         ],
       );
-      if (prefetch && next) prefetched = { offset: prefetch.offset, out: next };
+      // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
+      if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
       return out;
     },
     verifyPrecondition,

@@ -9,6 +9,7 @@ import {
   MAX_PAYLOAD_BYTES,
   payloadTooLarge,
 } from '../../common/payload-limits';
+import { leanPrefetchedTurn } from '../../common/prefetched-turn';
 import { redactText } from '../../common/redact';
 import { NEEDS_HUMAN_CODES, ResultCode, type ToolResult } from '../../guard';
 import { activityExecution, heartbeat } from '../activity-context';
@@ -186,7 +187,8 @@ export function createRunToolActivity(
       ...prefetch,
     });
     if (!next) return out;
-    const both = { ...out, next };
+    // The args once, not three times (issue 42): the workflow puts the copies back.
+    const both = { ...out, next: leanPrefetchedTurn(next) };
     return jsonBytes(both) <= MAX_PAYLOAD_BYTES ? both : out;
   }
 

@@ -7,25 +7,20 @@
  * with the tool's result before the stop (issue 40), as an agentRun's observation carries it.
  * The counters are the tools' own.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/workflow';
 import { resumeUpdate, statusQuery, stopUpdate, type RunResult } from '../../common/contracts';
 import type { TracePage } from '../../guard';
 import { guardActivities } from '../../ai-sdk/worker';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
-import { openLedger, type Ledger } from '../../storage/ledger';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
-import { bundleAiSdkWorkflows } from './bundle';
+import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { aiSdkTestBed } from './bundle';
 
 const call = (name: string, args: unknown) => ({
   tool_calls: [{ name, arguments: JSON.stringify(args) }],
@@ -35,24 +30,7 @@ const call = (name: string, args: unknown) => ({
 type Outcome = { run: RunResult; executions: Record<string, number> };
 
 describe('the AI SDK path at parity (one guarded core)', () => {
-  let env: TestWorkflowEnvironment;
-  let dir: string;
-  let ledger: Ledger;
-  let workflowBundle: { code: string };
-  const servers: OpenAIServer[] = [];
-
-  beforeAll(async () => {
-    env = await createTestEnv();
-    dir = mkdtempSync(join(tmpdir(), 'ai-sdk-parity-'));
-    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/parity-agent'));
-  });
-  afterAll(async () => {
-    await ledger?.close();
-    for (const s of servers) await s.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const bed = aiSdkTestBed('ai-sdk-parity-', require.resolve('./workflows/parity-agent'));
 
   /** Runs the agent; `drive` acts on the open run; `verify` is the worker's precondition check. */
   async function run(
@@ -66,16 +44,15 @@ describe('the AI SDK path at parity (one guarded core)', () => {
       pendingPolls?: number;
     } = {},
   ) {
-    const server = await startOpenAIServer(script);
-    servers.push(server);
+    const server = await bed.serve(script);
     const counts = { read_report: 0, poll_job: 0, search_tickets: 0, lookup_host: 0 };
     const taskQueue = uniqueTaskQueue('ai-sdk-parity');
     const worker = await Worker.create({
-      connection: env.nativeConnection,
+      connection: bed.env.nativeConnection,
       namespace: 'default',
       taskQueue,
       dataConverter: testDataConverter(),
-      workflowBundle,
+      workflowBundle: bed.workflowBundle,
       activities: {
         readReport: async () => {
           counts.read_report += 1;
@@ -105,7 +82,7 @@ describe('the AI SDK path at parity (one guarded core)', () => {
           counts.lookup_host += 1;
           return { host, up: true };
         },
-        ...guardActivities(ledger, {
+        ...guardActivities(bed.ledger, {
           spendLimits: null,
           ...(o.verify ? { verifyPrecondition: o.verify } : {}),
         }),
@@ -119,7 +96,7 @@ describe('the AI SDK path at parity (one guarded core)', () => {
     });
     const workflowId = uniqueId('ai-sdk-parity');
     const outcome = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start('parityAgent', {
+      const handle = await bed.env.client.workflow.start('parityAgent', {
         taskQueue,
         workflowId,
         args: [{ prompt: 'Do the job.', ...input }],
@@ -246,7 +223,7 @@ describe('the AI SDK path at parity (one guarded core)', () => {
     expect(counts.search_tickets).toBe(2);
     expect(result.run.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(result.run.reason).toBe('same_call_repeat');
-    const refused = (await ApprovalStore.over(ledger).audit({ runId: workflowId })).filter(
+    const refused = (await ApprovalStore.over(bed.ledger).audit({ runId: workflowId })).filter(
       (a) => a.action === 'refused',
     );
     expect(refused.map((a) => a.detail)).toEqual([

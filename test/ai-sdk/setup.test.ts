@@ -17,19 +17,16 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { bundleAiSdkWorkflows } from './bundle';
+import { aiSdkTestBed } from './bundle';
 import { statusQuery, type RunResult } from '../../common/contracts';
 import { stopAgentRun } from '../../client/api';
 import { AgentLoopGuardPlugin, guardActivities, PayloadCodecMismatchError } from '../../ai-sdk/worker';
 import { CodecConfigError, dataConverterOf, loadPayloadCodec } from '../../codec';
-import { openLedger, type Ledger } from '../../storage/ledger';
 import { OperatorRegistry } from '../../operators/registry';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const key = () => randomBytes(32).toString('base64');
 /** The test key ring (AGENT_CODEC_KEYS of temporal-env.ts), agentctl's by default. */
@@ -40,24 +37,7 @@ const ROTATED_KEYS = () => `${TEST_KEYS()},newer:${key()}`;
 const converterOf = (env: NodeJS.ProcessEnv): DataConverter => dataConverterOf(loadPayloadCodec(env));
 
 describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a codec mismatch is exit 5', () => {
-  let env: TestWorkflowEnvironment;
-  let dir: string;
-  let ledger: Ledger;
-  let workflowBundle: { code: string };
-  const servers: OpenAIServer[] = [];
-
-  beforeAll(async () => {
-    env = await createTestEnv();
-    dir = mkdtempSync(join(tmpdir(), 'ai-sdk-setup-'));
-    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/approval-agent'));
-  });
-  afterAll(async () => {
-    await ledger?.close();
-    for (const s of servers) await s.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const bed = aiSdkTestBed('ai-sdk-setup-', require.resolve('./workflows/approval-agent'));
 
   const cliEnv = (extra: Record<string, string> = {}) => ({
     TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
@@ -72,7 +52,7 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
    * `hand` (the pre-issue-37 wiring: activities by hand, no data converter).
    */
   async function start(wiring: 'plugin' | 'hand', codecEnv: NodeJS.ProcessEnv = process.env) {
-    const server = await startOpenAIServer([
+    const server = await bed.serve([
       {
         tool_calls: [
           { name: 'search_tickets', arguments: JSON.stringify({ query: 'disk full' }) },
@@ -82,7 +62,6 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
       },
       { content: 'found INC-0' },
     ]);
-    servers.push(server);
     const counts = { search_tickets: 0 };
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
@@ -97,30 +76,30 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
     });
     const taskQueue = uniqueTaskQueue('ai-sdk-setup');
     const worker = await Worker.create({
-      connection: env.nativeConnection,
+      connection: bed.env.nativeConnection,
       namespace: 'default',
       taskQueue,
-      workflowBundle,
+      workflowBundle: bed.workflowBundle,
       ...(wiring === 'plugin'
         ? {
             activities: { searchTickets },
             plugins: [
               modelPlugin,
               new AgentLoopGuardPlugin({
-                aiSdk: { ledger, operators, spendLimits: null },
+                aiSdk: { ledger: bed.ledger, operators, spendLimits: null },
                 dataConverter: converterOf(codecEnv),
                 searchAttributes: 'skip',
               }),
             ],
           }
         : {
-            activities: { searchTickets, ...guardActivities(ledger, { operators, spendLimits: null }) },
+            activities: { searchTickets, ...guardActivities(bed.ledger, { operators, spendLimits: null }) },
             plugins: [modelPlugin],
           }),
     });
     // Started by a client with the worker's own codec (what its deployment's starter has).
     const starter = new Client({
-      connection: env.client.connection,
+      connection: bed.env.client.connection,
       namespace: 'default',
       dataConverter: wiring === 'plugin' ? converterOf(codecEnv) : {},
     });
@@ -214,7 +193,7 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
       AGENT_CODEC_KEYS: OTHER_KEYS,
     });
     try {
-      const err = await stopAgentRun(env.client, workflowId, { actor: 'alice' }).catch((e: unknown) => e);
+      const err = await stopAgentRun(bed.env.client, workflowId, { actor: 'alice' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(PayloadCodecMismatchError);
       expect(err).toMatchObject({ side: 'client', code: 'payload_codec_mismatch' });
       expect((err as Error).message).toMatch(/a key this client does not hold/);
@@ -257,10 +236,10 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
       delete process.env.AGENT_CODEC_KEY_FILE;
       process.env.XDG_CONFIG_HOME = home;
       process.env.TEMPORAL_ADDRESS = 'temporal.example.com:7233';
-      expect(() => new AgentLoopGuardPlugin({ aiSdk: { ledger } })).toThrow(CodecConfigError);
+      expect(() => new AgentLoopGuardPlugin({ aiSdk: { ledger: bed.ledger } })).toThrow(CodecConfigError);
       expect(existsSync(join(home, 'agent-loop-guard', 'codec-keys.json'))).toBe(false);
       process.env.TEMPORAL_ADDRESS = process.env.TEMPORAL_TEST_ADDRESS as string;
-      const plugin = new AgentLoopGuardPlugin({ aiSdk: { ledger } });
+      const plugin = new AgentLoopGuardPlugin({ aiSdk: { ledger: bed.ledger } });
       expect(plugin.dataConverter.payloadCodecs).toHaveLength(1);
       expect(existsSync(join(home, 'agent-loop-guard', 'codec-keys.json'))).toBe(true);
     } finally {

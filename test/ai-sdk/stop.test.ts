@@ -6,27 +6,23 @@
  * model's next search does not run (the tool's own counter does not move), the run stops
  * `operator_stop` like an agentRun, and `agentctl resume` lets it go on.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { bundleAiSdkWorkflows } from './bundle';
+import { aiSdkTestBed } from './bundle';
 import { reportQuery, statusQuery, stopSignal, type RunResult } from '../../common/contracts';
 import { signRequest } from '../../operators/sign';
 import { resumeAgentRun, stopAgentRun } from '../../client/api';
 import { sendStop } from '../../client/stop';
 import { guardActivities } from '../../ai-sdk/worker';
-import { openLedger, type Ledger } from '../../storage/ledger';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice, mallory } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
-import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
@@ -35,24 +31,7 @@ const operatorsOf = () =>
   });
 
 describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
-  let env: TestWorkflowEnvironment;
-  let dir: string;
-  let ledger: Ledger;
-  let workflowBundle: { code: string };
-  const servers: OpenAIServer[] = [];
-
-  beforeAll(async () => {
-    env = await createTestEnv();
-    dir = mkdtempSync(join(tmpdir(), 'ai-sdk-stop-'));
-    ledger = await openLedger(`sqlite:${join(dir, 'ledger.db')}`);
-    workflowBundle = await bundleAiSdkWorkflows(require.resolve('./workflows/approval-agent'));
-  });
-  afterAll(async () => {
-    await ledger?.close();
-    for (const s of servers) await s.close();
-    await env?.teardown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const bed = aiSdkTestBed('ai-sdk-stop-', require.resolve('./workflows/approval-agent'));
 
   // One step with two searches (the guard runs them one at a time): the stop lands during the
   // first, held open until the test releases it; the second must not run.
@@ -66,25 +45,24 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
 
   /** A worker with alice's operators whose first search waits for `release()`. */
   async function setup() {
-    const server = await startOpenAIServer([twoSearches, { content: 'found INC-0' }]);
-    servers.push(server);
+    const server = await bed.serve([twoSearches, { content: 'found INC-0' }]);
     const counts = { search_tickets: 0 };
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const taskQueue = uniqueTaskQueue('ai-sdk-stop');
     const worker = await Worker.create({
-      connection: env.nativeConnection,
+      connection: bed.env.nativeConnection,
       namespace: 'default',
       taskQueue,
       dataConverter: testDataConverter(),
-      workflowBundle,
+      workflowBundle: bed.workflowBundle,
       activities: {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
           if (counts.search_tickets === 1) await released;
           return [`INC-0: ${query} (closed)`];
         },
-        ...guardActivities(ledger, { spendLimits: null, operators: operatorsOf() }),
+        ...guardActivities(bed.ledger, { spendLimits: null, operators: operatorsOf() }),
         // The gate's refusal audit (core/gate.ts, issue 37), next to guardActivities.
       },
       plugins: [
@@ -100,7 +78,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     const { server, counts, release, taskQueue, worker } = await setup();
     const workflowId = uniqueId('ai-sdk-stop');
     const result = await worker.runUntil(async () => {
-      const h = await env.client.workflow.start('approvalAgent', {
+      const h = await bed.env.client.workflow.start('approvalAgent', {
         taskQueue,
         workflowId,
         args: [{ prompt: 'Look for disk tickets.', resumes: 1, resumeWaitMs: 30_000 }],
@@ -110,11 +88,11 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
         (n) => n === 1,
       );
       // Signed by a key that is not alice's: the worker refuses it, the run goes on.
-      const forged = await stopAgentRun(env.client, workflowId, { actor: 'alice', key: mallory.keyFile });
+      const forged = await stopAgentRun(bed.env.client, workflowId, { actor: 'alice', key: mallory.keyFile });
       expect(forged).toMatchObject({ outcome: 'refused', answer: expect.stringMatching(/not authorised/) });
       expect((await h.query(statusQuery)).phase).toBe('RUNNING');
       // The real agentctl, signed with alice's key file: accepted by the worker.
-      const keyFile = join(dir, 'alice.key.json');
+      const keyFile = join(bed.dir, 'alice.key.json');
       writeFileSync(keyFile, JSON.stringify(alice.keyFile), { mode: 0o600 });
       const env2 = {
         TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS as string,
@@ -147,7 +125,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       const again = await sendStop(h, { actor: 'alice', reason: 'again', requestId: 'again-1' });
       expect(again).toMatchObject({ outcome: 'refused', answer: expect.stringMatching(/no running step/) });
       // An operator stop is lifted by a signed resume, as an agentRun's.
-      const ok = await resumeAgentRun(env.client, workflowId, { actor: 'alice', key: alice.keyFile });
+      const ok = await resumeAgentRun(bed.env.client, workflowId, { actor: 'alice', key: alice.keyFile });
       expect(ok).toMatchObject({ accepted: true });
       return (await h.result()) as { run: RunResult; rounds: number };
     });
@@ -155,7 +133,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
     // Each refused stop left one audit row with its reason, in the gate (issue 37 item 3).
-    const refused = (await ApprovalStore.over(ledger).audit({ runId: workflowId })).filter(
+    const refused = (await ApprovalStore.over(bed.ledger).audit({ runId: workflowId })).filter(
       (a) => a.action === 'refused',
     );
     expect(refused.map((a) => a.detail)).toEqual([
@@ -168,7 +146,7 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
     const { counts, release, taskQueue, worker } = await setup();
     const workflowId = uniqueId('ai-sdk-stop');
     const result = await worker.runUntil(async () => {
-      const h = await env.client.workflow.start('approvalAgent', {
+      const h = await bed.env.client.workflow.start('approvalAgent', {
         taskQueue,
         workflowId,
         args: [{ prompt: 'Look for disk tickets.' }],

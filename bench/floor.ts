@@ -29,6 +29,8 @@
  *          per length: ms/step over the whole run, its first and last window (1,000 steps, or a
  *          quarter of a shorter run) from the history's timestamps across its continue-as-new
  *          chain, and the number of runs in the chain.
+ *        --dump: one run of --steps steps per mode; prints its history's bytes by event type and
+ *          its fourth step's events (bytes, decoded payloads), and stops: where the bytes go.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -66,10 +68,20 @@ interface Options {
   json: boolean;
   /** Long write runs (issue 42 item 4): one run per length, its per-step time over windows. */
   long: number[];
+  /** Print one middle step's history events per mode, sizes and decoded payloads, and stop. */
+  dump: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { rounds: 4, steps: 300, fsyncSteps: 100, modes: [...MODES], json: false, long: [] };
+  const o: Options = {
+    rounds: 4,
+    steps: 300,
+    fsyncSteps: 100,
+    modes: [...MODES],
+    json: false,
+    long: [],
+    dump: false,
+  };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${name}: expected an integer >= ${min}, got ${v}`);
@@ -102,6 +114,9 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--json':
         o.json = true;
+        break;
+      case '--dump':
+        o.dump = true;
         break;
       default:
         throw new Error(`unknown flag ${a} (see the header of bench/floor.ts)`);
@@ -412,10 +427,58 @@ async function main(): Promise<void> {
     };
   }
 
+  /** `--dump`: one run of `mode`; bytes by event type, and its fourth step's events decoded. */
+  async function dumpStep(mode: Mode): Promise<void> {
+    const h = await runOnce(mode, Math.max(6, o.steps));
+    const events = (await h.fetchHistory()).events ?? [];
+    const EventType = temporal.api.enums.v1.EventType;
+    const scheduled = events
+      .map((e, i) => (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED ? i : -1))
+      .filter((i) => i >= 0);
+    const [from, to] = [scheduled[3] ?? 0, scheduled[4] ?? events.length];
+    const rest = new Map<string, { n: number; bytes: number }>();
+    for (const e of events) {
+      const type = EventType[e.eventType ?? 0] ?? String(e.eventType);
+      const r = rest.get(type) ?? { n: 0, bytes: 0 };
+      rest.set(type, { n: r.n + 1, bytes: r.bytes + enc(e) });
+    }
+    process.stdout.write(
+      `\n## ${mode}: ${events.length} events, ${events.reduce((a, e) => a + enc(e), 0)} B; by type: ${[...rest].map(([t, r]) => `${t} ×${r.n} ${r.bytes} B`).join(', ')}\n`,
+    );
+    const codec = dataConverter.payloadCodecs?.[0];
+    const decode = async (v: unknown): Promise<unknown> => {
+      if (Array.isArray(v)) return Promise.all(v.map(decode));
+      if (!v || typeof v !== 'object' || ArrayBuffer.isView(v)) return v;
+      const o = v as Record<string, unknown>;
+      if (o.data instanceof Uint8Array && o.metadata && typeof o.metadata === 'object') {
+        const [p] = codec ? await codec.decode([o as never]) : [o as never];
+        const bytes = (p as { data?: Uint8Array }).data ?? new Uint8Array();
+        return `<${o.data.length} B> ${Buffer.from(bytes).toString('utf8')}`;
+      }
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(o)) if (x !== null && x !== undefined) out[k] = await decode(x);
+      return out;
+    };
+    process.stdout.write(`\n## ${mode}: events of step 4\n`);
+    const last = events[events.length - 1];
+    for (const e of [...events.slice(from, to), ...(last ? [last] : [])]) {
+      const type = EventType[e.eventType ?? 0] ?? String(e.eventType);
+      const body = Object.entries(e).find(([k, v]) => k.endsWith('Attributes') && v);
+      const meta = e.userMetadata ? ` userMetadata=${JSON.stringify(await decode(e.userMetadata))}` : '';
+      process.stdout.write(
+        `${enc(e)} B ${type}${meta}\n  ${JSON.stringify(body ? await decode(body[1]) : {})}\n`,
+      );
+    }
+  }
+
   const longRows: LongRow[] = [];
   const samples = new Map<Mode, Sample[]>(o.modes.map((m) => [m, []]));
   const fsyncs = new Map<Mode, number>();
   try {
+    if (o.dump) {
+      for (const m of o.modes) await dumpStep(m);
+      return;
+    }
     log(`warm-up (${o.modes.join(', ')}: 20 steps each)…`);
     for (const m of o.modes) await runOnce(m, 20);
     for (let r = 0; r < o.rounds; r++) {

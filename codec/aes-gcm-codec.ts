@@ -14,6 +14,13 @@
  *  - data = nonce (12 random bytes) ‖ ciphertext ‖ GCM tag (16 bytes), the plaintext being
  *    the whole original payload (metadata and data) as protobuf bytes, and the key id bound
  *    in as additional authenticated data, so moving a payload to another key id fails too.
+ *  - the plaintext is either those protobuf bytes as they are, or (issue 42) the byte 0x01
+ *    followed by them deflated (raw deflate, codec/deflate-dictionary.ts as preset
+ *    dictionary) when that is smaller. A Payload's protobuf never starts with 0x01 (field
+ *    number 0 does not exist), so the two forms cannot be confused, and a payload written
+ *    before compression decodes as before. Compression happens inside the encryption: the
+ *    server sees only ciphertext, shorter. `AGENT_CODEC_COMPRESS=off` writes the first form
+ *    only (docs/security.md "Payload encryption" says when to choose that).
  *
  * Decoding passes every payload that is not `binary/encrypted` through unchanged: histories
  * recorded before encryption was on, and payloads written with AGENT_CODEC=off, stay readable.
@@ -21,10 +28,12 @@
  * index them; `AgentState` filtering therefore keeps working.)
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { PayloadDecryptionError, UnknownKeyError, CodecError } from './errors';
 import type { KeyRing } from './key-ring';
+import { DEFLATE_DICTIONARY_V1 } from './deflate-dictionary';
 
 /** `encoding` of an encrypted payload. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -33,6 +42,19 @@ export const KEY_ID_METADATA = 'encryption-key-id';
 /** Metadata key naming the cipher. */
 export const CIPHER_METADATA = 'encryption-cipher';
 export const CIPHER = 'AES-256-GCM';
+
+/** The plaintext's first byte when it is deflated with dictionary v1 (see the module comment). */
+const DEFLATED_V1 = 0x01;
+/** Below this a payload is not worth a deflate call (its header alone is ~20 bytes). */
+const MIN_COMPRESS_BYTES = 48;
+/** An inflated payload above this is refused (Temporal's own payload limit is far below). */
+const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
+
+/** How an {@link AesGcmCodec} writes payloads (it reads every form whatever these say). */
+export interface AesGcmCodecOptions {
+  /** Deflate the plaintext when that makes it smaller (default true). */
+  readonly compress?: boolean;
+}
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -54,8 +76,16 @@ export function keyIdOf(p: Payload): string | undefined {
 
 /** AES-256-GCM payload encryption over a {@link KeyRing}; see the module comment. */
 export class AesGcmCodec implements PayloadCodec {
+  /** Whether new payloads are deflated when that makes them smaller. */
+  readonly compress: boolean;
+
   /** @param ring the keys; new payloads use `ring.activeKeyId` */
-  constructor(readonly ring: KeyRing) {}
+  constructor(
+    readonly ring: KeyRing,
+    options: AesGcmCodecOptions = {},
+  ) {
+    this.compress = options.compress ?? true;
+  }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => this.encryptOne(p));
@@ -70,7 +100,7 @@ export class AesGcmCodec implements PayloadCodec {
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.ring.activeKey, nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(utf8.encode(keyId));
-    const plain = temporal.api.common.v1.Payload.encode(p).finish();
+    const plain = this.packed(temporal.api.common.v1.Payload.encode(p).finish());
     const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return {
       metadata: {
@@ -80,6 +110,32 @@ export class AesGcmCodec implements PayloadCodec {
       },
       data: new Uint8Array(data),
     };
+  }
+
+  /** The plaintext: the payload's protobuf bytes, deflated behind 0x01 when that is smaller. */
+  private packed(proto: Uint8Array): Uint8Array {
+    if (!this.compress || proto.length < MIN_COMPRESS_BYTES) return proto;
+    const z = deflateRawSync(proto, { dictionary: DEFLATE_DICTIONARY_V1 });
+    if (z.length + 1 >= proto.length) return proto;
+    const out = new Uint8Array(z.length + 1);
+    out[0] = DEFLATED_V1;
+    out.set(z, 1);
+    return out;
+  }
+
+  /** The payload's protobuf bytes from a plaintext of either form. */
+  private unpacked(plain: Buffer, keyId: string): Uint8Array {
+    if (plain[0] !== DEFLATED_V1) return plain;
+    try {
+      return inflateRawSync(plain.subarray(1), {
+        dictionary: DEFLATE_DICTIONARY_V1,
+        maxOutputLength: MAX_INFLATED_BYTES,
+      });
+    } catch (err) {
+      throw new CodecError(`a payload encrypted with key ${keyId} decrypted but did not inflate`, {
+        cause: err,
+      });
+    }
   }
 
   private decryptOne(p: Payload): Payload {
@@ -101,7 +157,7 @@ export class AesGcmCodec implements PayloadCodec {
     } catch (err) {
       throw new PayloadDecryptionError(keyId, { cause: err });
     }
-    const inner = temporal.api.common.v1.Payload.decode(plain);
+    const inner = temporal.api.common.v1.Payload.decode(this.unpacked(plain, keyId));
     return { metadata: inner.metadata, data: inner.data };
   }
 }

@@ -5,6 +5,7 @@
  *
  * Encrypted by default. In order:
  *  1. `AGENT_CODEC=off`: no codec, payloads stay plain text (an explicit opt-out);
+ *     `AGENT_CODEC_COMPRESS=off` keeps the encryption and leaves out its compression;
  *  2. `AGENT_CODEC_KEYS` (`kid:base64,…`, newest last, or `AGENT_CODEC_ACTIVE_KEY`);
  *  3. `AGENT_CODEC_KEY_FILE`: that JSON key file, which must exist (a relative path is
  *     resolved against the working directory, shown absolute, and warned about); it is
@@ -48,6 +49,8 @@ export const CODEC_ENV_DOCS = {
   AGENT_CODEC_KEYS:
     'Payload encryption keys: kid1:base64key,kid2:base64key (32-byte keys, newest last = active). Takes precedence over the key file.',
   AGENT_CODEC_ACTIVE_KEY: 'Key id new payloads are encrypted with (default: the last of AGENT_CODEC_KEYS).',
+  AGENT_CODEC_COMPRESS:
+    'on (default): deflate each payload inside its encryption when that makes it smaller (history bytes); off: encrypt only. Either reads both.',
   AGENT_CODEC_KEY_FILE:
     'JSON key file {"activeKeyId", "keys": {kid: base64}}; must exist, never created. Default: $XDG_CONFIG_HOME/agent-loop-guard/codec-keys.json, else ~/.config/agent-loop-guard/codec-keys.json (created 0600 by npm run dev:server / npm run demo / a worker or agentctl on a local dev server).',
 } as const;
@@ -137,9 +140,15 @@ export function loadPayloadCodec(
   if (mode === 'off') return { codec: null, source: 'AGENT_CODEC=off (payloads in plain text)' };
   if (mode !== '' && mode !== 'on')
     throw new CodecConfigError(`AGENT_CODEC must be on (the default) or off, not "${env.AGENT_CODEC}"`);
+  const squeeze = (env.AGENT_CODEC_COMPRESS ?? '').trim().toLowerCase();
+  if (squeeze !== '' && squeeze !== 'on' && squeeze !== 'off')
+    throw new CodecConfigError(
+      `AGENT_CODEC_COMPRESS must be on (the default) or off, not "${env.AGENT_CODEC_COMPRESS}"`,
+    );
+  const codecOf = (r: KeyRing): AesGcmCodec => new AesGcmCodec(r, { compress: squeeze !== 'off' });
   if (set(env.AGENT_CODEC_KEYS)) {
     const r = parseKeyList(env.AGENT_CODEC_KEYS, env.AGENT_CODEC_ACTIVE_KEY);
-    return { codec: new AesGcmCodec(r), source: `AGENT_CODEC_KEYS, active key ${r.activeKeyId}` };
+    return { codec: codecOf(r), source: `AGENT_CODEC_KEYS, active key ${r.activeKeyId}` };
   }
   if (set(env.AGENT_CODEC_ACTIVE_KEY))
     throw new CodecConfigError(
@@ -148,7 +157,7 @@ export function loadPayloadCodec(
   const cwd = o.cwd ?? process.cwd();
   const loc = resolveKeyFile(env, cwd);
   const fromFile = (r: KeyRing, created = false): LoadedCodec => ({
-    codec: new AesGcmCodec(r),
+    codec: codecOf(r),
     source: `key file ${loc.path}${created ? ' (created)' : ''}${loc.origin === 'legacy' ? ' (legacy, relative to the working directory)' : ''}, active key ${r.activeKeyId}`,
     keyFile: loc.path,
     ...(created ? { createdKeyFile: loc.path } : {}),

@@ -176,14 +176,16 @@ async function loop(l: Loop): Promise<RunResult> {
 /** One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts). */
 async function turn(l: Loop): Promise<TurnOutcome> {
   const { input, run, gate, step, replies, conv } = l;
-  if (await gate.applyStopRequest()) return STOP;
+  // Each promise in workflow code costs the SDK a stack trace (issue 42): a turn awaits only
+  // what it must — a stop being applied, a planner not yet asked, the tool activity.
+  if (gate.stopRequested && (await gate.applyStopRequest())) return STOP;
   // A conversation hands the turn to the person and waits for their message (issue 33).
   if (conv?.closeIfAsked()) return run.stopped ? STOP : NEXT;
   if (conv?.waiting && (await conv.wait(gate)) !== 'answered') return run.stopped ? STOP : NEXT;
 
   // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
   // again (the same call may be exactly right once the world has changed).
-  const planned = await step.plan(replies.nudge, conv?.userText ?? null);
+  const planned = step.prefetched() ?? (await step.plan(replies.nudge, conv?.userText ?? null));
   if (planned.kind === 'stopped') return STOP; // the planner failed, or a budget ceiling before the call
   conv?.planned(planned.finishing ?? null);
   const { turn: t, proposal: p } = planned;
@@ -221,7 +223,8 @@ async function turn(l: Loop): Promise<TurnOutcome> {
   const before = step.before(proposal);
   // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
   if (before.kind === 'steer' || before.kind === 'stop') return { kind: before.kind };
-  const done = await step.execute(proposal, before.kind === 'cached');
+  const ran = step.execute(proposal, before.kind === 'cached');
+  const done = ran instanceof Promise ? await ran : ran;
   if (done.kind === 'stopped') return STOP; // an infrastructure fault stopped the run
   const { result, progressVersion } = done;
   const after = step.after(proposal, before.before, result, progressVersion);

@@ -52,6 +52,12 @@ export interface RunActivities {
     /** A conversation: the person's message, the next user turn (issue 33). */
     userText?: string | null,
   ): Promise<PlanOutput>;
+  /**
+   * A scripted run's next turn when the last `runTool` already planned it, without a promise
+   * (issue 42: every promise workflow code makes costs the SDK a stack trace); null when the
+   * turn must be asked with `planTurn`. Taken once, as `planTurn` would take it.
+   */
+  prefetchedTurn(memory: unknown, approvalStopRef: string | null): PlanOutput | null;
   /** Runs the proposed call (writes go through the ledger inside the activity). */
   /** Runs a call; `toolErrors: 'model'` hands undeclared tool errors back to the model (issue 29). */
   runTool(p: ProposalInfo, toolErrors?: 'model'): Promise<RunToolOutput>;
@@ -181,22 +187,75 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   let upcoming: { offset: number; plan: PlanInput } | null = null;
   let prefetched: { offset: number; out: PlanOutput } | null = null;
 
+  /** The run's tool scope and lifted stop, as the plan activity reads them. */
+  const liftedOf = (approvalStopRef: string | null | undefined) => ({
+    // Only while a lifted approval stop's call has not run: the activity offers nothing else.
+    ...(approvalStopRef ? { approvalStopRef } : {}),
+    // The run's tool scope (§7.14): absent on runs that name no tools and cannot spawn.
+    ...(input.tools ? { tools: input.tools } : {}),
+    ...(input.subAgents ? { spawnAgents: true } : {}),
+    ...(input.conversation ? { askHuman: true } : {}),
+  });
+  const scriptOf = (): object | null => {
+    const raw = planner.kind === 'scripted' ? planner.script : undefined;
+    return typeof raw === 'object' && raw !== null ? raw : null;
+  };
+  const offsetOf = (memory: unknown): number => (memory as { next?: number } | null)?.next ?? 0;
+  /**
+   * The turn at a script index: the one call there (a `repeat` entry expanded:
+   * guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
+   */
+  const turnAt = (raw: object, at: number, seen: unknown, scope: object): PlanInput => {
+    const { calls, ...head } = raw as { calls?: unknown[] };
+    // A script in the payload store (issue 32): the activity reads the call at `scriptAt`.
+    const ref = scriptCallsRef(raw);
+    const call = Array.isArray(calls) ? cursor?.at(at) : undefined;
+    const scripted = planner as Extract<typeof planner, { kind: 'scripted' }>;
+    return {
+      runId,
+      goal: input.goal,
+      planner: { ...scripted, script: { ...head, calls: ref ?? (call === undefined ? [] : [call]) } },
+      memory: { next: 0 },
+      observation: seen,
+      ...scope,
+      ...(ref ? { scriptAt: at } : {}),
+    };
+  };
+  /** A scripted turn taken into the run: its memory and index, and the next turn prepared. */
+  const took = (raw: object, offset: number, out: PlanOutput, lifted: object): PlanOutput => {
+    const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
+    if (input.scriptedPlan === 'prefetch' && out.turn.type === 'call') {
+      // The scripted planner reads neither the goal, the observation nor a lifted stop: the
+      // next turn is known now, and the tool activity can plan it as soon as the call has
+      // answered. (This input is in history, a local plan's is not: the goal stays out.)
+      const { approvalStopRef: _lifted, ...scope } = lifted as { approvalStopRef?: string };
+      upcoming = { offset: next, plan: { ...turnAt(raw, next, null, scope), goal: '' } };
+    }
+    const turn =
+      out.turn.type === 'call'
+        ? { ...out.turn, scriptIndex: offset + (out.turn.scriptIndex ?? 0) }
+        : out.turn;
+    return { ...out, turn, memory: { next } };
+  };
+
   return {
+    prefetchedTurn(memory, approvalStopRef) {
+      const raw = scriptOf();
+      const ready = prefetched;
+      if (!raw || !ready || approvalStopRef) return null;
+      const offset = offsetOf(memory);
+      prefetched = null;
+      upcoming = null;
+      // Planned by the last `runTool`, with nothing between that could change the answer.
+      return ready.offset === offset ? took(raw, offset, ready.out, liftedOf(null)) : null;
+    },
     /**
      * A scripted planner is sent only the one call it is about to propose (its memory is
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
     async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord, userText) {
-      const raw = planner.kind === 'scripted' ? planner.script : undefined;
-      // Only while a lifted approval stop's call has not run: the activity offers nothing else.
-      const lifted = {
-        ...(approvalStopRef ? { approvalStopRef } : {}),
-        // The run's tool scope (§7.14): absent on runs that name no tools and cannot spawn.
-        ...(input.tools ? { tools: input.tools } : {}),
-        ...(input.subAgents ? { spawnAgents: true } : {}),
-        ...(input.conversation ? { askHuman: true } : {}),
-      };
+      const lifted = liftedOf(approvalStopRef);
       if (planner.kind !== 'scripted') {
         return plan({
           runId,
@@ -213,60 +272,24 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           requestTimeoutMs: policy.requestMs,
         });
       }
-      if (typeof raw !== 'object' || raw === null) {
-        return plan({ runId, goal: input.goal, planner, memory, observation, ...lifted });
-      }
-      const offset = (memory as { next?: number } | null)?.next ?? 0;
-      const { calls, ...head } = raw as { calls?: unknown[] };
-      // A script in the payload store (issue 32): the activity reads the call at `scriptAt`.
-      const ref = scriptCallsRef(raw);
-      // The turn at a script index: the one call there (a `repeat` entry expanded:
-      // guard/script-calls.ts), or none past the end (the planner answers `exhausted`).
-      const turnAt = (at: number, seen: unknown, scope: object): PlanInput => {
-        const call = Array.isArray(calls) ? cursor?.at(at) : undefined;
-        return {
-          runId,
-          goal: input.goal,
-          planner: { ...planner, script: { ...head, calls: ref ?? (call === undefined ? [] : [call]) } },
-          memory: { next: 0 },
-          observation: seen,
-          ...scope,
-          ...(ref ? { scriptAt: at } : {}),
-        };
-      };
+      const raw = scriptOf();
+      if (!raw) return plan({ runId, goal: input.goal, planner, memory, observation, ...lifted });
+      const offset = offsetOf(memory);
       const ready = prefetched;
       prefetched = null;
       upcoming = null;
-      let out: PlanOutput;
-      if (ready && ready.offset === offset && !approvalStopRef) {
-        // Planned by the last `runTool`, with nothing between that could change the answer.
-        out = ready.out;
-      } else {
-        // `activity` (benchmarks' baseline): a scheduled activity instead of a local one.
-        const scriptedPlan = input.scriptedPlan !== 'activity' ? localPlan : plan;
-        out = await scriptedPlan(turnAt(offset, observation, lifted));
-      }
-      const next = offset + ((out.memory as { next?: number } | null)?.next ?? 0);
-      if (input.scriptedPlan === 'prefetch' && out.turn.type === 'call') {
-        // The scripted planner reads neither the goal, the observation nor a lifted stop: the
-        // next turn is known now, and the tool activity can plan it as soon as the call has
-        // answered. (This input is in history, a local plan's is not: the goal stays out.)
-        const { approvalStopRef: _lifted, ...scope } = lifted;
-        upcoming = { offset: next, plan: { ...turnAt(next, null, scope), goal: '' } };
-      }
-      const turn =
-        out.turn.type === 'call'
-          ? { ...out.turn, scriptIndex: offset + (out.turn.scriptIndex ?? 0) }
-          : out.turn;
-      return { ...out, turn, memory: { next } };
+      // Planned by the last `runTool`, with nothing between that could change the answer.
+      if (ready && ready.offset === offset && !approvalStopRef) return took(raw, offset, ready.out, lifted);
+      // `activity` (benchmarks' baseline): a scheduled activity instead of a local one.
+      const scriptedPlan = input.scriptedPlan !== 'activity' ? localPlan : plan;
+      return took(raw, offset, await scriptedPlan(turnAt(raw, offset, observation, lifted)), lifted);
     },
-    async runTool(p, toolErrors) {
-      const ahead = upcoming;
+    runTool(p, toolErrors) {
+      const prefetch = upcoming;
       upcoming = null;
-      const prefetch = ahead;
-      const { next, ...out } = await runTool.executeWithOptions(
-        { summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` },
-        [
+      // One continuation on the activity's own promise, no async wrapper (issue 42).
+      return runTool
+        .executeWithOptions({ summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
           {
             runId,
             tool: p.tool,
@@ -280,11 +303,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
             ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
             ...(toolErrors ? { toolErrors } : {}),
           },
-        ],
-      );
-      // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
-      if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
-      return out;
+        ])
+        .then(({ next, ...out }) => {
+          // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
+          if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
+          return out;
+        });
     },
     verifyPrecondition,
     currentProgress: () => currentProgress(runId),

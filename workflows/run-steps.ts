@@ -5,7 +5,7 @@
  * loop (workflows/agent-run.ts) goes round again on `stopped`. Workflow code.
  */
 import { ActivityFailure, isCancellation } from '@temporalio/workflow';
-import type { ProposalInfo, RunToolOutput } from '../activities/types';
+import type { PlanOutput, ProposalInfo, RunToolOutput } from '../activities/types';
 import { NO_USAGE, type ModelNudge, type PlannerTurn } from '../common/planner';
 import { isPayloadTooLarge, PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import {
@@ -89,34 +89,35 @@ export class RunSteps {
     this.step = new GuardedStep(run);
   }
 
+  /**
+   * The planner's next turn when it is already known — a scripted run's turn that the last tool
+   * activity planned — without a promise (issue 42: the SDK captures a stack trace for every
+   * promise workflow code makes). Null: ask with {@link plan}.
+   */
+  prefetched(): PlanStep | null {
+    const run = this.run;
+    const planned = this.activities.prefetchedTurn(run.memory, run.approvalStop?.stopRef ?? null);
+    if (!planned) return null;
+    this.memoryBeforeTurn = run.memory;
+    return this.took(planned);
+  }
+
   /** Asks the planner for its next turn; `stopped` when the planner failed and the run stopped. */
   async plan(nudge: ModelNudge | null = null, userText: string | null = null): Promise<PlanStep> {
     const run = this.run;
     this.memoryBeforeTurn = run.memory;
     try {
-      const planned = await this.activities.planTurn(
-        run.memory,
-        run.observation,
-        runFacts(run),
-        run.approvalStop?.stopRef ?? null,
-        nudge,
-        undefined,
-        userText,
+      return this.took(
+        await this.activities.planTurn(
+          run.memory,
+          run.observation,
+          runFacts(run),
+          run.approvalStop?.stopRef ?? null,
+          nudge,
+          undefined,
+          userText,
+        ),
       );
-      run.memory = planned.memory;
-      let turn = planned.turn;
-      if (run.input.planner.kind !== 'scripted') {
-        // Every model response counts before any rule decides (issue 30): a final text, a
-        // proposal the step budget or the kill switch refuses. before() then adds nothing.
-        run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
-        turn = { ...turn, usage: NO_USAGE };
-      }
-      return {
-        kind: 'planned',
-        turn,
-        proposal: planned.proposal,
-        ...(planned.finishing ? { finishing: planned.finishing } : {}),
-      };
     } catch (err) {
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
@@ -124,6 +125,25 @@ export class RunSteps {
       stopOnPlanFailure(run, err);
       return STOPPED;
     }
+  }
+
+  /** A planner's answer taken into the run: its memory, and a model's usage charged. */
+  private took(planned: PlanOutput): PlanStep {
+    const run = this.run;
+    run.memory = planned.memory;
+    let turn = planned.turn;
+    if (run.input.planner.kind !== 'scripted') {
+      // Every model response counts before any rule decides (issue 30): a final text, a
+      // proposal the step budget or the kill switch refuses. before() then adds nothing.
+      run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
+      turn = { ...turn, usage: NO_USAGE };
+    }
+    return {
+      kind: 'planned',
+      turn,
+      proposal: planned.proposal,
+      ...(planned.finishing ? { finishing: planned.finishing } : {}),
+    };
   }
 
   /** Forgets the planner's last turn: the proposal never ran, so it will be asked again. */
@@ -191,8 +211,10 @@ export class RunSteps {
    * The tool step: a cached return runs nothing, a rejected proposal is its own result,
    * anything else runs as the tool activity. Answers the result and the progress version
    * read from external state (the script's, in fixture mode), or `stopped` on a fault.
+   * Synchronous when nothing runs; otherwise the activity's own promise with one
+   * continuation (issue 42: each promise costs the SDK a stack trace).
    */
-  async execute(x: Proposal, cached: boolean): Promise<ToolStep> {
+  execute(x: Proposal, cached: boolean): ToolStep | Promise<ToolStep> {
     const { p } = x;
     const run = this.run;
     const current = run.guard.progressVersion;
@@ -203,37 +225,30 @@ export class RunSteps {
     }
     run.executed += 1;
     if (p.rejection) return { kind: 'ran', result: p.rejection, progressVersion: current };
-    if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) {
-      // A sub-agent runs as a child workflow, not an activity (docs/spec.md §7.14); what it
-      // changed is read from the run's progress source afterwards.
-      const result = await this.subAgents.spawn({ args: p.args, call: blockedOf(p) });
-      return {
-        kind: 'ran',
-        result,
-        progressVersion: Math.max(current, await this.activities.currentProgress()),
-      };
-    }
-    let out: RunToolOutput;
-    try {
-      // An LLM run's model handles the tool errors its tools did not declare (issue 29).
-      out = await this.activities.runTool(p, run.toolErrors);
-    } catch (err) {
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      // The tool's output could not pass through history (no payload store took it): stop
-      // with the checkpoint; after an operator's resume the planner is asked again.
-      if (isPayloadTooLarge(err))
-        return this.fault(
-          x,
-          GuardReason.PAYLOAD_TOO_LARGE,
-          PAYLOAD_TOO_LARGE,
-          `tool ${p.tool}: ${failureMessage(err)}`,
-        );
-      // Faults stop, they do not fail: the tool activity failed after all its retries (a
-      // database or backend down). Stop with the checkpoint; the planner is asked again after
-      // a resume, and a write it re-proposes is still behind the ledger.
-      const detail = `tool ${p.tool} failed: ${failureMessage(err)}`;
-      return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, failureType(err), detail);
-    }
+    if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) return this.spawn(x, current);
+    // An LLM run's model handles the tool errors its tools did not declare (issue 29).
+    return this.activities.runTool(p, run.toolErrors).then(
+      (out) => this.ran(x, out, current),
+      (err: unknown) => this.failed(x, err),
+    );
+  }
+
+  /**
+   * A sub-agent runs as a child workflow, not an activity (docs/spec.md §7.14); what it
+   * changed is read from the run's progress source afterwards.
+   */
+  private async spawn(x: Proposal, current: number): Promise<ToolStep> {
+    const result = await this.subAgents!.spawn({ args: x.p.args, call: blockedOf(x.p) });
+    return {
+      kind: 'ran',
+      result,
+      progressVersion: Math.max(current, await this.activities.currentProgress()),
+    };
+  }
+
+  /** The tool activity's answer: the result and the progress version after it. */
+  private ran(x: Proposal, out: RunToolOutput, current: number): ToolStep {
+    const { p } = x;
     this.holder = out.holder;
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
@@ -244,6 +259,26 @@ export class RunSteps {
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, 'progress_went_backwards', detail);
     }
     return { kind: 'ran', result: out.result, progressVersion: version };
+  }
+
+  /** The tool activity failed after its retries: the run stops with its checkpoint. */
+  private failed(x: Proposal, err: unknown): ToolStep {
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    const { p } = x;
+    // The tool's output could not pass through history (no payload store took it): stop
+    // with the checkpoint; after an operator's resume the planner is asked again.
+    if (isPayloadTooLarge(err))
+      return this.fault(
+        x,
+        GuardReason.PAYLOAD_TOO_LARGE,
+        PAYLOAD_TOO_LARGE,
+        `tool ${p.tool}: ${failureMessage(err)}`,
+      );
+    // Faults stop, they do not fail: the tool activity failed after all its retries (a
+    // database or backend down). Stop with the checkpoint; the planner is asked again after
+    // a resume, and a write it re-proposes is still behind the ledger.
+    const detail = `tool ${p.tool} failed: ${failureMessage(err)}`;
+    return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, failureType(err), detail);
   }
 
   /** A tool step that could not complete: the turn is forgotten and the run stops NEEDS_HUMAN. */

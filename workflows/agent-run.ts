@@ -23,8 +23,9 @@ import { Conversation } from './conversation';
 import { GuardReason, isBudgetReason, TerminalState, type ToolResult } from '../guard';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from '../core/gate';
+import type { BeforeOutcome } from '../core/step';
 import { RunState } from './run-state';
-import { RunSteps } from './run-steps';
+import { RunSteps, type PlanStep, type Proposal, type ToolStep } from './run-steps';
 import { lighterInput } from './script-ref';
 import { checkpointOf, publish, statusOf } from './run-views';
 import { finishRun } from './run-end';
@@ -147,7 +148,8 @@ async function loop(l: Loop): Promise<RunResult> {
       await continueAsNewOrStop(l);
       continue;
     }
-    const t = await turn(l);
+    const next = turn(l);
+    const t = next instanceof Promise ? await next : next;
     switch (t.kind) {
       case 'complete':
         return finishRun(run, TerminalState.COMPLETED, t.summary);
@@ -173,19 +175,36 @@ async function loop(l: Loop): Promise<RunResult> {
   }
 }
 
-/** One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts). */
-async function turn(l: Loop): Promise<TurnOutcome> {
-  const { input, run, gate, step, replies, conv } = l;
-  // Each promise in workflow code costs the SDK a stack trace (issue 42): a turn awaits only
-  // what it must — a stop being applied, a planner not yet asked, the tool activity.
+/**
+ * One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts).
+ * Synchronous until something must be waited for, and then one continuation: the SDK captures
+ * a stack trace for every promise workflow code makes (~50 µs each), so a scripted step that
+ * made fifteen now makes five, three of them the tool activity's own (issue 42).
+ */
+function turn(l: Loop): TurnOutcome | Promise<TurnOutcome> {
+  const { gate, step, replies, conv } = l;
+  // A stop to apply or a person's turn: waited for first (awaitedTurn).
+  if (gate.stopRequested || conv) return awaitedTurn(l);
+  const planned = step.prefetched();
+  if (planned) return proposeAndRun(l, planned);
+  return step.plan(replies.nudge, null).then((p) => proposeAndRun(l, p));
+}
+
+/** A turn that may wait before it plans: a stop request to apply, a conversation's person. */
+async function awaitedTurn(l: Loop): Promise<TurnOutcome> {
+  const { run, gate, step, replies, conv } = l;
   if (gate.stopRequested && (await gate.applyStopRequest())) return STOP;
   // A conversation hands the turn to the person and waits for their message (issue 33).
   if (conv?.closeIfAsked()) return run.stopped ? STOP : NEXT;
   if (conv?.waiting && (await conv.wait(gate)) !== 'answered') return run.stopped ? STOP : NEXT;
-
   // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
   // again (the same call may be exactly right once the world has changed).
-  const planned = step.prefetched() ?? (await step.plan(replies.nudge, conv?.userText ?? null));
+  return proposeAndRun(l, step.prefetched() ?? (await step.plan(replies.nudge, conv?.userText ?? null)));
+}
+
+/** The planner's turn taken: a reply, a finish, or a call through the guard and the tool. */
+function proposeAndRun(l: Loop, planned: PlanStep): TurnOutcome | Promise<TurnOutcome> {
+  const { input, run, gate, step, replies, conv } = l;
   if (planned.kind === 'stopped') return STOP; // the planner failed, or a budget ceiling before the call
   conv?.planned(planned.finishing ?? null);
   const { turn: t, proposal: p } = planned;
@@ -215,8 +234,9 @@ async function turn(l: Loop): Promise<TurnOutcome> {
   if (conv?.onCall(t, p)) return NEXT;
   const proposal = step.propose(t, p);
   if (!input.guardEnabled) {
-    const done = await step.passThrough(proposal);
-    return done ? { kind: 'complete', summary: null } : { kind: 'execute' };
+    return step
+      .passThrough(proposal)
+      .then((done): TurnOutcome => (done ? { kind: 'complete', summary: null } : { kind: 'execute' }));
   }
 
   // Guard, then tool, then guard again.
@@ -224,10 +244,19 @@ async function turn(l: Loop): Promise<TurnOutcome> {
   // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
   if (before.kind === 'steer' || before.kind === 'stop') return { kind: before.kind };
   const ran = step.execute(proposal, before.kind === 'cached');
-  const done = ran instanceof Promise ? await ran : ran;
+  return ran instanceof Promise
+    ? ran.then((done) => afterTool(l, proposal, before, done))
+    : afterTool(l, proposal, before, ran);
+}
+
+/** A call the guard let run (or answer from the ledger). */
+type ToRun = Extract<BeforeOutcome, { kind: 'execute' | 'cached' }>;
+
+/** guard.after on the tool's result: what the turn came to. */
+function afterTool(l: Loop, proposal: Proposal, before: ToRun, done: ToolStep): TurnOutcome {
   if (done.kind === 'stopped') return STOP; // an infrastructure fault stopped the run
   const { result, progressVersion } = done;
-  const after = step.after(proposal, before.before, result, progressVersion);
+  const after = l.step.after(proposal, before.before, result, progressVersion);
   switch (after.decision) {
     case 'stop':
       return STOP;

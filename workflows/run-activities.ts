@@ -58,9 +58,14 @@ export interface RunActivities {
    * turn must be asked with `planTurn`. Taken once, as `planTurn` would take it.
    */
   prefetchedTurn(memory: unknown, approvalStopRef: string | null): PlanOutput | null;
-  /** Runs the proposed call (writes go through the ledger inside the activity). */
-  /** Runs a call; `toolErrors: 'model'` hands undeclared tool errors back to the model (issue 29). */
+  /**
+   * Runs the proposed call (writes go through the ledger inside the activity); `toolErrors:
+   * 'model'` hands undeclared tool errors back to the model (issue 29). Its answer goes through
+   * {@link tookTool} before anything reads it.
+   */
   runTool(p: ProposalInfo, toolErrors?: 'model'): Promise<RunToolOutput>;
+  /** The tool activity's answer taken: the next turn it planned kept for `prefetchedTurn`. */
+  tookTool(out: RunToolOutput): RunToolOutput;
   /** Re-checks, from external state, that what stopped the run has changed. */
   verifyPrecondition(input: VerifyInput): Promise<VerifyOutput>;
   /** The run's progress version as external state says now. */
@@ -186,6 +191,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   // next `runTool` sends along, and the answer that `runTool` brought back, each used once.
   let upcoming: { offset: number; plan: PlanInput } | null = null;
   let prefetched: { offset: number; out: PlanOutput } | null = null;
+  /** The next turn the `runTool` in flight was sent to plan (one tool call at a time per run). */
+  let inFlight: { offset: number; plan: PlanInput } | null = null;
 
   /** The run's tool scope and lifted stop, as the plan activity reads them. */
   const liftedOf = (approvalStopRef: string | null | undefined) => ({
@@ -287,28 +294,30 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     runTool(p, toolErrors) {
       const prefetch = upcoming;
       upcoming = null;
-      // One continuation on the activity's own promise, no async wrapper (issue 42).
-      return runTool
-        .executeWithOptions({ summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
-          {
-            runId,
-            tool: p.tool,
-            args: p.args,
-            operationKey: p.operationKey,
-            // No fingerprint or args hash: the activity computes both (issue 42, small payloads).
-            ...(p.approval?.approvalId
-              ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
-              : {}),
-            fixture: p.fixture,
-            ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
-            ...(toolErrors ? { toolErrors } : {}),
-          },
-        ])
-        .then(({ next, ...out }) => {
-          // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
-          if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
-          return out;
-        });
+      inFlight = prefetch;
+      // The activity's own promise, no wrapper (issue 42): the caller hands its answer to `tookTool`.
+      return runTool.executeWithOptions({ summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
+        {
+          runId,
+          tool: p.tool,
+          args: p.args,
+          operationKey: p.operationKey,
+          // No fingerprint or args hash: the activity computes both (issue 42, small payloads).
+          ...(p.approval?.approvalId
+            ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
+            : {}),
+          fixture: p.fixture,
+          ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
+          ...(toolErrors ? { toolErrors } : {}),
+        },
+      ]);
+    },
+    tookTool({ next, ...out }) {
+      const prefetch = inFlight;
+      inFlight = null;
+      // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
+      if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
+      return out;
     },
     verifyPrecondition,
     currentProgress: () => currentProgress(runId),

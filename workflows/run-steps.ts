@@ -247,8 +247,9 @@ export class RunSteps {
   }
 
   /** The tool activity's answer: the result and the progress version after it. */
-  private ran(x: Proposal, out: RunToolOutput, current: number): ToolStep {
+  private ran(x: Proposal, raw: RunToolOutput, current: number): ToolStep {
     const { p } = x;
+    const out = this.activities.tookTool(raw);
     this.holder = out.holder;
     const version = p.fixture ? (p.fixture.progressVersion ?? current) : (out.progressVersion ?? current);
     const floor = this.lastSourceVersion;
@@ -309,7 +310,7 @@ export class RunSteps {
 
   /** Benchmarks only: the guard as a pass-through. True when the run completed. */
   async passThrough(x: Proposal): Promise<boolean> {
-    const { result } = await this.activities.runTool(x.p);
+    const { result } = this.activities.tookTool(await this.activities.runTool(x.p));
     this.run.executed += 1;
     this.run.decide({ index: x.index, tool: x.p.tool, decision: 'execute', after: 'continue' });
     this.run.observation = toObservation(x.turn.callId, x.p.tool, result, false);

@@ -19,7 +19,7 @@
  * Printed per mode (medians over the rounds): ms/step (start to result), worker CPU/step
  * (this process: both workers and the client; the dev server is another process),
  * history events/step, history bytes/step, the tool activity's scheduled and completed event
- * bytes, and fsyncs/step (`strace -c -f -p` attached to this process for one extra run per
+ * bytes, CPU/step by thread (main, workflow, SDK core; from /proc on Linux), and fsyncs/step (`strace -c -f -p` attached to this process for one extra run per
  * mode, untimed: ptrace slows every syscall); then the ratios, each the median of the rounds'
  * paired ratios. Only the ratios are figures on a shared machine: the load is printed.
  *
@@ -34,7 +34,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -129,6 +129,10 @@ function parseArgs(argv: string[]): Options {
 interface Sample {
   ms: number;
   cpuMs: number;
+  /** CPU ms/step of the main thread, the workflow threads and the SDK core's threads (Linux). */
+  mainMs: number;
+  workflowMs: number;
+  coreMs: number;
   events: number;
   bytes: number;
   /** The tool activity's ActivityTaskScheduled / ActivityTaskCompleted event, bytes (mean). */
@@ -193,6 +197,44 @@ async function countFsyncs(dir: string, fn: () => Promise<void>): Promise<number
     if (m) n += Number(m[1]);
   }
   return n;
+}
+
+type ThreadGroup = 'main' | 'workflow' | 'core';
+
+/**
+ * CPU ms so far of this process's threads by group, from /proc (Linux; zeros elsewhere): the
+ * main thread (activities, codec, the SDK's JS), the workflow threads (Node worker threads,
+ * named `node`, started after the SDK core's first `tokio-*` thread), the core's threads.
+ */
+function threadCpu(): Record<ThreadGroup, number> {
+  const out: Record<ThreadGroup, number> = { main: 0, workflow: 0, core: 0 };
+  let tids: number[];
+  try {
+    tids = readdirSync('/proc/self/task')
+      .map(Number)
+      .sort((a, b) => a - b);
+  } catch {
+    return out;
+  }
+  const tick = 1000 / 100; // USER_HZ
+  let coreSeen = false;
+  for (const tid of tids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = (Number(f[11]) + Number(f[12])) * tick;
+    if (tid === process.pid) out.main += ms;
+    else if (comm.startsWith('tokio')) {
+      coreSeen = true;
+      out.core += ms;
+    } else if (comm === 'node' && coreSeen) out.workflow += ms;
+  }
+  return out;
 }
 
 /** One long run's figures. */
@@ -378,15 +420,21 @@ async function main(): Promise<void> {
   }
 
   async function measure(mode: Mode, steps: number): Promise<Sample> {
+    const th0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const h = await runOnce(mode, steps);
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    const th1 = threadCpu();
     const f = historyFigures(await h.fetchHistory());
+    const per = (k: ThreadGroup): number => (th1[k] - th0[k]) / steps;
     return {
       ms: ms / steps,
       cpuMs: (cpu.user + cpu.system) / 1000 / steps,
+      mainMs: per('main'),
+      workflowMs: per('workflow'),
+      coreMs: per('core'),
       events: f.events / steps,
       bytes: f.bytes / steps,
       scheduledBytes: f.scheduled,
@@ -531,6 +579,9 @@ async function main(): Promise<void> {
     mode: m,
     msPerStep: med(m, 'ms'),
     cpuMsPerStep: med(m, 'cpuMs'),
+    mainMsPerStep: med(m, 'mainMs'),
+    workflowMsPerStep: med(m, 'workflowMs'),
+    coreMsPerStep: med(m, 'coreMs'),
     eventsPerStep: med(m, 'events'),
     bytesPerStep: med(m, 'bytes'),
     scheduledBytes: med(m, 'scheduledBytes'),
@@ -550,6 +601,16 @@ async function main(): Promise<void> {
     },
     { name: 'guarded read / bare call, wall', target: 1.2, value: ratio('read', 'bare', 'ms') },
     { name: 'guarded read / bare call, CPU', target: 1.2, value: ratio('read', 'bare', 'cpuMs') },
+    {
+      name: 'guarded write / hand-written exactly-once, workflow-thread CPU',
+      target: null,
+      value: ratio('write', 'bare-once', 'workflowMs'),
+    },
+    {
+      name: 'guarded write / hand-written exactly-once, main-thread CPU',
+      target: null,
+      value: ratio('write', 'bare-once', 'mainMs'),
+    },
     { name: 'history bytes/step, write / floor', target: 1.5, value: ratio('write', 'bare-once', 'bytes') },
     {
       name: 'external write / hand-written exactly-once, wall',
@@ -574,14 +635,14 @@ async function main(): Promise<void> {
   );
   out.push('');
   out.push(
-    '| mode       | ms/step | CPU ms/step | events/step | bytes/step | tool scheduled B | tool completed B | fsyncs/step |',
+    '| mode       | ms/step | CPU ms/step | CPU main / workflow / core | events/step | bytes/step | tool scheduled B | tool completed B | fsyncs/step |',
   );
   out.push(
-    '| ---------- | ------: | ----------: | ----------: | ---------: | ---------------: | ---------------: | ----------: |',
+    '| ---------- | ------: | ----------: | -------------------------: | ----------: | ---------: | ---------------: | ---------------: | ----------: |',
   );
   for (const r of rows) {
     out.push(
-      `| ${r.mode.padEnd(10)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.scheduledBytes, 0)} | ${f(r.completedBytes, 0)} | ${f(r.fsyncsPerStep)} |`,
+      `| ${r.mode.padEnd(10)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.mainMsPerStep)} / ${f(r.workflowMsPerStep)} / ${f(r.coreMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.scheduledBytes, 0)} | ${f(r.completedBytes, 0)} | ${f(r.fsyncsPerStep)} |`,
     );
   }
   out.push('');

@@ -45,8 +45,11 @@ export const CIPHER = 'AES-256-GCM';
 
 /** The plaintext's first byte when it is deflated with dictionary v1 (see the module comment). */
 const DEFLATED_V1 = 0x01;
-/** Below this a payload is not worth a deflate call (its header alone is ~20 bytes). */
-const MIN_COMPRESS_BYTES = 48;
+/**
+ * Below this a payload is not worth a deflate call: it could save ~20 bytes (its JSON header)
+ * for ~13 µs of CPU. Tool calls, their results and planner turns are above it.
+ */
+const MIN_COMPRESS_BYTES = 128;
 /** An inflated payload above this is refused (Temporal's own payload limit is far below). */
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
 
@@ -55,6 +58,10 @@ export interface AesGcmCodecOptions {
   /** Deflate the plaintext when that makes it smaller (default true). */
   readonly compress?: boolean;
 }
+
+/** The metadata bytes every encrypted payload carries, encoded once. */
+const ENCRYPTED_ENCODING_BYTES = new TextEncoder().encode(ENCRYPTED_ENCODING);
+const CIPHER_BYTES = new TextEncoder().encode(CIPHER);
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -87,6 +94,15 @@ export class AesGcmCodec implements PayloadCodec {
     this.compress = options.compress ?? true;
   }
 
+  /** Key ids as bytes (metadata and AAD), encoded once per id. */
+  private readonly idBytes = new Map<string, Uint8Array>();
+
+  private keyIdBytes(keyId: string): Uint8Array {
+    let b = this.idBytes.get(keyId);
+    if (!b) this.idBytes.set(keyId, (b = utf8.encode(keyId)));
+    return b;
+  }
+
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => this.encryptOne(p));
   }
@@ -99,15 +115,12 @@ export class AesGcmCodec implements PayloadCodec {
     const keyId = this.ring.activeKeyId;
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.ring.activeKey, nonce, { authTagLength: TAG_BYTES });
-    cipher.setAAD(utf8.encode(keyId));
+    const id = this.keyIdBytes(keyId);
+    cipher.setAAD(id);
     const plain = this.packed(temporal.api.common.v1.Payload.encode(p).finish());
     const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return {
-      metadata: {
-        encoding: utf8.encode(ENCRYPTED_ENCODING),
-        [KEY_ID_METADATA]: utf8.encode(keyId),
-        [CIPHER_METADATA]: utf8.encode(CIPHER),
-      },
+      metadata: { encoding: ENCRYPTED_ENCODING_BYTES, [KEY_ID_METADATA]: id, [CIPHER_METADATA]: CIPHER_BYTES },
       data: new Uint8Array(data),
     };
   }
@@ -151,7 +164,7 @@ export class AesGcmCodec implements PayloadCodec {
     let plain: Buffer;
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
-      decipher.setAAD(utf8.encode(keyId));
+      decipher.setAAD(this.keyIdBytes(keyId));
       decipher.setAuthTag(tag);
       plain = Buffer.concat([decipher.update(body), decipher.final()]);
     } catch (err) {

@@ -1,5 +1,5 @@
 /** The ledger's database as a store beside the ledger sees it (see {@link LedgerDatabase}). */
-import type { SqlAccess } from './ledger/sql-unit';
+import type { SqlAccess, SqlDurability } from './ledger/sql-unit';
 import type { LedgerBackend, LedgerTx } from './ledger/types';
 
 /**
@@ -18,6 +18,9 @@ export interface LedgerDatabase {
   msUntil(column: string): string;
   /** Decodes a time column to ISO 8601 (null stays null). */
   isoTime(value: unknown): string | null;
-  /** Runs `fn` as one unit of work of kind `access` (see {@link SqlAccess}); `?` placeholders. */
-  unit<T>(access: SqlAccess, fn: (tx: LedgerTx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` as one unit of work of kind `access` (see {@link SqlAccess}); `?` placeholders.
+   * `durability` (default `full`): how durable its commit must be on its own ({@link SqlDurability}).
+   */
+  unit<T>(access: SqlAccess, fn: (tx: LedgerTx) => Promise<T>, durability?: SqlDurability): Promise<T>;
 }

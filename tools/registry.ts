@@ -71,6 +71,7 @@ export class ToolRegistry {
   register(tool: AnyTool): this {
     if (this.tools.has(tool.name)) throw new TypeError(`ToolRegistry: tool "${tool.name}" registered twice`);
     this.tools.set(tool.name, tool);
+    this.described = null;
     return this;
   }
 
@@ -86,12 +87,26 @@ export class ToolRegistry {
 
   /** What planners (and LLMs) see of the tools. */
   descriptors(): ToolDescriptor[] {
-    return [...this.tools.values()].map((t) => ({
+    // Built once per registry (every planner turn asks; a schema's JSON form is not cheap).
+    this.described ??= [...this.tools.values()].map((t) => ({
       name: t.name,
       description: t.description,
       effect: t.effect,
       inputSchema: t.inputJsonSchema ?? inputJsonSchema(t.schema),
     }));
+    return [...this.described];
+  }
+
+  /** {@link descriptors}, once built; cleared when a tool is registered. */
+  private described: ToolDescriptor[] | null = null;
+
+  /**
+   * The fingerprint and args hash of a call whose args the tool's schema has already parsed
+   * (the tool activity's own strict parse): {@link normalize}'s, without parsing them again.
+   */
+  hashes(toolName: string, parsedArgs: unknown): { fingerprint: string; argsHash: string } {
+    const n = normalizeCall(toolName, parsedArgs, { nonSemantic: this.tools.get(toolName)?.nonSemantic });
+    return { fingerprint: n.fingerprint, argsHash: sha256ArgsHash(toolName, n.canonicalArgs) };
   }
 
   /**

@@ -241,7 +241,10 @@ function callBookkeeping(
     observes: observed !== null,
     write,
     async alone(e, count) {
-      if (needed(e, count)) await db.unit('write', (tx) => write(tx, e, count));
+      // A read's counter and fact guarantee nothing by themselves: committed, not flushed on
+      // their own (SqlDurability `unflushed`); a write's are flushed as its ledger's are.
+      if (needed(e, count))
+        await db.unit('write', (tx) => write(tx, e, count), e.effect === 'read' ? 'unflushed' : 'full');
     },
   };
 }

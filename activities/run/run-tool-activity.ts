@@ -270,11 +270,12 @@ export function createRunToolActivity(
     }
     const { attempt, activityId } = activityExecution();
     const toModel = input.toolErrors === 'model';
-    // The workflow sends neither hash (issue 42): the same normalisation the plan made.
+    // The workflow sends neither hash (issue 42): the same normalisation the plan made, on the
+    // args parsed above.
     const hashes =
       input.argsHash !== undefined && input.fingerprint !== undefined
         ? { argsHash: input.argsHash, fingerprint: input.fingerprint }
-        : registry.normalize(tool.name, parsed.data, input.operationKey);
+        : registry.hashes(tool.name, parsed.data);
     // The classified failure of this call's side effect, if it threw (per call: activities run concurrently).
     let lastFailure: ToolResult | null = null;
     const options = {

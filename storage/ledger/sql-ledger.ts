@@ -155,7 +155,7 @@ export abstract class SqlLedger<C> implements Ledger {
       ms: (param) => this.ms(param),
       msUntil: (column) => this.msUntil(column),
       isoTime: (value) => this.isoTime(value),
-      unit: (access, fn) => this.connect(access, (c) => fn(this.tx(c))),
+      unit: (access, fn, durability) => this.connect(access, (c) => fn(this.tx(c)), durability),
     };
   }
 

@@ -33,8 +33,15 @@ export type SqlAccess = 'read' | 'write' | 'transaction';
  *   own fsync (`synchronous=NORMAL` for that unit); a process crash loses nothing either way
  *   (the WAL is in the OS's hands). PostgreSQL commits it as any unit (a database server can
  *   restart alone, so there a lost claim would make the worker's dispatch fail).
+ * - `unflushed`: bookkeeping that guarantees nothing by itself — a read's tool counter and
+ *   progress fact (issue 42). Committed, so a process crash loses nothing; not flushed on its
+ *   own (SQLite `synchronous=NORMAL` for the unit): the next flushed commit carries it, and a
+ *   power loss before that may take it. What that can cost is a read counted once less and a
+ *   progress version that reads lower after the machine restarts — at worst a `no_progress`
+ *   stop, which keeps its checkpoint and resumes — never a claim, a dispatch or a committed
+ *   write. PostgreSQL commits it as any unit.
  */
-export type SqlDurability = 'full' | 'before-dispatch';
+export type SqlDurability = 'full' | 'before-dispatch' | 'unflushed';
 
 /** A piece of SQL text with the values of its `?` placeholders, in order. */
 export interface SqlFragment {

@@ -85,8 +85,9 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   ): Promise<T> {
     return this.lock.run(() => {
       if (access === 'read') return fn(this.db);
-      // A claim's commit skips its own fsync: the dispatch's flushes it (SqlDurability).
-      const deferred = durability === 'before-dispatch';
+      // A claim's commit skips its own fsync: the dispatch's flushes it; a read's bookkeeping
+      // needs none (SqlDurability).
+      const deferred = durability !== 'full';
       if (deferred) this.db.pragma('synchronous = NORMAL');
       const restore = (): void => {
         if (deferred) this.db.pragma('synchronous = FULL');

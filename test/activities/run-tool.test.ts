@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { createActivities } from '../../activities/create-activities';
 import { ToolCounters } from '../../activities/progress';
-import type { ReconcileAnswer, SqlLedger } from '../../storage/ledger';
+import type { ReconcileAnswer, SqliteLedger, SqlLedger } from '../../storage/ledger';
+import { RowCodec } from '../../storage/row-codec';
+import { openWorkerDeps } from '../../worker/create-worker';
 import { defineTool } from '../../tools/define-tool';
 import type { RunToolInput } from '../../activities/types';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
@@ -370,5 +372,73 @@ describe('runTool: a terminal write answered from the ledger stays terminal', ()
     // The guard's view of the record is the business result, without the flag.
     const rec = await deps.ledger.get(n.operationKey as string);
     expect(rec?.state).toBe('SUCCEEDED');
+  });
+});
+
+describe('runTool: a read keeps its bookkeeping without a flush of its own (issue 42)', () => {
+  let lookups = 0;
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'A read whose answer is new each time.',
+    effect: 'read',
+    schema: z.object({ q: z.string() }).strict(),
+    execute: (a) => {
+      lookups += 1;
+      return { data: { q: a.q, n: lookups } };
+    },
+  });
+  let deps: Awaited<ReturnType<typeof openWorkerDeps>>;
+  let acts: ReturnType<typeof createActivities>;
+  beforeAll(async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'alg-read-')), 'agent.db')}`;
+    deps = await openWorkerDeps({ ledgerUrl: url, tools: [lookup], configPath: null });
+    acts = createActivities({ rows: new RowCodec([]), ...deps });
+  });
+  afterAll(async () => {
+    await deps?.close();
+  });
+
+  it("commits a read's counter and progress fact unflushed, then puts synchronous=FULL back", async () => {
+    const sqlite = deps.ledger as SqliteLedger;
+    const level = () =>
+      (sqlite as unknown as { db: { pragma(s: string, o: object): unknown } }).db.pragma('synchronous', {
+        simple: true,
+      });
+    const counters = new ToolCounters(sqlite.database());
+    const spy = jest.spyOn(
+      sqlite as unknown as { connect: (...a: unknown[]) => Promise<unknown> },
+      'connect',
+    );
+    const before = lookups;
+    let out: Awaited<ReturnType<typeof acts.runTool>>;
+    let units: string[];
+    try {
+      out = await acts.runTool({
+        runId: 'run-read',
+        tool: 'lookup',
+        args: { q: 'a' },
+        operationKey: null,
+        fixture: null,
+      });
+      units = spy.mock.calls.filter((c) => c[0] !== 'read').map((c) => `${String(c[0])} ${String(c[2])}`);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lookups - before).toBe(1);
+    expect(out).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed', progressVersion: 1 });
+    // One write unit, unflushed; nothing else the read wrote.
+    expect(units).toEqual(['write unflushed']);
+    expect(level()).toBe(2);
+    // Committed: another reader sees the counter and the fact (the version moved).
+    expect((await counters.of('run-read')).lookup).toBe(1);
+    const again = await acts.runTool({
+      runId: 'run-read',
+      tool: 'lookup',
+      args: { q: 'b' },
+      operationKey: null,
+      fixture: null,
+    });
+    expect(again).toMatchObject({ progressVersion: 2 });
+    expect((await counters.of('run-read')).lookup).toBe(2);
   });
 });

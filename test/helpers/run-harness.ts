@@ -75,7 +75,9 @@ export interface HarnessOptions {
    */
   worker?: (
     deps: WorkerDeps,
-  ) => Partial<Pick<AgentWorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks' | 'telemetry'>>;
+  ) => Partial<
+    Pick<AgentWorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks' | 'telemetry' | 'tuning'>
+  >;
 }
 
 /** Starts a worker on the shared dev server with a fresh database. */

@@ -55,7 +55,7 @@ export class RunTrace {
       at_ms: Date.now(),
       progress_version: at.progressVersion,
       ...rec,
-      args: rec.args === undefined ? null : redact(rec.args),
+      args: rec.args === undefined ? null : this.redacted(rec.args),
     });
     this.written += 1;
     if (this.records.length > this.limit) {
@@ -68,6 +68,21 @@ export class RunTrace {
     }
     this.lastDecision = rec.reason ? `${rec.decision} (${rec.reason})` : rec.decision;
   }
+
+  /**
+   * `args` redacted; the same args object as the last record's (a step's before and after) is
+   * redacted once and shared — records are never changed once written (issue 42: per-step CPU).
+   */
+  private redacted(args: unknown): unknown {
+    const last = this.lastArgs;
+    if (last !== null && last.raw === args) return last.redacted;
+    const redacted = redact(args);
+    this.lastArgs = { raw: args, redacted };
+    return redacted;
+  }
+
+  /** The last args redacted (see {@link redacted}); not persisted. */
+  private lastArgs: { readonly raw: unknown; readonly redacted: unknown } | null = null;
 
   /** The fields of a run-level record (signals, resumes, planner ends): no call attached. */
   static noteFields(

@@ -179,7 +179,8 @@ async function loop(l: Loop): Promise<RunResult> {
  * One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts).
  * Synchronous until something must be waited for, and then one continuation: the SDK captures
  * a stack trace for every promise workflow code makes (~50 µs each), so a scripted step that
- * made fifteen now makes five, three of them the tool activity's own (issue 42).
+ * made fifteen now makes four: the activity's own two, one continuation, the loop's await
+ * (issue 42; test/workflows/step-promises.test.ts counts them).
  */
 function turn(l: Loop): TurnOutcome | Promise<TurnOutcome> {
   const { gate, step, replies, conv } = l;
@@ -243,10 +244,7 @@ function proposeAndRun(l: Loop, planned: PlanStep): TurnOutcome | Promise<TurnOu
   const before = step.before(proposal);
   // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
   if (before.kind === 'steer' || before.kind === 'stop') return { kind: before.kind };
-  const ran = step.execute(proposal, before.kind === 'cached');
-  return ran instanceof Promise
-    ? ran.then((done) => afterTool(l, proposal, before, done))
-    : afterTool(l, proposal, before, ran);
+  return step.execute(proposal, before.kind === 'cached', (done) => afterTool(l, proposal, before, done));
 }
 
 /** A call the guard let run (or answer from the ledger). */

@@ -209,27 +209,27 @@ export class RunSteps {
 
   /**
    * The tool step: a cached return runs nothing, a rejected proposal is its own result,
-   * anything else runs as the tool activity. Answers the result and the progress version
-   * read from external state (the script's, in fixture mode), or `stopped` on a fault.
-   * Synchronous when nothing runs; otherwise the activity's own promise with one
-   * continuation (issue 42: each promise costs the SDK a stack trace).
+   * anything else runs as the tool activity. Hands `then` the result and the progress version
+   * read from external state (the script's, in fixture mode), or `stopped` on a fault, and
+   * answers what `then` answers: at once when nothing runs, else as the one continuation on the
+   * activity's own promise (issue 42: each promise costs the SDK a stack trace).
    */
-  execute(x: Proposal, cached: boolean): ToolStep | Promise<ToolStep> {
+  execute<R>(x: Proposal, cached: boolean, then: (done: ToolStep) => R): R | Promise<R> {
     const { p } = x;
     const run = this.run;
     const current = run.guard.progressVersion;
     if (cached) {
       run.cached += 1;
       const data = p.ledger?.result ?? { alreadyCompleted: p.operationKey };
-      return { kind: 'ran', result: { kind: 'SUCCESS', data }, progressVersion: current };
+      return then({ kind: 'ran', result: { kind: 'SUCCESS', data }, progressVersion: current });
     }
     run.executed += 1;
-    if (p.rejection) return { kind: 'ran', result: p.rejection, progressVersion: current };
-    if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) return this.spawn(x, current);
+    if (p.rejection) return then({ kind: 'ran', result: p.rejection, progressVersion: current });
+    if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) return this.spawn(x, current).then(then);
     // An LLM run's model handles the tool errors its tools did not declare (issue 29).
     return this.activities.runTool(p, run.toolErrors).then(
-      (out) => this.ran(x, out, current),
-      (err: unknown) => this.failed(x, err),
+      (out) => then(this.ran(x, out, current)),
+      (err: unknown) => then(this.failed(x, err)),
     );
   }
 

@@ -88,21 +88,21 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
       // A claim's commit skips its own fsync: the dispatch's flushes it; a read's bookkeeping
       // needs none (SqlDurability).
       const deferred = durability !== 'full';
-      if (deferred) this.db.pragma('synchronous = NORMAL');
+      if (deferred) this.control('PRAGMA synchronous = NORMAL');
       const restore = (): void => {
-        if (deferred) this.db.pragma('synchronous = FULL');
+        if (deferred) this.control('PRAGMA synchronous = FULL');
       };
       // Writes take the write lock up front: a deferred transaction that read first could
       // not upgrade after another process wrote (SQLITE_BUSY), and would decide on stale rows.
       try {
-        this.db.exec('BEGIN IMMEDIATE');
+        this.control('BEGIN IMMEDIATE');
       } catch (err) {
         restore();
         throw err;
       }
       const commit = (value: T): T => {
         try {
-          this.db.exec('COMMIT');
+          this.control('COMMIT');
         } finally {
           restore();
         }
@@ -110,7 +110,7 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
       };
       const rollback = (err: unknown): never => {
         try {
-          if (this.db.inTransaction) this.db.exec('ROLLBACK');
+          if (this.db.inTransaction) this.control('ROLLBACK');
         } finally {
           restore();
         }
@@ -126,6 +126,18 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
       }
     });
   }
+
+  /**
+   * A transaction-control or pragma statement, prepared once: `db.exec` and `db.pragma` parse
+   * their text on every call, and a unit of work runs two to four of them (issue 42).
+   */
+  private control(sql: ControlSql): void {
+    let s = this.controls.get(sql);
+    if (!s) this.controls.set(sql, (s = this.db.prepare(sql)));
+    s.run();
+  }
+
+  private readonly controls = new Map<ControlSql, Database.Statement>();
 
   protected exec(db: Database.Database, sql: string, params: readonly unknown[]): number {
     return this.statement(db, sql).run(...bind(params)).changes;
@@ -164,6 +176,14 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
     return value === null ? null : JSON.parse(value as string);
   }
 }
+
+/** The statements {@link SqliteLedger.control} runs. */
+type ControlSql =
+  | 'BEGIN IMMEDIATE'
+  | 'COMMIT'
+  | 'ROLLBACK'
+  | 'PRAGMA synchronous = NORMAL'
+  | 'PRAGMA synchronous = FULL';
 
 /** How many distinct statements {@link SqliteLedger} keeps prepared. */
 const STATEMENT_CACHE_MAX = 500;

@@ -345,7 +345,11 @@ async function main(): Promise<void> {
   const native = await NativeConnection.connect({ address: server.address });
   const connection = await Connection.connect({ address: server.address });
   const dataConverter = dataConverterOf(
-    loadPayloadCodec({ AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}` }),
+    loadPayloadCodec({
+      AGENT_CODEC_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      // The codec's compression follows the environment (AGENT_CODEC_COMPRESS=off to compare).
+      ...(process.env.AGENT_CODEC_COMPRESS ? { AGENT_CODEC_COMPRESS: process.env.AGENT_CODEC_COMPRESS } : {}),
+    }),
   );
   const client = new Client({ connection, namespace: 'default', dataConverter });
   const productQueue = `floor-product-${randomUUID()}`;

@@ -245,17 +245,22 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     return { ...out, turn, memory: { next } };
   };
 
+  /**
+   * The turn the last `runTool` planned, when it is the one asked for (`memory`'s offset) and
+   * nothing between could change the answer (no lifted approval stop); taken once.
+   */
+  const takePrefetched = (memory: unknown, approvalStopRef: string | null | undefined): PlanOutput | null => {
+    const raw = scriptOf();
+    const ready = prefetched;
+    if (!raw || !ready || approvalStopRef) return null;
+    const offset = offsetOf(memory);
+    prefetched = null;
+    upcoming = null;
+    return ready.offset === offset ? took(raw, offset, ready.out, liftedOf(null)) : null;
+  };
+
   return {
-    prefetchedTurn(memory, approvalStopRef) {
-      const raw = scriptOf();
-      const ready = prefetched;
-      if (!raw || !ready || approvalStopRef) return null;
-      const offset = offsetOf(memory);
-      prefetched = null;
-      upcoming = null;
-      // Planned by the last `runTool`, with nothing between that could change the answer.
-      return ready.offset === offset ? took(raw, offset, ready.out, liftedOf(null)) : null;
-    },
+    prefetchedTurn: takePrefetched,
     /**
      * A scripted planner is sent only the one call it is about to propose (its memory is
      * the script index): sending the whole script every turn would make history grow with
@@ -281,12 +286,11 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       }
       const raw = scriptOf();
       if (!raw) return plan({ runId, goal: input.goal, planner, memory, observation, ...lifted });
-      const offset = offsetOf(memory);
-      const ready = prefetched;
+      const ready = takePrefetched(memory, approvalStopRef);
+      if (ready) return ready;
       prefetched = null;
       upcoming = null;
-      // Planned by the last `runTool`, with nothing between that could change the answer.
-      if (ready && ready.offset === offset && !approvalStopRef) return took(raw, offset, ready.out, lifted);
+      const offset = offsetOf(memory);
       // `activity` (benchmarks' baseline): a scheduled activity instead of a local one.
       const scriptedPlan = input.scriptedPlan !== 'activity' ? localPlan : plan;
       return took(raw, offset, await scriptedPlan(turnAt(raw, offset, observation, lifted)), lifted);

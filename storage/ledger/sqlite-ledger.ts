@@ -179,11 +179,7 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
 
 /** The statements {@link SqliteLedger.control} runs. */
 type ControlSql =
-  | 'BEGIN IMMEDIATE'
-  | 'COMMIT'
-  | 'ROLLBACK'
-  | 'PRAGMA synchronous = NORMAL'
-  | 'PRAGMA synchronous = FULL';
+  'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'PRAGMA synchronous = NORMAL' | 'PRAGMA synchronous = FULL';
 
 /** How many distinct statements {@link SqliteLedger} keeps prepared. */
 const STATEMENT_CACHE_MAX = 500;

@@ -48,6 +48,22 @@ const AUDIT_ACTIONS_10 = `'requested','submitted','approved','denied','consumed'
 const AUDIT_MIGRATION_NAME = "the approval audit's submitted action (issue 31)";
 
 /** SQLite: the table that records which migrations ran (created before the first one). */
+/**
+ * Migration 12 (issue 42): a run's progress version kept as a number, bumped in the transaction
+ * that adds a new fact, instead of counted over all its facts at every step (O(steps) per step:
+ * ~0.34 ms at 10,000 facts). Filled from the facts already there.
+ */
+export const PROGRESS_VERSION_MIGRATION_NAME =
+  'progress versions kept per run, not counted per step (issue 42)';
+const PROGRESS_VERSION_STATEMENTS = (text: string, integer: string): string[] => [
+  `CREATE TABLE agent_progress_versions (
+    run_id ${text} PRIMARY KEY,
+    version ${integer} NOT NULL
+  )`,
+  `INSERT INTO agent_progress_versions (run_id, version)
+   SELECT run_id, COUNT(*) FROM agent_progress_facts GROUP BY run_id`,
+];
+
 export const SQLITE_MIGRATIONS_TABLE =
   'CREATE TABLE IF NOT EXISTS ledger_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)';
 
@@ -299,6 +315,11 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     ],
   },
   { version: 11, name: SERVED_MIGRATION_NAME, statements: SQLITE_SERVED_STATEMENTS },
+  {
+    version: 12,
+    name: PROGRESS_VERSION_MIGRATION_NAME,
+    statements: PROGRESS_VERSION_STATEMENTS('TEXT', 'INTEGER'),
+  },
 ];
 
 /**
@@ -530,6 +551,11 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     ],
   },
   { version: 11, name: SERVED_MIGRATION_NAME, statements: POSTGRES_SERVED_STATEMENTS },
+  {
+    version: 12,
+    name: PROGRESS_VERSION_MIGRATION_NAME,
+    statements: PROGRESS_VERSION_STATEMENTS('text', 'bigint'),
+  },
 ];
 
 /** Throws when the database was migrated by a newer release than this one. */

@@ -85,7 +85,8 @@ export function factOf(e: ProgressEvent): string | null {
 /**
  * The default progress source: facts a run learned, kept in the worker's database beside the
  * ledger (`agent_progress_facts`, ledger migration 6). The version is the number of distinct
- * facts, so it only goes up; the reaper deletes a closed run's facts with its other rows.
+ * facts, so it only goes up, kept as a number beside them (`agent_progress_versions`,
+ * migration 12); the reaper deletes a closed run's facts and version with its other rows.
  * It also keeps the runtime's execution counters of every tool (`agent_tool_calls`).
  */
 export class ObservedProgress implements ProgressSource {
@@ -95,26 +96,38 @@ export class ObservedProgress implements ProgressSource {
 
   async observe(e: ProgressEvent): Promise<void> {
     if (factOf(e) === null) return;
-    await this.db.unit('write', (tx) => this.observeIn(tx, e));
+    // One transaction: the fact and the version it bumps go together (on PostgreSQL too).
+    await this.db.unit('transaction', (tx) => this.observeIn(tx, e));
   }
 
-  /** {@link observe} inside a unit of the ledger's database (a ledger commit that carries it). */
+  /**
+   * {@link observe} inside a unit of the ledger's database (a ledger commit that carries it): a
+   * new fact bumps the run's version in the same transaction (`agent_progress_versions`,
+   * migration 12), so reading it costs one row however many facts the run has (issue 42).
+   */
   async observeIn(tx: LedgerTx, e: ProgressEvent): Promise<void> {
     const fact = factOf(e);
     if (fact === null) return;
-    await tx.run(
+    const added = await tx.run(
       `INSERT INTO agent_progress_facts (run_id, fact, at) VALUES (?, ?, ${this.db.now}) ON CONFLICT DO NOTHING`,
       [e.runId, fact],
     );
+    if (added.changes === 0) return; // a fact the run knew: no progress
+    await tx.run(
+      `INSERT INTO agent_progress_versions (run_id, version) VALUES (?, 1)
+       ON CONFLICT (run_id) DO UPDATE SET version = agent_progress_versions.version + 1`,
+      [e.runId],
+    );
   }
 
+  /** The number of distinct facts the run has learned, kept beside them (never counted here). */
   async version(runId: string): Promise<number> {
     const row = await this.db.unit('read', (tx) =>
-      tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM agent_progress_facts WHERE run_id = ?', [
+      tx.get<{ version: number | string }>('SELECT version FROM agent_progress_versions WHERE run_id = ?', [
         runId,
       ]),
     );
-    return Number(row?.n ?? 0);
+    return Number(row?.version ?? 0);
   }
 }
 

@@ -241,10 +241,11 @@ function callBookkeeping(
     observes: observed !== null,
     write,
     async alone(e, count) {
+      // One transaction (a new fact and the version it bumps go together, on PostgreSQL too).
       // A read's counter and fact guarantee nothing by themselves: committed, not flushed on
       // their own (SqlDurability `unflushed`); a write's are flushed as its ledger's are.
       if (needed(e, count))
-        await db.unit('write', (tx) => write(tx, e, count), e.effect === 'read' ? 'unflushed' : 'full');
+        await db.unit('transaction', (tx) => write(tx, e, count), e.effect === 'read' ? 'unflushed' : 'full');
     },
   };
 }

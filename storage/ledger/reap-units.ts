@@ -73,6 +73,7 @@ export function* reapRunDataUnit(d: UnitDialect, idle: SqlFragment): Unit<number
   removed += yield* exec(`DELETE FROM agent_planner_turns WHERE conversation_id IN (${marks})`, runs);
   removed += yield* exec(`DELETE FROM agent_payloads WHERE run_id IN (${marks})`, runs);
   removed += yield* exec(`DELETE FROM agent_progress_facts WHERE run_id IN (${marks})`, runs);
+  yield* exec(`DELETE FROM agent_progress_versions WHERE run_id IN (${marks})`, runs); // derived from the facts
   removed += yield* exec(`DELETE FROM agent_tool_calls WHERE run_id IN (${marks})`, runs);
   yield* exec(
     `INSERT INTO agent_trace_reaped (run_id, records, reaped_at)

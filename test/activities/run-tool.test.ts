@@ -426,8 +426,8 @@ describe('runTool: a read keeps its bookkeeping without a flush of its own (issu
     }
     expect(lookups - before).toBe(1);
     expect(out).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed', progressVersion: 1 });
-    // One write unit, unflushed; nothing else the read wrote.
-    expect(units).toEqual(['write unflushed']);
+    // One unit of work, unflushed; nothing else the read wrote.
+    expect(units).toEqual(['transaction unflushed']);
     expect(level()).toBe(2);
     // Committed: another reader sees the counter and the fact (the version moved).
     expect((await counters.of('run-read')).lookup).toBe(1);

@@ -840,6 +840,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         { version: 9, name: expect.stringContaining("ledger records' run") },
         { version: 10, name: expect.stringContaining('submitted') },
         { version: 11, name: expect.stringContaining('served model usage') },
+        { version: 12, name: expect.stringContaining('progress versions') },
       ]);
       // Records written before survive a re-migration.
       const key = nextKey();
@@ -880,7 +881,7 @@ describe.each(backendNames)('ledger protocol on %s', (backend) => {
         const err = await openLedger(newer.url).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(LedgerConnectionError);
         expect((err as Error).message).toMatch(
-          /migration\(s\) 99 unknown to this release \(newest known: 11\)/,
+          /migration\(s\) 99 unknown to this release \(newest known: 12\)/,
         );
       } finally {
         await newer.cleanup();

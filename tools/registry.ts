@@ -71,7 +71,6 @@ export class ToolRegistry {
   register(tool: AnyTool): this {
     if (this.tools.has(tool.name)) throw new TypeError(`ToolRegistry: tool "${tool.name}" registered twice`);
     this.tools.set(tool.name, tool);
-    this.described = null;
     return this;
   }
 
@@ -85,28 +84,33 @@ export class ToolRegistry {
     return [...this.tools.keys()];
   }
 
-  /** What planners (and LLMs) see of the tools. */
+  /** What planners (and LLMs) see of the tools (their JSON schemas are made once per schema). */
   descriptors(): ToolDescriptor[] {
-    // Built once per registry (every planner turn asks; a schema's JSON form is not cheap).
-    this.described ??= [...this.tools.values()].map((t) => ({
+    return [...this.tools.values()].map((t) => ({
       name: t.name,
       description: t.description,
       effect: t.effect,
       inputSchema: t.inputJsonSchema ?? inputJsonSchema(t.schema),
     }));
-    return [...this.described];
   }
-
-  /** {@link descriptors}, once built; cleared when a tool is registered. */
-  private described: ToolDescriptor[] | null = null;
 
   /**
    * The fingerprint and args hash of a call whose args the tool's schema has already parsed
    * (the tool activity's own strict parse): {@link normalize}'s, without parsing them again.
    */
   hashes(toolName: string, parsedArgs: unknown): { fingerprint: string; argsHash: string } {
-    const n = normalizeCall(toolName, parsedArgs, { nonSemantic: this.tools.get(toolName)?.nonSemantic });
-    return { fingerprint: n.fingerprint, argsHash: sha256ArgsHash(toolName, n.canonicalArgs) };
+    const { fingerprint, argsHash } = this.canonical(toolName, parsedArgs, false);
+    return { fingerprint, argsHash };
+  }
+
+  /** A call's canonical args, fingerprint (and similar-call key) and SHA-256 args hash. */
+  private canonical(toolName: string, value: unknown, similar: boolean) {
+    const tool = this.tools.get(toolName);
+    const n = normalizeCall(toolName, value, {
+      nonSemantic: tool?.nonSemantic,
+      similarArgs: similar ? tool?.similarArgs : undefined,
+    });
+    return { ...n, argsHash: sha256ArgsHash(toolName, n.canonicalArgs) };
   }
 
   /**
@@ -120,17 +124,14 @@ export class ToolRegistry {
       operationKey: string | null,
       rejection: ToolResult | null,
     ): NormalizedProposal => {
-      const n = normalizeCall(toolName, value, {
-        nonSemantic: tool?.nonSemantic,
-        similarArgs: rejection ? undefined : tool?.similarArgs,
-      });
+      const n = this.canonical(toolName, value, rejection === null);
       return {
         tool: toolName,
         args: value,
         canonicalArgs: n.canonicalArgs,
         fingerprint: n.fingerprint,
         ...(n.similarKey ? { similarKey: n.similarKey } : {}),
-        argsHash: sha256ArgsHash(toolName, n.canonicalArgs),
+        argsHash: n.argsHash,
         operationKey,
         effect: tool?.effect ?? 'read',
         rejection,

@@ -39,7 +39,13 @@ export type { NormalizedProposal } from './tools/registry';
 export type { Tx } from './tools/tx';
 
 // ── Worker ──
-export { agentSinks, createAgentWorker, openWorkerDeps, WORKFLOWS_PATH } from './worker/create-worker';
+export {
+  agentSinks,
+  createAgentWorker,
+  openWorkerDeps,
+  TELEMETRY_OUTBOX_MODULE,
+  WORKFLOWS_PATH,
+} from './worker/create-worker';
 export type {
   AgentTelemetry,
   AgentWorkerOptions,

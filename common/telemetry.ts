@@ -51,6 +51,11 @@ export interface TurnEvent {
 export interface AgentSinks extends Sinks {
   agentTelemetry: {
     decision(event: DecisionEvent): void;
+    /**
+     * The decisions of one activation, in order (core/telemetry-outbox.ts): what a worker
+     * whose bundle has the outbox interceptor is sent instead of one `decision` call each.
+     */
+    decisions(events: readonly DecisionEvent[]): void;
     runEnd(event: RunEndEvent): void;
     /** A conversation's turn came back (issue 33): one `conversation.turn` span. */
     turn(event: TurnEvent): void;

@@ -6,17 +6,13 @@
  * both hold one; the gate (core/gate.ts), the step (core/step.ts) and the views (core/views.ts)
  * read and change a run only through it. Workflow code: deterministic, no I/O of its own.
  */
-import { proxySinks } from '@temporalio/workflow';
 import type { Checkpoint, RunDecision, RunPhase } from '../common/contracts';
 import { redactText } from '../common/redact';
-import type { AgentSinks } from '../common/telemetry';
 import { buildStopReport, GuardReason, ruleOf, TerminalState, type LoopGuard } from '../guard';
 import { nextPhase } from './phase';
 import { approvalStopOf, type ApprovalStop, type BlockedCall, type Stop } from './stop';
+import { tellDecision, tellRunEnd } from './telemetry-outbox';
 import { RunTrace, type TraceFields } from './trace';
-
-/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
-const { agentTelemetry } = proxySinks<AgentSinks>();
 
 /** The decisions a live run keeps (the newest, at least this many). */
 export const MAX_DECISIONS_KEPT = 5000;
@@ -126,7 +122,7 @@ export class GuardedRun {
       ...(extra.inFlight ? { inFlight: true } : {}),
     };
     this.to('STOPPED');
-    agentTelemetry.runEnd({ runId: this.runId, terminalState, reason, closed: false });
+    tellRunEnd({ runId: this.runId, terminalState, reason, closed: false });
   }
 
   /**
@@ -202,7 +198,7 @@ export class GuardedRun {
     const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;
     this.to(final);
     const reason = final === TerminalState.COMPLETED ? null : (this.stop_?.reason ?? null);
-    agentTelemetry.runEnd({ runId: this.runId, terminalState: final, reason, closed: true });
+    tellRunEnd({ runId: this.runId, terminalState: final, reason, closed: true });
     return final;
   }
 
@@ -223,7 +219,7 @@ export class GuardedRun {
   record(rec: TraceFields): void {
     const at = { runId: this.runId, step: this.guard.stepCount, progressVersion: this.guard.progressVersion };
     this.trace.record(at, rec);
-    agentTelemetry.decision({
+    tellDecision({
       runId: at.runId,
       phase: rec.phase,
       rule: ruleOf(rec.phase, rec.decision, rec.reason),

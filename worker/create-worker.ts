@@ -11,6 +11,7 @@ import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
 import { loadConnectionOptions } from '../connection/env';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
+import { es2022Sources, TELEMETRY_OUTBOX_MODULE } from './bundle-options';
 import { RowCodec } from '../storage/row-codec';
 import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../storage/ledger';
 import type { ProgressSource } from '../activities/progress';
@@ -177,8 +178,11 @@ export interface AgentWorkerOptions {
   readonly dataConverter?: DataConverter;
 }
 
-/** The worker side of the `agentTelemetry` sink. */
-export type AgentTelemetry = AgentSinks['agentTelemetry'];
+/**
+ * The worker side of the `agentTelemetry` sink: one call per decision, however the workflow
+ * sent them (a `decisions` batch per activation is unpacked here).
+ */
+export type AgentTelemetry = Omit<AgentSinks['agentTelemetry'], 'decisions'>;
 
 const NO_TELEMETRY: AgentTelemetry = {
   decision: () => undefined,
@@ -191,6 +195,11 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
   return {
     agentTelemetry: {
       decision: { fn: (_info, event) => telemetry.decision(event) },
+      decisions: {
+        fn: (_info, events) => {
+          for (const event of events) telemetry.decision(event);
+        },
+      },
       runEnd: { fn: (_info, event) => telemetry.runEnd(event) },
       turn: { fn: (_info, event) => telemetry.turn(event) },
     },
@@ -199,6 +208,8 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
 
 /** The path of the workflows module the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
+
+export { TELEMETRY_OUTBOX_MODULE } from './bundle-options';
 
 /** Whether the environment's Temporal connection settings name a local dev server. */
 function localServerByEnv(): boolean {
@@ -227,10 +238,23 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
-    ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(o.workflowBundle
+      ? { workflowBundle: o.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { webpackConfigHook: es2022Sources } }),
     activities: createActivities({ rows, ...o.deps }),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
-    ...(o.interceptors ? { interceptors: o.interceptors } : {}),
+    // A bundle the worker builds gets the outbox; a prebuilt one has it when built with
+    // AGENT_BUNDLE_OPTIONS (worker/bundle-options.ts), and reports every decision either way.
+    ...(o.workflowBundle
+      ? o.interceptors
+        ? { interceptors: o.interceptors }
+        : {}
+      : {
+          interceptors: {
+            ...o.interceptors,
+            workflowModules: [...(o.interceptors?.workflowModules ?? []), TELEMETRY_OUTBOX_MODULE],
+          },
+        }),
     dataConverter,
     ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions

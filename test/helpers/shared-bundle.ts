@@ -9,6 +9,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { AGENT_BUNDLE_OPTIONS } from '../../worker/bundle-options';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';
 
 /** The variable that carries the path of the shared bundle to the jest workers. */
@@ -19,7 +20,11 @@ const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: c
 
 /** Bundles workflows/ with the bundler's chatter silenced (only errors print). */
 function bundle(): Promise<{ code: string }> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    ...AGENT_BUNDLE_OPTIONS,
+    logger: quietLogger,
+  });
 }
 
 /** globalSetup: bundles once, writes the bundle into `dir` and exports its path; returns the path. */

@@ -104,32 +104,39 @@ export class ObservedProgress implements ProgressSource {
    * {@link observe} inside a unit of the ledger's database (a ledger commit that carries it): a
    * new fact bumps the run's version in the same transaction (`agent_progress_versions`,
    * migration 12), so reading it costs one row however many facts the run has (issue 42).
+   * Answers the run's version as of this unit — what {@link version} reads once it commits, so
+   * the caller need not read it again — or null when the event adds no fact (nothing read).
    */
-  async observeIn(tx: LedgerTx, e: ProgressEvent): Promise<void> {
+  async observeIn(tx: LedgerTx, e: ProgressEvent): Promise<number | null> {
     const fact = factOf(e);
-    if (fact === null) return;
+    if (fact === null) return null;
     const added = await tx.run(
       `INSERT INTO agent_progress_facts (run_id, fact, at) VALUES (?, ?, ${this.db.now}) ON CONFLICT DO NOTHING`,
       [e.runId, fact],
     );
-    if (added.changes === 0) return; // a fact the run knew: no progress
-    await tx.run(
-      `INSERT INTO agent_progress_versions (run_id, version) VALUES (?, 1)
-       ON CONFLICT (run_id) DO UPDATE SET version = agent_progress_versions.version + 1`,
-      [e.runId],
-    );
+    // A fact the run knew is no progress: the version stays (read here, in the same unit).
+    const row =
+      added.changes === 0
+        ? await tx.get<{ version: number | string }>(VERSION_SQL, [e.runId])
+        : await tx.get<{ version: number | string }>(
+            `INSERT INTO agent_progress_versions (run_id, version) VALUES (?, 1)
+             ON CONFLICT (run_id) DO UPDATE SET version = agent_progress_versions.version + 1 RETURNING version`,
+            [e.runId],
+          );
+    return Number(row?.version ?? 0);
   }
 
   /** The number of distinct facts the run has learned, kept beside them (never counted here). */
   async version(runId: string): Promise<number> {
     const row = await this.db.unit('read', (tx) =>
-      tx.get<{ version: number | string }>('SELECT version FROM agent_progress_versions WHERE run_id = ?', [
-        runId,
-      ]),
+      tx.get<{ version: number | string }>(VERSION_SQL, [runId]),
     );
     return Number(row?.version ?? 0);
   }
 }
+
+/** A run's progress version, one row (0 when the run has learned nothing yet). */
+const VERSION_SQL = 'SELECT version FROM agent_progress_versions WHERE run_id = ?';
 
 /** Real executions per run and tool, counted by the runtime for any tool (ledger migration 6). */
 export class ToolCounters {

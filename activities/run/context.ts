@@ -106,10 +106,13 @@ export interface CallBookkeeping {
   readonly counts: boolean;
   /** The progress source's facts are in the ledger's database. */
   readonly observes: boolean;
-  /** Writes in `tx` what lives there: the count (when `count`) and `e`'s fact. */
-  write(tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<void>;
-  /** {@link write} as its own unit of work (nothing when there is nothing to write). */
-  alone(e: ProgressEvent, count: boolean): Promise<void>;
+  /**
+   * Writes in `tx` what lives there: the count (when `count`) and `e`'s fact. Answers the run's
+   * progress version as of `tx` when it learned it (the fact was written: `observes`), else null.
+   */
+  write(tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<number | null>;
+  /** {@link write} as its own unit of work (nothing, and null, when there is nothing to write). */
+  alone(e: ProgressEvent, count: boolean): Promise<number | null>;
 }
 
 /** The worker's dependencies, resolved once and shared by every activity. */
@@ -232,9 +235,9 @@ function callBookkeeping(
   const db: LedgerDatabase = ledger.database();
   const needed = (e: ProgressEvent, count: boolean): boolean =>
     (count && counters !== null) || (observed !== null && factOf(e) !== null);
-  const write = async (tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<void> => {
+  const write = async (tx: LedgerTx, e: ProgressEvent, count: boolean): Promise<number | null> => {
     if (count && counters) await counters.countIn(tx, e.runId, e.tool);
-    if (observed) await observed.observeIn(tx, e);
+    return observed ? observed.observeIn(tx, e) : null;
   };
   return {
     counts: counters !== null,
@@ -244,8 +247,8 @@ function callBookkeeping(
       // One transaction (a new fact and the version it bumps go together, on PostgreSQL too).
       // A read's counter and fact guarantee nothing by themselves: committed, not flushed on
       // their own (SqlDurability `unflushed`); a write's are flushed as its ledger's are.
-      if (needed(e, count))
-        await db.unit('transaction', (tx) => write(tx, e, count), e.effect === 'read' ? 'unflushed' : 'full');
+      if (!needed(e, count)) return null;
+      return db.unit('transaction', (tx) => write(tx, e, count), e.effect === 'read' ? 'unflushed' : 'full');
     },
   };
 }

@@ -326,8 +326,12 @@ export function createRunToolActivity(
     });
     // The counter and progress fact of an executed write ride in the ledger's commit.
     const book = ctx.bookkeeping;
+    // The run's version as the commit left it: not read again after it (issue 42).
+    let committedVersion: number | null = null;
     const inCommit = book
-      ? (tx: LedgerTx) => book.write(tx, eventOf(executed ?? { kind: 'SUCCESS' }, 'executed'), true)
+      ? async (tx: LedgerTx) => {
+          committedVersion = await book.write(tx, eventOf(executed ?? { kind: 'SUCCESS' }, 'executed'), true);
+        }
       : undefined;
     const withBook = inCommit ? { ...options, inCommit } : options;
     const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
@@ -340,7 +344,11 @@ export function createRunToolActivity(
       mapped = { ...mapped, result: undeclaredToModel(mapped.result, null) };
     const event = eventOf(mapped.result, mapped.via);
     const joined = inCommit !== undefined && outcome.kind === 'executed';
-    const progressVersion = await afterCall(ctx, tool, event, { count: mapped.via === 'executed', joined });
+    const progressVersion = await afterCall(ctx, tool, event, {
+      count: mapped.via === 'executed',
+      joined,
+      version: committedVersion,
+    });
     return { ...mapped, progressVersion };
   }
 

@@ -69,15 +69,21 @@ export async function afterCall(
   ctx: ActivityContext,
   tool: AnyTool,
   e: ProgressEvent,
-  o: { count: boolean; joined: boolean },
+  o: {
+    count: boolean;
+    joined: boolean;
+    /** The run's version the ledger commit that carried the bookkeeping learned (`joined`). */
+    version?: number | null;
+  },
 ): Promise<number | null> {
   const book = ctx.bookkeeping;
   let count = o.count;
   let observed = false;
+  let known = o.joined ? (o.version ?? null) : null;
   if (book) {
     if (!o.joined) {
       try {
-        await book.alone(e, count);
+        known = await book.alone(e, count);
       } catch (err) {
         // The fact is the progress source's: failing it stops the run (progressAfter's rule).
         if (book.observes) throw progressFailure(err, tool.name);
@@ -88,7 +94,7 @@ export async function afterCall(
     observed = book.observes;
   }
   if (count) await counted(ctx, e.runId, tool.name);
-  return progressAfter(ctx, tool, e, observed);
+  return progressAfter(ctx, tool, e, observed, book?.observes ? known : null);
 }
 
 /** What the progress source is told of an executed read. */
@@ -108,10 +114,15 @@ export async function progressAfter(
   e: ProgressEvent,
   /** The source was told already (its fact rode in the ledger's commit). */
   observed = false,
+  /**
+   * The source's version as the unit that told it answered it (issue 42: not read a second
+   * time); null reads it.
+   */
+  known: number | null = null,
 ): Promise<number | null> {
   try {
     if (!observed) await ctx.progress.observe?.(e);
-    const base = await readVersion(ctx.progress, e.runId, tool.name);
+    const base = known ?? (await readVersion(ctx.progress, e.runId, tool.name));
     if (!tool.progressVersion) return base;
     const own = await tool.progressVersion({ runId: e.runId, base });
     if (own !== null && (typeof own !== 'number' || !Number.isSafeInteger(own) || own < 0))

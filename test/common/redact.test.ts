@@ -12,6 +12,7 @@ import {
   TRUNCATED,
   redact,
   redactText,
+  replaceSecrets,
 } from '../../common/redact';
 import { toStoredError } from '../../storage/ledger/stored-error';
 
@@ -111,6 +112,64 @@ describe('redactText', () => {
       );
     },
   );
+
+  it('skips the patterns only for text none of them can match (its prefilter, issue 42)', () => {
+    // Pieces every pattern needs, in and out of case, mixed with ordinary characters.
+    const pieces = [
+      '-----BEGIN ',
+      'PRIVATE KEY-----',
+      '://',
+      '@',
+      '=',
+      '"',
+      ':',
+      'Authorization',
+      'AUTHORISATION',
+      'proxy-authorization',
+      'Bearer ',
+      'Basic ',
+      'Token ',
+      'Digest ',
+      'eyJ',
+      '.',
+      'sk-',
+      'sk_live_',
+      'rk_test_',
+      'whsec_',
+      'AIza',
+      'xoxb-',
+      'xapp-',
+      'ghp_',
+      'github_pat_',
+      'glpat-',
+      'npm_',
+      'AKIA',
+      'ASIA',
+      'token',
+      'password',
+      'x',
+      'Z',
+      '9',
+      '_',
+      '-',
+      ' ',
+      '\n',
+    ];
+    const text = fc.array(fc.oneof(fc.constantFrom(...pieces), chars(`${B64URL}+/`, 1, 24)), {
+      maxLength: 12,
+    });
+    fc.assert(
+      fc.property(text, (parts) => {
+        const s = parts.join('');
+        expect(redactText(s)).toBe(replaceSecrets(s));
+      }),
+      { numRuns: 3000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80 }), (s) => expect(redactText(s)).toBe(replaceSecrets(s))),
+      { numRuns: 1000 },
+    );
+  });
 
   it('keeps ordinary text intact', () => {
     for (const text of [

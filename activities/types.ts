@@ -111,8 +111,8 @@ export interface RunToolInput {
    * (the workflow no longer sends it, issue 42): the activity computes it from `args`.
    */
   readonly argsHash?: string;
-  /** Script mode: answer with this instead of running a tool (absent or null: run the tool). */
-  readonly fixture?: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
+  /** Script mode: answer with this instead of running a tool. */
+  readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
   /**
    * A scripted run's next planner turn, planned by this activity once the tool has answered
    * (issue 19: no plan task of its own per step). Only a scripted planner's input; the answer

@@ -27,8 +27,6 @@ export const TURN_ARGS = 1;
 export const CANONICAL_ARGS = 2;
 /** The proposal ended with `rejection`, `ledger`, `fixture` and `approval`, all null (left out). */
 export const TRAILING_NULLS = 4;
-/** The turn's `usage` was `{ tokens: 0, costUsd: 0 }` (a scripted turn's; sent as null). */
-export const NO_USAGE = 8;
 
 const NULL_TAIL = ['rejection', 'ledger', 'fixture', 'approval'] as const;
 
@@ -51,13 +49,10 @@ export function leanPrefetchedTurn(out: PlanOutput): PrefetchedTurn {
   const nullTail =
     tail.length === NULL_TAIL.length &&
     NULL_TAIL.every((k, i) => tail[i] === k && (p as unknown as Record<string, unknown>)[k] === null);
-  const u = out.turn.usage as { tokens?: unknown; costUsd?: unknown } | null | undefined;
-  const noUsage = !!u && Object.keys(u).join() === 'tokens,costUsd' && u.tokens === 0 && u.costUsd === 0;
   const shared =
     (JSON.stringify(out.turn.args) === args ? TURN_ARGS : 0) |
     (JSON.stringify(p.canonicalArgs) === JSON.stringify(canonicalize(p.args)) ? CANONICAL_ARGS : 0) |
-    (nullTail ? TRAILING_NULLS : 0) |
-    (noUsage ? NO_USAGE : 0);
+    (nullTail ? TRAILING_NULLS : 0);
   if (shared === 0) return out;
   const proposal: Record<string, unknown> = {};
   for (const k of nullTail ? keys.slice(0, -NULL_TAIL.length) : keys) {
@@ -66,11 +61,7 @@ export function leanPrefetchedTurn(out: PlanOutput): PrefetchedTurn {
   }
   return {
     ...out,
-    turn: {
-      ...out.turn,
-      ...(shared & TURN_ARGS ? { args: null } : {}),
-      ...(shared & NO_USAGE ? { usage: null } : {}),
-    } as PlanOutput['turn'],
+    turn: shared & TURN_ARGS ? { ...out.turn, args: null } : out.turn,
     proposal: proposal as unknown as PlanOutput['proposal'],
     shared,
   };
@@ -88,11 +79,7 @@ export function fullPrefetchedTurn(lean: PrefetchedTurn): PlanOutput {
   };
   return {
     ...out,
-    turn: {
-      ...out.turn,
-      ...(shared & TURN_ARGS ? { args: p.args } : {}),
-      ...(shared & NO_USAGE ? { usage: { tokens: 0, costUsd: 0 } } : {}),
-    } as PlanOutput['turn'],
+    turn: shared & TURN_ARGS ? { ...out.turn, args: p.args } : out.turn,
     proposal,
   };
 }

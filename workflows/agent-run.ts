@@ -21,11 +21,12 @@ import { childEventSignal } from '../common/sub-agents';
 import { conversationQuery, messageUpdate } from '../common/conversation-run';
 import { Conversation } from './conversation';
 import { GuardReason, isBudgetReason, TerminalState, type ToolResult } from '../guard';
+import type { RunToolOutput } from '../activities/types';
 import { runActivities, type RunActivities } from './run-activities';
 import { RunGate } from '../core/gate';
 import type { BeforeOutcome } from '../core/step';
 import { RunState } from './run-state';
-import { RunSteps, type PlanStep, type Proposal, type ToolStep } from './run-steps';
+import { Pending, RunSteps, type PlanStep, type Proposal, type ToolStep } from './run-steps';
 import { lighterInput } from './script-ref';
 import { checkpointOf, publish, statusOf } from './run-views';
 import { finishRun } from './run-end';
@@ -149,7 +150,20 @@ async function loop(l: Loop): Promise<RunResult> {
       continue;
     }
     const next = turn(l);
-    const t = next instanceof Promise ? await next : next;
+    let t = next instanceof Promise ? await next : next;
+    if (t instanceof Pending) {
+      // The tool activity's own promise, awaited here and nowhere else (Pending).
+      const pending = t;
+      let out: RunToolOutput | undefined;
+      let error: unknown;
+      let failed = false;
+      try {
+        out = await pending.promise;
+      } catch (err) {
+        [error, failed] = [err, true];
+      }
+      t = failed ? pending.rejected(error) : pending.resolved(out as RunToolOutput);
+    }
     switch (t.kind) {
       case 'complete':
         return finishRun(run, TerminalState.COMPLETED, t.summary);
@@ -176,13 +190,20 @@ async function loop(l: Loop): Promise<RunResult> {
 }
 
 /**
+ * A turn's outcome, or the tool activity it still waits on with what its answer comes to: the
+ * loop awaits that promise itself (see {@link Pending}).
+ */
+type Turn = TurnOutcome | Pending<RunToolOutput, TurnOutcome>;
+
+/**
  * One turn: the kill switch, the person's turn, plan, then the guarded step (core/step.ts).
- * Synchronous until something must be waited for, and then one continuation: the SDK captures
- * a stack trace for every promise workflow code makes (~50 µs each), so a scripted step that
- * made fifteen now makes four: the activity's own two, one continuation, the loop's await
+ * Synchronous until something must be waited for, and then the tool activity's own promise,
+ * which the loop awaits itself (Pending): the SDK captures a stack trace for every promise
+ * workflow code makes (~50 µs each), so a scripted step that made fifteen now makes about
+ * four — the activity's own two and the loop's await, as a bare Temporal loop does
  * (issue 42; test/workflows/step-promises.test.ts counts them).
  */
-function turn(l: Loop): TurnOutcome | Promise<TurnOutcome> {
+function turn(l: Loop): Turn | Promise<Turn> {
   const { gate, step, replies, conv } = l;
   // A stop to apply or a person's turn: waited for first (awaitedTurn).
   if (gate.stopRequested || conv) return awaitedTurn(l);
@@ -192,7 +213,7 @@ function turn(l: Loop): TurnOutcome | Promise<TurnOutcome> {
 }
 
 /** A turn that may wait before it plans: a stop request to apply, a conversation's person. */
-async function awaitedTurn(l: Loop): Promise<TurnOutcome> {
+async function awaitedTurn(l: Loop): Promise<Turn> {
   const { run, gate, step, replies, conv } = l;
   if (gate.stopRequested && (await gate.applyStopRequest())) return STOP;
   // A conversation hands the turn to the person and waits for their message (issue 33).
@@ -204,7 +225,7 @@ async function awaitedTurn(l: Loop): Promise<TurnOutcome> {
 }
 
 /** The planner's turn taken: a reply, a finish, or a call through the guard and the tool. */
-function proposeAndRun(l: Loop, planned: PlanStep): TurnOutcome | Promise<TurnOutcome> {
+function proposeAndRun(l: Loop, planned: PlanStep): Turn | Promise<Turn> {
   const { input, run, gate, step, replies, conv } = l;
   if (planned.kind === 'stopped') return STOP; // the planner failed, or a budget ceiling before the call
   conv?.planned(planned.finishing ?? null);

@@ -70,6 +70,30 @@ const blockedOf = (p: ProposalInfo): BlockedCall => ({
   args: p.args,
 });
 
+/**
+ * An activity's promise and what its outcome comes to, handed up to the loop that awaits it
+ * once (issue 42): chaining `.then` here would be one more promise per step, and the SDK
+ * captures a stack trace for every promise workflow code makes. `resolved` and `rejected` are
+ * what `.then(resolved, rejected)` would have run.
+ */
+export class Pending<T, R> {
+  constructor(
+    readonly promise: Promise<T>,
+    private readonly onValue: (value: T) => R,
+    private readonly onError: (err: unknown) => R,
+  ) {}
+
+  /** The outcome of a value the promise resolved with. */
+  resolved(value: T): R {
+    return this.onValue(value);
+  }
+
+  /** The outcome of the promise's rejection. */
+  rejected(err: unknown): R {
+    return this.onError(err);
+  }
+}
+
 /** The steps of a turn over one run's state. */
 export class RunSteps {
   /** The planner's memory before this turn: a proposal that does not run is asked again. */
@@ -211,10 +235,15 @@ export class RunSteps {
    * The tool step: a cached return runs nothing, a rejected proposal is its own result,
    * anything else runs as the tool activity. Hands `then` the result and the progress version
    * read from external state (the script's, in fixture mode), or `stopped` on a fault, and
-   * answers what `then` answers: at once when nothing runs, else as the one continuation on the
-   * activity's own promise (issue 42: each promise costs the SDK a stack trace).
+   * answers what `then` answers: at once when nothing runs, else as the activity's own promise
+   * with `then` to apply once it settles ({@link Pending}; issue 42: each promise costs the SDK
+   * a stack trace).
    */
-  execute<R>(x: Proposal, cached: boolean, then: (done: ToolStep) => R): R | Promise<R> {
+  execute<R>(
+    x: Proposal,
+    cached: boolean,
+    then: (done: ToolStep) => R,
+  ): R | Promise<R> | Pending<RunToolOutput, R> {
     const { p } = x;
     const run = this.run;
     const current = run.guard.progressVersion;
@@ -227,7 +256,8 @@ export class RunSteps {
     if (p.rejection) return then({ kind: 'ran', result: p.rejection, progressVersion: current });
     if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) return this.spawn(x, current).then(then);
     // An LLM run's model handles the tool errors its tools did not declare (issue 29).
-    return this.activities.runTool(p, run.toolErrors).then(
+    return new Pending(
+      this.activities.runTool(p, run.toolErrors),
       (out) => then(this.ran(x, out, current)),
       (err: unknown) => then(this.failed(x, err)),
     );

@@ -39,7 +39,7 @@ describe('promises a guarded step makes in workflow code', () => {
     await h?.close();
   });
 
-  it(`a scripted live run of ${STEPS} reads makes at most 6 per step (4.9 here; 15.8 before issue 42), and runs each read once`, async () => {
+  it(`a scripted live run of ${STEPS} reads makes at most 5 per step (3.9 here, the floor's 3.1; 15.8 before issue 42), and runs each read once`, async () => {
     const calls: ScriptCall[] = Array.from({ length: STEPS }, (_, i) => search(`q-${i}`));
     calls.push({ tool: 'complete_task', args: { summary: 'done' } });
     const before = made;
@@ -50,6 +50,6 @@ describe('promises a guarded step makes in workflow code', () => {
     expect(r).toMatchObject({ terminal_state: 'COMPLETED', executed: STEPS + 1 });
     expect(await h.counters(run.workflowId)).toEqual({ search: STEPS, complete_task: 1 });
     expect(perStep).toBeGreaterThan(2); // the hook sees the workflow's promises at all
-    expect(perStep).toBeLessThanOrEqual(6);
+    expect(perStep).toBeLessThanOrEqual(5);
   });
 });

@@ -42,6 +42,7 @@ import {
 import {
   driveUnit,
   exec,
+  isPromiseLike,
   query,
   type MaybePromise,
   type SqlAccess,
@@ -359,11 +360,23 @@ export abstract class SqlLedger<C> implements Ledger {
 
   /** The portable {@link LedgerTx} handed to `commitWith`'s work, on the unit's own connection. */
   private tx(c: C): LedgerTx {
+    // One promise per statement, not an async function's two: a step runs four of them (issue 42).
     return {
-      run: async (sql, params) => ({ changes: await this.exec(c, sql, params ?? []) }),
-      all: async <T>(sql: string, params?: readonly unknown[]) => this.query<T>(c, sql, params ?? []),
-      get: async <T>(sql: string, params?: readonly unknown[]) =>
-        (await this.query<T>(c, sql, params ?? []))[0],
+      run: (sql, params) => answered(this.exec(c, sql, params ?? []), (changes) => ({ changes })),
+      all: <T>(sql: string, params?: readonly unknown[]) =>
+        answered(this.query<T>(c, sql, params ?? []), (rows) => rows),
+      get: <T>(sql: string, params?: readonly unknown[]) =>
+        answered(this.query<T>(c, sql, params ?? []), (rows) => rows[0]),
     };
+  }
+}
+
+/** `f` of a dialect's answer, as a promise whether the dialect answered now (SQLite) or later. */
+function answered<T, R>(value: MaybePromise<T>, f: (v: T) => R): Promise<R> {
+  if (isPromiseLike(value)) return value.then(f);
+  try {
+    return Promise.resolve(f(value));
+  } catch (err) {
+    return Promise.reject(err);
   }
 }

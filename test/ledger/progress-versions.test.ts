@@ -53,6 +53,16 @@ describe.each(backendNames)('progress versions on %s', (backend) => {
     expect(await source.version('run-a')).toBe(await counted('run-a'));
   });
 
+  it('observeIn answers the version its unit leaves, the one version() then reads (not read twice)', async () => {
+    const database = (ledger as SqlLedger<unknown>).database();
+    const inUnit = (e: ProgressEvent) => database.unit('transaction', (tx) => source.observeIn(tx, e));
+    expect(await inUnit(write('run-e', 'k1'))).toBe(1);
+    expect(await inUnit(read('run-e', { n: 1 }))).toBe(2);
+    expect(await inUnit(read('run-e', { n: 1 }))).toBe(2); // known: the version as it stands
+    expect(await inUnit({ ...read('run-e', { n: 2 }), result: { kind: 'RETRYABLE' } })).toBeNull(); // no fact
+    expect(await source.version('run-e')).toBe(2);
+  });
+
   it('rolls the version back with its fact when the transaction carrying them fails', async () => {
     const before = await source.version('run-c');
     const unit = (ledger as SqlLedger<unknown>).database().unit('transaction', async (tx) => {

@@ -64,6 +64,13 @@ const INFLATE_V1 = {
   maxOutputLength: MAX_INFLATED_BYTES,
 } as const;
 
+/**
+ * How many payloads an {@link AesGcmCodec} remembers having encrypted (see its `recent`):
+ * a worker decodes its own step payloads within moments (the tool's input when the activity
+ * task arrives, its result in the next activation); a few hundred cover every step in flight.
+ */
+const RECENT_PAYLOADS = 256;
+
 /** How an {@link AesGcmCodec} writes payloads (it reads every form whatever these say). */
 export interface AesGcmCodecOptions {
   /** Deflate the plaintext when that makes it smaller (default true). */
@@ -105,6 +112,15 @@ export class AesGcmCodec implements PayloadCodec {
     this.compress = options.compress ?? true;
   }
 
+  /**
+   * Payloads this codec encrypted lately, by nonce (issue 42): a worker encrypts a step's tool
+   * input and result and decodes the same bytes moments later (the activity task, the next
+   * activation). A payload whose key id and whole ciphertext are byte for byte one of these is
+   * answered with what was encrypted — exactly what decrypting and inflating it would give —
+   * without the cipher and the inflate. Anything else is decrypted. Oldest out first.
+   */
+  private readonly recent = new Map<string, { keyId: string; data: Uint8Array; payload: Payload }>();
+
   /** Key ids as bytes (metadata and AAD), encoded once per id. */
   private readonly idBytes = new Map<string, Uint8Array>();
 
@@ -130,6 +146,7 @@ export class AesGcmCodec implements PayloadCodec {
     cipher.setAAD(id);
     const plain = this.packed(temporal.api.common.v1.Payload.encode(p).finish());
     const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    this.remember(nonce, { keyId, data, payload: { metadata: { ...p.metadata }, data: p.data } });
     return {
       metadata: {
         encoding: ENCRYPTED_ENCODING_BYTES,
@@ -163,9 +180,24 @@ export class AesGcmCodec implements PayloadCodec {
     }
   }
 
+  private remember(nonce: Uint8Array, entry: { keyId: string; data: Uint8Array; payload: Payload }): void {
+    this.recent.set(Buffer.from(nonce).toString('latin1'), entry);
+    if (this.recent.size > RECENT_PAYLOADS) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /** The payload this codec encrypted as exactly `data` under `keyId`, if it still remembers it. */
+  private encryptedHere(keyId: string, data: Uint8Array): Payload | null {
+    if (data.length < NONCE_BYTES) return null;
+    const hit = this.recent.get(Buffer.from(data.buffer, data.byteOffset, NONCE_BYTES).toString('latin1'));
+    if (!hit || hit.keyId !== keyId || Buffer.compare(hit.data, data) !== 0) return null;
+    return { metadata: { ...hit.payload.metadata }, data: hit.payload.data };
+  }
+
   private decryptOne(p: Payload): Payload {
     const keyId = keyIdOf(p);
     if (!keyId) throw new CodecError(`an encrypted payload has no ${KEY_ID_METADATA} metadata`);
+    const mine = p.data ? this.encryptedHere(keyId, p.data) : null;
+    if (mine) return mine;
     const key = this.ring.key(keyId);
     if (!key) throw new UnknownKeyError(keyId, this.ring.keyIds);
     const data = p.data ?? new Uint8Array();

@@ -289,7 +289,11 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
           // The trace's last word, as an agentRun's status shows it (issue 37: one core).
           (s) => s.waitingForResume && s.lastDecision === 'stop (approval_required)' && s.proposals === 1,
         );
-        await new Promise((r) => setTimeout(r, 1500));
+        // Its wait ran out in the workflow (the timer fired), however late a loaded machine gets there.
+        await waitFor(
+          async () => (await h.fetchHistory()).events ?? [],
+          (events) => events.some((e) => e.timerFiredEventAttributes),
+        );
         const ok = await approveRun(env.client, h.workflowId, {
           ...store,
           key: alice.keyFile,

@@ -146,7 +146,12 @@ export class AesGcmCodec implements PayloadCodec {
     cipher.setAAD(id);
     const plain = this.packed(temporal.api.common.v1.Payload.encode(p).finish());
     const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-    this.remember(nonce, { keyId, data, payload: { metadata: { ...p.metadata }, data: p.data } });
+    // A copy: the caller's bytes may be a view of a buffer it goes on to reuse.
+    this.remember(nonce, {
+      keyId,
+      data,
+      payload: { metadata: { ...p.metadata }, data: p.data ? Uint8Array.from(p.data) : p.data },
+    });
     return {
       metadata: {
         encoding: ENCRYPTED_ENCODING_BYTES,
@@ -190,7 +195,9 @@ export class AesGcmCodec implements PayloadCodec {
     if (data.length < NONCE_BYTES) return null;
     const hit = this.recent.get(Buffer.from(data.buffer, data.byteOffset, NONCE_BYTES).toString('latin1'));
     if (!hit || hit.keyId !== keyId || Buffer.compare(hit.data, data) !== 0) return null;
-    return { metadata: { ...hit.payload.metadata }, data: hit.payload.data };
+    // A copy each time: what the caller does with its bytes must not reach the next decode.
+    const bytes = hit.payload.data;
+    return { metadata: { ...hit.payload.metadata }, data: bytes ? Uint8Array.from(bytes) : bytes };
   }
 
   private decryptOne(p: Payload): Payload {

@@ -38,6 +38,17 @@ it('answers its own recent payloads without the cipher, equal to decrypting them
   expect(plain(elsewhere!)).toEqual(plain(back!));
 });
 
+it('answers with bytes of its own: neither the encoder’s nor a decoder’s changes reach another decode', async () => {
+  const codec = new AesGcmCodec(ring());
+  const original = payload(3);
+  const [sealed] = await codec.encode([original]);
+  original.data!.fill(0); // the caller reuses its buffer
+  const [first] = await codec.decode([sealed!]);
+  expect(plain(first!)).toEqual(plain(payload(3)));
+  first!.data!.fill(0); // a consumer scribbles on what it got
+  expect(plain((await codec.decode([sealed!]))[0]!)).toEqual(plain(payload(3)));
+});
+
 it('decrypts, and so refuses, a remembered ciphertext under another key id or with a bit flipped', async () => {
   const codec = new AesGcmCodec(
     new KeyRing(

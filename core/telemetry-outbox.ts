@@ -37,7 +37,7 @@ export function tellRunEnd(event: RunEndEvent): void {
 }
 
 /** Sends the decisions kept so far as one sink call. */
-export function flushDecisions(): void {
+function flushDecisions(): void {
   if (outbox.length === 0) return;
   const batch = outbox;
   outbox = [];

@@ -9,7 +9,7 @@
  *    workflows are bundled from source — tests, benches, `tsx` workers). Compiled `.js` (the
  *    published package) is not touched.
  */
-import type { BundleOptions } from '@temporalio/worker';
+import type { BundleOptions, WorkerInterceptors } from '@temporalio/worker';
 
 /** The path of the outbox interceptor module (see the module comment). */
 export const TELEMETRY_OUTBOX_MODULE = require.resolve('../core/telemetry-outbox');
@@ -29,6 +29,14 @@ export function es2022Sources(config: WebpackConfig): WebpackConfig {
     if (jsc && jsc.target === 'es2017') jsc.target = 'es2022';
   }
   return config;
+}
+
+/** `interceptors` with the outbox module among their workflow modules (a worker that bundles). */
+export function withOutbox(interceptors: WorkerInterceptors = {}): WorkerInterceptors {
+  return {
+    ...interceptors,
+    workflowModules: [...(interceptors.workflowModules ?? []), TELEMETRY_OUTBOX_MODULE],
+  };
 }
 
 /** What `bundleWorkflowCode` needs besides `workflowsPath` for an agent worker's bundle. */

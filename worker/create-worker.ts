@@ -11,7 +11,7 @@ import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
 import { loadConnectionOptions } from '../connection/env';
 import type { AgentSinks } from '../common/telemetry';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
-import { es2022Sources, TELEMETRY_OUTBOX_MODULE } from './bundle-options';
+import { es2022Sources, withOutbox } from './bundle-options';
 import { RowCodec } from '../storage/row-codec';
 import { DEFAULT_LEDGER_URL, openLedger, type Ledger } from '../storage/ledger';
 import type { ProgressSource } from '../activities/progress';
@@ -238,23 +238,17 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
-    ...(o.workflowBundle
-      ? { workflowBundle: o.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { webpackConfigHook: es2022Sources } }),
-    activities: createActivities({ rows, ...o.deps }),
-    sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     // A bundle the worker builds gets the outbox; a prebuilt one has it when built with
     // AGENT_BUNDLE_OPTIONS (worker/bundle-options.ts), and reports every decision either way.
     ...(o.workflowBundle
-      ? o.interceptors
-        ? { interceptors: o.interceptors }
-        : {}
+      ? { workflowBundle: o.workflowBundle, ...(o.interceptors ? { interceptors: o.interceptors } : {}) }
       : {
-          interceptors: {
-            ...o.interceptors,
-            workflowModules: [...(o.interceptors?.workflowModules ?? []), TELEMETRY_OUTBOX_MODULE],
-          },
+          workflowsPath: WORKFLOWS_PATH,
+          bundlerOptions: { webpackConfigHook: es2022Sources },
+          interceptors: withOutbox(o.interceptors),
         }),
+    activities: createActivities({ rows, ...o.deps }),
+    sinks: { ...o.sinks, ...agentSinks(o.telemetry) },
     dataConverter,
     ...o.tuning,
     ...(o.maxConcurrentActivityTaskExecutions

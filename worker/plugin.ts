@@ -53,7 +53,8 @@ import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
 import { loadConnectionOptions } from '../connection/env';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
-import { agentSinks, TELEMETRY_OUTBOX_MODULE, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
+import { withOutbox } from './bundle-options';
+import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 import { isLedgerWrite, ledgerWrites, type WriteEntry } from '../ai-sdk/ledger-writes';
 import { guardActivities, type GuardActivitiesOptions } from '../ai-sdk/worker-verify';
@@ -161,10 +162,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
       name: AGENT_LOOP_GUARD_PLUGIN_NAME,
       dataConverter: this.dataConverter,
       // The decisions' one sink call per activation (core/telemetry-outbox.ts) in every bundle.
-      workerInterceptors: {
-        ...o.interceptors,
-        workflowModules: [...(o.interceptors?.workflowModules ?? []), TELEMETRY_OUTBOX_MODULE],
-      },
+      workerInterceptors: withOutbox(o.interceptors),
     });
     this.deps = o.deps;
     if (o.aiSdk !== undefined && (o.aiSdk === null || typeof o.aiSdk.ledger?.claim !== 'function'))

@@ -79,19 +79,11 @@ const blockedOf = (p: ProposalInfo): BlockedCall => ({
 export class Pending<T, R> {
   constructor(
     readonly promise: Promise<T>,
-    private readonly onValue: (value: T) => R,
-    private readonly onError: (err: unknown) => R,
+    /** The outcome of a value the promise resolved with. */
+    readonly resolved: (value: T) => R,
+    /** The outcome of the promise's rejection. */
+    readonly rejected: (err: unknown) => R,
   ) {}
-
-  /** The outcome of a value the promise resolved with. */
-  resolved(value: T): R {
-    return this.onValue(value);
-  }
-
-  /** The outcome of the promise's rejection. */
-  rejected(err: unknown): R {
-    return this.onError(err);
-  }
 }
 
 /** The steps of a turn over one run's state. */

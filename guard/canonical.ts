@@ -174,6 +174,13 @@ export function sortKeys(keys: string[]): string[] {
   return keys;
 }
 
+/**
+ * `Math.imul`, looked up once: a hash loop that reads the global `Math` per character runs
+ * ~200x slower where `Math` is not the realm's own (jest's test environment), and no faster
+ * anywhere else.
+ */
+const imul = Math.imul;
+
 const HEX_BYTE: readonly string[] = Array.from(
   { length: 256 },
   (_, i) => (i < 16 ? '0' : '') + i.toString(16),
@@ -198,13 +205,13 @@ export function hash64(text: string): string {
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
+    h1 = imul(h1 ^ ch, 2654435761);
+    h2 = imul(h2 ^ ch, 1597334677);
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
-  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
-  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  h1 = imul(h1 ^ (h1 >>> 16), 2246822507);
+  h1 ^= imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = imul(h2 ^ (h2 >>> 16), 2246822507);
+  h2 ^= imul(h1 ^ (h1 >>> 13), 3266489909);
   return hex32(h2) + hex32(h1);
 }
 
@@ -230,21 +237,21 @@ let lane1 = 0;
 let lane2 = 0;
 
 function feed(code: number): void {
-  lane1 = Math.imul(lane1 ^ code, 2654435761);
-  lane2 = Math.imul(lane2 ^ code, 1597334677);
+  lane1 = imul(lane1 ^ code, 2654435761);
+  lane2 = imul(lane2 ^ code, 1597334677);
 }
 
 function feedText(text: string): void {
   // Lanes in locals for the loop: module-level state would be loaded and stored per char.
   const n = text.length;
-  let a = Math.imul(lane1 ^ (n & 0xffff), 2654435761);
-  let b = Math.imul(lane2 ^ (n & 0xffff), 1597334677);
-  a = Math.imul(a ^ (n >>> 16), 2654435761);
-  b = Math.imul(b ^ (n >>> 16), 1597334677);
+  let a = imul(lane1 ^ (n & 0xffff), 2654435761);
+  let b = imul(lane2 ^ (n & 0xffff), 1597334677);
+  a = imul(a ^ (n >>> 16), 2654435761);
+  b = imul(b ^ (n >>> 16), 1597334677);
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
-    a = Math.imul(a ^ ch, 2654435761);
-    b = Math.imul(b ^ ch, 1597334677);
+    a = imul(a ^ ch, 2654435761);
+    b = imul(b ^ ch, 1597334677);
   }
   lane1 = a;
   lane2 = b;
@@ -329,9 +336,9 @@ export function hashCanonical(value: unknown): string {
   lane1 = 0xdeadbeef;
   lane2 = 0x41c6ce57;
   feedValue(value, false);
-  let h1 = Math.imul(lane1 ^ (lane1 >>> 16), 2246822507);
-  h1 ^= Math.imul(lane2 ^ (lane2 >>> 13), 3266489909);
-  let h2 = Math.imul(lane2 ^ (lane2 >>> 16), 2246822507);
-  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  let h1 = imul(lane1 ^ (lane1 >>> 16), 2246822507);
+  h1 ^= imul(lane2 ^ (lane2 >>> 13), 3266489909);
+  let h2 = imul(lane2 ^ (lane2 >>> 16), 2246822507);
+  h2 ^= imul(h1 ^ (h1 >>> 13), 3266489909);
   return hex32(h2) + hex32(h1);
 }

@@ -43,12 +43,12 @@ export interface WorstCase {
  * tokens than that. The output is at most `maxTokens`, which every request carries.
  */
 export function worstCaseOf(
-  request: readonly unknown[],
+  request: readonly unknown[] | RequestBytes,
   fixedBytes: number,
   maxTokens: number,
   price: ModelPrice | undefined,
 ): WorstCase {
-  const input = Buffer.byteLength(JSON.stringify(request)) + fixedBytes + REQUEST_OVERHEAD_TOKENS;
+  const input = bytesOf(request) + fixedBytes + REQUEST_OVERHEAD_TOKENS;
   const tokens = input + maxTokens;
   if (!price) return { tokens, costUsd: null };
   // The dearest way the input could be billed (a cache write costs more than plain input).
@@ -60,6 +60,23 @@ export function worstCaseOf(
   return { tokens, costUsd: worst };
 }
 
+/**
+ * A request's UTF-8 JSON size, measured once: a turn's call and the final word kept in
+ * reserve are bounded by the same conversation, which can be hundreds of kilobytes.
+ */
+export interface RequestBytes {
+  readonly bytes: number;
+}
+
+/** The UTF-8 size of `request`'s JSON (see {@link RequestBytes}). */
+export function requestBytes(request: readonly unknown[]): RequestBytes {
+  return { bytes: Buffer.byteLength(JSON.stringify(request)) };
+}
+
+function bytesOf(request: readonly unknown[] | RequestBytes): number {
+  return Array.isArray(request) ? requestBytes(request).bytes : (request as RequestBytes).bytes;
+}
+
 /** The bytes of the final word's prompt (its longest reason included), beside the conversation. */
 export const FINAL_WORD_PROMPT_BYTES = Buffer.byteLength(finalWordPrompt('x'.repeat(64)));
 
@@ -69,7 +86,7 @@ export const FINAL_WORD_PROMPT_BYTES = Buffer.byteLength(finalWordPrompt('x'.rep
  * room for it (`facts.reserveFinalWord`) checks each request's worst case plus this one.
  */
 export function finalWordReserve(
-  request: readonly unknown[],
+  request: readonly unknown[] | RequestBytes,
   fixedBytes: number,
   price: ModelPrice | undefined,
 ): WorstCase {
@@ -122,9 +139,10 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
   return async (request, requestMaxTokens): Promise<GatedCall> => {
     // A truncated reply is asked again with a larger limit (llm-common.ts): its worst case is that one's.
     const maxTokens = requestMaxTokens ?? o.maxTokens;
-    const call = worstCaseOf(request, o.fixedBytes, maxTokens, price);
+    const sent = requestBytes(request);
+    const call = worstCaseOf(sent, o.fixedBytes, maxTokens, price);
     // Room kept for the final word that follows a money stop (issue 30): checked with the call.
-    const kept = o.input.facts?.reserveFinalWord ? finalWordReserve(request, o.fixedBytes, price) : null;
+    const kept = o.input.facts?.reserveFinalWord ? finalWordReserve(sent, o.fixedBytes, price) : null;
     const worst: WorstCase = kept
       ? {
           tokens: call.tokens + kept.tokens,

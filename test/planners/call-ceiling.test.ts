@@ -11,6 +11,7 @@ import {
   finalWordReserve,
   finalWordRoomChars,
   REQUEST_OVERHEAD_TOKENS,
+  requestBytes,
   worstCaseOf,
 } from '../../planners/call-ceiling';
 import {
@@ -74,6 +75,14 @@ describe('worstCaseOf', () => {
     expect(wc.tokens).toBe(input + 100);
     expect(wc.costUsd).toBeCloseTo((input * 2 + 100 * 4) / 1e6, 12);
     expect(worstCaseOf(REQUEST, 0, 100, undefined).costUsd).toBeNull();
+  });
+
+  it('answers the same for a request measured once (requestBytes) as for the request itself', () => {
+    const price = { inputPerMTok: 1, outputPerMTok: 4 };
+    const sent = requestBytes(REQUEST);
+    expect(sent.bytes).toBe(BYTES);
+    expect(worstCaseOf(sent, 1000, 100, price)).toEqual(worstCaseOf(REQUEST, 1000, 100, price));
+    expect(finalWordReserve(sent, 7, price)).toEqual(finalWordReserve(REQUEST, 7, price));
   });
 });
 

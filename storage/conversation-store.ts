@@ -66,13 +66,56 @@ function chained(
   return { rows, ref: { conversation, length: position, hash: parent, chars: cum } };
 }
 
-interface ChainRow {
+/** A message's place in its chain, as the tail's walk reads it (its text is read apart). */
+interface ChainLink {
   hash: string;
   parent_hash: string | null;
   position: number | string;
   chars: number | string;
   cum_chars: number | string;
-  message: string;
+}
+
+/** The messages' texts a store keeps in memory by default, in characters (see {@link OpenedMessages}). */
+export const OPENED_MESSAGES_CHARS = 8_000_000;
+
+/** The most messages one query reads by hash (well under SQLite's and PostgreSQL's bind limits). */
+const HASHES_PER_QUERY = 500;
+
+/**
+ * The JSON texts of messages this store opened or wrote lately, by conversation and chain hash,
+ * oldest out first beyond a character budget. A row is immutable (its hash is the chain hash
+ * of its text), so what is kept is what the database holds: a turn reads its tail's links and
+ * opens only the messages it has not seen — the one or two the last turn added — instead of
+ * decrypting and inflating the whole window again (~100 rows of 3 KB at turn 1,000 of
+ * issue 9's run). First in, first out: a conversation's oldest messages are the first to leave
+ * its window too.
+ */
+class OpenedMessages {
+  private readonly texts = new Map<string, string>();
+  private chars = 0;
+
+  constructor(private readonly budgetChars: number) {}
+
+  get(conversation: string, hash: string): string | undefined {
+    return this.texts.get(`${conversation}/${hash}`);
+  }
+
+  set(conversation: string, hash: string, json: string): void {
+    if (json.length > this.budgetChars) return;
+    const key = `${conversation}/${hash}`;
+    const old = this.texts.get(key);
+    if (old !== undefined) {
+      this.texts.delete(key);
+      this.chars -= old.length;
+    }
+    this.texts.set(key, json);
+    this.chars += json.length;
+    for (const [k, v] of this.texts) {
+      if (this.chars <= this.budgetChars) break;
+      this.texts.delete(k);
+      this.chars -= v.length;
+    }
+  }
 }
 
 /** The conversation store over the ledger's database (migration 4). */
@@ -81,10 +124,16 @@ export class ConversationStore implements ConversationAccess {
    * @param rows seals the message column (storage/row-codec.ts): the worker's payload
    *   codec, so a conversation out of history is as encrypted as it was in history
    */
+  private readonly opened: OpenedMessages;
+
   constructor(
     private readonly db: LedgerDatabase,
     private readonly rows: RowCodec = PLAIN_ROWS,
-  ) {}
+    /** The messages' texts kept in memory, in characters ({@link OPENED_MESSAGES_CHARS}; 0: none). */
+    openedChars: number = OPENED_MESSAGES_CHARS,
+  ) {
+    this.opened = new OpenedMessages(openedChars);
+  }
 
   /** The store beside `ledger`, on its connection; null when the ledger is not a SQL ledger. */
   static over(ledger: Ledger, rows: RowCodec = PLAIN_ROWS): ConversationStore | null {
@@ -96,40 +145,73 @@ export class ConversationStore implements ConversationAccess {
     const budget = Math.max(0, Math.floor(maxChars));
     // Walk back from the tip while the messages from the parent to the tip still fit; the
     // tip itself is always read (a caller decides what to do with a message too big alone).
-    const rows = await this.db.unit('read', (tx) =>
-      tx.all<ChainRow>(
-        `WITH RECURSIVE chain(hash, parent_hash, position, chars, cum_chars, message) AS (
-           SELECT hash, parent_hash, position, chars, cum_chars, message FROM agent_conversation
+    // The links only: the texts this store has opened before are not read again.
+    const links = await this.db.unit('read', (tx) =>
+      tx.all<ChainLink>(
+        `WITH RECURSIVE chain(hash, parent_hash, position, chars, cum_chars) AS (
+           SELECT hash, parent_hash, position, chars, cum_chars FROM agent_conversation
             WHERE conversation_id = ? AND hash = ?
            UNION ALL
-           SELECT c.hash, c.parent_hash, c.position, c.chars, c.cum_chars, c.message
+           SELECT c.hash, c.parent_hash, c.position, c.chars, c.cum_chars
              FROM agent_conversation c JOIN chain ON c.hash = chain.parent_hash
             WHERE c.conversation_id = ? AND ? - c.cum_chars + c.chars <= ?
          )
-         SELECT hash, parent_hash, position, chars, cum_chars, message FROM chain ORDER BY position`,
+         SELECT hash, parent_hash, position, chars, cum_chars FROM chain ORDER BY position`,
         [ref.conversation, ref.hash, ref.conversation, ref.chars, budget],
       ),
     );
-    const last = rows[rows.length - 1];
-    if (!last || Number(last.position) !== ref.length - 1) {
-      throw new PlannerProtocolError(
-        `conversation ${ref.conversation} has no message ${ref.length} with hash ${ref.hash.slice(0, 12)}… ` +
-          '(reaped, or a database other than the one this run wrote to)',
-      );
-    }
-    const out: StoredMessage[] = [];
-    for (const r of rows) {
-      const json = await this.rows.open(r.message);
-      out.push({
-        position: Number(r.position),
-        hash: r.hash,
+    const last = links[links.length - 1];
+    if (!last || Number(last.position) !== ref.length - 1) throw this.missing(ref, ref.hash);
+    const texts = await this.texts(
+      ref.conversation,
+      links.map((l) => l.hash),
+    );
+    return links.map((l) => {
+      const json = texts.get(l.hash);
+      // Reaped between the two reads.
+      if (json === undefined) throw this.missing(ref, l.hash);
+      return {
+        position: Number(l.position),
+        hash: l.hash,
         json,
         message: JSON.parse(json) as unknown,
-        parentHash: r.parent_hash,
-        charsBefore: Number(r.cum_chars) - Number(r.chars),
-      });
+        parentHash: l.parent_hash,
+        charsBefore: Number(l.cum_chars) - Number(l.chars),
+      };
+    });
+  }
+
+  /** The JSON texts of `hashes` (of `conversation`): opened before, or read and opened now. */
+  private async texts(conversation: string, hashes: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const unread: string[] = [];
+    for (const h of hashes) {
+      const json = this.opened.get(conversation, h);
+      if (json === undefined) unread.push(h);
+      else out.set(h, json);
+    }
+    for (let i = 0; i < unread.length; i += HASHES_PER_QUERY) {
+      const some = unread.slice(i, i + HASHES_PER_QUERY);
+      const rows = await this.db.unit('read', (tx) =>
+        tx.all<{ hash: string; message: string }>(
+          `SELECT hash, message FROM agent_conversation WHERE conversation_id = ? AND hash IN (${some.map(() => '?').join(', ')})`,
+          [conversation, ...some],
+        ),
+      );
+      for (const r of rows) {
+        const json = await this.rows.open(r.message);
+        this.opened.set(conversation, r.hash, json);
+        out.set(r.hash, json);
+      }
     }
     return out;
+  }
+
+  private missing(ref: ConversationRef, hash: string): PlannerProtocolError {
+    return new PlannerProtocolError(
+      `conversation ${ref.conversation} has no message ${ref.length} with hash ${hash.slice(0, 12)}… ` +
+        '(reaped, or a database other than the one this run wrote to)',
+    );
   }
 
   async append(
@@ -160,6 +242,8 @@ export class ConversationStore implements ConversationAccess {
           );
         }
       });
+      // The texts are what the rows hold (a row already there has the same hash, so the same text).
+      for (const r of chain.rows) this.opened.set(conversation, r.hash, r.json);
     }
     return chain.ref;
   }

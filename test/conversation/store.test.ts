@@ -8,6 +8,9 @@ import { ConversationStore, MemoryConversations, chainHash } from '../../storage
 import type { ConversationAccess } from '../../common/conversation';
 import { emptyRef } from '../../storage/conversation-store';
 import { backendNames, createTestDb, type TestDb } from '../ledger/helpers/backends';
+import type { Payload } from '@temporalio/common';
+import { SqlLedger } from '../../storage/ledger';
+import { RowCodec } from '../../storage/row-codec';
 
 const msg = (i: number, size = 10) => ({
   role: i % 2 === 0 ? 'user' : 'assistant',
@@ -109,5 +112,86 @@ describe.each(cases)('conversation store ($name)', ({ open }) => {
     expect(await s.store.saveTurn('wf-run/1', 'run-e', { turn: 'first' })).toEqual({ turn: 'first' });
     expect(await s.store.saveTurn('wf-run/1', 'run-e', { turn: 'second' })).toEqual({ turn: 'first' });
     expect(await s.store.storedTurn('wf-run/1')).toEqual({ turn: 'first' });
+  });
+});
+
+/**
+ * The texts a store has opened or written are kept (issue 42's long-run CPU): a turn reads its
+ * tail's links and opens only the messages it has not seen. Counted with a row codec that
+ * seals (so every open is a real decryption) and counts its opens.
+ */
+describe.each(backendNames)('conversation store (%s): texts opened once', (name) => {
+  let db: TestDb;
+  let opens = 0;
+  const codec = {
+    encode: async (ps: Payload[]) => ps.map((p) => ({ ...p, data: Buffer.from(p.data ?? []).reverse() })),
+    decode: async (ps: Payload[]) => {
+      opens += ps.length;
+      return ps.map((p) => ({ ...p, data: Buffer.from(p.data ?? []).reverse() }));
+    },
+  };
+  const rows = new RowCodec([codec]);
+  beforeEach(async () => {
+    db = await createTestDb(name);
+    opens = 0;
+  });
+  afterEach(async () => db.cleanup());
+
+  it('a tail opens no text the store wrote or opened before, and reads the same as a cold store', async () => {
+    const ledger = await db.open();
+    const writer = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const ref = await fill(writer, 'run-k', 120, 50);
+    const warm = await writer.tail(ref, 1e9);
+    expect(opens).toBe(0);
+
+    const cold = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const first = await cold.tail(ref, 1e9);
+    expect(opens).toBe(120);
+    expect(first).toEqual(warm);
+    const again = await cold.tail(ref, 1e9);
+    expect(opens).toBe(120);
+    expect(again).toEqual(warm);
+    // Fresh objects every time: a caller changing its messages changes nothing kept.
+    (again[0]!.message as { text: string }).text = 'changed';
+    expect((await cold.tail(ref, 1e9))[0]!.message).toEqual(msg(0, 50));
+
+    // The next turn appends two: the cold store opens those two only.
+    const next = await cold.append('run-k', { hash: ref.hash, position: ref.length, chars: ref.chars }, [
+      msg(120, 50),
+      msg(121, 50),
+    ]);
+    expect((await cold.tail(next, 1e9)).map((m) => m.position)).toEqual(
+      Array.from({ length: 122 }, (_, i) => i),
+    );
+    expect(opens).toBe(120);
+    expect((await writer.tail(next, 1e9)).slice(-2).map((m) => m.message)).toEqual([
+      msg(120, 50),
+      msg(121, 50),
+    ]);
+    expect(opens).toBe(122);
+  });
+
+  it('a store with a small budget keeps only the newest texts and still reads every tail whole', async () => {
+    const ledger = await db.open();
+    const newestTen = Array.from({ length: 10 }, (_, i) => JSON.stringify(msg(30 + i, 50)).length);
+    const small = new ConversationStore(
+      (ledger as SqlLedger).database(),
+      rows,
+      newestTen.reduce((a, n) => a + n, 0),
+    );
+    const ref = await fill(small, 'run-s', 40, 50);
+    const tail = await small.tail(ref, 1e9);
+    expect(tail.map((m) => m.message)).toEqual(Array.from({ length: 40 }, (_, i) => msg(i, 50)));
+    // The ten newest were kept; the thirty before them were opened again.
+    expect(opens).toBe(30);
+  });
+
+  it('a kept text is no answer for a row that is gone: the reaped conversation is refused', async () => {
+    const ledger = await db.open();
+    const store = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const ref = await fill(store, 'run-r', 5);
+    await store.tail(ref, 1e9);
+    await db.exec("DELETE FROM agent_conversation WHERE conversation_id = 'run-r'");
+    await expect(store.tail(ref, 1e9)).rejects.toThrow(/run-r has no message 5/);
   });
 });

@@ -19,8 +19,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { BundleOptions } from '@temporalio/worker';
+import type { BundleOptions, InjectedSinks, ReplayWorkerOptions, WorkerOptions } from '@temporalio/worker';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
+import type { AgentSinks } from '../common/telemetry';
+import { agentSinks, type AgentTelemetry } from '../worker/create-worker';
+import { withOutbox } from '../worker/bundle-options';
 import type { Ledger } from '../storage/ledger';
 import {
   guardActivities,
@@ -48,6 +51,8 @@ export interface OpenAIAgentsGuardPluginOptions extends GuardActivitiesOptions {
   readonly leaseMs?: LedgerWritesOptions['leaseMs'];
   /** The payload codec of the runs (default: codec/load-codec.ts's policy from the environment, agentctl's). */
   readonly dataConverter?: DataConverter;
+  /** Where the runs' decisions and ends go (the `agentTelemetry` sink; default: nowhere). */
+  readonly telemetry?: AgentTelemetry;
 }
 
 /** The plugin's name, as Temporal lists it. */
@@ -55,9 +60,12 @@ export const OPENAI_AGENTS_GUARD_PLUGIN_NAME = 'AgentLoopGuardOpenAIAgentsPlugin
 
 /** The worker side of `guardOpenAIAgent` as one plugin (see the module comment). */
 export class OpenAIAgentsGuardPlugin extends SimplePlugin {
+  /** The `agentTelemetry` sink the guarded workflows report to (without it the SDK logs an error per call). */
+  private readonly sinks: InjectedSinks<AgentSinks>;
+
   constructor(o: OpenAIAgentsGuardPluginOptions) {
     checkOpenAIAgentsVersions();
-    const { ledger, writes, leaseMs, dataConverter, ...verify } = o;
+    const { ledger, writes, leaseMs, dataConverter, telemetry, ...verify } = o;
     super({
       name: OPENAI_AGENTS_GUARD_PLUGIN_NAME,
       activities: {
@@ -68,7 +76,22 @@ export class OpenAIAgentsGuardPlugin extends SimplePlugin {
         ...guardActivities(ledger, verify),
       },
       dataConverter: dataConverter ?? dataConverterOf(loadPayloadCodec(process.env)),
+      // The decisions' one sink call per activation (core/telemetry-outbox.ts), as every agent bundle.
+      workerInterceptors: withOutbox(),
     });
+    this.sinks = agentSinks(telemetry);
+  }
+
+  /** The worker: the activities, the codec, the outbox interceptor and the `agentTelemetry` sink. */
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured = super.configureWorker(options);
+    return { ...configured, sinks: { ...configured.sinks, ...this.sinks } };
+  }
+
+  /** A replay worker: the codec, the outbox interceptor and the `agentTelemetry` sink. */
+  override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    const configured = super.configureReplayWorker(options);
+    return { ...configured, sinks: { ...configured.sinks, ...this.sinks } };
   }
 
   /**

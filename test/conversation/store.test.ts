@@ -139,12 +139,12 @@ describe.each(backendNames)('conversation store (%s): texts opened once', (name)
 
   it('a tail opens no text the store wrote or opened before, and reads the same as a cold store', async () => {
     const ledger = await db.open();
-    const writer = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const writer = new ConversationStore((ledger as SqlLedger<unknown>).database(), rows);
     const ref = await fill(writer, 'run-k', 120, 50);
     const warm = await writer.tail(ref, 1e9);
     expect(opens).toBe(0);
 
-    const cold = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const cold = new ConversationStore((ledger as SqlLedger<unknown>).database(), rows);
     const first = await cold.tail(ref, 1e9);
     expect(opens).toBe(120);
     expect(first).toEqual(warm);
@@ -175,7 +175,7 @@ describe.each(backendNames)('conversation store (%s): texts opened once', (name)
     const ledger = await db.open();
     const newestTen = Array.from({ length: 10 }, (_, i) => JSON.stringify(msg(30 + i, 50)).length);
     const small = new ConversationStore(
-      (ledger as SqlLedger).database(),
+      (ledger as SqlLedger<unknown>).database(),
       rows,
       newestTen.reduce((a, n) => a + n, 0),
     );
@@ -188,7 +188,7 @@ describe.each(backendNames)('conversation store (%s): texts opened once', (name)
 
   it('a kept text is no answer for a row that is gone: the reaped conversation is refused', async () => {
     const ledger = await db.open();
-    const store = new ConversationStore((ledger as SqlLedger).database(), rows);
+    const store = new ConversationStore((ledger as SqlLedger<unknown>).database(), rows);
     const ref = await fill(store, 'run-r', 5);
     await store.tail(ref, 1e9);
     await db.exec("DELETE FROM agent_conversation WHERE conversation_id = 'run-r'");

@@ -53,7 +53,16 @@ type Outcome = {
   lastAgent?: string;
 };
 /** `payVia`: each `pay` activity attempt's answer (`executed`, or `ledger`: nothing ran). */
-type Counts = { lookup_order: number; pay: number; notify: number; paidTo: string[]; payVia: string[] };
+type Counts = {
+  lookup_order: number;
+  pay: number;
+  notify: number;
+  paidTo: string[];
+  payVia: string[];
+  /** What the plugin's `telemetry` heard: each decision (`phase:decision`) and each run's end. */
+  decisions: string[];
+  ends: string[];
+};
 
 const lookup = (orderId: string, callId?: string): ResponsesStep => ({
   call: 'lookup_order',
@@ -108,7 +117,15 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
-    const counts: Counts = { lookup_order: 0, pay: 0, notify: 0, paidTo: [], payVia: [] };
+    const counts: Counts = {
+      lookup_order: 0,
+      pay: 0,
+      notify: 0,
+      paidTo: [],
+      payVia: [],
+      decisions: [],
+      ends: [],
+    };
     const operators = operatorsOf();
     const writes = ledgerWrites(
       ledger,
@@ -156,6 +173,11 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
           operators,
           spendLimits: null,
           dataConverter: testDataConverter(),
+          telemetry: {
+            decision: (e) => counts.decisions.push(`${e.phase}:${e.decision}`),
+            runEnd: (e) => counts.ends.push(e.terminalState),
+            turn: () => undefined,
+          },
         }),
       ],
     });
@@ -182,6 +204,10 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     );
     expect(counts.lookup_order).toBe(2);
     expect(result.executions).toEqual({ lookup_order: 2 });
+    // The plugin registers the agentTelemetry sink: the guard's decisions and the stop reach it.
+    expect(counts.decisions.filter((d) => d === 'before:execute')).toHaveLength(2);
+    expect(counts.decisions).toContain('before:stop');
+    expect(counts.ends).toEqual(['STOPPED_LOOP_GUARD']);
     expect(result.run).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'same_call_repeat',

@@ -31,6 +31,11 @@
  *          chain, and the number of runs in the chain.
  *        --dump: one run of --steps steps per mode; prints its history's bytes by event type and
  *          its fourth step's events (bytes, decoded payloads), and stops: where the bytes go.
+ *        --replay N: after the rounds, each mode's last measured history replayed N times in this
+ *          process (`Worker.runReplayHistory`, the same bundles and converter): the workflow
+ *          side's CPU per step (the workflow code, the SDK's activation and promise bookkeeping,
+ *          the payloads' decoding), without the server, the activities or the machine's load
+ *          between rounds moving it — the figure to compare two trees' workflow code with.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -50,7 +55,7 @@ import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/c
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { defineTool } from '../tools/define-tool';
 import { NO_STORE_TX, type ToolStore } from '../tools/store';
-import { createAgentWorker, openWorkerDeps } from '../worker/create-worker';
+import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-worker';
 import { runBench } from './bench-worker';
 import { createFloorActivities } from './floor-activities';
 import type { FloorRunInput } from './floor-workflow';
@@ -70,6 +75,8 @@ interface Options {
   long: number[];
   /** Print one middle step's history events per mode, sizes and decoded payloads, and stop. */
   dump: boolean;
+  /** Replays of each mode's last measured history (0: none): the workflow side's CPU per step. */
+  replay: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -81,6 +88,7 @@ function parseArgs(argv: string[]): Options {
     json: false,
     long: [],
     dump: false,
+    replay: 0,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -108,6 +116,9 @@ function parseArgs(argv: string[]): Options {
             throw new Error(`--modes: expected some of ${MODES.join(',')}, got ${m}`);
           return m as Mode;
         });
+        break;
+      case '--replay':
+        o.replay = int(flag, value(), 0);
         break;
       case '--long':
         o.long = (value() ?? '').split(',').map((v) => int(flag, v.trim(), 10));
@@ -423,12 +434,16 @@ async function main(): Promise<void> {
     return h;
   }
 
+  /** Each mode's last measured run, for --replay. */
+  const lastRun = new Map<Mode, WorkflowHandle>();
+
   async function measure(mode: Mode, steps: number): Promise<Sample> {
     const th0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const h = await runOnce(mode, steps);
     const ms = performance.now() - t0;
+    lastRun.set(mode, h);
     const cpu = process.cpuUsage(cpu0);
     const th1 = threadCpu();
     const f = historyFigures(await h.fetchHistory());
@@ -479,6 +494,27 @@ async function main(): Promise<void> {
     };
   }
 
+  /** `--replay`: CPU ms per step of replaying `mode`'s last measured history `n` times. */
+  async function replayCpu(mode: Mode, n: number): Promise<number | null> {
+    const h = lastRun.get(mode);
+    if (!h) return null;
+    const history = await h.fetchHistory();
+    const EventType = temporal.api.enums.v1.EventType;
+    const steps = (history.events ?? []).filter(
+      (e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    ).length;
+    const floorMode = mode === 'bare' || mode === 'bare-once';
+    const options = floorMode
+      ? { workflowBundle: bareBundle, dataConverter }
+      : { workflowBundle: productBundle, dataConverter, sinks: agentSinks() };
+    const once = () => Worker.runReplayHistory(options, history);
+    await once();
+    const cpu0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) await once();
+    const cpu = process.cpuUsage(cpu0);
+    return (cpu.user + cpu.system) / 1000 / n / Math.max(1, steps);
+  }
+
   /** `--dump`: one run of `mode`; bytes by event type, and its fourth step's events decoded. */
   async function dumpStep(mode: Mode): Promise<void> {
     const h = await runOnce(mode, Math.max(6, o.steps));
@@ -524,6 +560,7 @@ async function main(): Promise<void> {
   }
 
   const longRows: LongRow[] = [];
+  const replayed = new Map<Mode, number | null>();
   const samples = new Map<Mode, Sample[]>(o.modes.map((m) => [m, []]));
   const fsyncs = new Map<Mode, number>();
   try {
@@ -547,6 +584,13 @@ async function main(): Promise<void> {
       log(
         `long ${n}: ${row.msPerStep.toFixed(2)} ms/step; first ${row.window} ${row.firstMsPerStep.toFixed(2)}, last ${row.window} ${row.lastMsPerStep.toFixed(2)} ms/step; ${row.runs} run(s)`,
       );
+    }
+    if (o.replay > 0) {
+      for (const m of o.modes) {
+        const cpu = await replayCpu(m, o.replay);
+        replayed.set(m, cpu);
+        if (cpu !== null) log(`replay ${m}: ${cpu.toFixed(2)} ms CPU/step`);
+      }
     }
     if (o.fsyncSteps > 0 && o.rounds > 0) {
       for (const m of o.modes) {
@@ -579,6 +623,11 @@ async function main(): Promise<void> {
     if (!sa || !sb) return null;
     return median(sa.map((s, i) => s[k] / sb[i]![k]));
   };
+  const replayRatio = (a: Mode, b: Mode): number | null => {
+    const x = replayed.get(a);
+    const y = replayed.get(b);
+    return x != null && y != null ? x / y : null;
+  };
   const rows = o.modes.map((m) => ({
     mode: m,
     msPerStep: med(m, 'ms'),
@@ -591,6 +640,7 @@ async function main(): Promise<void> {
     scheduledBytes: med(m, 'scheduledBytes'),
     completedBytes: med(m, 'completedBytes'),
     fsyncsPerStep: fsyncs.get(m) ?? null,
+    replayCpuMsPerStep: replayed.get(m) ?? null,
   }));
   const ratios = [
     {
@@ -626,6 +676,16 @@ async function main(): Promise<void> {
       target: 1.1,
       value: ratio('write-wait', 'write', 'ms'),
     },
+    {
+      name: 'workflow side replayed, write / hand-written exactly-once, CPU',
+      target: null,
+      value: replayRatio('write', 'bare-once'),
+    },
+    {
+      name: 'workflow side replayed, read / bare call, CPU',
+      target: null,
+      value: replayRatio('read', 'bare'),
+    },
   ].filter((r) => r.value !== null);
   const load = { start: load0.map((x) => +x.toFixed(2)), end: load1.map((x) => +x.toFixed(2)), cores: 2 };
   if (o.json) {
@@ -639,14 +699,14 @@ async function main(): Promise<void> {
   );
   out.push('');
   out.push(
-    '| mode       | ms/step | CPU ms/step | CPU main / workflow / core | events/step | bytes/step | tool scheduled B | tool completed B | fsyncs/step |',
+    '| mode       | ms/step | CPU ms/step | CPU main / workflow / core | events/step | bytes/step | tool scheduled B | tool completed B | fsyncs/step | replayed CPU ms/step |',
   );
   out.push(
-    '| ---------- | ------: | ----------: | -------------------------: | ----------: | ---------: | ---------------: | ---------------: | ----------: |',
+    '| ---------- | ------: | ----------: | -------------------------: | ----------: | ---------: | ---------------: | ---------------: | ----------: | -------------------: |',
   );
   for (const r of rows) {
     out.push(
-      `| ${r.mode.padEnd(10)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.mainMsPerStep)} / ${f(r.workflowMsPerStep)} / ${f(r.coreMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.scheduledBytes, 0)} | ${f(r.completedBytes, 0)} | ${f(r.fsyncsPerStep)} |`,
+      `| ${r.mode.padEnd(10)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.mainMsPerStep)} / ${f(r.workflowMsPerStep)} / ${f(r.coreMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.scheduledBytes, 0)} | ${f(r.completedBytes, 0)} | ${f(r.fsyncsPerStep)} | ${f(r.replayCpuMsPerStep)} |`,
     );
   }
   out.push('');

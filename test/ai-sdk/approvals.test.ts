@@ -38,6 +38,7 @@ import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { agentSinks } from '../../worker/create-worker';
 
 const call = (name: string, args: unknown) => ({
   tool_calls: [{ name, arguments: JSON.stringify(args) }],
@@ -105,6 +106,8 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
       taskQueue,
       dataConverter: testDataConverter(),
       workflowBundle,
+      // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+      sinks: agentSinks(),
       activities: {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
@@ -249,6 +252,8 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     await Worker.runReplayHistory(
       {
         workflowBundle,
+        // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+        sinks: agentSinks(),
         dataConverter: testDataConverter(),
         plugins: [
           new AiSdkPlugin({

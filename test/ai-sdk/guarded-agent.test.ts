@@ -22,6 +22,7 @@ import { ledgerWrites } from '../../ai-sdk/worker';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { agentSinks } from '../../worker/create-worker';
 
 const call = (name: string, args: unknown) => ({
   tool_calls: [{ name, arguments: JSON.stringify(args) }],
@@ -69,6 +70,8 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
       taskQueue,
       dataConverter: testDataConverter(),
       workflowBundle,
+      // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+      sinks: agentSinks(),
       activities: {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;
@@ -144,6 +147,8 @@ describe('guardAgent on @temporalio/ai-sdk', () => {
     await Worker.runReplayHistory(
       {
         workflowBundle,
+        // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+        sinks: agentSinks(),
         dataConverter: testDataConverter(),
         plugins: [
           new AiSdkPlugin({

@@ -21,6 +21,7 @@ import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { aiSdkTestBed } from './bundle';
+import { agentSinks } from '../../worker/create-worker';
 
 const call = (name: string, args: unknown) => ({
   tool_calls: [{ name, arguments: JSON.stringify(args) }],
@@ -53,6 +54,8 @@ describe('the AI SDK path at parity (one guarded core)', () => {
       taskQueue,
       dataConverter: testDataConverter(),
       workflowBundle: bed.workflowBundle,
+      // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+      sinks: agentSinks(),
       activities: {
         readReport: async () => {
           counts.read_report += 1;

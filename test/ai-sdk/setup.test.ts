@@ -27,6 +27,7 @@ import { OperatorRegistry } from '../../operators/registry';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { agentSinks } from '../../worker/create-worker';
 
 const key = () => randomBytes(32).toString('base64');
 /** The test key ring (AGENT_CODEC_KEYS of temporal-env.ts), agentctl's by default. */
@@ -94,6 +95,8 @@ describe('@temporalio/ai-sdk worker setup: agentctl stop/resume reach it, a code
           }
         : {
             activities: { searchTickets, ...guardActivities(bed.ledger, { operators, spendLimits: null }) },
+            // By hand, the agentTelemetry sink too (docs/ai-sdk.md): the plugin registers it.
+            sinks: agentSinks(),
             plugins: [modelPlugin],
           }),
     });

@@ -23,6 +23,7 @@ import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { agentSinks } from '../../worker/create-worker';
 
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
@@ -56,6 +57,8 @@ describe('guardAgent kill switch on @temporalio/ai-sdk', () => {
       taskQueue,
       dataConverter: testDataConverter(),
       workflowBundle: bed.workflowBundle,
+      // The agentTelemetry sink the guarded core reports to (the plugin registers it in a user's worker).
+      sinks: agentSinks(),
       activities: {
         searchTickets: async (query: string) => {
           counts.search_tickets += 1;

@@ -120,16 +120,17 @@ class OpenedMessages {
 
 /** The conversation store over the ledger's database (migration 4). */
 export class ConversationStore implements ConversationAccess {
+  /** The texts of the messages this store wrote or opened lately. */
+  private readonly opened: OpenedMessages;
+
   /**
    * @param rows seals the message column (storage/row-codec.ts): the worker's payload
    *   codec, so a conversation out of history is as encrypted as it was in history
+   * @param openedChars the messages' texts kept in memory, in characters (0: none)
    */
-  private readonly opened: OpenedMessages;
-
   constructor(
     private readonly db: LedgerDatabase,
     private readonly rows: RowCodec = PLAIN_ROWS,
-    /** The messages' texts kept in memory, in characters ({@link OPENED_MESSAGES_CHARS}; 0: none). */
     openedChars: number = OPENED_MESSAGES_CHARS,
   ) {
     this.opened = new OpenedMessages(openedChars);
@@ -161,7 +162,7 @@ export class ConversationStore implements ConversationAccess {
       ),
     );
     const last = links[links.length - 1];
-    if (!last || Number(last.position) !== ref.length - 1) throw this.missing(ref, ref.hash);
+    if (!last || Number(last.position) !== ref.length - 1) throw this.missing(ref, ref.length, ref.hash);
     const texts = await this.texts(
       ref.conversation,
       links.map((l) => l.hash),
@@ -169,7 +170,7 @@ export class ConversationStore implements ConversationAccess {
     return links.map((l) => {
       const json = texts.get(l.hash);
       // Reaped between the two reads.
-      if (json === undefined) throw this.missing(ref, l.hash);
+      if (json === undefined) throw this.missing(ref, Number(l.position) + 1, l.hash);
       return {
         position: Number(l.position),
         hash: l.hash,
@@ -207,9 +208,10 @@ export class ConversationStore implements ConversationAccess {
     return out;
   }
 
-  private missing(ref: ConversationRef, hash: string): PlannerProtocolError {
+  /** The refusal of a reference whose message `n` (1-based) the database does not hold. */
+  private missing(ref: ConversationRef, n: number, hash: string): PlannerProtocolError {
     return new PlannerProtocolError(
-      `conversation ${ref.conversation} has no message ${ref.length} with hash ${hash.slice(0, 12)}… ` +
+      `conversation ${ref.conversation} has no message ${n} with hash ${hash.slice(0, 12)}… ` +
         '(reaped, or a database other than the one this run wrote to)',
     );
   }

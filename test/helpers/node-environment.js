@@ -17,6 +17,11 @@ const { TestEnvironment } = require('jest-environment-node');
 
 class PlainContextEnvironment extends TestEnvironment {
   constructor(config, context) {
+    // Node before 22.8 has no uncontextified contexts: jest's own environment, as it is.
+    if (vm.constants?.DONT_CONTEXTIFY === undefined) {
+      super(config, context);
+      return;
+    }
     const createContext = vm.createContext;
     // The base constructor builds its context with `vm.createContext(proxy)`: for its duration
     // that call makes an uncontextified one instead (the proxy is not needed by anything else).

@@ -27,7 +27,7 @@ import { classify, GuardedStep, type StepCall } from '../core/step';
 import { checkpointOf, resultOf, statusOf } from '../core/views';
 import { guardActivityProxy, type GuardActivities } from './control';
 import { chargingModel } from './model';
-import { GuardStops } from './stops';
+import { GuardStops, type ModelSpend } from './stops';
 import {
   aiSdkGuardError,
   GUARD_ACTIVITY,
@@ -161,6 +161,14 @@ export class AgentGuard<TOOLS extends ToolSet> {
    */
   stopWith(reason: string, terminalState: TerminalState, unmet: string): void {
     if (!this.run.stopped) this.run.runtimeStop(reason, terminalState, undefined, unmet);
+  }
+
+  /**
+   * The tenant spend gate around a model call, when `spend` is given, for a framework whose
+   * model calls `guard.model(…)` does not wrap (the OpenAI Agents SDK's; ai-sdk/stops.ts).
+   */
+  modelSpend(): ModelSpend | undefined {
+    return this.stops.modelSpend();
   }
 
   /** The worker's `guardActivities` as the core's gate asks them. */

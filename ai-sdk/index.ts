@@ -19,14 +19,12 @@
 import type { ToolSet } from 'ai';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { AgentGuard } from './agent-guard';
+import { spendOptionProblem } from './spend';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
 
 export * from './types';
 /** A tool's PRECONDITION, PENDING, RETRYABLE or FATAL, thrown from its execute (core/step.ts). */
 export { ToolResultError } from '../core/step';
-
-/** A tenant name (common/contracts.ts `tenantSchema`, the key of `AGENT_SPEND_LIMITS`). */
-const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
  * Wraps `tools` with the loop guard and the idempotency ledger (docs/ai-sdk.md). Call it in
@@ -76,20 +74,8 @@ export function guardAgent<TOOLS extends ToolSet>(
   const wait = options.approvalWaitMs;
   if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
     throw aiSdkGuardError('invalid_option', `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`);
-  const spend = options.spend;
-  if (spend !== undefined) {
-    if (typeof spend?.tenant !== 'string' || !TENANT.test(spend.tenant))
-      throw aiSdkGuardError(
-        'invalid_option',
-        `spend.tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit), got ${JSON.stringify(spend?.tenant)}`,
-      );
-    const max = spend.maxOutputTokens;
-    if (max !== undefined && !(Number.isInteger(max) && max > 0))
-      throw aiSdkGuardError(
-        'invalid_option',
-        `spend.maxOutputTokens must be an integer > 0, got ${String(max)}`,
-      );
-  }
+  const spendProblem = spendOptionProblem(options.spend);
+  if (spendProblem) throw aiSdkGuardError('invalid_option', spendProblem);
   if (!inWorkflowContext()) {
     throw aiSdkGuardError(
       'not_in_workflow',

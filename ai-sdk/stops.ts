@@ -10,8 +10,16 @@ import { GuardReason, TerminalState } from '../guard';
 import type { GuardedRun } from '../core/run';
 import type { GuardActivities } from './control';
 import { errorMessage, type CallHooks } from './model';
-import { SpendGate, type SpendReservation } from './spend';
+import { requestBytesOf, SpendGate, type SpendReservation } from './spend';
 import { GUARD_ACTIVITY, type GuardAgentOptions } from './types';
+
+/** The tenant spend gate of one run, framework-neutral (see {@link GuardStops.modelSpend}). */
+export interface ModelSpend {
+  /** Reserves a request of `requestBytes` bytes; null: the run stopped and the model must not be called. */
+  before(model: string, requestBytes: number, maxOutputTokens?: number): Promise<SpendReservation | null>;
+  /** Settles a reservation at the call's usage. */
+  after(r: SpendReservation, inputTokens: number, outputTokens: number): Promise<void>;
+}
 
 export class GuardStops {
   constructor(
@@ -25,17 +33,22 @@ export class GuardStops {
     return this.acts[GUARD_ACTIVITY.callDigest]({ runId: this.run.runId, tool, input });
   }
 
-  /** The tenant spend gate around each model call, when `spend` is given. */
-  spendHooks(): CallHooks<SpendReservation> | undefined {
+  /**
+   * The tenant spend gate around each model call, when `spend` is given, in terms any framework
+   * has (a request's size, token counts): `before` reserves, or stops the run NEEDS_HUMAN
+   * (`spend_limit` on a refusal, `infrastructure_fault` when the store cannot be reached) and
+   * answers null: the model must not be called. `after` settles at the call's usage.
+   */
+  modelSpend(): ModelSpend | undefined {
     const o = this.options.spend;
     if (!o) return undefined;
     const runId = workflowInfo().workflowId;
     const gate = new SpendGate(this.acts, o.tenant, runId, this.options.prices, o.maxOutputTokens ?? 4096);
     return {
-      before: async (modelId, call) => {
+      before: async (model, requestBytes, maxOutputTokens) => {
         let r: SpendReservation;
         try {
-          r = await gate.reserve(modelId, call);
+          r = await gate.reserve(model, requestBytes, maxOutputTokens);
         } catch (err) {
           this.stopBeforeModel(
             GuardReason.INFRASTRUCTURE_FAULT,
@@ -47,7 +60,18 @@ export class GuardStops {
         this.stopBeforeModel(GuardReason.SPEND_LIMIT, r.detail);
         return null;
       },
-      after: (r, usage) => gate.settle(r, usage),
+      after: (r, inputTokens, outputTokens) => gate.settle(r, inputTokens, outputTokens),
+    };
+  }
+
+  /** {@link modelSpend} around an AI SDK model's calls (`guard.model(…)`). */
+  spendHooks(): CallHooks<SpendReservation> | undefined {
+    const spend = this.modelSpend();
+    if (!spend) return undefined;
+    return {
+      before: (modelId, call) =>
+        spend.before(modelId, requestBytesOf([call.prompt, call.tools ?? []]), call.maxOutputTokens),
+      after: (r, usage) => spend.after(r, usage?.inputTokens.total ?? 0, usage?.outputTokens.total ?? 0),
     };
   }
 

@@ -4,7 +4,8 @@
  * kill switch, the views) driven through its public API over a tool set of plain `execute`
  * functions, plus the one thing a framework adapter needs that the AI-SDK-typed API does not
  * expose: stopping the run for a reason the framework itself detected outside any tool call
- * (the OpenAI Agents SDK's max-turns error). Workflow code.
+ * (the OpenAI Agents SDK's max-turns error), and the tenant spend gate for model calls the
+ * framework makes itself. Workflow code.
  *
  * The stop goes through the core's `runtimeStop` (AgentGuard.stopWith), so nothing of the
  * guard is re-implemented here.
@@ -12,6 +13,7 @@
 import type { ToolSet } from 'ai';
 import type { TerminalState } from '../guard';
 import { AgentGuard } from '../ai-sdk/agent-guard';
+import type { ModelSpend } from '../ai-sdk/stops';
 import type { GuardAgentOptions, GuardedAgent, WriteRule } from '../ai-sdk/types';
 
 /** A framework-neutral tool: its input (parsed JSON) and a per-call context in, its result out. */
@@ -25,6 +27,11 @@ export interface GuardHost {
    * StopReport saying `unmet`, as a budget stop of an agentRun (resumable by its lift rule).
    */
   stopWith(reason: string, terminalState: TerminalState, unmet: string): void;
+  /**
+   * The tenant spend gate (options' `spend`) for the framework's model calls: reserve before
+   * each, settle after; absent without `spend`. A refusal stops the run (ai-sdk/stops.ts).
+   */
+  readonly spend: ModelSpend | undefined;
 }
 
 /**
@@ -42,5 +49,6 @@ export function hostGuard(
   return {
     agent: guard.api(),
     stopWith: (reason, terminalState, unmet) => guard.stopWith(reason, terminalState, unmet),
+    spend: guard.modelSpend(),
   };
 }

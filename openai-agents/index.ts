@@ -16,13 +16,19 @@
  * handlers. A write runs as the user's activity wrapped by `ledgerWrites` on the worker, under
  * its operation key. The SDK's extension points carry it: each tool's `invoke` and
  * `needsApproval` are wrapped, the agent's `toolUseBehavior` ends the loop at a stop, the run
- * context's usage is charged to the budgets. Workflow code.
+ * context's usage is charged to the budgets, and with `spend` each model call the runner makes
+ * (its `ActivityBackedModel`, reached through `callModelInputFilter`) is reserved under the
+ * tenant's spend limit first and settled at its usage after. Workflow code.
  */
 // Types only: workflow code gets the SDK from the user's bundle, and `agent-loop-guard` loads no
 // optional peer at load time (test/package/pack.test.ts); its classes are recognised by shape.
 import type {
   Agent,
+  CallModelInputFilter,
   Handoff,
+  Model,
+  ModelRequest,
+  ModelResponse,
   RunState,
   FunctionTool,
   FunctionToolResult,
@@ -33,6 +39,8 @@ import type {
 } from '@openai/agents-core';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { canonicalJson, GuardReason, TerminalState } from '../guard';
+import { requestBytesOf, spendOptionProblem } from '../ai-sdk/spend';
+import type { ModelSpend } from '../ai-sdk/stops';
 import { GUARDED, type StepUsage, type WriteRule } from '../ai-sdk/types';
 import { hostGuard, type GuardHost } from '../core-neutral/guard-host';
 import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
@@ -112,6 +120,8 @@ export function guardOpenAIAgent<TAgent extends AnyAgent>(
       'invalid_option',
       `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`,
     );
+  const spendProblem = spendOptionProblem(options.spend);
+  if (spendProblem) throw openAIGuardError('invalid_option', spendProblem);
   if (!inWorkflowContext())
     throw openAIGuardError(
       'not_in_workflow',
@@ -157,6 +167,10 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
    */
   private readonly sdkApproved = new Map<string, string>();
   private readonly guarded: TAgent;
+  /** The models this guard meters for the tenant spend limit (each once). */
+  private readonly metered = new WeakSet<object>();
+  /** Set when a model call was refused (the run stopped): the SDK's error after it is the stop's. */
+  private refused = false;
 
   constructor(
     agent: TAgent,
@@ -322,13 +336,25 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     options: Parameters<GuardedOpenAIAgent<TAgent>['run']>[2] = {},
   ): ReturnType<GuardedOpenAIAgent<TAgent>['run']> {
     if (isRunState(input)) for (const item of input.getInterruptions()) this.bind(item.rawItem);
+    const spend = this.host.spend;
+    const filter = options.callModelInputFilter;
+    const metering: CallModelInputFilter | undefined = spend
+      ? (args) => {
+          this.meter(args.agent, spend);
+          return filter ? filter(args) : args.modelData;
+        }
+      : filter;
+    this.refused = false;
     let result;
     try {
       result = await runner.run(this.guarded, input as never, {
         ...options,
+        ...(metering ? { callModelInputFilter: metering } : {}),
         runConfig: { traceIncludeSensitiveData: false, ...options.runConfig },
       });
     } catch (err) {
+      // A refused model call answered the guard's note; an agent whose output is not text fails on it.
+      if (this.refused) return null;
       if (!isMaxTurns(err)) throw err;
       this.host.stopWith(
         GuardReason.STEP_BUDGET,
@@ -340,6 +366,69 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     this.charge((result.state as unknown as { _context?: RunContext })._context);
     for (const item of result.interruptions) this.bind(item.rawItem);
     return result as never;
+  }
+
+  /**
+   * The tenant spend limit around `agent`'s model (the runner's `ActivityBackedModel`, once per
+   * model): each call reserved at its worst case first (its instructions, input, tools and
+   * handoffs as UTF-8 JSON, plus its `maxTokens` or `spend.maxOutputTokens`), settled at its
+   * usage after. A refused call (or one after the run stopped) does not reach the model: it
+   * answers the guard's note, so the SDK's loop ends with the run's history, and the StopReport
+   * says NEEDS_HUMAN `spend_limit` (ai-sdk/stops.ts).
+   */
+  private meter(agent: AnyAgent, spend: ModelSpend): void {
+    const model = agent.model as Model | string | undefined;
+    if (typeof model !== 'object' || model === null || typeof model.getResponse !== 'function') {
+      throw openAIGuardError(
+        'invalid_option',
+        `spend: agent ${agent.name}'s model is not one the runner resolved (run it with TemporalOpenAIRunner)`,
+      );
+    }
+    if (this.metered.has(model)) return;
+    this.metered.add(model);
+    const name = (model as { modelName?: unknown }).modelName;
+    const modelName = typeof name === 'string' && name ? name : agent.name;
+    const call = model.getResponse.bind(model);
+    model.getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
+      const bytes = requestBytesOf([
+        request.systemInstructions ?? null,
+        request.input,
+        request.tools ?? [],
+        request.handoffs ?? [],
+      ]);
+      const ticket = this.host.agent.stopped
+        ? null
+        : await spend.before(modelName, bytes, request.modelSettings?.maxTokens ?? undefined);
+      if (ticket === null) return this.refusedResponse();
+      const response = await call(request);
+      await spend.after(ticket, response.usage?.inputTokens ?? 0, response.usage?.outputTokens ?? 0);
+      return response;
+    };
+  }
+
+  /** What a model call the guard did not let through answers: the guard's note, no usage. */
+  private refusedResponse(): ModelResponse {
+    this.refused = true;
+    const reason = this.host.agent.stopped?.reason ?? GuardReason.SPEND_LIMIT;
+    return {
+      usage: {
+        requests: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        totalTokens: 0,
+        inputTokensDetails: [],
+        outputTokensDetails: [],
+      },
+      output: [
+        {
+          type: 'message',
+          id: `agent-loop-guard-${reason}`,
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: `The run was stopped by the loop guard (${reason}).` }],
+        },
+      ],
+    } as unknown as ModelResponse;
   }
 
   private bind(raw: unknown): void {

@@ -37,6 +37,17 @@ export interface OpenAIWriteRule {
 export interface OpenAIGuardOptions extends Omit<GuardAgentOptions, 'writes' | 'spend'> {
   /** Tools that write, each with its operation-key rule (and activity when not the tool's name). */
   readonly writes?: Readonly<Record<string, OpenAIWriteRule>>;
+  /**
+   * Charge the tenant spend limit (the worker's `AGENT_SPEND_LIMITS`, storage/spend) with each
+   * model call `guard.run` makes: reserved at its worst case before the model is called (its
+   * instructions, input, tools and handoffs as UTF-8 JSON + 512 tokens, plus the call's
+   * `maxTokens` or `maxOutputTokens`, default 4096, priced by `prices`), settled at its usage
+   * after. A refusal stops the run NEEDS_HUMAN `spend_limit` and the model is not called (the
+   * SDK's loop ends with the guard's note as its output). Needs `guardActivities` on the worker
+   * (`OpenAIAgentsGuardPlugin` registers them) and `TemporalOpenAIRunner`. Absent: the spend
+   * store is not consulted.
+   */
+  readonly spend?: GuardAgentOptions['spend'];
 }
 
 /** The codes of {@link guardOpenAIAgent}'s refusals (the failure's `type`). */

@@ -85,6 +85,21 @@ describe('guardOpenAIAgent refuses', () => {
     expect(err.message).toMatch(/tool "web_search" of agent "A" is a hosted_tool tool/);
   });
 
+  it('a malformed spend option (the tenant, the output bound), before anything runs', () => {
+    const tenant = refusal(() =>
+      guardOpenAIAgent(agentWith(lookup()), { reads: ['lookup_order'], spend: { tenant: 'a b' } }),
+    );
+    expect(tenant.type).toBe('invalid_option');
+    expect(tenant.message).toMatch(/^spend.tenant must be 1-64 letters/);
+    const max = refusal(() =>
+      guardOpenAIAgent(agentWith(lookup()), {
+        reads: ['lookup_order'],
+        spend: { tenant: 'acme', maxOutputTokens: 0 },
+      }),
+    );
+    expect(max.message).toMatch(/^spend.maxOutputTokens must be an integer > 0, got 0/);
+  });
+
   it('the API used outside workflow code', () => {
     const t = tool({
       name: 'lookup_order',

@@ -26,6 +26,8 @@ import {
 import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { openLedger, type Ledger } from '../../storage/ledger';
+import { raiseSignedFields, raiseSubject, SpendStore, type SpendLimits } from '../../storage/spend';
+import { signRequest } from '../../operators/sign';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
@@ -36,7 +38,9 @@ import type { PaymentsAgentInput } from './workflows/payments-agent';
 const operatorsOf = () =>
   OperatorRegistry.fromFile({
     operators: { alice: { publicKey: alice.publicKey, roles: ['approver'] } },
-    roles: { approver: { lift: ['*'], approve: true, stop: true, raise: { maxTokens: 5000 } } },
+    roles: {
+      approver: { lift: ['*'], approve: true, stop: true, raise: { maxTokens: 5000 }, raiseSpendUsd: 5 },
+    },
   });
 
 /** The guard's plugin as the bundle sees it (its webpack settings; no activities run). */
@@ -114,6 +118,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
     lookupGate: Promise<void> = Promise.resolve(),
+    spendLimits: SpendLimits | null = null,
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
@@ -171,7 +176,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
         new OpenAIAgentsGuardPlugin({
           ledger,
           operators,
-          spendLimits: null,
+          spendLimits,
           dataConverter: testDataConverter(),
           telemetry: {
             decision: (e) => counts.decisions.push(`${e.phase}:${e.decision}`),
@@ -434,5 +439,95 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     ]);
     expect(result.run.terminal_state).toBe('COMPLETED');
     expect(server.requests()).toHaveLength(3);
+  });
+  describe("the tenant's spend limit (spend: { tenant })", () => {
+    /** $10 per million tokens: a reply's 110 tokens cost $0.0011. */
+    const REPLY_USD = 0.0011;
+    const limitsOf = (tenant: string, maxUsd: number): SpendLimits => ({
+      [tenant]: { maxUsd, windowMs: 3_600_000 },
+    });
+
+    it('reserves each model call before it is sent and settles it at its usage', async () => {
+      const tenant = uniqueId('tenant').slice(0, 40);
+      const limits = limitsOf(tenant, 1);
+      const { result, counts, server } = await run(
+        [lookup('A-1'), { text: 'looked it up' }],
+        { spendTenant: tenant },
+        async () => undefined,
+        'ok',
+        Promise.resolve(),
+        limits,
+      );
+      expect(result.run.terminal_state).toBe('COMPLETED');
+      expect(counts.lookup_order).toBe(1);
+      expect(server.requests()).toHaveLength(2);
+      const st = await SpendStore.over(ledger, limits).status(tenant);
+      expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 0 });
+      expect(st.settledUsd).toBeCloseTo(2 * REPLY_USD, 9);
+    });
+
+    it('a call over the cap is not sent: NEEDS_HUMAN spend_limit; after a signed raise, a verified resume runs on', async () => {
+      const tenant = uniqueId('tenant').slice(0, 40);
+      // Below any call's worst case (its request's bytes + 512 tokens + 100 out, at $10/M).
+      const limits = limitsOf(tenant, 0.001);
+      const spend = SpendStore.over(ledger, limits);
+      let requestsAtStop = -1;
+      let lookupsAtStop = -1;
+      const { result, counts, server, history } = await run(
+        [lookup('A-1'), { text: 'looked it up' }],
+        { spendTenant: tenant, resumeAfterStop: true },
+        async (h, counts) => {
+          await waitFor(
+            async () => (await h.query(statusQuery)).terminalState,
+            (t) => t === 'NEEDS_HUMAN',
+          );
+          requestsAtStop = servers[servers.length - 1]!.requests().length;
+          lookupsAtStop = counts.lookup_order;
+          expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'spend_limit' });
+          // No room in the window for the refused call: the resume is refused, saying why.
+          const r = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+          expect(r).toMatchObject({ accepted: false, reason: expect.stringMatching(/raise the cap/) });
+          const id = 'spr_' + uniqueId('raise');
+          await spend.raise({
+            id,
+            tenant,
+            maxUsd: 1,
+            windowMs: 3_600_000,
+            actor: 'alice',
+            reason: 'month end',
+            auth: signRequest(
+              alice.keyFile,
+              'raise_spend',
+              raiseSubject(tenant),
+              raiseSignedFields({ id, actor: 'alice', reason: 'month end', maxUsd: 1, windowMs: 3_600_000 }),
+            ),
+          });
+          const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+          expect(ok).toMatchObject({ accepted: true });
+        },
+        'ok',
+        Promise.resolve(),
+        limits,
+      );
+      // The refused call never reached the model, and no tool ran.
+      expect(requestsAtStop).toBe(0);
+      expect(lookupsAtStop).toBe(0);
+      // After the raise: the lookup and the answer.
+      expect(server.requests()).toHaveLength(2);
+      expect(counts.lookup_order).toBe(1);
+      expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'looked it up' });
+      const st = await spend.status(tenant);
+      expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 1 });
+      expect(st.settledUsd).toBeCloseTo(2 * REPLY_USD, 9);
+      // Deterministic: the metered model, the refusal and the resume replay.
+      await Worker.runReplayHistory(
+        {
+          workflowBundle,
+          dataConverter: testDataConverter(),
+          plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
+        },
+        history,
+      );
+    });
   });
 });

@@ -30,6 +30,8 @@ export interface PaymentsAgentInput {
   readonly doubleGuard?: boolean;
   /** `pay`'s operation key names the order and payee only (so another amount is the same key). */
   readonly keyByOrder?: boolean;
+  /** The tenant whose spend limit each model call is charged to ($10 per million tokens). */
+  readonly spendTenant?: string;
 }
 
 const { notify } = proxyActivities<{ notify(i: { to: string; text: string }): Promise<string> }>({
@@ -115,6 +117,12 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     },
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+    ...(input.spendTenant
+      ? {
+          spend: { tenant: input.spendTenant, maxOutputTokens: 100 },
+          prices: { inputPerMillion: 10, outputPerMillion: 10 },
+        }
+      : {}),
   });
   if (input.doubleGuard) guardOpenAIAgent(guard.agent, { reads: ['lookup_order'] });
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approve

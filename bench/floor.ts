@@ -31,6 +31,10 @@
  *          chain, and the number of runs in the chain.
  *        --dump: one run of --steps steps per mode; prints its history's bytes by event type and
  *          its fourth step's events (bytes, decoded payloads), and stops: where the bytes go.
+ *        --in-place: the main thread's CPU per step measured in the running workers,
+ *          around the activity's function, the SDK's activity task, workflow activation, its trip
+ *          to the workflow thread and its sink-call round trip, and the codec
+ *          (bench/floor-in-place.ts): where the main thread's share of a step goes.
  *        --replay N: after the rounds, each mode's last measured history replayed N times in this
  *          process by one replay worker (`Worker.runReplayHistories`, the same bundles and converter;
  *          the worker's start and its first replay are not counted): the workflow
@@ -58,6 +62,7 @@ import { defineTool } from '../tools/define-tool';
 import { NO_STORE_TX, type ToolStore } from '../tools/store';
 import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-worker';
 import { runBench } from './bench-worker';
+import { installInPlace } from './floor-in-place';
 import { createFloorActivities } from './floor-activities';
 import type { FloorRunInput } from './floor-workflow';
 
@@ -78,6 +83,8 @@ interface Options {
   dump: boolean;
   /** Replays of each mode's last measured history (0: none): the workflow side's CPU per step. */
   replay: number;
+  /** Main-thread CPU of the SDK's and our pieces, measured in place (bench/floor-in-place.ts). */
+  inPlace: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -90,6 +97,7 @@ function parseArgs(argv: string[]): Options {
     long: [],
     dump: false,
     replay: 0,
+    inPlace: false,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -129,6 +137,9 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--dump':
         o.dump = true;
+        break;
+      case '--in-place':
+        o.inPlace = true;
         break;
       default:
         throw new Error(`unknown flag ${a} (see the header of bench/floor.ts)`);
@@ -216,7 +227,9 @@ type ThreadGroup = 'main' | 'workflow' | 'core';
 /**
  * CPU ms so far of this process's threads by group, from /proc (Linux; zeros elsewhere): the
  * main thread (activities, codec, the SDK's JS), the workflow threads (Node worker threads,
- * named `node`, started after the SDK core's first `tokio-*` thread), the core's threads.
+ * named `node` on Node 22 and `WorkerThread` on Node 24, started after the SDK core's first
+ * thread), the core's threads (`tokio-*`, `workflow-proces…`). V8's own threads (GC,
+ * compilers: `node` before the core's on Node 22, `V8Worker` on 24) are in no column.
  */
 function threadCpu(): Record<ThreadGroup, number> {
   const out: Record<ThreadGroup, number> = { main: 0, workflow: 0, core: 0 };
@@ -241,10 +254,10 @@ function threadCpu(): Record<ThreadGroup, number> {
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ms = (Number(f[11]) + Number(f[12])) * tick;
     if (tid === process.pid) out.main += ms;
-    else if (comm.startsWith('tokio')) {
+    else if (comm.startsWith('tokio') || comm.startsWith('workflow-proces')) {
       coreSeen = true;
       out.core += ms;
-    } else if (comm === 'node' && coreSeen) out.workflow += ms;
+    } else if ((comm === 'node' || comm === 'WorkerThread') && coreSeen) out.workflow += ms;
   }
   return out;
 }
@@ -363,6 +376,11 @@ async function main(): Promise<void> {
       ...(process.env.AGENT_CODEC_COMPRESS ? { AGENT_CODEC_COMPRESS: process.env.AGENT_CODEC_COMPRESS } : {}),
     }),
   );
+  // Installed before the workers exist; wraps the SDK's prototypes for this process (Node 24).
+  const inPlace = o.inPlace ? installInPlace() : null;
+  const codec = dataConverter.payloadCodecs?.[0];
+  if (inPlace && codec) inPlace.wrapCodec(codec);
+  const measuredInterceptors = inPlace ? { activity: [inPlace.activityInterceptor] } : undefined;
   const client = new Client({ connection, namespace: 'default', dataConverter });
   const productQueue = `floor-product-${randomUUID()}`;
   const bareQueue = `floor-bare-${randomUUID()}`;
@@ -382,6 +400,7 @@ async function main(): Promise<void> {
     taskQueue: productQueue,
     deps,
     workflowBundle: productBundle,
+    ...(measuredInterceptors ? { interceptors: measuredInterceptors } : {}),
   });
   const bare = await Worker.create({
     connection: native,
@@ -390,6 +409,7 @@ async function main(): Promise<void> {
     dataConverter,
     workflowBundle: bareBundle,
     activities: { floorPlain: floor.floorPlain, floorOnce: floor.floorOnce },
+    ...(measuredInterceptors ? { interceptors: measuredInterceptors } : {}),
   });
   const running = [product.run(), bare.run()];
 
@@ -442,7 +462,9 @@ async function main(): Promise<void> {
     const th0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    const h = await runOnce(mode, steps);
+    inPlace?.setMode(mode);
+    const h = await runOnce(mode, steps).finally(() => inPlace?.setMode(null));
+    inPlace?.addSteps(mode, steps);
     const ms = performance.now() - t0;
     lastRun.set(mode, h);
     const cpu = process.cpuUsage(cpu0);
@@ -732,6 +754,10 @@ async function main(): Promise<void> {
       out.push(
         `| ${l.steps} | ${f(l.msPerStep)} | ${l.window} | ${f(l.firstMsPerStep)} | ${f(l.lastMsPerStep)} | ${f(l.lastMsPerStep / l.firstMsPerStep)}× | ${l.runs} | ${l.afterContinueAsNew.map((x) => `${f(x)}×`).join(' ') || '–'} |`,
       );
+  }
+  if (inPlace) {
+    out.push('');
+    out.push(inPlace.table(o.modes));
   }
   process.stdout.write(`${out.join('\n')}\n`);
 }

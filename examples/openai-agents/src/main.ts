@@ -8,7 +8,9 @@
  *  - lookup: the model repeats a lookup: stopped before the tool's third run (STOPPED_LOOP_GUARD);
  *  - approval: a payment approved with `agentctl approvals approve --resume`, then a twin
  *    (another payee and amount) under the approved call id, and in a second run under a new
- *    call id: each twin waits for its own approval (twin counter 0) and runs once after it.
+ *    call id: each twin waits for its own approval (twin counter 0) and runs once after it;
+ *  - spend: the tenant's cap (AGENT_SPEND_LIMITS) has no room for a model call: the run stops
+ *    NEEDS_HUMAN spend_limit, the model is never asked, `agentctl spend status` shows the refusal.
  * Exits 0 only when all of that is what happened.
  *
  * Environment: TEMPORAL_ADDRESS (default localhost:7233), AGENTCTL (the packaged agentctl), TSX.
@@ -31,6 +33,10 @@ const AGENTCTL = process.env.AGENTCTL ?? join(ROOT, 'node_modules', '.bin', 'age
 // operators file: open mode, any stored approval counts (docs/approvals.md for signed ones).
 process.env.AGENT_CODEC_KEYS = `example:${randomBytes(32).toString('base64')}`;
 process.env.LEDGER_URL = `sqlite:${join(DATA, 'ledger.db')}`;
+// The spend scenario's tenant: a cap below any model call's worst case (the workers read it).
+process.env.AGENT_SPEND_LIMITS = JSON.stringify({
+  'example-tenant': { maxUsd: 0.0001, windowMs: 3_600_000 },
+});
 delete process.env.AGENT_OPERATORS_FILE;
 
 let failed = false;
@@ -153,6 +159,26 @@ async function main(): Promise<void> {
     check(report.code === 0 && /same_call_repeat/.test(report.out), 'agentctl report shows the StopReport');
     const status = agentctl(['status', lookup.workflowId, '--json']);
     check(status.code === 0 && /STOPPED_LOOP_GUARD/.test(status.out), 'agentctl status reads the run');
+
+    console.log("--- spend: the tenant's cap has no room for the model's first call");
+    const lookupsBefore = lines('lookup_order.log').length;
+    const spend = await start('spend', 'spend-model');
+    const capped = (await spend.result()) as Outcome;
+    check(
+      capped.run.terminal_state === 'NEEDS_HUMAN' && capped.run.reason === 'spend_limit',
+      `the run stopped ${capped.run.terminal_state} ${capped.run.reason}`,
+    );
+    check(
+      model.requests('spend-model') === 0 && lines('lookup_order.log').length === lookupsBefore,
+      `the model was not called (${model.requests('spend-model')} requests) and no tool ran`,
+    );
+    const spent = agentctl(['spend', 'status', '--tenant', 'example-tenant', '--json']);
+    const calls =
+      spent.code === 0 ? (JSON.parse(spent.out) as { calls?: { refused?: number } }).calls : undefined;
+    check(
+      calls?.refused === 1,
+      `agentctl spend status: the refused call is on record (${JSON.stringify(calls)})`,
+    );
 
     for (const scenario of ['approval-same-id', 'approval-new-id']) {
       console.log(`--- ${scenario}: an approved payment, then its twin`);

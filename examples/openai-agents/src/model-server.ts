@@ -9,6 +9,8 @@ import { createServer, type Server } from 'node:http';
 type Step = { call: string; args: Record<string, unknown>; callId?: string } | { text: string };
 
 const SCRIPTS: Record<string, Step[]> = {
+  // Never asked: the tenant's cap has no room for its first call.
+  'spend-model': [{ call: 'lookup_order', args: { orderId: 'S-1' } }, { text: 'Order S-1 is unpaid.' }],
   // Repeats one lookup: stopped before the tool's third run.
   'lookup-model': [
     { call: 'lookup_order', args: { orderId: 'A-1' } },

@@ -7,7 +7,8 @@
  * was committed and before the activity reports back: Temporal retries the activity on the next
  * worker, and the ledger answers it without paying again.
  *
- * Environment: TEMPORAL_ADDRESS, MODEL_URL, DATA_DIR, TASK_QUEUE, KILL_AFTER_WRITE.
+ * Environment: TEMPORAL_ADDRESS, MODEL_URL, DATA_DIR, TASK_QUEUE, KILL_AFTER_WRITE,
+ * AGENT_SPEND_LIMITS.
  */
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,8 +53,9 @@ async function main(): Promise<void> {
       new OpenAIAgentsPlugin({
         modelProvider: new OpenAIProvider({ baseURL: process.env.MODEL_URL ?? '', apiKey: 'local' }),
       }),
-      // agent-loop-guard: guardActivities (operators of AGENT_OPERATORS_FILE; none: open mode) and the codec.
-      new OpenAIAgentsGuardPlugin({ ledger, spendLimits: null }),
+      // agent-loop-guard: guardActivities (operators of AGENT_OPERATORS_FILE, none: open mode;
+      // the tenants' spend caps of AGENT_SPEND_LIMITS) and the codec.
+      new OpenAIAgentsGuardPlugin({ ledger }),
     ],
   });
   process.on('SIGTERM', () => worker.shutdown());

@@ -56,6 +56,11 @@ export async function paymentsAgent(input: { prompt: string; model: string }): P
     args: { pay: { nonSemantic: ['requestId'] } }, // the model's own request id is not the operation
     writeActivity: { startToCloseTimeout: '3 seconds' }, // a killed worker's write is retried after this
     approvalWaitMs: 120_000, // then the run stops NEEDS_HUMAN approval_required
+    // In the spend scenario each model call is charged to the tenant's cap on the worker
+    // (AGENT_SPEND_LIMITS) before it is sent; a call the cap has no room for is not sent.
+    ...(input.model.startsWith('spend-')
+      ? { spend: { tenant: 'example-tenant' }, prices: { inputPerMillion: 2.5, outputPerMillion: 10 } }
+      : {}),
   });
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approvals
   const result = await guard.run(new TemporalOpenAIRunner(), input.prompt); // guard

@@ -30,10 +30,9 @@ import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { Context } from '@temporalio/activity';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { openLedger, type Ledger } from '../../storage/ledger';
-import { raiseSignedFields, raiseSubject, SpendStore } from '../../storage/spend';
-import { signRequest } from '../../operators/sign';
+import { SpendStore } from '../../storage/spend';
 import { OperatorRegistry } from '../../operators/registry';
-import { alice, signedGrant } from '../approvals/signing';
+import { alice, signedGrant, signedSpendRaise } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
@@ -429,21 +428,7 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
         const r = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
         expect(r).toMatchObject({ accepted: false, reason: expect.stringMatching(/raise the cap/) });
         // alice raises the tenant's cap (signed, within her role's $5): now the resume is accepted.
-        const id = 'spr_' + uniqueId('raise');
-        await spend.raise({
-          id,
-          tenant,
-          maxUsd: 1,
-          windowMs: 3_600_000,
-          actor: 'alice',
-          reason: 'month end',
-          auth: signRequest(
-            alice.keyFile,
-            'raise_spend',
-            raiseSubject(tenant),
-            raiseSignedFields({ id, actor: 'alice', reason: 'month end', maxUsd: 1, windowMs: 3_600_000 }),
-          ),
-        });
+        await spend.raise(signedSpendRaise(alice.keyFile, tenant, 1));
         const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
         expect(ok).toMatchObject({ accepted: true, reason: expect.stringMatching(/left/) });
       },

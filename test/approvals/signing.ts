@@ -1,11 +1,13 @@
 /**
  * Test helpers for signed approvals: operators (alice may approve, bob may not, eve is
- * unknown), a signed grant as agentctl makes it, and an attacker's edit of a stored row.
+ * unknown), a signed grant and a signed spend raise as agentctl makes them, and an attacker's
+ * edit of a stored row.
  */
 import { randomUUID } from 'node:crypto';
 import { approvalSignedFields, type GrantInput } from '../../storage/approvals';
 import { SqlLedger, type Ledger, type LedgerDatabase } from '../../storage/ledger';
 import { OperatorRegistry } from '../../operators/registry';
+import { raiseSignedFields, raiseSubject, type RaiseInput } from '../../storage/spend';
 import { generateOperatorKey, signRequest, type OperatorKeyFile } from '../../operators/sign';
 
 /** May approve and lift any stop. */
@@ -44,6 +46,32 @@ export function signedGrant(
     ...g,
     actor: key.operator,
     signed: { id, expiresAtMs, auth: signRequest(key, 'approve', g.runId, fields, issuedAtMs) },
+  };
+}
+
+/** A raise of `tenant`'s spend cap signed by `key` the way `agentctl spend raise --key` signs it. */
+export function signedSpendRaise(
+  key: OperatorKeyFile,
+  tenant: string,
+  maxUsd: number,
+  reason = 'month end',
+  windowMs = 3_600_000,
+): RaiseInput {
+  const id = `spr_${randomUUID()}`;
+  const actor = key.operator;
+  return {
+    id,
+    tenant,
+    maxUsd,
+    windowMs,
+    actor,
+    reason,
+    auth: signRequest(
+      key,
+      'raise_spend',
+      raiseSubject(tenant),
+      raiseSignedFields({ id, actor, reason, maxUsd, windowMs }),
+    ),
   };
 }
 

@@ -26,10 +26,9 @@ import {
 import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { openLedger, type Ledger } from '../../storage/ledger';
-import { raiseSignedFields, raiseSubject, SpendStore, type SpendLimits } from '../../storage/spend';
-import { signRequest } from '../../operators/sign';
+import { SpendStore, type SpendLimits } from '../../storage/spend';
 import { OperatorRegistry } from '../../operators/registry';
-import { alice } from '../approvals/signing';
+import { alice, signedSpendRaise } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { startResponsesServer, type ResponsesServer, type ResponsesStep } from './responses-server';
@@ -487,21 +486,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
           // No room in the window for the refused call: the resume is refused, saying why.
           const r = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
           expect(r).toMatchObject({ accepted: false, reason: expect.stringMatching(/raise the cap/) });
-          const id = 'spr_' + uniqueId('raise');
-          await spend.raise({
-            id,
-            tenant,
-            maxUsd: 1,
-            windowMs: 3_600_000,
-            actor: 'alice',
-            reason: 'month end',
-            auth: signRequest(
-              alice.keyFile,
-              'raise_spend',
-              raiseSubject(tenant),
-              raiseSignedFields({ id, actor: 'alice', reason: 'month end', maxUsd: 1, windowMs: 3_600_000 }),
-            ),
-          });
+          await spend.raise(signedSpendRaise(alice.keyFile, tenant, 1));
           const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
           expect(ok).toMatchObject({ accepted: true });
         },

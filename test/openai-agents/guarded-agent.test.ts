@@ -117,7 +117,8 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
     lookupGate: Promise<void> = Promise.resolve(),
-    spendLimits: SpendLimits | null = null,
+    /** The worker's spend caps, and the ledger its guard plugin gets (default the test's). */
+    guardWorker: { spendLimits?: SpendLimits; ledger?: Ledger } = {},
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
@@ -173,9 +174,9 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       plugins: [
         pluginOf(server.baseURL),
         new OpenAIAgentsGuardPlugin({
-          ledger,
+          ledger: guardWorker.ledger ?? ledger,
           operators,
-          spendLimits,
+          spendLimits: guardWorker.spendLimits ?? null,
           dataConverter: testDataConverter(),
           telemetry: {
             decision: (e) => counts.decisions.push(`${e.phase}:${e.decision}`),
@@ -455,7 +456,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
         async () => undefined,
         'ok',
         Promise.resolve(),
-        limits,
+        { spendLimits: limits },
       );
       expect(result.run.terminal_state).toBe('COMPLETED');
       expect(counts.lookup_order).toBe(1);
@@ -492,7 +493,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
         },
         'ok',
         Promise.resolve(),
-        limits,
+        { spendLimits: limits },
       );
       // The refused call never reached the model, and no tool ran.
       expect(requestsAtStop).toBe(0);
@@ -513,6 +514,25 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
         },
         history,
       );
+    });
+
+    it('the spend store unreachable: NEEDS_HUMAN infrastructure_fault, the model not called', async () => {
+      const tenant = uniqueId('tenant').slice(0, 40);
+      // The guard plugin's ledger (where the spend store lives) is closed: every reservation fails.
+      const closed = await openLedger(`sqlite:${join(dir, `closed-${tenant}.db`)}`);
+      await closed.close();
+      const { result, counts, server } = await run(
+        [lookup('A-1'), { text: 'looked it up' }],
+        { spendTenant: tenant },
+        async () => undefined,
+        'ok',
+        Promise.resolve(),
+        { spendLimits: limitsOf(tenant, 1), ledger: closed },
+      );
+      expect(server.requests()).toHaveLength(0);
+      expect(counts.lookup_order).toBe(0);
+      expect(result.run).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'infrastructure_fault' });
+      expect(result.run.report?.unmet_precondition).toMatch(/spend store unavailable/);
     });
   });
 });

@@ -376,7 +376,7 @@ async function main(): Promise<void> {
       ...(process.env.AGENT_CODEC_COMPRESS ? { AGENT_CODEC_COMPRESS: process.env.AGENT_CODEC_COMPRESS } : {}),
     }),
   );
-  // Installed before the workers exist; wraps the SDK's prototypes for this process (Node 24).
+  // Installed before the workers exist; wraps the SDK's prototypes for this process.
   const inPlace = o.inPlace ? installInPlace() : null;
   const codec = dataConverter.payloadCodecs?.[0];
   if (inPlace && codec) inPlace.wrapCodec(codec);

@@ -111,6 +111,17 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Replays a run's history on a replay worker set up as a user's (throws on nondeterminism). */
+  const replays = (history: Parameters<typeof Worker.runReplayHistory>[1]) =>
+    Worker.runReplayHistory(
+      {
+        workflowBundle,
+        dataConverter: testDataConverter(),
+        plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
+      },
+      history,
+    );
+
   async function run(
     script: ResponsesStep[],
     input: Omit<PaymentsAgentInput, 'prompt'> & { workflow?: string },
@@ -228,14 +239,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     });
     expect(report).toEqual(result.run.report);
     // Deterministic: the history replays.
-    await Worker.runReplayHistory(
-      {
-        workflowBundle,
-        dataConverter: testDataConverter(),
-        plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
-      },
-      history,
-    );
+    await replays(history);
   });
 
   it('agentctl stop (the same handlers): the next tool call does not run, the run ends operator_stop', async () => {
@@ -506,14 +510,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 1 });
       expect(st.settledUsd).toBeCloseTo(2 * REPLY_USD, 9);
       // Deterministic: the metered model, the refusal and the resume replay.
-      await Worker.runReplayHistory(
-        {
-          workflowBundle,
-          dataConverter: testDataConverter(),
-          plugins: [pluginOf('http://127.0.0.1:1/v1'), guardBundlePlugin()],
-        },
-        history,
-      );
+      await replays(history);
     });
 
     it('the spend store unreachable: NEEDS_HUMAN infrastructure_fault, the model not called', async () => {

@@ -6,6 +6,7 @@ import type { ModelNudge, PlannerSpec, PlannerTurn, RunFacts } from '../common/p
 import type { ToolResult } from '../guard';
 import type { NormalizedProposal } from '../tools/registry';
 import type { PrefetchedTurn } from '../common/prefetched-turn';
+import type { ResumeObservation } from '../core/resume-note';
 
 /** Input of the `plan` activity. */
 export interface PlanInput {
@@ -43,6 +44,11 @@ export interface PlanInput {
   readonly requestTimeoutMs?: number;
   /** The guard stopped the run: the model's final word, no tool runs (issue 30). */
   readonly finalWord?: { readonly reason: string };
+  /**
+   * A resume was accepted since the model's last turn: what it is told first (who resumed, the
+   * note, what was verified and the fresh result; core/resume-note.ts).
+   */
+  readonly resumeNote?: string;
 }
 
 /** A proposed call, validated and fingerprinted by the activity, with what the ledger knows. */
@@ -177,4 +183,9 @@ export interface VerifyOutput {
   readonly changed: boolean;
   readonly progressVersion: number;
   readonly detail: string;
+  /**
+   * What the check read now, told to the model with the resume (core/resume-note.ts): the
+   * blocked call's fresh result when the check re-ran it. Bounded and redacted by the worker.
+   */
+  readonly observed?: ResumeObservation;
 }

@@ -26,7 +26,8 @@ import { GuardedRun } from '../core/run';
 import { classify, GuardedStep, type StepCall } from '../core/step';
 import { checkpointOf, resultOf, statusOf } from '../core/views';
 import { guardActivityProxy, type GuardActivities } from './control';
-import { chargingModel } from './model';
+import { chargingModel, withResumeNotes } from './model';
+import { withGuardNote } from './tool-output';
 import { GuardStops, type ModelSpend } from './stops';
 import {
   aiSdkGuardError,
@@ -61,20 +62,6 @@ function checkpointOfOption(raw: unknown): Checkpoint | undefined {
     throw aiSdkGuardError('invalid_option', `checkpoint is not a guard checkpoint: ${problems.join('; ')}`);
   }
   return raw as Checkpoint;
-}
-
-/**
- * A tool's result with the guard's `no_progress` note, in a shape that keeps the result as the
- * tool gave it: a plain object gets a `guard` field (the note's text) beside its own fields;
- * anything else (an array, a string, a class instance, an object that has its own `guard`) is
- * wrapped as `{ result, guard }` (docs/ai-sdk.md).
- */
-function withGuardNote(output: unknown, note: string): unknown {
-  if (typeof output === 'object' && output !== null && !Array.isArray(output) && !('guard' in output)) {
-    const proto = Object.getPrototypeOf(output) as unknown;
-    if (proto === Object.prototype || proto === null) return { ...output, guard: note };
-  }
-  return { result: output, guard: note };
 }
 
 /** An AI SDK agent's run: the core's, upserting the search attributes when asked to. */
@@ -164,6 +151,15 @@ export class AgentGuard<TOOLS extends ToolSet> {
   }
 
   /**
+   * `items` (one model request's conversation, as a framework builds it) with the notes of the
+   * accepted resumes at their places (core/resume-note.ts), for a framework whose model calls
+   * `guard.model(…)` does not wrap (the OpenAI Agents SDK's).
+   */
+  weaveResumeNotes<T>(items: readonly T[], asMessage: (text: string) => T): T[] {
+    return this.run.resumeNotes.any ? this.run.resumeNotes.weave(items, asMessage) : [...items];
+  }
+
+  /**
    * The tenant spend gate around a model call, when `spend` is given, for a framework whose
    * model calls `guard.model(…)` does not wrap (the OpenAI Agents SDK's; ai-sdk/stops.ts).
    */
@@ -214,7 +210,12 @@ export class AgentGuard<TOOLS extends ToolSet> {
         return run.stopped;
       },
       model: (m) => {
-        const wrapped = chargingModel(m, (u) => self.stops.charge(u), self.stops.spendHooks());
+        const wrapped = chargingModel(
+          m,
+          (u) => self.stops.charge(u),
+          self.stops.spendHooks(),
+          withResumeNotes(run.resumeNotes),
+        );
         self.modelWrapped = true;
         return wrapped;
       },

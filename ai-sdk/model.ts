@@ -7,10 +7,12 @@ import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
   LanguageModelV4GenerateResult,
+  LanguageModelV4Prompt,
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { ActivityFailure } from '@temporalio/workflow';
+import type { ResumeNotes } from '../core/resume-note';
 import { aiSdkGuardError, GUARDED } from './types';
 
 /**
@@ -29,11 +31,16 @@ const NO_USAGE: LanguageModelV4Usage = {
 };
 const NOT_CALLED = { unified: 'other', raw: 'agent-loop-guard: not called' } as const;
 
-/** `model`, charging each response's usage (`doGenerate`, and `doStream` at its `finish` part). */
+/**
+ * `model`, charging each response's usage (`doGenerate`, and `doStream` at its `finish` part).
+ * `prepare` may change each call's options first (the guard weaves a resume's note into the
+ * prompt: core/resume-note.ts).
+ */
 export function chargingModel<T>(
   model: LanguageModelV4,
   charge: (usage: LanguageModelV4Usage | undefined) => void,
   hooks?: CallHooks<T>,
+  prepare: (o: LanguageModelV4CallOptions) => LanguageModelV4CallOptions = (o) => o,
 ): LanguageModelV4 {
   if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
     throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
@@ -41,7 +48,8 @@ export function chargingModel<T>(
   const wrapped: LanguageModelV4 = Object.create(model) as LanguageModelV4;
   Object.defineProperty(wrapped, GUARDED, { value: true, enumerable: false });
   Object.assign(wrapped, {
-    doGenerate: async (o: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> => {
+    doGenerate: async (given: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> => {
+      const o = prepare(given);
       const ticket = hooks ? await hooks.before(model.modelId, o) : null;
       if (hooks && ticket === null)
         return { content: [], finishReason: NOT_CALLED, usage: NO_USAGE, warnings: [] };
@@ -50,7 +58,8 @@ export function chargingModel<T>(
       if (hooks) await hooks.after(ticket as T, r.usage);
       return r;
     },
-    doStream: async (o: LanguageModelV4CallOptions) => {
+    doStream: async (given: LanguageModelV4CallOptions) => {
+      const o = prepare(given);
       const ticket = hooks ? await hooks.before(model.modelId, o) : null;
       if (hooks && ticket === null) {
         const parts: LanguageModelV4StreamPart[] = [
@@ -87,6 +96,22 @@ export function chargingModel<T>(
   });
   return wrapped;
 }
+
+/**
+ * Each call's options with the notes of the accepted resumes woven into its prompt as user
+ * messages (core/resume-note.ts): a resumed model reads what changed before it goes on.
+ */
+export function withResumeNotes(
+  notes: ResumeNotes,
+): (o: LanguageModelV4CallOptions) => LanguageModelV4CallOptions {
+  return (o) => (notes.any ? { ...o, prompt: notes.weave(o.prompt, userText) } : o);
+}
+
+/** A prompt message of the runtime's own text. */
+const userText = (text: string): LanguageModelV4Prompt[number] => ({
+  role: 'user',
+  content: [{ type: 'text', text }],
+});
 
 /** The innermost message of a failure. */
 export function errorMessage(err: unknown): string {

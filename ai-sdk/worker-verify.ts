@@ -19,6 +19,7 @@ import { sha256ArgsHash, type Ledger } from '../storage/ledger';
 import { raiseVerifier, SpendStore, spendLimitsFromEnv, type SpendLimits } from '../storage/spend';
 import type { SpendReservation } from './spend';
 import type { GuardActivities, GuardVerifyOutput } from './control';
+import { boundedObservation } from '../core/resume-note';
 import { GUARD_ACTIVITY } from './types';
 
 /** The digest an approval binds: SHA-256 of the tool and its canonical input. */
@@ -32,6 +33,20 @@ export function approvalStoreOf(ledger: Ledger, operators: OperatorRegistry): Ap
   return operators.isOpen ? store : store.verifiedBy(approvalVerifier(operators));
 }
 
+/** What a worker's own `verifyPrecondition` answers. */
+export interface PreconditionCheck {
+  /** Whether what stopped the loop no longer holds (the resume is accepted). */
+  readonly changed: boolean;
+  /** What was checked, in words (the resume's answer, the trace, the note to the model). */
+  readonly detail: string;
+  /**
+   * What the check read now (the blocked call's fresh result, say): when the resume is
+   * accepted, the model is told it before its next turn, so it does not act on what it read
+   * before the stop. Redacted and cut at 4,000 characters of JSON.
+   */
+  readonly observed?: unknown;
+}
+
 /** Options of {@link guardActivities}. */
 export interface GuardActivitiesOptions {
   /** Who may resume and approve (default AGENT_OPERATORS_FILE, else open mode). */
@@ -41,7 +56,7 @@ export interface GuardActivitiesOptions {
    * the outside world from the blocked call (`blockedTool`, `blockedArgs`). Without it such a
    * resume is refused: nothing could verify that the next try would differ.
    */
-  readonly verifyPrecondition?: (input: VerifyInput) => Promise<{ changed: boolean; detail: string }>;
+  readonly verifyPrecondition?: (input: VerifyInput) => Promise<PreconditionCheck>;
   /**
    * The tenants' spend caps the agents' model calls are charged to (`guardAgent`'s `spend`),
    * in the ledger's database like an `agentRun` worker's (default AGENT_SPEND_LIMITS; none:
@@ -95,7 +110,9 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
         `nothing on this worker can verify that ${input.reason} no longer holds: give guardActivities a verifyPrecondition`,
       );
     const v = await options.verifyPrecondition(input);
-    return out(v.changed, v.detail);
+    if (!v.changed || v.observed === undefined) return out(v.changed, v.detail);
+    const observed = { tool: null, result: boundedObservation(v.observed) };
+    return { ...out(v.changed, v.detail), observed };
   }
 
   return {

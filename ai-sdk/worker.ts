@@ -16,7 +16,7 @@ export {
   type WriteDefinition,
   type WriteEntry,
 } from './ledger-writes';
-export { guardActivities, type GuardActivitiesOptions } from './worker-verify';
+export { guardActivities, type GuardActivitiesOptions, type PreconditionCheck } from './worker-verify';
 export {
   AgentLoopGuardPlugin,
   type AgentLoopGuardPluginOptions,

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import {
   DEFAULT_TASK_QUEUE,
+  resumeNoteSchema,
   runInputSchema,
   statusQuery,
   WORKFLOW_ID_PREFIX,
@@ -102,12 +103,26 @@ export interface ResumeAgentRunOptions {
   /** Budgets to raise (lifts a budget stop). */
   readonly raise?: BudgetRaise;
   /**
+   * What the model is told with the resume, before its next turn (`agentctl resume --note`):
+   * plain text, at most 2,000 characters, no control characters but newlines and tabs; signed
+   * with the request. A bad note is refused before anything is sent.
+   */
+  readonly note?: string;
+  /**
    * The operator key to sign with, as `agentctl resume --key` signs (default: unsigned, which
    * only a worker in open mode accepts). The actor must be the key's operator (exit 2 otherwise).
    */
   readonly key?: OperatorKeyFile | null;
   /** How long to wait for the worker's answer, ms (default 30 s); then the outcome is `unconfirmed: true`. */
   readonly confirmMs?: number;
+}
+
+/** A resume's note checked as the workflow will check it: bad input says so, nothing is sent. */
+function checkedNote(note: string): string {
+  const parsed = resumeNoteSchema.safeParse(note);
+  if (!parsed.success)
+    throw new CliError(Exit.USAGE, `resume note: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
 }
 
 /**
@@ -131,6 +146,7 @@ export async function resumeAgentRun(
     precondition: o.precondition ?? '',
     requestId: o.requestId ?? randomUUID(),
     ...(o.raise ? { raise: o.raise } : {}),
+    ...(o.note !== undefined ? { note: checkedNote(o.note) } : {}),
   };
   return sendResume(
     handle,

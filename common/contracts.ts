@@ -16,7 +16,6 @@ import {
 } from '../guard';
 
 export type { TracePage, TracePageArgs };
-import { operatorAuthSchema } from './operator-auth';
 import { plannerSpecSchema } from './planner';
 import { subAgentsSchema, treePlaceSchema, type ChildSummary } from './sub-agents';
 import * as conv from './conversation-run';
@@ -28,64 +27,19 @@ export const WORKFLOW_TYPE = 'agentRun';
 /** Prefix of generated workflow ids. */
 export const WORKFLOW_ID_PREFIX = 'agent-run';
 
-/** Budgets an operator may raise on resume. */
-export const budgetRaiseSchema = z
-  .object({
-    maxSteps: z.number().int().positive().optional(),
-    maxMs: z.number().positive().optional(),
-    maxTokens: z.number().positive().optional(),
-    maxCostUsd: z.number().positive().optional(),
-    maxWaitPolls: z.number().int().positive().optional(),
-  })
-  .strict();
-/** Budget raise. */
-export type BudgetRaise = z.output<typeof budgetRaiseSchema>;
-
-/** Payload of the `resume` signal and update. */
-export const resumeRequestSchema = z
-  .object({
-    actor: z.string().min(1, 'actor is required'),
-    reason: z.string().min(1, 'reason is required'),
-    /** What the operator says changed (free text, recorded; the workflow re-verifies it). */
-    precondition: z.string().default(''),
-    requestId: z.string().min(1, 'requestId is required'),
-    raise: budgetRaiseSchema.optional(),
-    /** The operator's signature (required when the worker has operators configured). */
-    auth: operatorAuthSchema.optional(),
-  })
-  .strict();
-/** A resume request. */
-export type ResumeRequest = z.input<typeof resumeRequestSchema>;
-
-/** Payload of the `stop` signal (the kill switch). */
-export const stopRequestSchema = z
-  .object({
-    actor: z.string().min(1, 'actor is required'),
-    reason: z.string().min(1, 'reason is required'),
-    requestId: z.string().min(1, 'requestId is required'),
-    /** The operator's signature (required when the worker has operators configured). */
-    auth: operatorAuthSchema.optional(),
-  })
-  .strict();
-/** A stop request. */
-export type StopRequest = z.input<typeof stopRequestSchema>;
-
-/** The answer to a resume. */
-export interface ResumeAnswer {
-  readonly accepted: boolean;
-  readonly reason: string;
-  readonly progressVersion: number;
-}
-
-/**
- * The answer to a stop (the `stop` update, issue 31): `accepted` when the worker took it (the
- * run stops before its next tool call, or the resume being verified is vetoed), else why not
- * (not authorised, not running, a duplicate request id).
- */
-export interface StopAnswer {
-  readonly accepted: boolean;
-  readonly reason: string;
-}
+export {
+  budgetRaiseSchema,
+  MAX_RESUME_NOTE_CHARS,
+  resumeNoteSchema,
+  resumeRequestSchema,
+  stopRequestSchema,
+  type BudgetRaise,
+  type ResumeAnswer,
+  type ResumeRequest,
+  type StopAnswer,
+  type StopRequest,
+} from './operator-requests';
+import type { ResumeAnswer, ResumeRequest, StopAnswer, StopRequest } from './operator-requests';
 
 /** Per-kind activity timeouts. */
 export const timeoutsSchema = z

@@ -31,6 +31,8 @@ export interface SignedFields {
   readonly reason: string;
   readonly precondition?: string;
   readonly raise?: Record<string, number | undefined>;
+  /** For resumes: the operator's note to the model (what the model is told is signed too). */
+  readonly note?: string;
   /** For approvals: the fingerprint of the call approved, and the stop it is bound to. */
   readonly fingerprint?: string;
   /**
@@ -73,5 +75,6 @@ export function signedPayload(
     // Only when present: resume and stop signatures made before it existed keep verifying.
     ...(fields.expiresAtMs !== undefined ? { expiresAtMs: fields.expiresAtMs } : {}),
     ...(fields.argsHash !== undefined ? { argsHash: fields.argsHash } : {}),
+    ...(fields.note !== undefined ? { note: fields.note } : {}),
   });
 }

@@ -167,6 +167,11 @@ export interface PlannerInput {
    */
   readonly userText?: string | null;
   /**
+   * A resume was accepted since the model's last turn: the runtime's note of who resumed, why,
+   * what was verified and the fresh result (core/resume-note.ts), told before the next request.
+   */
+  readonly resumeNote?: string | null;
+  /**
    * The guard has stopped the run (issue 30): this turn is the model's final word, one request
    * with tool use turned off and a small output limit, asking it to tell its user what it did
    * and what is left. No tool runs after it; its text is the run's `final_message`.

@@ -32,6 +32,8 @@ export interface GuardHost {
    * each, settle after; absent without `spend`. A refusal stops the run (ai-sdk/stops.ts).
    */
   readonly spend: ModelSpend | undefined;
+  /** One model request's items with the accepted resumes' notes woven in (core/resume-note.ts). */
+  weaveResumeNotes<T>(items: readonly T[], asMessage: (text: string) => T): T[];
 }
 
 /**
@@ -50,5 +52,6 @@ export function hostGuard(
     agent: guard.api(),
     stopWith: (reason, terminalState, unmet) => guard.stopWith(reason, terminalState, unmet),
     spend: guard.modelSpend(),
+    weaveResumeNotes: (items, asMessage) => guard.weaveResumeNotes(items, asMessage),
   };
 }

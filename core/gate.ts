@@ -42,6 +42,7 @@ import {
 import { raiseKeyOf } from '../guard';
 import { RESUMABLE } from './phase';
 import { ResumeCheck, type GateActivities } from './resume-check';
+import { resumeNoteText, type ResumeObservation } from './resume-note';
 import type { GuardedRun } from './run';
 
 /** What an engine adds to the gate's wait for a resume (all optional). */
@@ -75,6 +76,8 @@ export class RunGate {
   private hold: StopHold = NO_HOLD;
   /** A resume the verification accepted, taken by {@link waitForResume}. */
   private accepted: ResumeRequest | null = null;
+  /** What that verification read now (the blocked call's fresh result), for the model. */
+  private acceptedObserved: ResumeObservation | null = null;
   /** The answer given to each resume request id (a retried update gets the same answer). */
   private readonly answers = new Map<string, ResumeAnswer>();
   /** Verifies resumes and operator requests (workflows/resume-check.ts). */
@@ -200,6 +203,22 @@ export class RunGate {
     const stopping = lifted ? raiseKeyOf(lifted.reason) : null;
     const raise = stopping && req.raise?.[stopping] !== undefined ? { [stopping]: req.raise[stopping] } : {};
     this.hold = NO_HOLD;
+    if (lifted)
+      // The model is told what changed before its next turn (core/resume-note.ts).
+      this.run.resumeNotes.add(
+        resumeNoteText({
+          actor: req.actor,
+          reason: req.reason,
+          note: req.note,
+          precondition: req.precondition,
+          verified: this.answers.get(req.requestId)?.reason ?? 'accepted',
+          stopReason: lifted.reason,
+          blockedTool: lifted.blockedTool,
+          raised: raise,
+          observed: this.acceptedObserved,
+        }),
+      );
+    this.acceptedObserved = null;
     this.run.lift(raise);
     await this.hooks.onResumed?.();
     return true;
@@ -280,7 +299,10 @@ export class RunGate {
       fingerprint: stop?.report.blocked_call?.fingerprint ?? null,
       args: { actor: req.actor, reason: req.reason, precondition: req.precondition },
     });
-    if (answer.accepted) this.accepted = req;
+    if (answer.accepted) {
+      this.accepted = req;
+      this.acceptedObserved = this.check.observed;
+    }
     run.publish();
     // One audit row per refusal: the verifier's own (an approval it did not find), or the gate's.
     if (!answer.accepted && !audited)

@@ -10,6 +10,7 @@ import type { VerifyOperatorInput } from '../operators/activities';
 import type { ResumeAnswer, resumeRequestSchema } from '../common/contracts';
 import type { OperatorAuth } from '../common/operator-auth';
 import { isBudgetReason, liftRuleOf, raiseKeyOf, raiseLifts, type LoopGuard } from '../guard';
+import type { ResumeObservation } from './resume-note';
 import type { Stop } from './stop';
 
 /**
@@ -69,6 +70,8 @@ export class ResumeCheck {
    * `not approved (<why>): …`. The gate audits every other refusal (exactly one row each).
    */
   auditedByVerifier = false;
+  /** What the last {@link verify} read now (the blocked call's fresh result), for the model. */
+  observed: ResumeObservation | null = null;
 
   constructor(
     private readonly activities: GateActivities,
@@ -92,6 +95,7 @@ export class ResumeCheck {
     guard: LoopGuard,
   ): Promise<ResumeAnswer> {
     this.auditedByVerifier = false;
+    this.observed = null;
     const progressVersion = guard.progressVersion;
     if (liftRuleOf(stop.reason) === 'child')
       // The parent waits on its stopped sub-agent: the child is what a person resumes (§7.14).
@@ -151,6 +155,7 @@ export class ResumeCheck {
         });
         this.auditedByVerifier =
           liftRuleOf(stop.reason) === 'approval' && !v.changed && v.detail.startsWith('not approved (');
+        this.observed = v.changed && v.observed ? v.observed : null;
         return { accepted: v.changed, reason: v.detail, progressVersion: v.progressVersion };
       }
     }
@@ -165,6 +170,7 @@ export class ResumeCheck {
       reason: string;
       precondition?: string;
       raise?: Record<string, number | undefined>;
+      note?: string;
       auth?: OperatorAuth;
     },
     stopReason: string | null,
@@ -180,6 +186,7 @@ export class ResumeCheck {
             reason: req.reason,
             ...(req.precondition !== undefined ? { precondition: req.precondition } : {}),
             ...(req.raise ? { raise: req.raise } : {}),
+            ...(req.note !== undefined ? { note: req.note } : {}),
           },
           auth: req.auth ?? null,
           stopReason,

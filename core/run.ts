@@ -10,6 +10,7 @@ import type { Checkpoint, RunDecision, RunPhase } from '../common/contracts';
 import { redactText } from '../common/redact';
 import { buildStopReport, GuardReason, ruleOf, TerminalState, type LoopGuard } from '../guard';
 import { nextPhase } from './phase';
+import { ResumeNotes } from './resume-note';
 import { approvalStopOf, type ApprovalStop, type BlockedCall, type Stop } from './stop';
 import { tellDecision, tellRunEnd } from './telemetry-outbox';
 import { RunTrace, type TraceFields } from './trace';
@@ -40,6 +41,8 @@ export class GuardedRun {
    * again): the one stop whose approval the next proposal of that call may use.
    */
   approvalStop: ApprovalStop | null;
+  /** What accepted resumes tell the model before its next turn (core/resume-note.ts). */
+  readonly resumeNotes = new ResumeNotes();
   protected phase_: RunPhase;
   protected stop_: Stop | null;
 

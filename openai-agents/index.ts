@@ -338,18 +338,24 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     if (isRunState(input)) for (const item of input.getInterruptions()) this.bind(item.rawItem);
     const spend = this.host.spend;
     const filter = options.callModelInputFilter;
-    const metering: CallModelInputFilter | undefined = spend
-      ? (args) => {
-          this.meter(args.agent, spend);
-          return filter ? filter(args) : args.modelData;
-        }
-      : filter;
+    // Before each model call: its spend metered, and the notes of accepted resumes woven into
+    // its input (core/resume-note.ts), so a resumed model reads what changed. Yours runs after.
+    const metering: CallModelInputFilter = (args) => {
+      if (spend) this.meter(args.agent, spend);
+      const input = this.host.weaveResumeNotes(args.modelData.input, (text) => ({
+        role: 'user' as const,
+        content: text,
+      }));
+      const modelData =
+        input.length === args.modelData.input.length ? args.modelData : { ...args.modelData, input };
+      return filter ? filter({ ...args, modelData }) : modelData;
+    };
     this.refused = false;
     let result;
     try {
       result = await runner.run(this.guarded, input as never, {
         ...options,
-        ...(metering ? { callModelInputFilter: metering } : {}),
+        callModelInputFilter: metering,
         runConfig: { traceIncludeSensitiveData: false, ...options.runConfig },
       });
     } catch (err) {

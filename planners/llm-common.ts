@@ -20,7 +20,8 @@ import {
 } from './errors';
 import { assertRequestRoom, assertTimeForLarger, turnStart } from './turn-policy';
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
-import { nudgeText, type ReplyFinish } from './model-nudge';
+import type { ReplyFinish } from './model-nudge';
+import { appendUserTurn, dropStaleQueue } from './user-turn';
 import {
   type Loaded,
   loadMemory,
@@ -36,6 +37,7 @@ export type { ConversationMemory, ConversationRefMemory, PendingCall } from './l
 export { FINISHING_TOOL, finishOf, nudgeText, type ReplyFinish } from './model-nudge';
 
 export { LLM_PROVIDERS, type LlmProvider } from './llm-memory';
+export { CONTINUE_PROMPT } from './user-turn';
 
 // ---------------------------------------------------------------------------------
 // Tool schemas.
@@ -143,9 +145,6 @@ export interface GatedCall {
  * spec's); throws to refuse it (see {@link TurnOptions.gate}).
  */
 export type RequestGate<M> = (request: readonly M[], maxTokens?: number) => Promise<GatedCall>;
-
-/** Text sent when the planner is asked again after the model already gave its answer. */
-export const CONTINUE_PROMPT = 'Continue working on the goal.';
 
 /**
  * How often a reply cut off by its output-token limit is asked again in the same turn, each
@@ -319,11 +318,9 @@ export async function runTurn<M>(
   });
 
   if (input.finalWord) return finalWord(input, adapter, options, messages, loaded, remember);
+  if (input.resumeNote) dropStaleQueue(adapter, messages, loaded.queue);
   if (isNonEmpty(loaded.queue)) return handOut(loaded.queue, NO_USAGE);
-
-  const last = messages[messages.length - 1];
-  if (last === undefined) messages.push(adapter.userMessage(input.goal));
-  else if (adapter.isAssistant(last)) messages.push(adapter.userMessage(userTurnText(input)));
+  appendUserTurn(adapter, messages, input);
 
   // Every reply's usage is the turn's, a truncated one's included (issue 30).
   let usage: Usage = NO_USAGE;
@@ -437,12 +434,6 @@ async function finalWord<M>(
     turn: { type: 'finish', summary: reply.text, usage: reply.usage, ended: 'text' },
     memory: await remember(null, []),
   };
-}
-
-/** The user message after the model's last reply: the person's (a conversation), a nudge, or continue. */
-function userTurnText(input: PlannerInput): string {
-  if (typeof input.userText === 'string' && input.userText !== '') return input.userText;
-  return input.nudge ? nudgeText(input.nudge, input.tools) : CONTINUE_PROMPT;
 }
 
 function isNonEmpty<T>(items: T[]): items is [T, ...T[]] {

@@ -51,6 +51,8 @@ export interface RunActivities {
     finalWord?: { reason: string },
     /** A conversation: the person's message, the next user turn (issue 33). */
     userText?: string | null,
+    /** What an accepted resume tells the model first (core/resume-note.ts). */
+    resumeNote?: string | null,
   ): Promise<PlanOutput>;
   /**
    * A scripted run's next turn when the last `runTool` already planned it, without a promise
@@ -266,7 +268,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
      * the script index): sending the whole script every turn would make history grow with
      * the square of the script's length.
      */
-    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord, userText) {
+    async planTurn(memory, observation, facts, approvalStopRef, nudge, finalWord, userText, resumeNote) {
       const lifted = liftedOf(approvalStopRef);
       if (planner.kind !== 'scripted') {
         return plan({
@@ -281,6 +283,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
           ...(nudge ? { nudge } : {}),
           ...(finalWord ? { finalWord } : {}),
           ...(typeof userText === 'string' ? { userText } : {}),
+          ...(typeof resumeNote === 'string' ? { resumeNote } : {}),
           requestTimeoutMs: policy.requestMs,
         });
       }

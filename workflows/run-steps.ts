@@ -122,6 +122,8 @@ export class RunSteps {
   async plan(nudge: ModelNudge | null = null, userText: string | null = null): Promise<PlanStep> {
     const run = this.run;
     this.memoryBeforeTurn = run.memory;
+    // An accepted resume's note goes with this turn (core/resume-note.ts); kept if it fails.
+    const resumeNote = run.resumeNotes.take();
     try {
       return this.took(
         await this.activities.planTurn(
@@ -132,9 +134,11 @@ export class RunSteps {
           nudge,
           undefined,
           userText,
+          resumeNote,
         ),
       );
     } catch (err) {
+      if (resumeNote !== null) run.resumeNotes.add(resumeNote);
       if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       // A planner that cannot answer (no key, bad auth, a broken reply, retries exhausted) is
       // a person's problem, not a reason to lose the run: stop with a checkpoint and wait.

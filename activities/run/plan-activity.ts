@@ -232,6 +232,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       facts: input.facts ?? null,
       ...(input.nudge ? { nudge: input.nudge } : {}),
       ...(input.userText !== undefined ? { userText: input.userText } : {}),
+      ...(input.resumeNote ? { resumeNote: input.resumeNote } : {}),
       ...(input.finalWord ? { finalWord: input.finalWord } : {}),
       ...(input.requestTimeoutMs ? { timeoutMs: input.requestTimeoutMs } : {}),
       ...(store ? { conversations: store } : {}),

@@ -5,7 +5,9 @@
  */
 import type { Planner } from '../../common/planner';
 import { isPayloadRef } from '../../common/payload-limits';
-import { redactText } from '../../common/redact';
+import { redact, redactText } from '../../common/redact';
+import { boundedObservation, type ResumeObservation } from '../../core/resume-note';
+import type { ToolResult } from '../../guard';
 import { resolvePayloadRefs } from '../../storage/payloads';
 import { readVersion } from '../progress';
 import type { AnyTool } from '../../tools/define-tool';
@@ -60,13 +62,16 @@ export function createVerifyActivity(ctx: ActivityContext) {
     }
     let now = version;
     let reran = '';
+    let observed: ResumeObservation | undefined;
     if (now <= input.checkpointProgressVersion && tool?.effect === 'read' && progress.observe) {
       // Nothing moved the source yet, and the stop was on a read: reads are safe to repeat, so
-      // run it again and let the source judge its result (new content is progress).
+      // run it again and let the source judge its result (new content is progress). Its result
+      // is what the model is told with the resume: the blocked call's observation.
       const again = await rerunRead(tool, input);
-      if (again !== null) {
-        now = again;
+      if (again !== null && again.progressVersion !== null) {
+        now = again.progressVersion;
         reran = ` (re-ran ${tool.name})`;
+        observed = { tool: tool.name, args: redact(again.args), result: boundedObservation(again.result) };
       }
     }
     const changed = now > input.checkpointProgressVersion;
@@ -76,11 +81,15 @@ export function createVerifyActivity(ctx: ActivityContext) {
       detail: changed
         ? `external state moved from version ${input.checkpointProgressVersion} to ${now}${reran}`
         : `external state unchanged at version ${now}${reran}`,
+      ...(changed && observed ? { observed } : {}),
     };
   }
 
-  /** Runs a stopped read once more for resume verification; its version after, or null if it could not run. */
-  async function rerunRead(tool: AnyTool, input: VerifyInput): Promise<number | null> {
+  /** Runs a stopped read once more for resume verification; its result and version after, or null if it could not run. */
+  async function rerunRead(
+    tool: AnyTool,
+    input: VerifyInput,
+  ): Promise<{ args: unknown; result: ToolResult; progressVersion: number | null } | null> {
     const parsed = tool.schema.safeParse(input.blockedArgs);
     if (!parsed.success) return null;
     const call: RunToolInput = {
@@ -91,7 +100,7 @@ export function createVerifyActivity(ctx: ActivityContext) {
       fingerprint: input.blockedFingerprint ?? '',
       fixture: null,
     };
-    return (await runRead(ctx, tool, call)).progressVersion;
+    return { args: parsed.data, ...(await runRead(ctx, tool, call)) };
   }
 
   /** The run's progress version now (at start, for initialProgressVersion). */

@@ -3,7 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { Command } from 'commander';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import { statusQuery, type BudgetRaise, type ResumeRequest, type RunInput } from '../../common/contracts';
+import {
+  MAX_RESUME_NOTE_CHARS,
+  resumeNoteSchema,
+  statusQuery,
+  type BudgetRaise,
+  type ResumeRequest,
+  type RunInput,
+} from '../../common/contracts';
 import { TerminalState, type BudgetKey } from '../../guard';
 import { signRequest } from '../../operators/sign';
 import type { Connected } from '../connect';
@@ -42,12 +49,21 @@ interface ResumeOpts extends RaiseOpts {
   actor?: string;
   reason?: string;
   precondition?: string;
+  note?: string;
   requestId?: string;
   key?: string;
   wait?: boolean;
   timeout: number;
   confirmTimeout: number;
   json?: boolean;
+}
+
+/** `--note`, checked before anything is sent: a bad note is bad input (exit 2), nothing runs. */
+function resumeNoteOf(text: string): string {
+  const parsed = resumeNoteSchema.safeParse(text);
+  if (!parsed.success)
+    throw new CliError(Exit.USAGE, `--note: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
 }
 
 /** Budgets a resume may raise, in the order `resume --help` lists them. */
@@ -175,6 +191,10 @@ export function resumeCommand(ctx: Ctx): Command {
     .option('--actor <name>', 'who resumes (default $USER)')
     .option('--reason <text>', 'why (recorded in the trace)', 'operator resume')
     .option('--precondition <text>', 'what changed (recorded; the workflow re-verifies it)', '')
+    .option(
+      '--note <text>',
+      `what the model is told with the resume, before its next turn (signed; at most ${MAX_RESUME_NOTE_CHARS} characters)`,
+    )
     .option('--request-id <id>', 'idempotency id of this request (default random)')
     .option('--key <file>', 'operator key file to sign with (default AGENT_OPERATOR_KEY_FILE)');
   for (const key of RAISABLE) cmd.addOption(budgetOption(key, 'raise'));
@@ -200,6 +220,7 @@ export function resumeCommand(ctx: Ctx): Command {
         precondition: o.precondition ?? '',
         requestId: o.requestId ?? randomUUID(),
         ...(raise ? { raise } : {}),
+        ...(o.note !== undefined ? { note: resumeNoteOf(o.note) } : {}),
       };
       const c = await ctx.connect();
       let handle: WorkflowHandle;

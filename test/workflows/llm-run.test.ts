@@ -87,11 +87,11 @@ describe('a durable run with the Anthropic planner', () => {
     expect(JSON.stringify(result)).not.toContain(KEY);
   });
 
-  it('resumes a stopped LLM run with the conversation intact: the model is asked again, not told why it was refused', async () => {
+  it('resumes a stopped LLM run with the conversation intact, and tells the model what changed first', async () => {
     const run = await h.start({
       goal: 'keep researching',
       planner: PLANNER,
-      // Without steering: this is about what a resumed model is (not) told.
+      // Without steering: the stop itself is what the model learns of, with the resume.
       guard: { steerLimit: 0 },
       resumeWindowMs: 60_000,
     });
@@ -100,11 +100,25 @@ describe('a durable run with the Anthropic planner', () => {
       (s) => s.waitingForResume,
     );
     const requestsBefore = server.messageRequests().length;
+    // Nothing changed yet: refused, and the model is not asked.
+    const refused = await run.handle.executeUpdate(resumeUpdate, {
+      args: [{ actor: 'ops', reason: 'try again', requestId: 'resume-llm-0' }],
+    });
+    expect(refused.accepted).toBe(false);
     await h.deps.world.addDoc('doc-llm-1', 'temporal', 'Temporal replays history', 'New fact for the model.');
     const answer = await run.handle.executeUpdate(resumeUpdate, {
-      args: [{ actor: 'ops', reason: 'new docs indexed', requestId: 'resume-llm' }],
+      args: [
+        {
+          actor: 'ops',
+          reason: 'new docs indexed',
+          requestId: 'resume-llm',
+          note: 'Use the new document; the older results are stale.',
+        },
+      ],
     });
     expect(answer.accepted).toBe(true);
+    // The demo world's version moved: verified without running the search again.
+    expect(answer.reason).toMatch(/external state moved/);
     // The model loops again and the guard stops it again, two searches later.
     await waitFor(
       () => run.handle.query(statusQuery),
@@ -112,10 +126,21 @@ describe('a durable run with the Anthropic planner', () => {
     );
     expect(await h.counters(run.workflowId)).toEqual({ search: 4 });
     // Every request after the resume is well-formed for the API (the server rejects a
-    // tool_use without its tool_result), and no request carries the guard's refusal.
+    // tool_use without its tool_result); the first one ends with the resume's note: who, why,
+    // the operator's note, what was verified, and that what it read before may be stale.
     const after = server.messageRequests().slice(requestsBefore);
     expect(after.length).toBeGreaterThanOrEqual(2);
-    expect(JSON.stringify(after.map((r) => r.body))).not.toMatch(/same_call_repeat|STOPPED_LOOP_GUARD/);
+    const first = after[0] as { messages: { role: string; content: unknown }[] };
+    const last = first.messages[first.messages.length - 1]!;
+    expect(last.role).toBe('user');
+    const told = JSON.stringify(last.content);
+    expect(told).toContain('resumed by ops: new docs indexed');
+    expect(told).toContain("Operator's note: Use the new document; the older results are stale.");
+    expect(told).toContain('Verified before resuming: external state moved');
+    expect(told).toContain('may be out of date: read again');
+    // Said once, where it happened: the next request holds it in the same place, not twice.
+    const second = JSON.stringify((after[1] as { messages: unknown[] }).messages);
+    expect(second.split('resumed by ops').length - 1).toBe(1);
     await run.handle.terminate('test done');
   });
 

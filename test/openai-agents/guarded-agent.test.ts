@@ -23,7 +23,11 @@ import {
   stopAgentRun,
   type ApprovalStoreOptions,
 } from '../../client/api';
-import { ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
+import {
+  ledgerWrites,
+  OpenAIAgentsGuardPlugin,
+  type OpenAIAgentsGuardPluginOptions,
+} from '../../openai-agents/worker';
 import type { GuardedWriteMeta } from '../../ai-sdk/types';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { SpendStore, type SpendLimits } from '../../storage/spend';
@@ -129,7 +133,11 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
     lookupGate: Promise<void> = Promise.resolve(),
     /** The worker's spend caps, and the ledger its guard plugin gets (default the test's). */
-    guardWorker: { spendLimits?: SpendLimits; ledger?: Ledger } = {},
+    guardWorker: {
+      spendLimits?: SpendLimits;
+      ledger?: Ledger;
+      verifyPrecondition?: OpenAIAgentsGuardPluginOptions['verifyPrecondition'];
+    } = {},
   ) {
     const server = await startResponsesServer(script);
     servers.push(server);
@@ -188,6 +196,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
           ledger: guardWorker.ledger ?? ledger,
           operators,
           spendLimits: guardWorker.spendLimits ?? null,
+          ...(guardWorker.verifyPrecondition ? { verifyPrecondition: guardWorker.verifyPrecondition } : {}),
           dataConverter: testDataConverter(),
           telemetry: {
             decision: (e) => counts.decisions.push(`${e.phase}:${e.decision}`),
@@ -293,6 +302,55 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     expect(counts.lookup_order).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found them' });
     expect(server.requests()).toHaveLength(4);
+  });
+
+  it("agentctl resume --note after a repeated lookup: the model's next request ends with the note and the verifier's fresh reading", async () => {
+    let paid = false;
+    const { result, counts, server } = await run(
+      [lookup('N-1'), lookup('N-1'), lookup('N-1'), { text: 'N-1 is paid' }],
+      { resumeAfterStop: true },
+      async (h, counts) => {
+        await waitFor(
+          () => h.query(statusQuery),
+          (s) => s.waitingForResume,
+        );
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'same_call_repeat' });
+        const unchanged = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+        });
+        expect(unchanged).toMatchObject({ accepted: false, reason: 'order N-1 is still unpaid' });
+        paid = true;
+        const ok = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          reason: 'customer paid by wire',
+          note: 'Do not look N-1 up again; it is settled.',
+        });
+        expect(ok).toMatchObject({ accepted: true, reason: 'order N-1 is paid now' });
+        expect(counts.lookup_order).toBe(2);
+      },
+      'ok',
+      Promise.resolve(),
+      {
+        // The worker's own check of the world, and what it read: the order as it is now.
+        verifyPrecondition: () =>
+          Promise.resolve({
+            changed: paid,
+            detail: paid ? 'order N-1 is paid now' : 'order N-1 is still unpaid',
+            observed: { orderId: 'N-1', status: paid ? 'paid' : 'unpaid' },
+          }),
+      },
+    );
+    // No lookup ran after the resume (the scripted model answers with its text).
+    expect(counts.lookup_order).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'N-1 is paid' });
+    const after = server.requests()[3]!.input;
+    const told = JSON.stringify(after[after.length - 1]);
+    expect(told).toContain('resumed by alice: customer paid by wire');
+    expect(told).toContain("Operator's note: Do not look N-1 up again; it is settled.");
+    expect(told).toContain('Verified before resuming: order N-1 is paid now');
+    expect(told).toContain('\\"status\\":\\"paid\\"');
   });
 
   it("a handoff's agent shares the run's guard: its tools are guarded in the same run, its re-sent payment answered once", async () => {

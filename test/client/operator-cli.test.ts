@@ -67,10 +67,26 @@ describe('agentctl signs resume and stop', () => {
       env,
     );
     expect(wrongActor.code).toBe(2);
-    const signed = await agentctl(['resume', id, '--key', keyFile, '--raise-steps', '5', '--json'], env);
+    // A note the model cannot be given is bad input: nothing is sent, the run still waits.
+    const control = await agentctl(['resume', id, '--key', keyFile, '--note', 'a\u0007b'], env);
+    expect(control.code).toBe(2);
+    expect(control.stderr).toMatch(/--note: note has control characters/);
+    const long = await agentctl(['resume', id, '--key', keyFile, '--note', 'x'.repeat(2001)], env);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toMatch(/--note: note is longer than 2000 characters/);
+    expect((await run.handle.query(statusQuery)).phase).toBe('WAITING');
+    // The note is signed with the request: the worker verifies the signature over it.
+    const signed = await agentctl(
+      ['resume', id, '--key', keyFile, '--raise-steps', '5', '--note', 'two more searches', '--json'],
+      env,
+    );
     expect(signed.code).toBe(0);
     expect(JSON.parse(signed.stdout)).toMatchObject({ accepted: true });
     expect((await run.result()).executed).toBe(3);
+    // A note for a run that is not stopped any more: refused, naming why.
+    const closed = await agentctl(['resume', id, '--key', keyFile, '--note', 'late'], env);
+    expect(closed.code).toBe(3);
+    expect(closed.stderr).toMatch(/run is closed \(COMPLETED\)/);
   });
 
   it("agentctl stop reports the worker's answer: unsigned REFUSED (the run goes on), signed ACCEPTED", async () => {

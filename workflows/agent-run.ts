@@ -65,7 +65,9 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const step = new RunSteps(run, acts, subAgents);
   const replies = new TextReplies(run);
   const conv = Conversation.of(run);
-  setHandler(childEventSignal, (e) => subAgents.onChildEvent(e));
+  setHandler(childEventSignal, (e) => subAgents.onChildEvent(e), {
+    description: "A sub-agent's event for its parent run (sent by the runtime, not by a person).",
+  });
   installRunHandlers(run, gate, { status: () => statusOf(run), checkpoint: () => checkpointOf(run) });
   // A person's message (issue 33): refused by the validator on a run that is not a conversation.
   setHandler(messageUpdate, (raw) => conv!.onMessage(raw), {
@@ -74,11 +76,17 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
         throw new Error('this run is not a conversation (start one with agentctl start --conversation)');
       conv.validate(raw);
     },
+    description:
+      "A person's message to a conversation run: {text, messageId, from?, close?}. CLI: agentctl send <run-id> TEXT.",
   });
-  setHandler(conversationQuery, (args) => {
-    if (!conv) throw new Error('this run is not a conversation');
-    return conv.view(args?.after ?? 0);
-  });
+  setHandler(
+    conversationQuery,
+    (args) => {
+      if (!conv) throw new Error('this run is not a conversation');
+      return conv.view(args?.after ?? 0);
+    },
+    { description: "A conversation run's messages after {after?}, and whether it waits for its person." },
+  );
 
   try {
     return await loop({ input, rawInput, run, gate, step, replies, conv });

@@ -354,9 +354,18 @@ describe('guardAgent approvals and resume on @temporalio/ai-sdk', () => {
     expect(result.rounds).toBe(2);
     expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found INC-0' });
     expect(result.run.usage?.tokens).toBe(440);
-    // The second generateText carried the conversation: the refused call's result is in it.
-    const third = server.completionRequests()[2] as { messages: Array<{ role: string }> };
-    expect(third.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    // The second generateText carried the conversation: the refused call's result is in it,
+    // then the resume's note (the raise that lifted the budget stop).
+    const third = server.completionRequests()[2] as { messages: Array<{ role: string; content: unknown }> };
+    expect(third.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'user',
+    ]);
+    expect(JSON.stringify(third.messages[5]!.content)).toMatch(/Budget raised: maxTokens to \d+/);
   });
 
   it('agentctl resume: a repeat stop goes on only when the worker verifies that the world changed', async () => {

@@ -336,7 +336,10 @@ export class AgentGuard<TOOLS extends ToolSet> {
     if (result.kind === 'PENDING' && after.decision !== 'stop') {
       // A re-poll honoured: wait the server-given time (a stop ends it early), off the wall clock.
       const since = Date.now();
-      await this.gate.sleepUnlessStopped(after.retryAfterMs ?? DEFAULT_PENDING_MS);
+      await this.gate.sleepUnlessStopped(
+        after.retryAfterMs ?? DEFAULT_PENDING_MS,
+        `to poll ${name} again (PENDING)`,
+      );
       run.guard.discountWait(Date.now() - since);
     }
     if (result.kind === 'PENDING' || result.kind === 'PRECONDITION') {

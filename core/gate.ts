@@ -39,7 +39,7 @@ import {
   type StopAnswer,
   type StopRequest,
 } from '../common/contracts';
-import { raiseKeyOf } from '../guard';
+import { liftRuleOf, raiseKeyOf } from '../guard';
 import { RESUMABLE } from './phase';
 import { ResumeCheck, type GateActivities } from './resume-check';
 import { resumeNoteText, type ResumeObservation } from './resume-note';
@@ -68,6 +68,19 @@ const NO_HOLD: StopHold = { kind: 'none' };
 /** Why a message payload was rejected, naming each field. */
 function zodReason(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
   return issues.map((i) => `${i.path.map(String).join('.') || '(payload)'}: ${i.message}`).join('; ');
+}
+
+/**
+ * The resume window's timer as the UI's timeline shows it: what the run waits for and the
+ * command that lets it go on (an approval stop is lifted by an approval first).
+ */
+function resumeWaitSummary(stop: NonNullable<GuardedRun['stopInForce']>, runId: string): string {
+  const on = stop.blockedTool ? ` on ${stop.blockedTool}` : '';
+  const how =
+    liftRuleOf(stop.reason) === 'approval'
+      ? `agentctl approvals approve ${runId}, then agentctl resume ${runId}`
+      : `agentctl resume ${runId}`;
+  return `stopped ${stop.terminalState} (${stop.reason}${on}): waits for a verified resume · ${how}`;
 }
 
 /** The resume/stop/approval gate of one run. */
@@ -162,12 +175,14 @@ export class RunGate {
    * early once it is verified. A stop the worker refuses does not end it: the run waits the rest,
    * so a refused stop leaves the run exactly as it was (an early re-poll would count as a repeat).
    */
-  async sleepUnlessStopped(ms: number): Promise<void> {
+  async sleepUnlessStopped(ms: number, why = 'before the next step'): Promise<void> {
     const end = Date.now() + ms;
+    // The timer's summary in the UI's timeline: what the run waits for, and what ends it early.
+    const summary = `waits ${why}; agentctl stop ends the wait`;
     for (;;) {
       const left = end - Date.now();
       if (left <= 0) return;
-      if (!(await condition(() => this.hold.kind !== 'none', left))) return;
+      if (!(await condition(() => this.hold.kind !== 'none', left, { summary }))) return;
       if (this.hold.kind === 'pending') await condition(() => this.hold.kind !== 'pending');
       if (this.hold.kind === 'held') return;
     }
@@ -185,7 +200,11 @@ export class RunGate {
     this.run.wait();
     await this.hooks.onWaiting?.();
     try {
-      if (!(await condition(() => this.accepted !== null, windowMs))) {
+      if (
+        !(await condition(() => this.accepted !== null, windowMs, {
+          summary: resumeWaitSummary(stop, this.run.runId),
+        }))
+      ) {
         // The window ran out while a resume was being verified: that verification decides,
         // or its caller would be told `accepted` by a run that has already closed.
         if (this.verification === 'idle') return false;

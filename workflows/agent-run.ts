@@ -123,7 +123,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
 type TurnOutcome =
   | { readonly kind: 'execute' | 'cached' | 'steer' | 'stop' | 'next' }
   | { readonly kind: 'complete'; readonly summary: string | null }
-  | { readonly kind: 'wait'; readonly ms: number };
+  | { readonly kind: 'wait'; readonly ms: number; readonly why: string };
 
 const NEXT: TurnOutcome = { kind: 'next' };
 const STOP: TurnOutcome = { kind: 'stop' };
@@ -184,7 +184,7 @@ async function loop(l: Loop): Promise<RunResult> {
         acts.discardPrefetch();
         // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
         const waitStart = Date.now();
-        await gate.sleepUnlessStopped(t.ms);
+        await gate.sleepUnlessStopped(t.ms, t.why);
         run.guard.discountWait(Date.now() - waitStart);
         break;
       }
@@ -291,7 +291,14 @@ function afterTool(l: Loop, proposal: Proposal, before: ToRun, done: ToolStep): 
       return { kind: 'complete', summary: summaryOf(result) };
     case 'retry_after_backoff':
     case 'wait_bounded':
-      return { kind: 'wait', ms: after.retryAfterMs ?? DEFAULT_WAIT_MS };
+      return {
+        kind: 'wait',
+        ms: after.retryAfterMs ?? DEFAULT_WAIT_MS,
+        why:
+          after.decision === 'wait_bounded'
+            ? `to poll ${proposal.call.tool} again (PENDING)`
+            : `to retry ${proposal.call.tool} (${result.kind}${'code' in result && result.code ? ` ${result.code}` : ''})`,
+      };
     default:
       return { kind: before.kind };
   }

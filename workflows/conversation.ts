@@ -13,6 +13,7 @@ import type { AgentSinks } from '../common/telemetry';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
+  IDLE_WAIT_SUMMARY,
   messageRequestSchema,
   WAITING_FOR_PERSON,
   type ConversationCheckpoint,
@@ -190,6 +191,7 @@ export class Conversation {
       const got = await condition(
         () => this.queue.length > 0 || this.closing !== null || gate.stopRequested,
         this.settings.idleTimeoutMs,
+        { summary: IDLE_WAIT_SUMMARY },
       );
       // Waiting for a person is not the agent's time (issue 29 item 2, issue 33).
       run.guard.discountWait(Date.now() - start);

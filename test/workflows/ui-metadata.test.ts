@@ -1,8 +1,11 @@
 /**
- * The handlers a person may use describe themselves where the Temporal UI reads them (the SDK's
- * `__temporal_workflow_metadata` query: its Queries tab and "Send an Update"), so a person
- * looking at a stopped run finds that `resume` is the update that lets it go on.
+ * What the Temporal UI reads of a stopped run besides its payloads: the handlers a person may
+ * use describe themselves (the SDK's `__temporal_workflow_metadata` query: its Queries tab and
+ * "Send an Update"), so a person finds that `resume` is the update that lets it go on; and the
+ * resume window's timer says what it waits for and which command ends it (its summary in
+ * history, the Timeline's label).
  */
+import type { Payload } from '@temporalio/common';
 import { statusQuery } from '../../common/contracts';
 import { HANDLER_DESCRIPTIONS } from '../../core/handlers';
 import { startHarness, type Harness } from '../helpers/run-harness';
@@ -17,8 +20,16 @@ type Metadata = {
   };
 };
 
-describe("an agentRun's handlers in the UI's metadata", () => {
+describe("an agentRun's handlers and timers in the UI's metadata", () => {
   let h: Harness;
+  /** A payload of history as the UI shows it through the codec endpoint: decoded. */
+  const decoded = async (p: Payload | null): Promise<unknown> => {
+    if (!p) return null;
+    const dc = h.env.client.options.loadedDataConverter;
+    let out = p;
+    for (const codec of [...dc.payloadCodecs].reverse()) out = (await codec.decode([out]))[0]!;
+    return dc.payloadConverter.fromPayload(out);
+  };
   beforeAll(async () => {
     h = await startHarness();
   });
@@ -46,6 +57,15 @@ describe("an agentRun's handlers in the UI's metadata", () => {
       expect(queries[q]?.length ?? 0).toBeGreaterThan(20);
     expect(signals.resume).toMatch(/Prefer the resume update/);
     expect(signals.stop).toMatch(/Prefer the stop update/);
+
+    // The resume window's timer, as the UI's Timeline labels it.
+    const history = await run.handle.fetchHistory();
+    const timers = (history.events ?? []).filter((e) => e.timerStartedEventAttributes);
+    expect(timers.length).toBeGreaterThan(0);
+    const summaries = await Promise.all(timers.map((e) => decoded(e.userMetadata?.summary ?? null)));
+    expect(summaries).toContain(
+      `stopped STOPPED_LOOP_GUARD (same_call_repeat on search): waits for a verified resume · agentctl resume ${run.workflowId}`,
+    );
     await run.handle.terminate('test done');
   });
 });

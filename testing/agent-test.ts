@@ -27,7 +27,7 @@ import { resumeAgentRun, startAgentRun, waitForAgentRun, type ResumeAgentRunOpti
 import type { ResumeOutcome, RunOutcome } from '../client/runs';
 import { FAST_DISPATCH_DYNAMIC_CONFIG } from '../devserver/dev-server';
 import { findTemporalCli } from '../devserver/temporal-cli';
-import type { StopReport } from '../guard';
+import type { StopReport, TerminalState } from '../guard';
 import { MODEL_ENDPOINTS_ENV } from '../planners/endpoints';
 import { PRICE_TABLE_ENV } from '../planners/pricing';
 import type { AnyTool } from '../tools/define-tool';
@@ -60,7 +60,7 @@ export interface AgentTestRunOptions {
   readonly modelDelayMs?: number;
   /** The model's name in the run's planner (default `scripted-model`). */
   readonly modelName?: string;
-  /** Other run input fields (budgets, guard, tools, resumeWindowMs…); goal and planner come from above. */
+  /** Other run input fields (guard budgets and thresholds, tools, resumeWindowMs…); goal and planner come from above. */
   readonly input?: Partial<Omit<RunInput, 'goal' | 'planner'>>;
   readonly workflowId?: string;
 }
@@ -68,8 +68,8 @@ export interface AgentTestRunOptions {
 /** Where a run is: completed, failed, or stopped and waiting for a resume. */
 export interface AgentRunEnd {
   readonly workflowId: string;
-  /** `COMPLETED`, `STOPPED_LOOP_GUARD`, `NEEDS_HUMAN`, `FAILED_FATAL`, … */
-  readonly terminalState: string;
+  /** `COMPLETED`, `STOPPED_LOOP_GUARD`, `NEEDS_HUMAN`, `FAILED` or `PARTIAL`. */
+  readonly terminalState: TerminalState;
   /** The guard's reason (`same_call_repeat`, `max_steps`, …); null when it completed. */
   readonly reason: string | null;
   /** The run's summary (the finishing tool's `summary`), when it has one. */

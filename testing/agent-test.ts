@@ -265,9 +265,13 @@ export async function startAgentTest(o: AgentTestOptions): Promise<AgentTest> {
   let deps: WorkerDeps | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    worker?.shutdown();
-    await running?.catch(() => undefined);
+  // A worker that dies (a bundling or connection failure) is what the next wait reports.
+  let workerError: unknown;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= shutdown());
+  const shutdown = async (): Promise<void> => {
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await running;
     await deps?.close();
     await Promise.all(models.map((m) => m.close()));
     for (const u of undo.splice(0).reverse()) u();
@@ -289,7 +293,9 @@ export async function startAgentTest(o: AgentTestOptions): Promise<AgentTest> {
       deps,
       dataConverter,
     });
-    running = worker.run();
+    running = worker.run().catch((err: unknown) => {
+      workerError = err;
+    });
   } catch (err) {
     await close().catch(() => undefined);
     throw err;
@@ -298,7 +304,13 @@ export async function startAgentTest(o: AgentTestOptions): Promise<AgentTest> {
 
   const counters = async (workflowId: string) => (await runCounters(workflowId, { ledgerUrl })) ?? {};
   const settle = async (workflowId: string, timeoutMs = 60_000): Promise<AgentRunEnd> => {
-    const { outcome, closed } = await waitForAgentRun(client, workflowId, { untilWaiting: true, timeoutMs });
+    const settled = waitForAgentRun(client, workflowId, { untilWaiting: true, timeoutMs });
+    const died = running!.then(() => {
+      if (workerError)
+        throw new Error(`the test worker stopped: ${String(workerError)}`, { cause: workerError });
+      return new Promise<never>(() => undefined);
+    });
+    const { outcome, closed } = await Promise.race([settled, died]);
     return {
       workflowId,
       terminalState: outcome.terminal_state,

@@ -2,7 +2,7 @@
  * `npm run bench:loops`: the loop benchmark of "steer before stop" (docs/spec.md §3.3).
  *
  * Six scripted model behaviours, each played by a local OpenAI-compatible server
- * (test/planners/servers/openai-server.ts) and run as a REAL durable run through the official
+ * (testing/openai-server.ts) and run as a REAL durable run through the official
  * `openai` SDK: an in-memory Temporal dev server started here, one worker with the real workflow,
  * activities and demo tools on a fresh temp SQLite file (ledger + demo world). Each behaviour runs
  * twice: steering off (`guard: { steerLimit: 0 }`) and on (the default for LLM planners, 2 steers).
@@ -48,12 +48,8 @@ import type { agentRun } from '../workflows';
 import { openDemoWorkerDeps } from '../demo/deps';
 import { runBench, startBenchWorker } from './bench-worker';
 import { runCounters } from '../client/counters';
-import {
-  startOpenAIServer,
-  type OpenAIServer,
-  type OpenAIStep,
-} from '../test/planners/servers/openai-server';
-import type { RecordedRequest } from '../test/planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../testing/openai-server';
+import type { RecordedRequest } from '../testing/http-script';
 
 type Kind = 'runaway' | 'recovering' | 'legitimate';
 type Mode = 'off' | 'on';

@@ -4,7 +4,7 @@
  * Per cap: 50 concurrent LLM runs of one tenant, on 3 workers (each its own Temporal worker
  * and its own PostgreSQL pool, one task queue) sharing one PostgreSQL database (a fresh schema
  * of `BENCH_PG_URL`, default postgres://postgres@127.0.0.1:5432/test), against a local Chat
- * Completions server (test/planners/servers/openai-server.ts, driven by the official `openai`
+ * Completions server (testing/openai-server.ts, driven by the official `openai`
  * SDK) that bills fixed usage per request: 2,000 prompt + 200 completion tokens of gpt-4o-mini
  * ($0.15 / $0.60 per million) = $0.00042 a request. The model never finishes (each reply
  * searches for another topic), so only the tenant's cap stops the runs. An in-memory Temporal
@@ -36,7 +36,7 @@ import { startThrowawayDevServer } from '../devserver/dev-server';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
 import { openLedger } from '../storage/ledger';
 import { SpendStore, type SpendLimits } from '../storage/spend';
-import { startOpenAIServer } from '../test/planners/servers/openai-server';
+import { startOpenAIServer } from '../testing/openai-server';
 import { createAgentWorker, type WorkerDeps } from '../worker/create-worker';
 import type { agentRun } from '../workflows';
 import { runBench } from './bench-worker';

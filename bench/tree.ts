@@ -25,8 +25,8 @@ import { startThrowawayDevServer } from '../devserver/dev-server';
 import type { agentRun } from '../workflows';
 import { openDemoWorkerDeps } from '../demo/deps';
 import { runBench, startBenchWorker } from './bench-worker';
-import { startOpenAIServer } from '../test/planners/servers/openai-server';
-import type { RecordedRequest } from '../test/planners/servers/http-script';
+import { startOpenAIServer } from '../testing/openai-server';
+import type { RecordedRequest } from '../testing/http-script';
 
 /** gpt-4o-mini list price (USD per million tokens), as planners/pricing.ts has it. */
 const PRICE = { input: 0.15, output: 0.6 };

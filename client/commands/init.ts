@@ -1,6 +1,6 @@
 /**
  * `agentctl init [dir]` (issue 38 item 4): writes a working app on the installed package —
- * one read tool, one write tool, a worker, a run starter, a local stand-in model — into `dir`
+ * one read tool, one write tool, a worker, a run starter, a local stand-in model, a test — into `dir`
  * (default the current folder). It never overwrites: a file that already exists stops it
  * (exit 3) before anything is written. docs/own-agent.md walks through what it writes.
  */
@@ -53,7 +53,7 @@ function packageNameOf(dir: string): string {
 export function initCommand(ctx: Ctx): Command {
   return new Command('init')
     .description(
-      'Write a working agent app into DIR: two tools (a read and a write), a worker, a run starter, a local stand-in model',
+      'Write a working agent app into DIR: two tools (a read and a write), a worker, a run starter, a local stand-in model, a test',
     )
     .argument('[dir]', 'where to write it (created if missing)', '.')
     .option(
@@ -74,6 +74,7 @@ export function initCommand(ctx: Ctx): Command {
         taskQueue: o.taskQueue,
         versions: {
           worker: pick(own.dependencies['@temporalio/worker'], '@temporalio/worker'),
+          testing: pick(own.optional['@temporalio/testing'], '@temporalio/testing'),
           zod: pick(own.dependencies.zod, 'zod'),
           openai: pick(own.optional.openai, 'openai'),
           tsx: pick(own.dev.tsx, 'tsx'),
@@ -99,7 +100,8 @@ export function initCommand(ctx: Ctx): Command {
           (cd ? `  cd ${cd}\n` : '') +
           `  npm install\n` +
           `  npm run worker    # terminal 1 (a Temporal server on localhost:7233, else TEMPORAL_ADDRESS)\n` +
-          `  npm start         # terminal 2: one run, COMPLETED when the model calls complete_task\n`,
+          `  npm start         # terminal 2: one run, COMPLETED when the model calls complete_task\n` +
+          `  npm test          # the agent's tests (src/agent.test.ts): a scripted model, the Temporal CLI or TEMPORAL_TEST_ADDRESS\n`,
       );
     });
 }

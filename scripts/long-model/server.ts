@@ -46,7 +46,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cliFlags, intFlag } from '../cli-args';
-import { anthropicViolation, openaiViolation } from './protocol';
+import { anthropicViolation, openaiViolation } from '../../testing/protocol';
 
 /** Options of {@link startLongModelServer}. */
 export interface LongModelServerOptions {

@@ -35,7 +35,7 @@ import { OperatorRegistry } from '../../operators/registry';
 import { alice, signedGrant, signedSpendRaise } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { agentSinks } from '../../worker/create-worker';
 

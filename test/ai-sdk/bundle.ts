@@ -12,7 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { openLedger, type Ledger } from '../../storage/ledger';
 import { createTestEnv } from '../helpers/temporal-env';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 
 export function bundleAiSdkWorkflows(workflowsPath: string): ReturnType<typeof bundleWorkflowCode> {
   return bundleWorkflowCode({

@@ -20,7 +20,7 @@ import type { RunResult, RunStatus } from '../../common/contracts';
 import { reportQuery, statusQuery } from '../../common/contracts';
 import { ledgerWrites } from '../../ai-sdk/worker';
 import { openLedger, type Ledger } from '../../storage/ledger';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { agentSinks } from '../../worker/create-worker';
 

@@ -18,7 +18,7 @@ import { guardActivities } from '../../ai-sdk/worker';
 import { ApprovalStore } from '../../storage/approvals/approval-store';
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { aiSdkTestBed } from './bundle';
 import { agentSinks } from '../../worker/create-worker';

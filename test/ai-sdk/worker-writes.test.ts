@@ -23,7 +23,7 @@ import { NotAGuardedRunError, resumeAgentRun, stopAgentRun } from '../../client/
 import { agentctl } from '../client/cli-helpers';
 import { LedgerState, openLedger, type Ledger } from '../../storage/ledger';
 import { ROOT } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');

@@ -1,7 +1,7 @@
 /**
  * `agentctl init` (issue 38 item 4): writes the app's files and never overwrites one. That the
- * app it writes installs from the packed tarball, typechecks and runs to COMPLETED is
- * examples/run.sh's "agentctl init" step (a real build, pack and dev server).
+ * app it writes installs from the packed tarball, typechecks, passes its own `npm test` and
+ * runs to COMPLETED is examples/run.sh's "agentctl init" step (a real build, pack and dev server).
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +20,14 @@ describe('agentctl init', () => {
       name: string;
       dependencies: Record<string, string>;
       scripts: Record<string, string>;
+      devDependencies: Record<string, string>;
     };
     expect(pkg.name).toBe('billing-bot');
     expect(pkg.dependencies['agent-loop-guard']).toBe('file:../agent-loop-guard.tgz');
-    expect(Object.keys(pkg.scripts)).toEqual(['worker', 'start', 'typecheck']);
+    expect(Object.keys(pkg.scripts)).toEqual(['worker', 'start', 'test', 'typecheck']);
+    // The app's tests run on Node's own test runner (no framework), Temporal's test environment a devDependency.
+    expect(pkg.scripts.test).toBe('tsx --test "src/**/*.test.ts"');
+    expect(Object.keys(pkg.devDependencies)).toContain('@temporalio/testing');
     const tools = readFileSync(join(dir, 'src/tools.ts'), 'utf8');
     expect(tools).toMatch(/effect: 'read'/);
     expect(tools).toMatch(/effect: 'write'/);
@@ -31,6 +35,16 @@ describe('agentctl init', () => {
     // The worker passes the namespace (a worker without it dies: "Namespace is not set on request").
     expect(readFileSync(join(dir, 'src/worker.ts'), 'utf8')).toMatch(
       /createAgentWorker\(\{ connection, namespace, taskQueue: TASK_QUEUE, deps \}\)/,
+    );
+    // One test file: the app's own tools under startAgentTest, a loop stopped, a write run once, a resume.
+    const test = readFileSync(join(dir, 'src/agent.test.ts'), 'utf8');
+    expect(test).toMatch(/startAgentTest\(\{ tools \}\)/);
+    expect(test).toMatch(/'same_call_repeat'/);
+    expect(test).toMatch(/counters\.send_email, 1/);
+    expect(test).toMatch(/agent\.resume\(/);
+    // The stand-in model is the scripted model of agent-loop-guard/testing, not a copy of it.
+    expect(readFileSync(join(dir, 'src/model-server.ts'), 'utf8')).toMatch(
+      /import \{ startScriptedModel.*\} from 'agent-loop-guard\/testing'/,
     );
   });
 

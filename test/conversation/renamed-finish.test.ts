@@ -10,8 +10,8 @@ import type { RunResult } from '../../common/contracts';
 import { defineTool } from '../../tools/define-tool';
 import { finishingTool } from '../../tools/finish';
 import { readConversation, sendMessage, waitForReply } from '../../client/api';
-import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
+import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'CONVERSATION_RENAMED_FINISH_KEY';

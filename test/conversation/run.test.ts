@@ -15,7 +15,7 @@ import { resumeUpdate, statusQuery, type RunResult } from '../../common/contract
 import { waitFor } from '../helpers/run-inputs';
 import { agentctl, cliEnv } from '../client/cli-helpers';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
-import { startOpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const NOTE = 3000;

@@ -12,8 +12,8 @@ import type { RunInput, RunResult } from '../../common/contracts';
 import { agentRun } from '../../workflows';
 import { sendMessage, waitForReply } from '../../client/conversation';
 import { runCounters } from '../../client/counters';
-import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
+import type { RecordedRequest } from '../../testing/http-script';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { ROOT } from '../client/cli-helpers';
 

@@ -9,7 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
 import { PayloadStore } from '../../storage/payloads';
 import { defineTool } from '../../tools/define-tool';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 jest.setTimeout(120_000);

@@ -20,9 +20,9 @@ import {
 import { resetPricingWarnings } from '../../planners/pricing';
 import type { Planner, PlannerOutput, PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';
-import { startOpenAIServer, type OpenAIScript } from './servers/openai-server';
+import { startOpenAIServer, type OpenAIScript } from '../../testing/openai-server';
 import { startAnthropicServer, type AnthropicScript } from './servers/anthropic-server';
-import type { RunningServer } from './servers/http-script';
+import type { RunningServer } from '../../testing/http-script';
 
 const KEY = 'sk-proj-aisdk-test-0123456789abcdefSECRET';
 const KEY_ENV = 'LOCAL_MODEL_KEY';

@@ -12,7 +12,7 @@ import {
 import { resetPricingWarnings } from '../../planners/pricing';
 import type { PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';
-import { presentedKey } from './servers/http-script';
+import { presentedKey } from '../../testing/http-script';
 import { startAnthropicServer, type AnthropicServer } from './servers/anthropic-server';
 
 const KEY = 'sk-ant-test-0123456789abcdefSECRET';

@@ -26,7 +26,7 @@ import { createAnthropicPlanner } from '../../planners/anthropic';
 import { createOpenAIPlanner } from '../../planners/openai';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';
-import { startOpenAIServer } from './servers/openai-server';
+import { startOpenAIServer } from '../../testing/openai-server';
 
 const REQUEST = [{ role: 'user', content: 'héllo' }];
 const BYTES = Buffer.byteLength(JSON.stringify(REQUEST));

@@ -25,8 +25,8 @@ import { createOpenAIPlanner } from '../../planners/openai';
 import { NON_RETRYABLE_PLANNER_ERRORS, type PlannerSpec } from '../../common/planner';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';
-import { presentedKey, type RunningServer } from './servers/http-script';
-import { startOpenAIServer } from './servers/openai-server';
+import { presentedKey, type RunningServer } from '../../testing/http-script';
+import { startOpenAIServer } from '../../testing/openai-server';
 
 const WORKER_OPENAI_KEY = 'sk-proj-worker-default-key-SECRET-0123';
 const WORKER_ANTHROPIC_KEY = 'sk-ant-api03-worker-default-key-SECRET';

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { MODEL_ENDPOINTS_ENV } from '../../planners/endpoints';
 import { createOpenAIPlanner } from '../../planners/openai';
 import type { PlannerSpec } from '../../common/planner';
-import { startOpenAIServer } from './servers/openai-server';
+import { startOpenAIServer } from '../../testing/openai-server';
 
 const KEY = 'vllm-health-key-0123456789';
 const spec: PlannerSpec = { kind: 'openai', model: 'm', maxTokens: 16, endpoint: 'local' };

@@ -9,8 +9,8 @@ import type { Observation, Planner, PlannerSpec } from '../../common/planner';
 import { LoopGuard, normalizeCall, type GuardConfigInput } from '../../guard';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';
-import type { RunningServer } from './servers/http-script';
-import { startOpenAIServer } from './servers/openai-server';
+import type { RunningServer } from '../../testing/http-script';
+import { startOpenAIServer } from '../../testing/openai-server';
 
 interface Harness {
   readonly server: RunningServer;

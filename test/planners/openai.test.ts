@@ -7,7 +7,7 @@ import { createOpenAIPlanner, parseToolArguments } from '../../planners/openai';
 import { resetPricingWarnings } from '../../planners/pricing';
 import type { PlannerSpec } from '../../common/planner';
 import { leaks, observe, turnInput } from './helpers';
-import { startOpenAIServer, type OpenAIServer } from './servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 
 const KEY = 'sk-proj-test-0123456789abcdefSECRET';
 

@@ -10,9 +10,9 @@ import { MODEL_ENDPOINTS_ENV } from '../../planners/endpoints';
 import { resetPricingWarnings } from '../../planners/pricing';
 import type { Planner, PlannerSpec } from '../../common/planner';
 import { turnInput } from './helpers';
-import { startOpenAIServer } from './servers/openai-server';
+import { startOpenAIServer } from '../../testing/openai-server';
 import { startAnthropicServer } from './servers/anthropic-server';
-import type { RunningServer } from './servers/http-script';
+import type { RunningServer } from '../../testing/http-script';
 
 const servers: RunningServer[] = [];
 afterEach(async () => {

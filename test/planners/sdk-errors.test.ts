@@ -24,8 +24,8 @@ import { failureToThrow, parseRetryAfter, wrapSdkError } from '../../planners/sd
 import type { Planner, PlannerSpec } from '../../common/planner';
 import { turnInput } from './helpers';
 import { startAnthropicServer } from './servers/anthropic-server';
-import type { RunningServer } from './servers/http-script';
-import { startOpenAIServer } from './servers/openai-server';
+import type { RunningServer } from '../../testing/http-script';
+import { startOpenAIServer } from '../../testing/openai-server';
 
 const KEY = 'sk-test-wrapper-0123456789SECRET';
 

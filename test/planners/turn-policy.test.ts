@@ -12,8 +12,8 @@ import { createOpenAIPlanner } from '../../planners/openai';
 import { PlannerTimeoutError, TurnRequestBoundError, UnreadableReplyError } from '../../planners/errors';
 import { MAX_TURN_REQUESTS } from '../../planners/turn-policy';
 import { turnInput } from './helpers';
-import { startOpenAIServer } from './servers/openai-server';
-import type { RunningServer } from './servers/http-script';
+import { startOpenAIServer } from '../../testing/openai-server';
+import type { RunningServer } from '../../testing/http-script';
 
 type Earlier = Awaited<ReturnType<ServedUsageAccess['earlier']>>;
 

@@ -22,7 +22,7 @@ import { workflowBundle } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { agentctl } from '../client/cli-helpers';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 
 const KEY_ENV = 'FINISH_LLM_KEY';
 

@@ -14,13 +14,13 @@ import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } fr
 import { openWorkerDeps } from '../../worker/create-worker';
 import { waitFor } from '../helpers/run-inputs';
 import type { PlannerSpec } from '../../common/planner';
-import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
 import {
   startAnthropicServer,
   type AnthropicServer,
   type AnthropicStep,
 } from '../planners/servers/anthropic-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY = 'sk-aisdk-durable-secret-0123456789abcdef';

@@ -12,7 +12,7 @@ import { defineTool } from '../../tools/define-tool';
 import { approveRun, getApprovalAudit } from '../../client/approvals';
 import { fingerprintCall } from '../../guard';
 import { TWIN_WIRES } from '../helpers/fingerprint-collision';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 

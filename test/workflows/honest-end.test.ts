@@ -6,8 +6,8 @@
  * output limit never runs, and on every end the run's token total equals the server's.
  */
 import { statusQuery, traceQuery, type RunResult } from '../../common/contracts';
-import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../planners/servers/openai-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
+import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'HONEST_END_KEY';

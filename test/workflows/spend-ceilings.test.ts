@@ -11,7 +11,7 @@
  */
 import { reportQuery, resumeUpdate, statusQuery } from '../../common/contracts';
 import { SpendStore } from '../../storage/spend';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resumeUpdate, statusQuery } from '../../common/contracts';
 import { SpendStore } from '../../storage/spend';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 import { createTestDb, type TestDb } from '../ledger/helpers/backends';

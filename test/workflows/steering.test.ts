@@ -6,8 +6,8 @@
  * assertions are the tools' own counters, not only the states.
  */
 import { traceQuery, type RunResult } from '../../common/contracts';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
+import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'STEER_LLM_KEY';

@@ -5,8 +5,8 @@
  * given and writes once; the root's usage includes the child's, priced per model.
  */
 import { statusQuery, type RunResult } from '../../common/contracts';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
-import type { RecordedRequest } from '../planners/servers/http-script';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
+import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'SUBAGENT_LLM_KEY';

@@ -12,8 +12,8 @@ import {
   type HttpReply,
   type RunningServer,
   type Script,
-} from './http-script';
-import { anthropicViolation } from '../../../scripts/long-model/protocol';
+} from '../../../testing/http-script';
+import { anthropicViolation } from '../../../testing/protocol';
 
 /** A content block the scripted model replies with. */
 export type ScriptedAnthropicBlock =

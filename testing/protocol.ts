@@ -2,7 +2,7 @@
  * The tool-protocol checks of the two wire formats, as the real APIs enforce them: every
  * tool call answered before the conversation goes on (OpenAI), roles alternating and every
  * `tool_use` answered by a `tool_result` in the next message (Anthropic). Shared by the
- * long-model server and the scripted test servers (test/planners/servers), so a planner bug
+ * long-model server and the scripted model servers (testing/, test/planners/servers), so a planner bug
  * is a 400 in both.
  */
 

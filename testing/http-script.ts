@@ -1,7 +1,7 @@
 /**
- * The plumbing both local protocol servers share: a `node:http` server on 127.0.0.1
- * with a random port that records every request, refuses what the real API would
- * refuse, and answers the rest from a script.
+ * The plumbing the local protocol servers share (the OpenAI one here, the Anthropic one in
+ * the repository's tests): a `node:http` server on 127.0.0.1 with a random port that records
+ * every request, refuses what the real API would refuse, and answers the rest from a script.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,13 +30,16 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts a JSON server; `handle` answers each recorded request. */
-export async function startJsonServer(handle: (req: RecordedRequest) => HttpReply): Promise<RunningServer> {
+/** Starts a JSON server; `handle` answers each recorded request (after `delayMs`, when set). */
+export async function startJsonServer(
+  handle: (req: RecordedRequest) => HttpReply,
+  options: { readonly delayMs?: number } = {},
+): Promise<RunningServer> {
   const requests: RecordedRequest[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', async () => {
       const text = Buffer.concat(chunks).toString('utf8');
       let body: unknown;
       try {
@@ -51,6 +54,8 @@ export async function startJsonServer(handle: (req: RecordedRequest) => HttpRepl
         body,
       };
       requests.push(recorded);
+      // A model's pace, when asked for: the request is recorded at once, the reply waits.
+      if (options.delayMs) await new Promise((ok) => setTimeout(ok, options.delayMs));
       let reply: HttpReply;
       try {
         reply = handle(recorded);
@@ -103,6 +108,7 @@ export interface ScriptedServer extends RunningServer {
 export async function startScriptedServer<S>(
   script: Script<S>,
   protocol: ScriptedProtocol<S>,
+  options: { readonly delayMs?: number } = {},
 ): Promise<ScriptedServer> {
   const accepted: Array<Record<string, unknown>> = [];
   const server = await startJsonServer((req) => {
@@ -112,7 +118,7 @@ export async function startScriptedServer<S>(
     const index = accepted.push(body) - 1;
     const step = typeof script === 'function' ? script(index, req) : script[index];
     return step === undefined ? protocol.exhausted(index) : protocol.answer(step, index, body);
-  });
+  }, options);
   return { ...server, accepted: () => accepted };
 }
 

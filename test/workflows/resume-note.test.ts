@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { resumeUpdate, statusQuery } from '../../common/contracts';
 import { defineTool } from '../../tools/define-tool';
-import { startOpenAIServer, type OpenAIServer } from '../planners/servers/openai-server';
+import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 

@@ -29,6 +29,7 @@ import {
 } from '../common/contracts';
 import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
+import { staticMetadataOf } from './static-details';
 import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
 import { howItEnded } from '../common/ending';
 import { WAITING_FOR_PERSON } from '../common/conversation-run';
@@ -134,7 +135,7 @@ export async function startRun(
       taskQueue: o.taskQueue,
       workflowId: o.workflowId,
       args: [input],
-      staticSummary: o.summary ?? input.goal,
+      ...staticMetadataOf(input, o.summary),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {

@@ -197,6 +197,7 @@ export class RunGate {
     const stop = this.run.stopInForce;
     if (!stop || !RESUMABLE.has(stop.terminalState)) return false;
     if (this.hooks.endsInsteadOfWaiting?.(stop)) return false;
+    this.run.waitingUntilMs = Date.now() + windowMs;
     this.run.wait();
     await this.hooks.onWaiting?.();
     try {
@@ -214,6 +215,8 @@ export class RunGate {
     } catch (err) {
       if (isCancellation(err)) return false;
       throw err;
+    } finally {
+      this.run.waitingUntilMs = null;
     }
     const req = resumeRequestSchema.parse(this.accepted);
     this.accepted = null;

@@ -41,6 +41,8 @@ export class GuardedRun {
    * again): the one stop whose approval the next proposal of that call may use.
    */
   approvalStop: ApprovalStop | null;
+  /** Until when the run waits for a resume (ms since the epoch, workflow time); null when it does not. */
+  waitingUntilMs: number | null = null;
   /** What accepted resumes tell the model before its next turn (core/resume-note.ts). */
   readonly resumeNotes = new ResumeNotes();
   protected phase_: RunPhase;

@@ -7,7 +7,8 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { howItEnded } from '../common/ending';
-import { redactText } from '../common/redact';
+import { redact, redactText } from '../common/redact';
+import { wayOnCommand } from '../core/way-on';
 import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { TerminalState } from '../guard';
 import {
@@ -46,8 +47,9 @@ const clipped = (text: string) =>
 export function publish(run: RunState, upsert = true, summary: string | null = null): void {
   const stop = run.stopInForce;
   const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
-  // How it ended (issue 30), as agentctl says it: not a command, so no patch (details are not history).
-  const ending = state === 'RUNNING' ? null : howItEnded(state, stop?.reason ?? null);
+  // How it ended (issue 30), as agentctl says it, once it has: not a command, so no patch
+  // (details are not history).
+  const ending = isTerminal(run.phase) ? howItEnded(state, stop?.reason ?? null) : null;
   const said = summary ?? stop?.report.final_message ?? null;
   const rootId = run.input.tree?.rootId ?? (run.input.subAgents ? run.runId : null);
   if (upsert)
@@ -66,7 +68,7 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
           ? ` · **steers** ${run.guard.steers.length}/${run.guard.config.steerLimit}`
           : ''),
       `**last decision** ${run.trace.lastDecision ?? '—'}`,
-      stop?.report.blocked_call ? `**blocked call** ${stop.report.blocked_call.fingerprint}` : '',
+      ...(stop ? wayOnLines(run, stop) : []),
       conversationOf(run)?.detailsLine() ?? '',
       ending ? `**ended** ${ending.ended}` : '',
       said ? `**${summary !== null ? 'summary' : 'final message'}** ${clipped(redactText(said))}` : '',
@@ -74,6 +76,30 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
       .filter(Boolean)
       .join('\n'),
   );
+}
+
+/** The most characters of a blocked call's args the details show (cut with a mark). */
+const DETAILS_ARGS_CHARS = 300;
+
+/**
+ * What a person needs while a stop is in force: the rule's words, the blocked call as its tool
+ * and redacted args, what would let the run go on, until when it waits, and the command.
+ */
+function wayOnLines(run: RunState, stop: NonNullable<RunState['stopInForce']>): string[] {
+  const r = stop.report;
+  const args = stop.blockedTool ? JSON.stringify(redact(stop.blockedArgs ?? null)) : '';
+  const waiting = run.phase === 'WAITING';
+  return [
+    r.unmet_precondition ? `**why** ${clipped(redactText(r.unmet_precondition))}` : '',
+    stop.blockedTool
+      ? `**blocked call** ${stop.blockedTool} ${args.length > DETAILS_ARGS_CHARS ? `${args.slice(0, DETAILS_ARGS_CHARS)}… (cut)` : args}`
+      : '',
+    r.resume_condition ? `**goes on when** ${r.resume_condition}` : '',
+    waiting && run.waitingUntilMs !== null
+      ? `**waits for a resume until** ${new Date(run.waitingUntilMs).toISOString()}`
+      : '',
+    waiting ? `**to go on** ${wayOnCommand(run.runId, stop)}` : '',
+  ];
 }
 
 /** The `status` query: the core's, with the goal, the tree and the conversation. */

@@ -6,6 +6,7 @@
  * history, the Timeline's label).
  */
 import type { Payload } from '@temporalio/common';
+import { startAgentRun } from '../../client/api';
 import { statusQuery } from '../../common/contracts';
 import { HANDLER_DESCRIPTIONS } from '../../core/handlers';
 import { startHarness, type Harness } from '../helpers/run-harness';
@@ -67,5 +68,34 @@ describe("an agentRun's handlers and timers in the UI's metadata", () => {
       `stopped STOPPED_LOOP_GUARD (same_call_repeat on search): waits for a verified resume · agentctl resume ${run.workflowId}`,
     );
     await run.handle.terminate('test done');
+  });
+
+  it("a stopped run's details say the way on; its static details say what the run is", async () => {
+    const secret = 'sk_live_0123456789abcdefABCDEF';
+    const query = `disk full token=${secret}`;
+    const input = live([search(query), search(query), search(query)], {
+      resumeWindowMs: 60_000,
+      guard: { maxSteps: 40 },
+    });
+    const handle = await startAgentRun(h.env.client, { input, taskQueue: h.taskQueue });
+    await waitFor(
+      () => handle.query(statusQuery),
+      (s) => s.waitingForResume,
+    );
+    const details =
+      (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+    expect(details).toContain('**state** STOPPED_LOOP_GUARD · **reason** same_call_repeat');
+    expect(details).toContain('**blocked call** search {"query":"disk full token=[REDACTED]","limit":3}');
+    expect(details).not.toContain(secret);
+    expect(details).toMatch(/\*\*goes on when\*\* external state changed/);
+    expect(details).toMatch(/\*\*waits for a resume until\*\* \d{4}-\d\d-\d\dT/);
+    expect(details).toContain(`**to go on** agentctl resume ${handle.workflowId} --reason "…"`);
+    // It has not ended: it waits.
+    expect(details).not.toMatch(/\*\*ended\*\*/);
+    const desc = await handle.describe();
+    const staticDetails = (await desc.staticDetails()) ?? '';
+    expect(staticDetails).toContain('**planner** scripted');
+    expect(staticDetails).toContain('**budgets** maxSteps 40');
+    await handle.terminate('test done');
   });
 });

@@ -13,6 +13,7 @@ import { OperatorRegistry } from '../operators/registry';
 import type { ApprovalStore } from '../storage/approvals/approval-store';
 import { canonicalize, normalizeCall } from '../guard';
 import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
+import { assertLeaseMs } from '../storage/ledger/claim-decision';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
 
 import { approvalStoreOf, callDigest } from './worker-verify';
@@ -89,6 +90,7 @@ const HEARTBEAT_MS = 1_000;
  *
  * @throws {TypeError} naming the activity when an entry is already wrapped (by `ledgerWrites`,
  *   directly or through the plugin): a write is wrapped once, or its inner copy would run unkeyed
+ * @throws {TypeError} when `leaseMs` is not a positive number of milliseconds (before any write)
  */
 export function ledgerWrites<T extends Record<string, WriteEntry>>(
   ledger: Ledger,
@@ -96,6 +98,11 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
   options: LedgerWritesOptions = {},
 ): LedgerWriteActivities<T> {
   const leaseMs = options.leaseMs ?? 30_000;
+  try {
+    assertLeaseMs(leaseMs);
+  } catch (err) {
+    throw new TypeError(`leaseMs: ${(err as Error).message}`);
+  }
   let approvals: ApprovalStore | null = null;
   const approvalsOf = () =>
     (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));

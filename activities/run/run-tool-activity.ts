@@ -308,8 +308,8 @@ export function createRunToolActivity(
     };
     // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
     let executed: ToolResult | null = null;
-    const run = async (tx: Tx): Promise<unknown> => {
-      const r = await execute(tool, args, tx);
+    const run = async (tx: Tx, reExecution: boolean): Promise<unknown> => {
+      const r = await execute(tool, args, tx, reExecution);
       if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
       executed = r;
       // A terminal result keeps its flag in the ledger, so a retried attempt answered from
@@ -336,8 +336,10 @@ export function createRunToolActivity(
     const withBook = inCommit ? { ...options, inCommit } : options;
     const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
     const outcome = atomic
-      ? await executeOnceAtomic(ledger, withBook, (tx) => run(tx))
-      : await executeOnce(ledger, withBook, () => inStore(ctx.store, tool, (tx) => run(tx)));
+      ? await executeOnceAtomic(ledger, withBook, (tx, se) => run(tx, se.reExecution))
+      : await executeOnce(ledger, withBook, (se) =>
+          inStore(ctx.store, tool, (tx) => run(tx, se.reExecution)),
+        );
     let mapped = mapOutcome(outcome, executed, lastFailure);
     // A failure the ledger kept final for an undeclared error: the model's to handle too.
     if (toModel && outcome.kind === 'failed_final')

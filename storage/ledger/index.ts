@@ -30,6 +30,7 @@ export type {
 } from './types';
 export { executeOnce, executeOnceAtomic, SideEffectErrorClass } from './execute-once';
 export type {
+  AtomicWorkContext,
   CommitRetry,
   ExecuteOnceOptions,
   ExecuteOutcome,

@@ -12,7 +12,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { OperatorRegistry } from '../operators/registry';
 import type { ApprovalStore } from '../storage/approvals/approval-store';
 import { canonicalize, normalizeCall } from '../guard';
-import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
+import {
+  executeOnce,
+  settleAdvice,
+  sha256ArgsHash,
+  type Ledger,
+  type ReconcileAnswer,
+} from '../storage/ledger';
 import { assertLeaseMs } from '../storage/ledger/claim-decision';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
 
@@ -169,7 +175,7 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
               (def.reconcile
                 ? ' (its reconcile could not tell)'
                 : ' (give the write a `reconcile` probe, or `vendorIdempotent`, to settle this without a person)') +
-              `; settle it with "agentctl ledger resolve ${meta.operationKey}"`,
+              `; ${settleAdvice(meta.operationKey)}`,
             'outcome_unknown',
           );
         case 'failed_final':

@@ -17,6 +17,7 @@ import { approvalRequired } from '../../storage/approvals';
 import {
   executeOnce,
   executeOnceAtomic,
+  settleAdvice,
   SideEffectErrorClass,
   type ExecuteOutcome,
   type LedgerTx,
@@ -145,7 +146,7 @@ export function createRunToolActivity(
           result: {
             kind: 'FATAL',
             code: ResultCode.OUTCOME_UNKNOWN,
-            message: `operation ${outcome.key}: the executor died after dispatch; settle it with "agentctl ledger resolve ${outcome.key}"`,
+            message: `operation ${outcome.key}: the executor died after dispatch; ${settleAdvice(outcome.key)}`,
           },
           via: 'not_run',
         };

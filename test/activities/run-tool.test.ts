@@ -113,7 +113,8 @@ describe('runTool write path', () => {
     const out = await acts.runTool(input);
     expect(out.result).toMatchObject({ kind: 'FATAL', code: 'outcome_unknown' });
     expect(out.result.kind === 'FATAL' && out.result.message).toContain(
-      'agentctl ledger resolve sms:+2:lost?',
+      // The whole command, the key quoted for the shell (`?` is a glob there).
+      `"agentctl ledger resolve 'sms:+2:lost?' --as succeeded --actor NAME --reason 'the evidence checked'"`,
     );
     expect(smsSent).toBe(before);
     expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('UNKNOWN');

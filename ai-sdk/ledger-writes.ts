@@ -158,7 +158,10 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
         case 'executed':
           return { via: 'executed', result: outcome.result ?? null };
         case 'cached':
-          return { via: 'ledger', result: outcome.result ?? null };
+          return {
+            via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger',
+            result: outcome.result ?? null,
+          };
         case 'in_progress':
           throw ApplicationFailure.retryable(
             `${meta.tool} ${meta.operationKey} is running elsewhere; retry in ${outcome.retryAfterMs} ms`,

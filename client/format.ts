@@ -156,9 +156,13 @@ export function blockedCallText(r: Pick<StopReport, 'blocked_call'> | null | und
   return r?.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null;
 }
 
-/** A trace record's result as `KIND` or `KIND:code`, null when nothing ran. */
-export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code'>): string | null {
-  return r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null;
+/**
+ * A trace record's result as `KIND` or `KIND:code`, with ` (reconciled)` when the ledger's
+ * reconcile probe settled it instead of the tool running; null when nothing ran.
+ */
+export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code' | 'via'>): string | null {
+  if (!r.result_kind) return null;
+  return `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}${r.via ? ` (${r.via})` : ''}`;
 }
 
 /** Plain words for the guard's decisions a person may not know (issue 38), shown beside the code. */

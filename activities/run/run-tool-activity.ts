@@ -134,7 +134,7 @@ export function createRunToolActivity(
         const result: ToolResult = stored.terminal
           ? { kind: 'SUCCESS', data: stored.data, terminal: true }
           : { kind: 'SUCCESS', data: stored.data };
-        return { result, via: 'ledger' };
+        return { result, via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger' };
       }
       case 'in_progress':
         return {

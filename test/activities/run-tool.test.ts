@@ -126,7 +126,11 @@ describe('runTool write path', () => {
     await deadDispatch(input);
     const before = smsSent;
     const out = await acts.runTool(input);
-    expect(out).toMatchObject({ result: { kind: 'SUCCESS', data: { via: 'vendor-lookup' } }, via: 'ledger' });
+    // Its own word (not `ledger`, not `executed`): the workflow counts it `reconciled` (core/step.ts).
+    expect(out).toMatchObject({
+      result: { kind: 'SUCCESS', data: { via: 'vendor-lookup' } },
+      via: 'reconciled',
+    });
     expect(smsSent).toBe(before);
     expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('SUCCEEDED');
   });

@@ -147,8 +147,12 @@ export interface RunToolOutput {
   readonly result: ToolResult;
   /** The run's progress version after the call, read from external state; null in script mode. */
   readonly progressVersion: number | null;
-  /** `executed`: the tool ran; `ledger`: the stored result, zero calls; `fixture`: script mode. */
-  readonly via: 'executed' | 'ledger' | 'fixture' | 'not_run';
+  /**
+   * `executed`: the tool ran; `ledger`: the stored result, zero calls; `reconciled`: the tool's
+   * `reconcile` probe settled a write an earlier attempt dispatched and lost, zero calls;
+   * `fixture`: script mode.
+   */
+  readonly via: 'executed' | 'ledger' | 'reconciled' | 'fixture' | 'not_run';
   /** An `idempotency_conflict` of the ledger (issue 30): the run holding the key and its tool. */
   readonly holder?: { readonly runId: string | null; readonly tool: string };
   /**

@@ -291,6 +291,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     let output: unknown = null;
     let failure: unknown = null;
     let progress = run.guard.progressVersion;
+    let via: 'reconciled' | undefined;
     if (b.kind === 'cached') {
       run.cached += 1;
       output = key !== null ? (this.cachedResults.get(key) ?? { alreadyCompleted: key }) : null;
@@ -310,7 +311,10 @@ export class AgentGuard<TOOLS extends ToolSet> {
           });
           // `ledger`: the write ran already (an attempt whose completion was lost, or an earlier
           // run with this key) and the ledger answered; it still counts as this call's one run.
+          // `reconciled`: its reconcile probe settled an earlier attempt's lost dispatch; the
+          // step counts it `reconciled`, not `executed`, and its trace record says so.
           output = out.result;
+          if (out.via === 'reconciled') via = 'reconciled';
           this.cachedResults.set(key, output);
           // An executed write is progress (a read changes nothing).
           progress += 1;
@@ -326,7 +330,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
         failure = err;
       }
     }
-    const after = this.step.after(x, b.before, result, progress);
+    const after = this.step.after(x, b.before, result, progress, via);
     if (result.kind === 'SUCCESS') {
       // The `no_progress` note goes with the result the model reads (issue 40), as an agentRun's
       // observation carries it (core/step.ts `noted`): the call ran, the run goes on for now.

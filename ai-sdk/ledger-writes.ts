@@ -12,7 +12,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { OperatorRegistry } from '../operators/registry';
 import type { ApprovalStore } from '../storage/approvals/approval-store';
 import { canonicalize, normalizeCall } from '../guard';
-import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
+import {
+  executeOnce,
+  settleAdvice,
+  sha256ArgsHash,
+  type Ledger,
+  type ReconcileAnswer,
+} from '../storage/ledger';
+import { assertLeaseMs } from '../storage/ledger/claim-decision';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
 
 import { approvalStoreOf, callDigest } from './worker-verify';
@@ -89,6 +96,7 @@ const HEARTBEAT_MS = 1_000;
  *
  * @throws {TypeError} naming the activity when an entry is already wrapped (by `ledgerWrites`,
  *   directly or through the plugin): a write is wrapped once, or its inner copy would run unkeyed
+ * @throws {TypeError} when `leaseMs` is not a positive number of milliseconds (before any write)
  */
 export function ledgerWrites<T extends Record<string, WriteEntry>>(
   ledger: Ledger,
@@ -96,6 +104,11 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
   options: LedgerWritesOptions = {},
 ): LedgerWriteActivities<T> {
   const leaseMs = options.leaseMs ?? 30_000;
+  try {
+    assertLeaseMs(leaseMs);
+  } catch (err) {
+    throw new TypeError(`leaseMs: ${(err as Error).message}`);
+  }
   let approvals: ApprovalStore | null = null;
   const approvalsOf = () =>
     (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));
@@ -145,7 +158,10 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
         case 'executed':
           return { via: 'executed', result: outcome.result ?? null };
         case 'cached':
-          return { via: 'ledger', result: outcome.result ?? null };
+          return {
+            via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger',
+            result: outcome.result ?? null,
+          };
         case 'in_progress':
           throw ApplicationFailure.retryable(
             `${meta.tool} ${meta.operationKey} is running elsewhere; retry in ${outcome.retryAfterMs} ms`,
@@ -162,7 +178,7 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
               (def.reconcile
                 ? ' (its reconcile could not tell)'
                 : ' (give the write a `reconcile` probe, or `vendorIdempotent`, to settle this without a person)') +
-              `; settle it with "agentctl ledger resolve ${meta.operationKey}"`,
+              `; ${settleAdvice(meta.operationKey)}`,
             'outcome_unknown',
           );
         case 'failed_final':

@@ -37,8 +37,12 @@ export interface GuardedWriteMeta {
 
 /** What the worker's ledger-wrapped write activity answers. */
 export interface GuardedWriteOutput {
-  /** `executed`: the write ran now; `ledger`: the ledger had its result, nothing ran. */
-  readonly via: 'executed' | 'ledger';
+  /**
+   * `executed`: the write ran now; `ledger`: the ledger had its result, nothing ran;
+   * `reconciled`: the write's `reconcile` probe settled an earlier attempt's lost dispatch,
+   * nothing ran.
+   */
+  readonly via: 'executed' | 'ledger' | 'reconciled';
   readonly result: unknown;
 }
 

@@ -75,8 +75,52 @@ export function cell(v: unknown, max = 80): string {
   else if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') s = String(v);
   else if (v instanceof Date) s = v.toISOString();
   else s = JSON.stringify(v);
-  s = s.replace(/\s+/g, ' ');
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+  return clip(s.replace(/\s+/g, ' '), max);
+}
+
+/**
+ * An `agentctl` command in a text (quoted, or up to the next `;`, `)` or the end): what a
+ * person copies and runs, so {@link clip} never cuts one.
+ */
+const COMMAND = /"agentctl [^"]*"|'agentctl [^']*'|`agentctl [^`]*`|\bagentctl [^;)"'`]*/g;
+
+/** The prose {@link clip} keeps at least, however long the commands beside it. */
+const MIN_PROSE = 80;
+
+/**
+ * `s` cut to about `max` characters with an ellipsis, the prose cut and every `agentctl`
+ * command in it kept whole (a cut command would run another key, or nothing). The room left
+ * beside the commands (at least {@link MIN_PROSE}) is shared out among the runs of prose, the
+ * short ones kept whole first; a run cut before a command keeps its head and the words that
+ * lead into the command.
+ */
+export function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const parts: { text: string; command: boolean; keep: number }[] = [];
+  let at = 0;
+  for (const m of s.matchAll(COMMAND)) {
+    if (m.index > at) parts.push({ text: s.slice(at, m.index), command: false, keep: 0 });
+    parts.push({ text: m[0], command: true, keep: m[0].length });
+    at = m.index + m[0].length;
+  }
+  if (at < s.length) parts.push({ text: s.slice(at), command: false, keep: 0 });
+  if (!parts.some((p) => p.command)) return `${s.slice(0, max - 1)}…`;
+  const prose = parts.filter((p) => !p.command).sort((a, b) => a.text.length - b.text.length);
+  const commands = s.length - prose.reduce((n, p) => n + p.text.length, 0);
+  let room = Math.max(MIN_PROSE, max - commands);
+  prose.forEach((p, i) => {
+    p.keep = Math.min(p.text.length, Math.floor(room / (prose.length - i)));
+    room -= p.keep;
+  });
+  return parts
+    .map((p, i) => {
+      if (p.command || p.keep >= p.text.length) return p.text;
+      if (p.keep <= 1) return '…';
+      if (i === parts.length - 1) return `${p.text.slice(0, p.keep - 1)}…`;
+      const tail = Math.min(Math.floor((p.keep - 1) / 2), 24);
+      return `${p.text.slice(0, p.keep - 1 - tail)}…${p.text.slice(p.text.length - tail)}`;
+    })
+    .join('');
 }
 
 /** A left-aligned text table with a header row; "(none)" when empty. */
@@ -112,9 +156,13 @@ export function blockedCallText(r: Pick<StopReport, 'blocked_call'> | null | und
   return r?.blocked_call ? `${r.blocked_call.tool} ${r.blocked_call.fingerprint}` : null;
 }
 
-/** A trace record's result as `KIND` or `KIND:code`, null when nothing ran. */
-export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code'>): string | null {
-  return r.result_kind ? `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}` : null;
+/**
+ * A trace record's result as `KIND` or `KIND:code`, with ` (reconciled)` when the ledger's
+ * reconcile probe settled it instead of the tool running; null when nothing ran.
+ */
+export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code' | 'via'>): string | null {
+  if (!r.result_kind) return null;
+  return `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}${r.via ? ` (${r.via})` : ''}`;
 }
 
 /** Plain words for the guard's decisions a person may not know (issue 38), shown beside the code. */

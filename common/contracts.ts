@@ -19,6 +19,8 @@ export type { TracePage, TracePageArgs };
 import { plannerSpecSchema } from './planner';
 import { subAgentsSchema, treePlaceSchema, type ChildSummary } from './sub-agents';
 import * as conv from './conversation-run';
+import type { RunCallCounts } from './run-counters';
+export type { RunCallCounts } from './run-counters';
 
 /** Default task queue of agent runs. */
 export const DEFAULT_TASK_QUEUE = 'agent-loop-guard';
@@ -193,7 +195,7 @@ export interface RunDecision {
 }
 
 /** What the `status` query returns. */
-export interface RunStatus {
+export interface RunStatus extends RunCallCounts {
   readonly workflowId: string;
   readonly phase: RunPhase;
   readonly terminalState: TerminalState | null;
@@ -201,8 +203,6 @@ export interface RunStatus {
   readonly steps: number;
   /** Refusals steered back to the planner so far (docs/spec.md §3.3; absent from runs before steering). */
   readonly steers?: number;
-  readonly executed: number;
-  readonly cached: number;
   readonly proposals: number;
   readonly progressVersion: number;
   readonly noProgress: number;
@@ -219,14 +219,12 @@ export interface RunStatus {
 }
 
 /** Everything a run needs to continue: kept on stop, carried across continue-as-new. */
-export interface Checkpoint {
+export interface Checkpoint extends RunCallCounts {
   readonly v: 1;
   readonly guard: GuardStateJson;
   readonly plannerMemory: unknown;
   readonly observation: unknown;
   readonly proposals: number;
-  readonly executed: number;
-  readonly cached: number;
   readonly decisions: RunDecision[];
   readonly trace: TraceRecord[];
   readonly traceTotal: number;
@@ -259,12 +257,10 @@ export interface Checkpoint {
 }
 
 /** The workflow's result. */
-export interface RunResult {
+export interface RunResult extends RunCallCounts {
   readonly workflow_id: string;
   readonly terminal_state: TerminalState;
   readonly reason: string | null;
-  readonly executed: number;
-  readonly cached: number;
   readonly stopped_at: number | null;
   readonly decisions: RunDecision[];
   readonly report: StopReport | null;
@@ -353,6 +349,7 @@ export const checkpointSchema = z
     proposals: count,
     executed: count,
     cached: count,
+    reconciled: count.optional(),
     decisions: z.array(
       z.object({
         index: count,

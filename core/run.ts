@@ -32,6 +32,8 @@ export class GuardedRun {
   proposals: number;
   executed: number;
   cached: number;
+  /** Writes the ledger's `reconcile` probe settled (an earlier attempt's lost dispatch): not run now. */
+  reconciled: number;
   readonly decisions: RunDecision[];
   readonly trace: RunTrace;
   /** Every operator request id this run has seen (resume and stop), across continue-as-new. */
@@ -59,6 +61,7 @@ export class GuardedRun {
     this.proposals = cp?.proposals ?? 0;
     this.executed = cp?.executed ?? 0;
     this.cached = cp?.cached ?? 0;
+    this.reconciled = cp?.reconciled ?? 0;
     this.decisions = cp?.decisions ? [...cp.decisions] : [];
     this.trace = new RunTrace(traceLimit, cp?.trace ?? [], cp?.traceTotal ?? 0);
     this.seenRequestIds = new Set(cp?.seenRequestIds ?? []);

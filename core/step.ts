@@ -175,9 +175,22 @@ export class GuardedStep {
   /**
    * guard.after: records the result (docs/spec.md §3) and applies a stop; a FATAL's message
    * is the stop's detail. `before` is the decision the call ran under (execute or cached).
+   * `via: 'reconciled'`: the ledger's `reconcile` probe settled the write (an earlier attempt
+   * dispatched it and was lost; the tool did not run now). The call, counted `executed` when it
+   * was sent, counts `reconciled` instead, and its trace record says so.
    */
-  after(x: StepCall, before: BeforeResult, result: ToolResult, progressVersion: number): AfterResult {
+  after(
+    x: StepCall,
+    before: BeforeResult,
+    result: ToolResult,
+    progressVersion: number,
+    via?: 'reconciled',
+  ): AfterResult {
     const run = this.run;
+    if (via === 'reconciled') {
+      run.executed = Math.max(0, run.executed - 1);
+      run.reconciled += 1;
+    }
     // The lifted stop's call has run (or was answered): its approvals are spent for good.
     if (run.approvalStop?.fingerprint === x.call.fingerprint) run.approvalStop = null;
     const counted = run.guard.noProgressCount;
@@ -194,6 +207,7 @@ export class GuardedStep {
       error_code: result.kind === 'SUCCESS' ? null : (result.code ?? null),
       decision: after.decision,
       reason: after.decision === 'stop' ? after.reason : (note?.reason ?? null),
+      ...(via ? { via } : {}),
     });
     const decision = before.decision as 'execute' | 'return_cached_success';
     run.decide({

@@ -170,6 +170,12 @@ export const traceRecordSchema = z.object({
   decision: z.string(),
   reason: z.string().nullable(),
   at_ms: z.number(),
+  /**
+   * How an `after` record's result came when not from the tool running now: `reconciled`, the
+   * ledger's `reconcile` probe settled a write an earlier attempt dispatched and lost (the tool
+   * did not run again). Absent otherwise.
+   */
+  via: z.literal('reconciled').optional(),
 });
 /** A trace record. */
 export type TraceRecord = z.output<typeof traceRecordSchema>;

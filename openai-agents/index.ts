@@ -16,8 +16,9 @@
  * handlers. A write runs as the user's activity wrapped by `ledgerWrites` on the worker, under
  * its operation key. The SDK's extension points carry it: each tool's `invoke` and
  * `needsApproval` are wrapped, the agent's `toolUseBehavior` ends the loop at a stop, the run
- * context's usage is charged to the budgets, and with `spend` each model call the runner makes
- * (its `ActivityBackedModel`, reached through `callModelInputFilter`) is reserved under the
+ * context's usage is charged to the budgets, and the model the runner resolved (its
+ * `ActivityBackedModel`, reached through `callModelInputFilter`) is wrapped: each function call it
+ * answers gets a call id of its own in the run, and with `spend` each call is reserved under the
  * tenant's spend limit first and settled at its usage after. Workflow code.
  */
 // Types only: workflow code gets the SDK from the user's bundle, and `agent-loop-guard` loads no
@@ -167,8 +168,10 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
    */
   private readonly sdkApproved = new Map<string, string>();
   private readonly guarded: TAgent;
-  /** The models this guard meters for the tenant spend limit (each once). */
-  private readonly metered = new WeakSet<object>();
+  /** The models this guard wraps (each once): call ids made distinct, and the spend limit. */
+  private readonly attended = new WeakSet<object>();
+  /** Every function call id the run's conversation holds so far (the model's, or given here). */
+  private readonly callIds = new Set<string>();
   /** Set when a model call was refused (the run stopped): the SDK's error after it is the stop's. */
   private refused = false;
 
@@ -265,8 +268,9 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
 
   /**
    * The tool's own `needsApproval`, honoured. The SDK keys an approval by tool name and call
-   * id: a call it would let through on an approval given for other arguments (a twin under the
-   * approved call id) has that approval withdrawn, so it waits for its own.
+   * id: a call it would let through on an approval given for other arguments than the ones the
+   * person was shown has that approval withdrawn, so it waits for its own. (A twin the model
+   * sends under an already used call id gets its own id first: `distinctCallIds`.)
    */
   private async needsApproval(
     t: FunctionTool,
@@ -336,12 +340,12 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     options: Parameters<GuardedOpenAIAgent<TAgent>['run']>[2] = {},
   ): ReturnType<GuardedOpenAIAgent<TAgent>['run']> {
     if (isRunState(input)) for (const item of input.getInterruptions()) this.bind(item.rawItem);
-    const spend = this.host.spend;
     const filter = options.callModelInputFilter;
-    // Before each model call: its spend metered, and the notes of accepted resumes woven into
-    // its input (core/resume-note.ts), so a resumed model reads what changed. Yours runs after.
-    const metering: CallModelInputFilter = (args) => {
-      if (spend) this.meter(args.agent, spend);
+    // Before each model call: its model attended (spend, distinct call ids), and the notes of
+    // accepted resumes woven into its input (core/resume-note.ts), so a resumed model reads
+    // what changed. Yours runs after.
+    const attending: CallModelInputFilter = (args) => {
+      this.attend(args.agent);
       const input = this.host.weaveResumeNotes(args.modelData.input, (text) => ({
         role: 'user' as const,
         content: text,
@@ -355,7 +359,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     try {
       result = await runner.run(this.guarded, input as never, {
         ...options,
-        callModelInputFilter: metering,
+        callModelInputFilter: attending,
         runConfig: { traceIncludeSensitiveData: false, ...options.runConfig },
       });
     } catch (err) {
@@ -375,41 +379,78 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
   }
 
   /**
-   * The tenant spend limit around `agent`'s model (the runner's `ActivityBackedModel`, once per
-   * model): each call reserved at its worst case first (its instructions, input, tools and
-   * handoffs as UTF-8 JSON, plus its `maxTokens` or `spend.maxOutputTokens`), settled at its
-   * usage after. A refused call (or one after the run stopped) does not reach the model: it
-   * answers the guard's note, so the SDK's loop ends with the run's history, and the StopReport
-   * says NEEDS_HUMAN `spend_limit` (ai-sdk/stops.ts).
+   * Wraps `agent`'s model (the runner's `ActivityBackedModel`, once per model) so that
+   *
+   * - each function call of a response has a call id of its own in the run: a call under an id
+   *   the conversation already holds (a model that reuses one) gets `<id>_<n>` instead. The SDK
+   *   keys an approval and a call's output by tool name and call id; it skips an approved call
+   *   whose id already has an output (`resolveInterruptedTurn`), so under a reused id an approval
+   *   given through the SDK's interruption would never run its call while the run completed.
+   * - with `spend`, each call is reserved under the tenant spend limit at its worst case first
+   *   (its instructions, input, tools and handoffs as UTF-8 JSON, plus its `maxTokens` or
+   *   `spend.maxOutputTokens`) and settled at its usage after. A refused call (or one after the
+   *   run stopped) does not reach the model: it answers the guard's note, so the SDK's loop ends
+   *   with the run's history, and the StopReport says NEEDS_HUMAN `spend_limit` (ai-sdk/stops.ts).
    */
-  private meter(agent: AnyAgent, spend: ModelSpend): void {
+  private attend(agent: AnyAgent): void {
     const model = agent.model as Model | string | undefined;
     if (typeof model !== 'object' || model === null || typeof model.getResponse !== 'function') {
       throw openAIGuardError(
         'invalid_option',
-        `spend: agent ${agent.name}'s model is not one the runner resolved (run it with TemporalOpenAIRunner)`,
+        `agent ${agent.name}'s model is not one the runner resolved: run the guarded agent with TemporalOpenAIRunner`,
       );
     }
-    if (this.metered.has(model)) return;
-    this.metered.add(model);
+    if (this.attended.has(model)) return;
+    this.attended.add(model);
     const name = (model as { modelName?: unknown }).modelName;
     const modelName = typeof name === 'string' && name ? name : agent.name;
     const call = model.getResponse.bind(model);
+    const spend = this.host.spend;
     model.getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
-      const bytes = requestBytesOf([
-        request.systemInstructions ?? null,
-        request.input,
-        request.tools ?? [],
-        request.handoffs ?? [],
-      ]);
-      const ticket = this.host.agent.stopped
-        ? null
-        : await spend.before(modelName, bytes, request.modelSettings?.maxTokens ?? undefined);
-      if (ticket === null) return this.refusedResponse();
+      let ticket: Awaited<ReturnType<ModelSpend['before']>> | undefined;
+      if (spend) {
+        const bytes = requestBytesOf([
+          request.systemInstructions ?? null,
+          request.input,
+          request.tools ?? [],
+          request.handoffs ?? [],
+        ]);
+        ticket = this.host.agent.stopped
+          ? null
+          : await spend.before(modelName, bytes, request.modelSettings?.maxTokens ?? undefined);
+        if (ticket === null) return this.refusedResponse();
+      }
       const response = await call(request);
-      await spend.after(ticket, response.usage?.inputTokens ?? 0, response.usage?.outputTokens ?? 0);
-      return response;
+      if (spend && ticket)
+        await spend.after(ticket, response.usage?.inputTokens ?? 0, response.usage?.outputTokens ?? 0);
+      return this.distinctCallIds(request, response);
     };
+  }
+
+  /** `response` with each function call's id distinct from every id the run already holds. */
+  private distinctCallIds(request: ModelRequest, response: ModelResponse): ModelResponse {
+    if (Array.isArray(request.input))
+      for (const item of request.input) {
+        const id = functionCallIdOf(item);
+        if (id !== null) this.callIds.add(id);
+      }
+    if (!Array.isArray(response.output)) return response;
+    let renamed = false;
+    const output = response.output.map((item) => {
+      const id = functionCallIdOf(item);
+      if (id === null) return item;
+      if (!this.callIds.has(id)) {
+        this.callIds.add(id);
+        return item;
+      }
+      let n = 2;
+      while (this.callIds.has(`${id}_${n}`)) n++;
+      const fresh = `${id}_${n}`;
+      this.callIds.add(fresh);
+      renamed = true;
+      return { ...item, callId: fresh };
+    });
+    return renamed ? { ...response, output } : response;
   }
 
   /** What a model call the guard did not let through answers: the guard's note, no usage. */
@@ -446,6 +487,14 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
       // Unparseable arguments: nothing is bound, the call waits for an approval again.
     }
   }
+}
+
+/** The call id of a function call item of the SDK's protocol, or null for any other item. */
+function functionCallIdOf(item: unknown): string | null {
+  const i = item as { type?: unknown; callId?: unknown } | null;
+  return i !== null && typeof i === 'object' && i.type === 'function_call' && typeof i.callId === 'string'
+    ? i.callId
+    : null;
 }
 
 /** The SDK's max-turns error, as `TemporalOpenAIRunner` rethrows it (an AgentsWorkflowError with it as cause). */

@@ -19,6 +19,15 @@ export interface ToolContext {
   /** Aborted when the activity is cancelled. */
   readonly signal: AbortSignal;
   /**
+   * True when this write runs again under an operation key whose earlier execution was
+   * dispatched and then lost (its executor died; the ledger let this one take over because the
+   * tool is `vendorIdempotent`, or its `reconcile` answered `not_found`): forward
+   * `operationKey` to the vendor so it answers the first execution. False on a first execution
+   * and for reads (docs/ledger.md "How UNKNOWN is settled"). Always set by the runtime;
+   * optional so a context built by hand (a unit test) need not name it.
+   */
+  readonly reExecution?: boolean;
+  /**
    * Where the tool's business write goes. For a tool marked `atomicWithLedger` this is
    * the ledger's own commit transaction, so the write and the SUCCEEDED record commit
    * together or not at all; otherwise it is the world's own connection.

@@ -282,8 +282,8 @@ type ToRun = Extract<BeforeOutcome, { kind: 'execute' | 'cached' }>;
 /** guard.after on the tool's result: what the turn came to. */
 function afterTool(l: Loop, proposal: Proposal, before: ToRun, done: ToolStep): TurnOutcome {
   if (done.kind === 'stopped') return STOP; // an infrastructure fault stopped the run
-  const { result, progressVersion } = done;
-  const after = l.step.after(proposal, before.before, result, progressVersion);
+  const { result, progressVersion, via } = done;
+  const after = l.step.after(proposal, before.before, result, progressVersion, via);
   switch (after.decision) {
     case 'stop':
       return STOP;

@@ -58,7 +58,9 @@ export type PlanStep =
     };
 
 /** The tool's result and the progress version after it. */
-export type ToolStep = Stopped | { readonly kind: 'ran'; result: ToolResult; progressVersion: number };
+/** `via: 'reconciled'`: the ledger's reconcile probe settled the write (core/step.ts `after`). */
+export type ToolStep =
+  Stopped | { readonly kind: 'ran'; result: ToolResult; progressVersion: number; via?: 'reconciled' };
 
 const STOPPED: Stopped = { kind: 'stopped' };
 
@@ -285,7 +287,8 @@ export class RunSteps {
       const detail = `the progress version went backwards from ${floor} to ${version} after a call of ${p.tool}: the worker's progress source (or ${p.tool}'s progressVersion hook) must never decrease`;
       return this.fault(x, GuardReason.INFRASTRUCTURE_FAULT, 'progress_went_backwards', detail);
     }
-    return { kind: 'ran', result: out.result, progressVersion: version };
+    const via = out.via === 'reconciled' ? { via: out.via } : {};
+    return { kind: 'ran', result: out.result, progressVersion: version, ...via };
   }
 
   /** The tool activity failed after its retries: the run stops with its checkpoint. */
@@ -316,10 +319,10 @@ export class RunSteps {
   }
 
   /** guard.after through the core's step; the planner observes the result; a stop names any conflicting holder. */
-  after(x: Proposal, before: BeforeResult, result: ToolResult, progressVersion: number): AfterResult {
+  after(x: Proposal, before: BeforeResult, result: ToolResult, pv: number, via?: 'reconciled'): AfterResult {
     const { p } = x;
     const run = this.run;
-    const after = this.step.after(x.step, before, result, progressVersion);
+    const after = this.step.after(x.step, before, result, pv, via);
     // The call ran: after a resume the planner sees its result (the FATAL it got, say).
     run.observation = toObservation(
       x.turn.callId,

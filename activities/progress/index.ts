@@ -28,7 +28,7 @@ export interface ProgressEvent {
   readonly operationKey: string | null;
   readonly result: ToolResult;
   /** `executed`: the tool ran now; `ledger`: the ledger answered a write already committed. */
-  readonly via: 'executed' | 'ledger' | 'not_run' | 'fixture';
+  readonly via: 'executed' | 'ledger' | 'reconciled' | 'not_run' | 'fixture';
 }
 
 /** The worker's progress port. */

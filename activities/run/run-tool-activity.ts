@@ -17,6 +17,7 @@ import { approvalRequired } from '../../storage/approvals';
 import {
   executeOnce,
   executeOnceAtomic,
+  settleAdvice,
   SideEffectErrorClass,
   type ExecuteOutcome,
   type LedgerTx,
@@ -133,7 +134,7 @@ export function createRunToolActivity(
         const result: ToolResult = stored.terminal
           ? { kind: 'SUCCESS', data: stored.data, terminal: true }
           : { kind: 'SUCCESS', data: stored.data };
-        return { result, via: 'ledger' };
+        return { result, via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger' };
       }
       case 'in_progress':
         return {
@@ -145,7 +146,7 @@ export function createRunToolActivity(
           result: {
             kind: 'FATAL',
             code: ResultCode.OUTCOME_UNKNOWN,
-            message: `operation ${outcome.key}: the executor died after dispatch; settle it with "agentctl ledger resolve ${outcome.key}"`,
+            message: `operation ${outcome.key}: the executor died after dispatch; ${settleAdvice(outcome.key)}`,
           },
           via: 'not_run',
         };
@@ -308,8 +309,8 @@ export function createRunToolActivity(
     };
     // The ledger stores the business result (`data`), the same thing a duplicate is answered with.
     let executed: ToolResult | null = null;
-    const run = async (tx: Tx): Promise<unknown> => {
-      const r = await execute(tool, args, tx);
+    const run = async (tx: Tx, reExecution: boolean): Promise<unknown> => {
+      const r = await execute(tool, args, tx, reExecution);
       if (r.kind !== 'SUCCESS') throw new ResultNotSuccess(r);
       executed = r;
       // A terminal result keeps its flag in the ledger, so a retried attempt answered from
@@ -336,8 +337,10 @@ export function createRunToolActivity(
     const withBook = inCommit ? { ...options, inCommit } : options;
     const atomic = tool.atomicWithLedger === true && ctx.storeSharesLedger;
     const outcome = atomic
-      ? await executeOnceAtomic(ledger, withBook, (tx) => run(tx))
-      : await executeOnce(ledger, withBook, () => inStore(ctx.store, tool, (tx) => run(tx)));
+      ? await executeOnceAtomic(ledger, withBook, (tx, se) => run(tx, se.reExecution))
+      : await executeOnce(ledger, withBook, (se) =>
+          inStore(ctx.store, tool, (tx) => run(tx, se.reExecution)),
+        );
     let mapped = mapOutcome(outcome, executed, lastFailure);
     // A failure the ledger kept final for an undeclared error: the model's to handle too.
     if (toModel && outcome.kind === 'failed_final')

@@ -25,14 +25,20 @@ export function unwrapTerminal(stored: unknown): { data: unknown; terminal: bool
   return { data: stored, terminal: false };
 }
 
-/** Runs the tool's `execute` with its tool context. */
-export async function execute(tool: AnyTool, input: RunToolInput, tx: Tx): Promise<ToolResult> {
+/** Runs the tool's `execute` with its tool context (`reExecution`: the ledger's word for a write). */
+export async function execute(
+  tool: AnyTool,
+  input: RunToolInput,
+  tx: Tx,
+  reExecution = false,
+): Promise<ToolResult> {
   const ret: ToolReturn = await tool.execute(input.args, {
     runId: input.runId,
     operationKey: input.operationKey,
     heartbeat,
     signal: cancellationSignalOrNever(),
     tx,
+    reExecution,
     ...(input.toolErrors === 'model' ? { errorsToModel: true } : {}),
   });
   return toResult(ret);

@@ -111,7 +111,10 @@ export function statusCommand(ctx: Ctx): Command {
           ['waiting for resume', status.waitingForResume ? 'yes' : 'no'],
           ...conversationRows(status),
           ['steps', status.steps],
-          ['executed / cached', `${status.executed} / ${status.cached}`],
+          [
+            'executed / cached',
+            `${status.executed} / ${status.cached}${status.reconciled ? ` (+${status.reconciled} settled by reconcile, not run)` : ''}`,
+          ],
           ['proposals', status.proposals],
           ['progress version', `${status.progressVersion} (changes to external state seen so far)`],
           ['no-progress count', `${status.noProgress} (calls in a row that changed nothing)`],

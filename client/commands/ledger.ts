@@ -12,6 +12,7 @@ import {
   LedgerError,
   ledgerUrlFromEnv,
   openLedger,
+  settleAdvice,
   type Ledger,
   type LedgerRecord,
   type LedgerState,
@@ -226,7 +227,7 @@ function renderRecord(r: LedgerRecord): string {
   const w = Math.max(...lines.map(([k]) => k.length));
   let text = lines.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n');
   if (r.state === 'UNKNOWN') {
-    text += `\n\nOutcome unknown: check the vendor, then\n  agentctl ledger resolve ${r.key} --as succeeded|failed --actor NAME --reason "evidence"`;
+    text += `\n\nOutcome unknown: check the vendor, then ${settleAdvice(r.key)}`;
   }
   return `${text}\n`;
 }

@@ -102,6 +102,9 @@ export interface SideEffectContext {
   reExecution: boolean;
 }
 
+/** Passed to an atomic write's work ({@link executeOnceAtomic}): the key, the token, and whether it re-runs a lost dispatch. */
+export type AtomicWorkContext = Pick<SideEffectContext, 'key' | 'token' | 'reExecution'>;
+
 /** What {@link executeOnce} did. `executed` is the only kind in which the side effect ran. */
 export type ExecuteOutcome<T> =
   | { kind: 'executed'; key: string; result: T }
@@ -238,7 +241,7 @@ async function committedByUs(ledger: Ledger, key: string, token: number): Promis
 export async function executeOnceAtomic<T>(
   ledger: Ledger,
   options: ExecuteOnceOptions,
-  work: (tx: LedgerTx, ctx: { key: string; token: number }) => Promise<T> | T,
+  work: (tx: LedgerTx, ctx: AtomicWorkContext) => Promise<T> | T,
 ): Promise<ExecuteOutcome<T>> {
   const { key } = options;
   if (ledger.claimCommitWith) {
@@ -248,14 +251,16 @@ export async function executeOnceAtomic<T>(
   const claimed = await claimOrSettle(ledger, options);
   if ('kind' in claimed) return claimed;
   const { token, takenOverFrom } = claimed;
+  let reExecution = false;
   if (takenOverFrom === LedgerState.DISPATCHED) {
     // Only a non-atomic executor dispatches; treat a mix of paths like any dead dispatch.
     const settled = await settleDeadDispatch(ledger, options, token);
     if (settled) return settled;
+    reExecution = true;
   }
   try {
     const value = await ledger.commitWith(key, token, async (tx) => {
-      const v = await work(tx, { key, token });
+      const v = await work(tx, { key, token, reExecution });
       await options.inCommit?.(tx);
       return v;
     });
@@ -278,7 +283,7 @@ export async function executeOnceAtomic<T>(
 async function claimCommitAtOnce<T>(
   ledger: Ledger,
   o: ExecuteOnceOptions,
-  work: (tx: LedgerTx, ctx: { key: string; token: number }) => Promise<T> | T,
+  work: (tx: LedgerTx, ctx: AtomicWorkContext) => Promise<T> | T,
 ): Promise<ExecuteOutcome<T> | null> {
   const { key } = o;
   let thrown: { err: unknown } | null = null;
@@ -286,7 +291,7 @@ async function claimCommitAtOnce<T>(
     const done = await ledger.claimCommitWith!(claimInput(o), async (tx, token) => {
       let value: T;
       try {
-        value = await work(tx, { key, token });
+        value = await work(tx, { key, token, reExecution: false });
       } catch (err) {
         thrown = { err };
         throw err;

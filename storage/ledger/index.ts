@@ -30,6 +30,7 @@ export type {
 } from './types';
 export { executeOnce, executeOnceAtomic, SideEffectErrorClass } from './execute-once';
 export type {
+  AtomicWorkContext,
   CommitRetry,
   ExecuteOnceOptions,
   ExecuteOutcome,
@@ -37,6 +38,7 @@ export type {
   SideEffectContext,
 } from './execute-once';
 export { isTransientDatabaseError } from './transient-error';
+export { settleAdvice } from './resolve-input';
 export { openLedger, ledgerUrlFromEnv, redactUrl, DEFAULT_LEDGER_URL } from './open-ledger';
 export type { OpenLedgerOptions } from './open-ledger';
 export { SqlLedger } from './sql-ledger';

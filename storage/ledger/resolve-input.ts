@@ -11,6 +11,19 @@ const ResolveInputSchema = z.object({
   result: z.unknown().optional(),
 });
 
+/** `s` as one shell word: as is when it has only safe characters, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[A-Za-z0-9_:.@%+=,/-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * How an UNKNOWN record is settled by hand, with the complete command (a person copies it,
+ * quoted): what every "settle it with" message and `agentctl ledger show` print.
+ */
+export function settleAdvice(key: string): string {
+  return `settle it with "agentctl ledger resolve ${shellWord(key)} --as succeeded --actor NAME --reason 'the evidence checked'" (--as failed if it did not happen)`;
+}
+
 /** Validates and trims a {@link ResolveInput}; throws a `TypeError` naming the bad field. */
 export function parseResolveInput(input: ResolveInput): ResolveInput {
   const parsed = ResolveInputSchema.safeParse(input);

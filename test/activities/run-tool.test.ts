@@ -31,6 +31,20 @@ const sendSms = defineTool({
     return { data: { sent: true } };
   },
 });
+/** What each execution of `send_fax` was told: `ctx.reExecution` (docs/ledger.md). */
+const faxReExecutions: Array<boolean | undefined> = [];
+const sendFax = defineTool({
+  name: 'send_fax',
+  description: 'An external side effect whose vendor dedupes by the operation key.',
+  effect: 'write',
+  schema: z.object({ to: z.string() }).strict(),
+  operationKey: (a) => `fax:${a.to}`,
+  vendorIdempotent: true,
+  async execute(_args, ctx) {
+    faxReExecutions.push(ctx.reExecution);
+    return { data: { queued: true } };
+  },
+});
 const sendSmsReconciled = defineTool({
   ...sendSms,
   name: 'send_sms_reconciled',
@@ -46,7 +60,7 @@ describe('runTool write path', () => {
     deps = await openDemoWorkerDeps({
       ledgerUrl: url,
       worldUrl: url,
-      tools: [sendSms, sendSmsReconciled],
+      tools: [sendSms, sendSmsReconciled, sendFax],
       leaseMs: 2000,
     });
     acts = createActivities(deps);
@@ -99,7 +113,8 @@ describe('runTool write path', () => {
     const out = await acts.runTool(input);
     expect(out.result).toMatchObject({ kind: 'FATAL', code: 'outcome_unknown' });
     expect(out.result.kind === 'FATAL' && out.result.message).toContain(
-      'agentctl ledger resolve sms:+2:lost?',
+      // The whole command, the key quoted for the shell (`?` is a glob there).
+      `"agentctl ledger resolve 'sms:+2:lost?' --as succeeded --actor NAME --reason 'the evidence checked'"`,
     );
     expect(smsSent).toBe(before);
     expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('UNKNOWN');
@@ -111,7 +126,11 @@ describe('runTool write path', () => {
     await deadDispatch(input);
     const before = smsSent;
     const out = await acts.runTool(input);
-    expect(out).toMatchObject({ result: { kind: 'SUCCESS', data: { via: 'vendor-lookup' } }, via: 'ledger' });
+    // Its own word (not `ledger`, not `executed`): the workflow counts it `reconciled` (core/step.ts).
+    expect(out).toMatchObject({
+      result: { kind: 'SUCCESS', data: { via: 'vendor-lookup' } },
+      via: 'reconciled',
+    });
     expect(smsSent).toBe(before);
     expect((await deps.ledger.get(input.operationKey as string))?.state).toBe('SUCCEEDED');
   });
@@ -135,6 +154,17 @@ describe('runTool write path', () => {
       { op_key: 'charge:inv-9' },
     ]);
     expect((await deps.world.counters('run-1')).charge_payment).toBeUndefined();
+  });
+
+  it('tells a write whether it re-executes a lost dispatch (ctx.reExecution): false first, true after a dead dispatch', async () => {
+    const first = await acts.runTool(call('send_fax', { to: '+10' }));
+    expect(first).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    expect(faxReExecutions).toEqual([false]);
+    const lost = call('send_fax', { to: '+11' });
+    await deadDispatch(lost);
+    const again = await acts.runTool(lost);
+    expect(again).toMatchObject({ result: { kind: 'SUCCESS' }, via: 'executed' });
+    expect(faxReExecutions).toEqual([false, true]);
   });
 
   it('answers a live lease held by another executor with RETRYABLE in_progress, and runs nothing', async () => {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { bundleAiSdkWorkflows } from './bundle';
-import type { RunResult } from '../../common/contracts';
+import { traceQuery, type RunResult } from '../../common/contracts';
 import { AgentLoopGuardPlugin, ledgerWrites } from '../../ai-sdk/worker';
 import { NotAGuardedRunError, resumeAgentRun, stopAgentRun } from '../../client/api';
 import { agentctl } from '../client/cli-helpers';
@@ -93,10 +93,11 @@ describe('ledgerWrites on an AI SDK worker: a probe settles a write whose worker
     const second = worker({ ...vars, KILL_MID_WRITE: '0' });
     try {
       const out = (await handle.result()) as { run: RunResult; executions: Record<string, number> };
+      const trace = (await handle.query(traceQuery)).records;
       const writes = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : [];
       const ledger: Ledger = await openLedger(ledgerUrl);
       try {
-        return { out, writes, record: await ledger.get(writes[0] ?? 'none') };
+        return { out, trace, writes, record: await ledger.get(writes[0] ?? 'none') };
       } finally {
         await ledger.close();
       }
@@ -107,11 +108,15 @@ describe('ledgerWrites on an AI SDK worker: a probe settles a write whose worker
   }
 
   it('with a reconcile probe: settled by the probe, the write ran once, the run completes', async () => {
-    const { out, writes, record } = await crashMidWrite(true);
+    const { out, trace, writes, record } = await crashMidWrite(true);
     expect(writes).toEqual(['ticket:disk full on db-1']);
     expect(record).toMatchObject({ state: LedgerState.SUCCEEDED, result: { id: 'INC-7', probed: true } });
     expect(out.run.terminal_state).toBe('COMPLETED');
     expect(out.run.reason).not.toBe('outcome_unknown');
+    // Settled by the probe, not run now: its own word in the counters and the trace.
+    expect(out.run).toMatchObject({ executed: 0, cached: 0, reconciled: 1 });
+    const after = trace.filter((r) => r.phase === 'after' && r.tool === 'file_ticket');
+    expect(after.map((r) => [r.result_kind, r.via])).toEqual([['SUCCESS', 'reconciled']]);
   });
 
   it('without one: NEEDS_HUMAN outcome_unknown naming the fix, the write still ran once', async () => {

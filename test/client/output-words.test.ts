@@ -3,9 +3,10 @@
  * kind of run, a refused call not numbered as the step before it, plain words beside the
  * guard's decision codes, an operator's stop reported as the operator's.
  */
-import { traceLine } from '../../client/format';
-import { stoppedBy } from '../../client/commands/inspect';
-import type { TraceRecord } from '../../guard';
+import { cell, clip, traceLine } from '../../client/format';
+import { formatReport, stoppedBy } from '../../client/commands/inspect';
+import type { StopReport, TraceRecord } from '../../guard';
+import { settleAdvice } from '../../storage/ledger';
 import { agentctl } from './cli-helpers';
 
 const record = (o: Partial<TraceRecord>): TraceRecord => ({
@@ -66,5 +67,44 @@ describe("agentctl's words", () => {
     expect(stoppedBy('STOPPED_LOOP_GUARD', 'same_call_repeat')).toBe('the loop guard (same_call_repeat)');
     expect(stoppedBy('NEEDS_HUMAN', 'permission_denied')).toMatch(/needs a person \(permission_denied\)/);
     expect(stoppedBy('COMPLETED', null)).toBeNull();
+  });
+
+  it('agentctl report prints the whole settle command of an unknown write (the prose around it is cut instead)', () => {
+    const key = 'reminder:INV-100:acme-industries-north-america:2026-12-07:overdue-30-days';
+    const unmet = `operation ${key}: the executor died after dispatch; ${settleAdvice(key)}`;
+    const text = formatReport({
+      terminal_state: 'NEEDS_HUMAN',
+      guard_reason: 'outcome_unknown',
+      blocked_call: null,
+      unmet_precondition: unmet,
+      resume_condition: 'the ledger record is settled',
+      next_allowed_action: 'agentctl ledger resolve',
+      completed: [],
+      last_safe_checkpoint: null,
+      steps: 3,
+      last_progress_version: 1,
+    } as unknown as StopReport);
+    const line = text.split('\n').find((l) => l.startsWith('unmet'))!;
+    const command = `agentctl ledger resolve ${key} --as succeeded --actor NAME --reason 'the evidence checked'`;
+    expect(line).toContain(`"${command}"`);
+    // The prose was cut instead, its lead-in to the command and the hint after it kept.
+    expect(line).toMatch(/^unmet +operation reminder:INV.*….*settle it with "agentctl/);
+    expect(line).toMatch(/" \(--as failed if it did not happen\)$/);
+    expect(line.length).toBeLessThan('unmet  '.length + unmet.length);
+    // A key with characters a shell reads is quoted in the command.
+    expect(settleAdvice("sms:+2:lost? it's")).toContain(
+      `agentctl ledger resolve 'sms:+2:lost? it'\\''s' --as`,
+    );
+  });
+
+  it('a cell without a command is cut as before; a command outside quotes is kept up to its end', () => {
+    expect(cell('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
+    const text = `${'why '.repeat(40)}then run agentctl resume run-1 --reason checked; and more ${'words '.repeat(20)}`;
+    const command = 'agentctl resume run-1 --reason checked';
+    const cut = clip(text, 60);
+    expect(cut).toContain(command);
+    // The prose keeps 80 characters at least, whatever the column's width.
+    expect(cut.length).toBeLessThanOrEqual(command.length + 80);
+    expect(cut.length).toBeLessThan(text.length);
   });
 });

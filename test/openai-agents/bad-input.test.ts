@@ -130,6 +130,16 @@ describe('guardOpenAIAgent refuses', () => {
     expect(() => checkOpenAIAgentsVersions()).not.toThrow();
     expect(() => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null })).not.toThrow();
   });
+
+  it("a write's ledger lease (leaseMs) that is not a positive number of ms: the worker plugin is not created", () => {
+    for (const leaseMs of [0, -5, Number.NaN, Infinity])
+      expect(() => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, leaseMs })).toThrow(
+        `leaseMs: ledger lease must be a positive number of milliseconds, got ${leaseMs}`,
+      );
+    expect(
+      () => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, leaseMs: 60_000 }),
+    ).not.toThrow();
+  });
 });
 
 describe('in a workflow on the dev server', () => {

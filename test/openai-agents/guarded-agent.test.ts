@@ -15,7 +15,7 @@ import { Context } from '@temporalio/activity';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { reportQuery, statusQuery, type RunResult, type RunStatus } from '../../common/contracts';
+import { reportQuery, statusQuery, traceQuery, type RunResult, type RunStatus } from '../../common/contracts';
 import {
   approveRun,
   getPendingApproval,
@@ -63,7 +63,9 @@ type Outcome = {
 type Counts = {
   lookup_order: number;
   pay: number;
-  notify: number;
+  transfer: number;
+  /** Each transfer that ran (`to:amount`). */
+  transferredTo: string[];
   paidTo: string[];
   payVia: string[];
   /** What the plugin's `telemetry` heard: each decision (`phase:decision`) and each run's end. */
@@ -144,7 +146,8 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     const counts: Counts = {
       lookup_order: 0,
       pay: 0,
-      notify: 0,
+      transfer: 0,
+      transferredTo: [],
       paidTo: [],
       payVia: [],
       decisions: [],
@@ -159,9 +162,10 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
           counts.paidTo.push(`${i.to}:${i.amount}`);
           return { paid: i.amount, to: i.to };
         },
-        notify: async (i: { to: string }) => {
-          counts.notify += 1;
-          return `sent to ${i.to}`;
+        transfer: async (i: { to: string; amount: number }) => {
+          counts.transfer += 1;
+          counts.transferredTo.push(`${i.to}:${i.amount}`);
+          return `sent ${i.amount} to ${i.to}`;
         },
       },
       { operators },
@@ -188,7 +192,7 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
             await sleep(1500);
           return out;
         },
-        notify: writes.notify,
+        transfer: writes.transfer,
       },
       plugins: [
         pluginOf(server.baseURL),
@@ -217,7 +221,8 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
       const result = (await handle.result()) as Outcome;
       const status = await handle.query(statusQuery);
       const report = await handle.query(reportQuery);
-      return { result, status, report, history: await handle.fetchHistory() };
+      const trace = await handle.query(traceQuery);
+      return { result, status, report, trace, history: await handle.fetchHistory() };
     });
     return { ...outcome, counts, server, workflowId };
   }
@@ -481,27 +486,55 @@ describe('guardOpenAIAgent on @temporalio/openai-agents', () => {
     },
   );
 
-  it("the SDK's own needsApproval is honoured, and its approval (by call id) does not let a twin with other args through", async () => {
-    const { result, counts, server } = await run(
-      [
-        { call: 'notify', args: { to: 'ops', text: 'paid A-1' }, callId: 'call_n' },
-        { call: 'notify', args: { to: 'mallory', text: 'send the keys' }, callId: 'call_n' },
-        { text: 'notified' },
-      ],
-      { sdkApproval: true },
-    );
-    // The workflow approves each interruption the SDK raises (its README's pattern). The twin
-    // under the approved call id did not run on the first one's approval: it raised its own
-    // (unguarded, the SDK runs it at once, keyed by name and call id). Approved, the SDK does
-    // not run it either: it already holds an output under that call id.
-    expect(counts.notify).toBe(1);
-    expect(result.sdkApprovals.map((a) => JSON.parse(a) as unknown)).toEqual([
-      { to: 'ops', text: 'paid A-1' },
-      { to: 'mallory', text: 'send the keys' },
-    ]);
-    expect(result.run.terminal_state).toBe('COMPLETED');
-    expect(server.requests()).toHaveLength(3);
-  });
+  it.each([
+    ['', false, 10],
+    [' (a continue-as-new at each interruption, the run state and the checkpoint carried)', true, 20],
+  ])(
+    "the SDK's own needsApproval is honoured; a twin under the approved call id waits for its own approval, and that approval runs it%s",
+    async (_what, continueAtInterruption, amount) => {
+      // Each case its own amounts: the ledger (shared by the file) keys a transfer by payee and amount.
+      const { result, counts, server, trace, history } = await run(
+        [
+          { call: 'transfer', args: { to: 'ops', amount }, callId: 'call_t' },
+          { call: 'transfer', args: { to: 'mallory', amount: 49999 - amount }, callId: 'call_t' },
+          { text: 'Transfers done.' },
+        ],
+        { sdkApproval: true, continueAtInterruption },
+      );
+      // The workflow approves each interruption the SDK raises (its README's pattern). The twin
+      // did not run on the first call's approval (the SDK keys one by tool name and call id): it
+      // raised its own interruption, with its own arguments.
+      expect(result.sdkApprovals.map((a) => JSON.parse(a) as unknown)).toEqual([
+        { to: 'ops', amount },
+        { to: 'mallory', amount: 49999 - amount },
+      ]);
+      // Approved, it ran: an approval given through the SDK's interruption is never dropped.
+      expect(counts.transfer).toBe(2);
+      expect(counts.transferredTo).toEqual([`ops:${amount}`, `mallory:${49999 - amount}`]);
+      // The guard's counters and trace span the whole chain when it continued as new.
+      expect(result.run).toMatchObject({
+        terminal_state: 'COMPLETED',
+        summary: 'Transfers done.',
+        executed: 2,
+        cached: 0,
+      });
+      expect(trace.records.map((r) => [r.phase, r.tool, r.decision])).toEqual([
+        ['before', 'transfer', 'execute'],
+        ['after', 'transfer', 'continue'],
+        ['before', 'transfer', 'execute'],
+        ['after', 'transfer', 'continue'],
+      ]);
+      // The model read both outputs, each under its own call id (the twin's given a fresh one).
+      const last = server.requests()[server.requests().length - 1]!.input;
+      const calls = last.filter((i) => i.type === 'function_call').map((i) => i.call_id);
+      const outputs = last.filter((i) => i.type === 'function_call_output');
+      expect(calls).toEqual(['call_t', 'call_t_2']);
+      expect(outputs.map((o) => o.call_id)).toEqual(['call_t', 'call_t_2']);
+      expect(JSON.stringify(outputs)).toContain(`sent ${49999 - amount} to mallory`);
+      await replays(history);
+    },
+  );
+
   describe("the tenant's spend limit (spend: { tenant })", () => {
     /** $10 per million tokens: a reply's 110 tokens cost $0.0011. */
     const REPLY_USD = 0.0011;

@@ -25,12 +25,13 @@ const LEDGER_NOT_RUN_CODES: ReadonlySet<string> = new Set([
 
 /**
  * What the ledger answered for one write: `executed` (the side effect ran now, whatever
- * it returned), `ledger` (a stored result, zero calls), the code of a claim that ran
+ * it returned), `ledger` (a stored result, zero calls), `reconciled` (the tool's reconcile
+ * probe settled an earlier attempt's lost dispatch, zero calls), the code of a claim that ran
  * nothing (`in_progress`, `outcome_unknown`, `idempotency_conflict`), or `not_run` (refused
  * before the ledger: missing operation key, invalid args).
  */
 export function ledgerOutcome(out: RunToolOutput): string {
-  if (out.via === 'executed' || out.via === 'ledger') return out.via;
+  if (out.via === 'executed' || out.via === 'ledger' || out.via === 'reconciled') return out.via;
   const code = 'code' in out.result ? out.result.code : undefined;
   return code !== undefined && LEDGER_NOT_RUN_CODES.has(code) ? code : 'not_run';
 }

@@ -3,9 +3,10 @@
  * `@openai/agents-core` with `activityAsTool` tools, run by `TemporalOpenAIRunner`), plus the
  * guard's few lines (marked "guard"). Workflow code, bundled with `OpenAIAgentsPlugin`.
  */
-import { Agent, tool } from '@openai/agents-core';
+import { Agent, RunState, tool } from '@openai/agents-core';
 import { activityAsTool, TemporalOpenAIRunner } from '@temporalio/openai-agents/workflow';
-import { proxyActivities } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import type { Checkpoint } from '../../../common/contracts';
 import { guardOpenAIAgent } from '../../../openai-agents'; // guard
 
 export interface PaymentsAgentInput {
@@ -20,7 +21,7 @@ export interface PaymentsAgentInput {
   readonly payAttempts?: number;
   /** The guard's token budget. */
   readonly tokenBudget?: number;
-  /** `notify` is a `tool()` whose own `needsApproval` is true (the SDK's approval flow). */
+  /** `transfer` is a `tool()` whose own `needsApproval` is true (the SDK's approval flow). */
   readonly sdkApproval?: boolean;
   /** Declare a tool the agent does not have (bad input). */
   readonly declareUnknown?: boolean;
@@ -32,9 +33,16 @@ export interface PaymentsAgentInput {
   readonly keyByOrder?: boolean;
   /** The tenant whose spend limit each model call is charged to ($10 per million tokens). */
   readonly spendTenant?: string;
+  /**
+   * At each SDK interruption, continue as new with the SDK's run state (as a string), the
+   * guard's checkpoint and the approvals so far; the next run approves and goes on.
+   */
+  readonly continueAtInterruption?: boolean;
+  /** Set by that continue-as-new: the SDK's run state, the guard's checkpoint, the approvals. */
+  readonly carried?: { state: string; checkpoint: Checkpoint; sdkApprovals: string[] };
 }
 
-const { notify } = proxyActivities<{ notify(i: { to: string; text: string }): Promise<string> }>({
+const { transfer } = proxyActivities<{ transfer(i: { to: string; amount: number }): Promise<string> }>({
   startToCloseTimeout: '10 seconds',
 });
 
@@ -73,16 +81,16 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
   if (input.sdkApproval)
     tools.push(
       tool({
-        name: 'notify',
-        description: 'Send a message.',
+        name: 'transfer',
+        description: 'Transfer money.',
         parameters: {
           type: 'object',
-          properties: { to: { type: 'string' }, text: { type: 'string' } },
-          required: ['to', 'text'],
+          properties: { to: { type: 'string' }, amount: { type: 'number' } },
+          required: ['to', 'amount'],
           additionalProperties: false,
         },
         needsApproval: true,
-        execute: async (args) => notify(args as { to: string; text: string }),
+        execute: async (args) => transfer(args as { to: string; amount: number }),
       }),
     );
   const agent = new Agent({
@@ -102,9 +110,9 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
       },
       ...(input.sdkApproval
         ? {
-            notify: {
-              activity: 'notify',
-              operationKey: (i: { to: string; text: string }) => `notify:${i.to}:${i.text}`,
+            transfer: {
+              activity: 'transfer',
+              operationKey: (i: { to: string; amount: number }) => `transfer:${i.to}:${i.amount}`,
             },
           }
         : {}),
@@ -117,6 +125,7 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     },
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+    ...(input.carried ? { checkpoint: input.carried.checkpoint } : {}),
     ...(input.spendTenant
       ? {
           spend: { tenant: input.spendTenant, maxOutputTokens: 100 },
@@ -127,15 +136,28 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
   if (input.doubleGuard) guardOpenAIAgent(guard.agent, { reads: ['lookup_order'] });
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approve
   const runner = new TemporalOpenAIRunner();
-  let result = await guard.run(runner, input.prompt, { maxTurns: input.maxTurns ?? 10 }); // guard
   // The SDK's own approval flow (its README's pattern): approve what it asks, run on.
-  const sdkApprovals: string[] = [];
-  for (let i = 0; result && result.interruptions.length > 0 && i < 3; i++) {
-    for (const item of result.interruptions) {
+  const sdkApprovals: string[] = [...(input.carried?.sdkApprovals ?? [])];
+  const approveAll = (state: RunState<unknown, never>) => {
+    for (const item of state.getInterruptions()) {
       sdkApprovals.push(String((item.rawItem as { arguments?: string }).arguments));
-      result.state.approve(item);
+      state.approve(item);
     }
-    result = await guard.run(runner, result.state);
+    return state;
+  };
+  let result = input.carried
+    ? await guard.run(
+        runner,
+        approveAll((await RunState.fromString(guard.agent, input.carried.state)) as RunState<unknown, never>),
+      )
+    : await guard.run(runner, input.prompt, { maxTurns: input.maxTurns ?? 10 }); // guard
+  for (let i = 0; result && result.interruptions.length > 0 && i < 3; i++) {
+    if (input.continueAtInterruption)
+      return continueAsNew<typeof paymentsAgent>({
+        ...input,
+        carried: { state: result.state.toString(), checkpoint: guard.checkpoint(), sdkApprovals },
+      });
+    result = await guard.run(runner, await approveAll(result.state));
   }
   // After a guard stop: wait for a verified resume, then run on with the conversation so far.
   if (input.resumeAfterStop && result && guard.stopped && (await guard.untilResumed(60_000)))

@@ -89,7 +89,7 @@ describe('agentctl with no worker on the run’s task queue', () => {
     const { workflowId, handle } = await startRunWithoutWorker(q);
     try {
       const t0 = Date.now();
-      const r = await agentctl(['status', workflowId], cliEnv(q), 30_000);
+      const r = await agentctl(['status', workflowId], cliEnv(q), 90_000);
       const elapsed = Date.now() - t0;
       expect(elapsed).toBeLessThan(15_000);
       expect(r.code).toBe(6);
@@ -98,7 +98,7 @@ describe('agentctl with no worker on the run’s task queue', () => {
       expect(r.stdout).toMatch(new RegExp(`worker +NONE on task queue ${q}`));
       expect(r.stdout).toMatch(/temporal status +RUNNING/);
       expect(r.stdout).toMatch(/goal +test \(fixture\)|goal +\S/);
-      const j = await agentctl(['status', workflowId, '--json'], cliEnv(q), 30_000);
+      const j = await agentctl(['status', workflowId, '--json'], cliEnv(q), 90_000);
       expect(j.code).toBe(6);
       expect(JSON.parse(j.stdout)).toMatchObject({ workflowId, taskQueue: q, temporalStatus: 'RUNNING' });
     } finally {
@@ -115,7 +115,7 @@ describe('agentctl with no worker on the run’s task queue', () => {
       ['send', workflowId, 'hello'],
     ]) {
       const t0 = Date.now();
-      const r = await agentctl(args, cliEnv(q), 30_000);
+      const r = await agentctl(args, cliEnv(q), 90_000);
       expect({ args, ms: Date.now() - t0 < 15_000, code: r.code }).toEqual({ args, ms: true, code: 6 });
       expect(r.stderr).toContain(`no worker polls task queue "${q}"`);
       expect(r.stderr).toMatch(/Nothing was sent/);
@@ -134,7 +134,7 @@ describe('agentctl with no worker on the run’s task queue', () => {
   it('start without --wait refuses a queue no worker polls (nothing started); a malformed name is exit 2', async () => {
     const q = uniqueTaskQueue('nw-typo');
     const id = uniqueId('nw-start');
-    const r = await agentctl(['start', '--script', SCRIPT, '--id', id, '--task-queue', q], cliEnv(q), 30_000);
+    const r = await agentctl(['start', '--script', SCRIPT, '--id', id, '--task-queue', q], cliEnv(q), 90_000);
     expect(r.code).toBe(6);
     expect(r.stderr).toContain(`no worker polls task queue "${q}"`);
     expect(r.stderr).toContain('Nothing was started.');

@@ -1,6 +1,7 @@
 /**
- * What the demo runs on: a Temporal server (one already answering, or the dev server it
- * starts), an in-process worker over a fresh demo database, and agentctl's own client
+ * What the demo runs on: a Temporal server (one already answering, said loudly with whose it
+ * is, or the dev server it starts; another user's server on the default address is not
+ * reused), an in-process worker over a fresh demo database, and agentctl's own client
  * connection (../connect.ts), so the demo reaches the server exactly as agentctl does.
  */
 import { randomUUID } from 'node:crypto';

@@ -65,7 +65,12 @@ async function statusWithoutWorker(
           'worker',
           `NONE on task queue ${desc.taskQueue}: the run's live status cannot be read (below: what the server knows)`,
         ],
-        ['agent state', view.agentState ? `${view.agentState} (as the run last published it)` : null],
+        [
+          'agent state',
+          view.agentState
+            ? `${view.agentState} (as the run last published it)`
+            : 'none published yet (no worker has run its first step)',
+        ],
         ['guard reason', view.guardReason],
         ['stopped by', stoppedBy(view.agentState, view.guardReason)],
         ['steps', view.steps],

@@ -5,7 +5,9 @@
  * command that needs a worker uses (status, start --wait, stop, resume, send), and the one
  * wording of its answer.
  *
- * Temporal keeps a queue's pollers for 5 minutes after their last poll; a live worker long-polls
+ * A queue has partitions (4 by default) and each lists the polls it served: the root is asked
+ * first, the others only when it lists no live worker. Temporal keeps a queue's pollers for 5
+ * minutes after their last poll; a live worker long-polls
  * without a pause (each poll lasts up to a minute), so a poller not seen for
  * {@link LIVE_POLLER_MS} is counted as gone. A queue no worker has polled does not exist for
  * Temporal: it answers with no pollers, not an error, so a misspelt queue and a queue whose
@@ -69,21 +71,52 @@ export async function queueWorkers(
   taskQueue: string,
   now: number = Date.now(),
 ): Promise<QueueWorkers> {
-  const res = await c.client.withDeadline(Date.now() + DESCRIBE_MS, () =>
-    c.client.workflowService.describeTaskQueue({
-      namespace: c.namespace,
-      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    }),
-  );
+  const deadline = Date.now() + DESCRIBE_MS;
+  const pollersOf = async (name: string) =>
+    (
+      await c.client.withDeadline(deadline, () =>
+        c.client.workflowService.describeTaskQueue({
+          namespace: c.namespace,
+          taskQueue: { name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        }),
+      )
+    ).pollers ?? [];
+  let found = split(await pollersOf(taskQueue), now);
+  // The root partition lists the pollers it served; a worker's polls also land on the others
+  // (a queue has PARTITIONS of them by default): asked only when the root lists no live one.
+  if (found.live.length === 0) {
+    const rest = await Promise.all(
+      Array.from({ length: PARTITIONS - 1 }, (_, i) =>
+        pollersOf(`/_sys/${taskQueue}/${i + 1}`).catch(() => []),
+      ),
+    );
+    found = split([...found.raw, ...rest.flat()], now);
+  }
+  return { live: found.live, stale: found.stale };
+}
+
+/** Task queue partitions a server has by default (`matching.numTaskqueueReadPartitions`). */
+const PARTITIONS = 4;
+
+type RawPoller = { identity?: string | null; lastAccessTime?: Parameters<typeof timeOf>[0] };
+
+/** Pollers by identity (the most recent sighting), live and stale. */
+function split(raw: readonly RawPoller[], now: number): QueueWorkers & { raw: RawPoller[] } {
+  const byIdentity = new Map<string, QueuePoller>();
+  for (const p of raw) {
+    const poller = { identity: p.identity || '(no identity)', lastAccessTime: timeOf(p.lastAccessTime) };
+    const seen = byIdentity.get(poller.identity);
+    if (!seen || (poller.lastAccessTime?.getTime() ?? 0) > (seen.lastAccessTime?.getTime() ?? 0))
+      byIdentity.set(poller.identity, poller);
+  }
   const live: QueuePoller[] = [];
   const stale: QueuePoller[] = [];
-  for (const p of res.pollers ?? []) {
-    const poller = { identity: p.identity || '(no identity)', lastAccessTime: timeOf(p.lastAccessTime) };
+  for (const poller of byIdentity.values()) {
     const seen = poller.lastAccessTime?.getTime();
     (seen === undefined || now - seen <= LIVE_POLLER_MS ? live : stale).push(poller);
   }
-  return { live, stale };
+  return { live, stale, raw: [...raw] };
 }
 
 /** The command that starts this repository's worker on `place` (variables only where not the default). */

@@ -35,6 +35,7 @@ async function statusWithoutWorker(
   ctx: Ctx,
   opened: OpenedRun,
   why: string,
+  worker: string,
   asJson: boolean | undefined,
 ): Promise<never> {
   const { c, handle, desc } = opened;
@@ -45,7 +46,7 @@ async function statusWithoutWorker(
   const view = {
     workflowId: id,
     taskQueue: desc.taskQueue,
-    worker: null,
+    workerAnswered: false,
     agentState: sa.get(AGENT_STATE) ?? null,
     guardReason: sa.get(AGENT_GUARD_REASON) || null,
     steps: sa.get(AGENT_STEPS) ?? null,
@@ -61,10 +62,7 @@ async function statusWithoutWorker(
     ctx.io.out(
       keyValues([
         ['run', id],
-        [
-          'worker',
-          `NONE on task queue ${desc.taskQueue}: the run's live status cannot be read (below: what the server knows)`,
-        ],
+        ['worker', `${worker}: the run's live status cannot be read (below: what the server knows)`],
         [
           'agent state',
           view.agentState
@@ -109,7 +107,13 @@ export function statusCommand(ctx: Ctx): Command {
       const hasWorker = workers === null || workers.live.length > 0;
       const place = placeOf(c, desc.taskQueue);
       if (!hasWorker && !closed)
-        return statusWithoutWorker(ctx, opened, noWorkerMessage(place, workers ?? undefined), o.json);
+        return statusWithoutWorker(
+          ctx,
+          opened,
+          noWorkerMessage(place, workers ?? undefined),
+          `NONE on task queue ${desc.taskQueue}`,
+          o.json,
+        );
       const ask = { query: hasWorker, queryMs: STATUS_QUERY_MS };
       let status: RunStatus;
       try {
@@ -123,6 +127,7 @@ export function statusCommand(ctx: Ctx): Command {
           `no worker answered within ${STATUS_QUERY_MS / 1000} s, though task queue "${desc.taskQueue}" ` +
             `(namespace ${c.namespace} on ${c.address}) lists pollers (${pollers}): a worker that stopped ` +
             `a moment ago, or one too busy to answer. ${startWorkerHint(place)}`,
+          `NONE answered within ${STATUS_QUERY_MS / 1000} s on task queue ${desc.taskQueue} (listed: ${pollers})`,
           o.json,
         );
       }

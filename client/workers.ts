@@ -171,14 +171,17 @@ export const placeOf = (c: QueueClient, taskQueue: string): QueuePlace => ({
 
 /**
  * Throws {@link NoWorkerError} (exit 6) with `what` (e.g. "nothing was sent") when no live
- * worker polls `taskQueue`; returns its live pollers otherwise.
+ * worker polls `taskQueue`; returns its live pollers otherwise. A look that fails (credentials
+ * that may start runs but not describe queues, a server too busy to answer in time) cannot
+ * tell: the action goes ahead as before this check (null).
  */
 export async function requireWorker(
   c: QueueClient,
   taskQueue: string,
   what: string,
-): Promise<readonly QueuePoller[]> {
-  const workers = await queueWorkers(c, taskQueue);
+): Promise<readonly QueuePoller[] | null> {
+  const workers = await queueWorkers(c, taskQueue).catch(() => null);
+  if (!workers) return null;
   if (workers.live.length === 0) throw new NoWorkerError(placeOf(c, taskQueue), what, workers);
   return workers.live;
 }

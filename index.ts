@@ -59,9 +59,13 @@ export type { Activities, ActivityDeps } from './activities/create-activities';
 export {
   DEFAULT_NAMESPACE,
   DEFAULT_TEMPORAL_ADDRESS,
+  DEFAULT_TEMPORAL_WAIT_S,
   loadConnectionOptions,
+  readTemporalWaitMs,
   readWorkerEnv,
 } from './worker/env';
+export { connectToTemporal } from './worker/connect-temporal';
+export type { ConnectToTemporalOptions } from './worker/connect-temporal';
 export type { ConnectionSettings, WorkerEnv } from './worker/env';
 export { ensureSearchAttributes, SearchAttributesError } from './worker/search-attributes';
 export type { SearchAttributesMode } from './worker/search-attributes';

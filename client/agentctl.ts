@@ -6,7 +6,8 @@
  *   world · replay
  *
  * Exit codes: 0 ok · 1 error · 2 usage / malformed input · 3 refused / not resumable ·
- * 4 Temporal server unreachable · 5 payload codec mismatch between agentctl and the run's worker.
+ * 4 Temporal server unreachable · 5 payload codec mismatch between agentctl and the run's worker ·
+ * 6 no worker polls the run's task queue.
  */
 import { Command, CommanderError } from 'commander';
 import { runReplay } from './replay';
@@ -14,14 +15,8 @@ import { codecServerCommand } from './commands/codec-server';
 import { consoleCommand } from './commands/console';
 import { makeCtx, type Ctx } from './commands/common';
 import { resumeCommand, stopCommand } from './commands/control';
-import {
-  listCommand,
-  reportCommand,
-  statusCommand,
-  traceCommand,
-  treeCommand,
-  watchCommand,
-} from './commands/inspect';
+import { listCommand, reportCommand, traceCommand, treeCommand, watchCommand } from './commands/inspect';
+import { statusCommand } from './commands/status';
 import { approvalsCommand } from './commands/approvals';
 import { ledgerCommand } from './commands/ledger';
 import { conversationCommand } from './commands/conversation';
@@ -44,6 +39,8 @@ Exit codes:
   4  Temporal server unreachable (start it with \`npm run dev:server\`)
   5  payload codec mismatch: agentctl and the run's worker do not share a key, or one has
      AGENT_CODEC=off (a configuration error, not a refusal; the message names the fix)
+  6  no worker polls the run's task queue: nothing was sent (status prints what the server
+     knows of the run); the message names the queue and how to start a worker
 
 Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE
 (the Temporal CLI's variables); task queue: TEMPORAL_TASK_QUEUE; counters: WORLD_URL.

@@ -31,13 +31,11 @@ import type { StopReport } from '../guard';
 import { signRequest, type OperatorKeyFile } from '../operators/sign';
 import { CliError, Exit } from './format';
 import { sendStop, type StopOutcome } from './stop';
+import { runReport, runStatus, runTrace } from './run-reads';
 import {
   describeRun,
   isClosed,
   rejected,
-  runReport,
-  runStatus,
-  runTrace,
   sendResume,
   settledOutcome,
   startRun,

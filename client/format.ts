@@ -18,6 +18,11 @@ export const Exit = {
    * codec off on one side): a configuration error, never a refusal (codec/mismatch.ts).
    */
   CODEC_MISMATCH: 5,
+  /**
+   * No worker polls the run's task queue (client/workers.ts): nothing was sent, or the run's
+   * live state could not be read; start a worker on that queue.
+   */
+  NO_WORKER: 6,
 } as const;
 export type ExitCode = (typeof Exit)[keyof typeof Exit];
 

@@ -15,7 +15,6 @@ import {
 } from '@temporalio/client';
 import {
   checkpointQuery,
-  reportQuery,
   statusQuery,
   traceQuery,
   WORKFLOW_TYPE,
@@ -24,10 +23,8 @@ import {
   type RunInput,
   type RunResult,
   type RunStatus,
-  type TracePage,
-  type TracePageArgs,
 } from '../common/contracts';
-import { pageTrace, stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
+import { stoppedAt, type StopReport, type TerminalState, type TraceRecord } from '../guard';
 import { CliError, Exit } from './format';
 import { staticMetadataOf } from './static-details';
 import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload-limits';
@@ -192,93 +189,6 @@ export function outcomeOfCheckpoint(cp: Checkpoint): RunOutcome | null {
     ...(cp.stop.report.final_message !== undefined ? { final_message: cp.stop.report.final_message } : {}),
     ...howItEnded(cp.stop.terminalState, cp.stop.reason),
   };
-}
-
-/** Status from the query; for a closed run the query may be unanswerable (no worker): derived from the result. */
-export async function runStatus(
-  handle: WorkflowHandle,
-  desc: WorkflowExecutionDescription,
-): Promise<RunStatus> {
-  try {
-    return await handle.query(statusQuery);
-  } catch (err) {
-    if (!isClosed(desc)) throw err;
-    const r = await closedResult(handle);
-    const cp = r.checkpoint;
-    return {
-      workflowId: r.workflow_id,
-      phase: r.terminal_state,
-      terminalState: r.terminal_state,
-      guardReason: r.reason,
-      steps: r.report?.steps ?? r.executed,
-      steers: r.report?.steers?.length ?? 0,
-      executed: r.executed,
-      cached: r.cached,
-      proposals: cp?.proposals ?? r.decisions.length,
-      progressVersion: r.report?.last_progress_version ?? 0,
-      noProgress: 0,
-      usage: { tokens: r.usage?.tokens ?? 0, costUsd: r.usage?.cost_usd ?? 0 },
-      lastDecision: r.decisions[r.decisions.length - 1]?.after ?? null,
-      waitingForResume: false,
-      goal: '',
-      ...(cp?.children ? { children: cp.children } : {}),
-    };
-  }
-}
-
-/** The StopReport (null while running or when COMPLETED). */
-export async function runReport(
-  handle: WorkflowHandle,
-  desc: WorkflowExecutionDescription,
-): Promise<StopReport | null> {
-  try {
-    return await handle.query(reportQuery);
-  } catch (err) {
-    if (!isClosed(desc)) throw err;
-    return (await closedResult(handle)).report;
-  }
-}
-
-/** How a run ended (issue 30): null while it runs (or when a closed run has no result to read). */
-export async function runEnding(
-  handle: WorkflowHandle,
-  desc: WorkflowExecutionDescription,
-): Promise<{ finished_task: boolean; ended: string; summary: string | null; final_message?: string } | null> {
-  try {
-    if (isClosed(desc)) {
-      const r = await closedResult(handle);
-      return {
-        ...howItEnded(r.terminal_state, r.reason),
-        summary: r.summary,
-        ...(r.final_message !== undefined ? { final_message: r.final_message } : {}),
-      };
-    }
-    const report = await handle.query(reportQuery);
-    if (!report) return null;
-    return {
-      ...howItEnded(report.terminal_state, report.guard_reason),
-      summary: null,
-      ...(report.final_message !== undefined ? { final_message: report.final_message } : {}),
-    };
-  } catch {
-    return null;
-  }
-}
-
-/** A page of the trace; a closed run without a worker falls back to its result's checkpoint. */
-export async function runTrace(
-  handle: WorkflowHandle,
-  desc: WorkflowExecutionDescription,
-  args: TracePageArgs,
-): Promise<TracePage> {
-  try {
-    return await handle.query(traceQuery, args);
-  } catch (err) {
-    if (!isClosed(desc)) throw err;
-    const cp = (await closedResult(handle)).checkpoint;
-    const kept = cp?.trace ?? [];
-    return pageTrace(kept, cp?.traceTotal ?? kept.length, args);
-  }
 }
 
 /** What {@link waitUntilSettled} saw last. */

@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { ChildSummary } from '../common/sub-agents';
-import { runStatus } from './runs';
+import { runStatus } from './run-reads';
 
 /** One run of a tree and the runs it spawned. */
 export interface AgentTreeNode {

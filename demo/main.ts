@@ -2,8 +2,9 @@
  * `npm run demo [-- --once]`: the whole system on one machine in well under a minute.
  *
  * Installs the Temporal CLI if missing, reuses a Temporal server answering on
- * TEMPORAL_ADDRESS (default localhost:7233) or starts the dev server (UI on port + 1000,
- * 8233), starts an in-process worker over a fresh demo database (data/demo-<timestamp>.db),
+ * TEMPORAL_ADDRESS (default localhost:7233), saying loudly whose it is, or starts the dev
+ * server (UI on port + 1000, 8233; on a free port when another user's server holds the
+ * default one: demo/stack.ts), starts an in-process worker over a fresh demo database (data/demo-<timestamp>.db),
  * and runs the scenarios of ./demo/scenarios.ts — live scripted agents the real demo
  * tools answer. `--once` stops everything at the end (exit 0 when every scenario ended as
  * expected); otherwise server and worker keep running until Ctrl-C. `--data-dir DIR` puts

@@ -1,6 +1,7 @@
 /**
- * What the demo runs on: a Temporal server (one already answering, or the dev server it
- * starts), an in-process worker over a fresh demo database, and agentctl's own client
+ * What the demo runs on: a Temporal server (one already answering, said loudly with whose it
+ * is, or the dev server it starts; another user's server on the default address is not
+ * reused), an in-process worker over a fresh demo database, and agentctl's own client
  * connection (../connect.ts), so the demo reaches the server exactly as agentctl does.
  */
 import { randomUUID } from 'node:crypto';
@@ -8,13 +9,15 @@ import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { startDevServer, type DevServerHandle } from '../devserver/dev-server';
+import { freePort, parseAddress, startDevServer, type DevServerHandle } from '../devserver/dev-server';
+import { ownerText, portOwner, type PortOwner } from '../devserver/port-owner';
 import { ensureTemporalCli } from '../devserver/temporal-cli';
 import { createAgentWorker } from '../worker/create-worker';
-import { dataConverterOf } from '../codec';
-import { loadConnectionOptions } from '../worker/env';
+import { dataConverterOf, isLocalDevServer } from '../codec';
+import { DEFAULT_TEMPORAL_ADDRESS, loadConnectionOptions } from '../worker/env';
 import { codecSettings, connect, connectionSettings, type Connected } from '../client/connect';
 import { uiBaseFor } from '../client/format';
+import { queueWorkers } from '../client/workers';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from './deps';
 
 /** The running demo stack. */
@@ -70,6 +73,34 @@ async function reuseServer(env: NodeJS.ProcessEnv, address: string): Promise<Con
   }
 }
 
+/**
+ * What the demo says when it runs on a server it did not start: loudly, whose server it is
+ * (address, namespace, the user listening there when the system tells) and what that means, and
+ * the workers already polling the demo's task queue there (they would take the demo's runs).
+ */
+async function reusedServerBanner(
+  c: Connected,
+  address: string,
+  owner: PortOwner | null,
+  chosen: boolean,
+): Promise<string[]> {
+  const pollers = await queueWorkers(c, c.taskQueue).catch(() => null);
+  const others = pollers?.live ?? [];
+  return [
+    `▸ Temporal server already answering at ${address} — reusing it: NOT started by this demo`,
+    `  ! server ${address}, namespace ${c.namespace}, listening process of ${ownerText(owner)}` +
+      `${chosen ? ' (TEMPORAL_ADDRESS names it)' : ''}`,
+    "  ! its other runs show beside the demo's (agentctl list, the Web UI), and the demo's runs stay on it",
+    ...(others.length
+      ? [
+          `  ! ${others.length} worker(s) already poll task queue ${c.taskQueue} there (${others.map((p) => p.identity).join(', ')}): ` +
+            "they may take the demo's runs; set TEMPORAL_TASK_QUEUE to a queue of the demo's own",
+        ]
+      : []),
+    '  a server of its own: stop that one, or TEMPORAL_ADDRESS=localhost:<free port> npm run demo',
+  ];
+}
+
 /** Brings the stack up, printing what it does. */
 export async function startStack(o: StackOptions): Promise<DemoStack> {
   const { say } = o;
@@ -89,26 +120,46 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
 
   let server: DevServerHandle | null = null;
   let uiBase = uiBaseFor(address, env);
+  let serverEnv = env;
   let connected = await reuseServer(env, address);
+  // Another user's server on the default port is not reused (its runs would show beside the
+  // demo's, and the demo's worker would share its task queue): the demo starts its own.
+  const owner = connected ? portOwner(parseAddress(address).port) : null;
+  const chosen = Boolean(env.TEMPORAL_ADDRESS?.trim()) || address !== DEFAULT_TEMPORAL_ADDRESS;
+  const othersServer = connected !== null && !chosen && isLocalDevServer(options) && owner?.you === false;
+  if (othersServer) {
+    await connected?.close().catch(() => undefined);
+    connected = null;
+    say(
+      `▸ a Temporal server already listens on ${address}, started by ${ownerText(owner)}: not reusing it ` +
+        "(its runs would mix with the demo's). Starting the demo's own server on a free port instead; " +
+        `TEMPORAL_ADDRESS=${address} npm run demo would use that one.`,
+    );
+  }
   if (connected) {
-    say(`▸ Temporal server already answering at ${address} — reusing it`);
+    for (const line of await reusedServerBanner(connected, address, owner, chosen)) say(line);
   } else {
     say('▸ Temporal CLI…');
     const cli = await ensureTemporalCli();
     say(`  ${relative(process.cwd(), cli) || cli}`);
-    say(`▸ starting the Temporal dev server on ${address}${o.once ? ' (in-memory: --once)' : ''}…`);
+    const ports = othersServer ? { port: await freePort(), uiPort: await freePort() } : {};
+    say(
+      `▸ starting the Temporal dev server on ${othersServer ? `port ${ports.port}` : address}${o.once ? ' (in-memory: --once)' : ''}…`,
+    );
     // The Web UI decodes through a codec server on loopback, so a run's summary, details,
     // input and result read as text there (docs/ui.md).
     server = await startDevServer({
       quiet: true,
       cliPath: cli,
+      ...ports,
       ...(o.once ? { dbFile: null } : {}),
       ...(codec.codec ? { uiCodec: codec.codec } : {}),
     });
     uiBase = server.uiUrl ?? uiBase;
     say(`  ready: ${server.address}, Web UI ${uiBase}`);
     if (server.uiCodecUrl) say(`  the Web UI decodes payloads through the codec server ${server.uiCodecUrl}`);
-    connected = await connect(env, 5_000);
+    serverEnv = { ...env, TEMPORAL_ADDRESS: server.address };
+    connected = await connect(serverEnv, 5_000);
   }
 
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
@@ -119,7 +170,7 @@ export async function startStack(o: StackOptions): Promise<DemoStack> {
   const { taskQueue, namespace } = connected;
   say(`▸ worker: task queue ${taskQueue}, ledger + demo world ${relative(process.cwd(), dbFile)}`);
   // The worker connects the worker's way (envconfig options as worker/run-worker.ts uses them).
-  const nativeConnection = await NativeConnection.connect(loadConnectionOptions(env).connectionOptions);
+  const nativeConnection = await NativeConnection.connect(loadConnectionOptions(serverEnv).connectionOptions);
   const worker = await createAgentWorker({
     connection: nativeConnection,
     namespace,

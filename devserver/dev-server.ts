@@ -9,6 +9,7 @@
  * `startDevServer()` is reusable (demo, tests): it resolves once the frontend answers AND the
  * search attributes are visible, and returns `{ address, uiUrl, stop() }`.
  *
+ * Flags: `--port N`, `--ui-port N`, `--codec-port N`, `--no-codec`, `--help` (DEV_SERVER_USAGE).
  * Environment: TEMPORAL_ADDRESS (host:port), TEMPORAL_UI_PORT, TEMPORAL_DB_FILE
  * (`:memory:` or empty for a throwaway server), TEMPORAL_CLI (see devserver/temporal-cli.ts).
  *
@@ -30,6 +31,7 @@ import { Connection } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
 import { DEFAULT_CODEC_PORT, loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../codec';
 import { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from '../common/search-attributes';
+import { ownerText, portOwner } from './port-owner';
 import { ensureTemporalCli, PROJECT_ROOT } from './temporal-cli';
 
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
@@ -189,8 +191,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 
   if (await portInUse(ip, port)) {
     throw new Error(
-      `Port ${port} on ${ip} is already in use — is another Temporal server running? ` +
-        'Stop it, or set TEMPORAL_ADDRESS=localhost:<other port>.',
+      `Port ${port} on ${ip} is already in use (listening: ${ownerText(portOwner(port))}) — another Temporal server? ` +
+        'Use it (TEMPORAL_ADDRESS), stop it, or start this one elsewhere: `npm run dev:server -- --port <other port>`.',
     );
   }
 
@@ -316,34 +318,80 @@ export interface DevServerCliOptions {
   readonly codec: boolean;
   /** `--codec-port N` (default 8888, a free one when taken). */
   readonly codecPort: number | undefined;
+  /** `--port N`: the frontend's gRPC port (default the port of TEMPORAL_ADDRESS, 7233). */
+  readonly port?: number;
+  /** `--ui-port N`: the Web UI's port (default TEMPORAL_UI_PORT, else the frontend's port + 1000). */
+  readonly uiPort?: number;
+  /** `--help`: print the usage and start nothing. */
+  readonly help?: boolean;
+}
+
+/** `npm run dev:server -- --help`. */
+export const DEV_SERVER_USAGE = `Usage: npm run dev:server [-- options]
+
+A local Temporal dev server (temporal server start-dev) with the agent search attributes, its
+Web UI, and a codec server the UI decodes payloads through. Ctrl-C stops it.
+
+Options:
+  --port N          frontend (gRPC) port (default: the port of TEMPORAL_ADDRESS, else 7233);
+                    workers and agentctl then need TEMPORAL_ADDRESS=localhost:N
+  --ui-port N       Web UI port (default: TEMPORAL_UI_PORT, else the frontend port + 1000: 8233)
+  --codec-port N    the UI's codec server port (default 8888; a free one when 8888 is taken)
+  --no-codec        no codec server: the UI shows payloads as stored (ciphertext)
+  -h, --help        this text
+
+Environment: TEMPORAL_ADDRESS (host:port), TEMPORAL_UI_PORT, TEMPORAL_DB_FILE (default
+data/temporal.db; :memory: for a throwaway server), TEMPORAL_CLI, AGENT_CODEC_* (docs/deploy.md).
+Docs: docs/ui.md (ports), docs/operations.md.`;
+
+/** A port number flag's value (0-65535; 0 only where `zero` allows it), or an error naming the flag. */
+function portValue(flag: string, v: string | undefined, zero: boolean): number {
+  const n = Number(v);
+  if (v === undefined || !/^\d+$/.test(v) || n > 65535 || (!zero && n === 0))
+    throw new Error(`${flag} needs a port number (${zero ? 0 : 1}-65535), got ${v ?? 'nothing'}`);
+  return n;
 }
 
 /**
- * Parses `npm run dev:server`'s flags: `--no-codec`, `--codec-port N`, and `--codec` (the
- * default since the codec server is on by default; still accepted). Throws on anything else.
+ * Parses `npm run dev:server`'s flags: `--port N`, `--ui-port N`, `--no-codec`, `--codec-port N`,
+ * `--help`, and `--codec` (the default since the codec server is on by default; still accepted).
+ * Throws on anything else, naming it.
  */
 export function parseDevServerArgs(argv: readonly string[]): DevServerCliOptions {
   let codec = true;
   let codecPort: number | undefined;
+  let port: number | undefined;
+  let uiPort: number | undefined;
+  let help = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const flag = eq >= 0 ? a.slice(0, eq) : a;
+    const value = () => (eq >= 0 ? a.slice(eq + 1) : argv[++i]);
     if (a === '--codec') codec = true;
     else if (a === '--no-codec') codec = false;
-    else if (a === '--codec-port' || a.startsWith('--codec-port=')) {
-      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      codecPort = Number(v);
-      if (v === undefined || !/^\d+$/.test(v) || codecPort > 65535)
-        throw new Error(`--codec-port needs a port number (0-65535), got ${v ?? 'nothing'}`);
-    } else {
-      throw new Error(`unknown option ${a} (options: --no-codec, --codec-port N)`);
-    }
+    else if (a === '--help' || a === '-h') help = true;
+    else if (flag === '--codec-port') codecPort = portValue('--codec-port', value(), true);
+    else if (flag === '--port') port = portValue('--port', value(), false);
+    else if (flag === '--ui-port') uiPort = portValue('--ui-port', value(), false);
+    else
+      throw new Error(
+        `unknown option ${a} (options: --port N, --ui-port N, --codec-port N, --no-codec, --help)`,
+      );
   }
-  return { codec, codecPort };
+  return {
+    codec,
+    codecPort,
+    ...(port !== undefined ? { port } : {}),
+    ...(uiPort !== undefined ? { uiPort } : {}),
+    ...(help ? { help } : {}),
+  };
 }
 
 /** The command line entry (devserver/dev-server.ts). */
 export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const cli = parseDevServerArgs(argv);
+  if (cli.help) return void process.stdout.write(`${DEV_SERVER_USAGE}\n`);
   const loaded = loadPayloadCodec(process.env, {
     createKeyFile: true,
     warn: (m) => process.stderr.write(`dev-server: ${m}\n`),
@@ -355,6 +403,8 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
     dynamicConfig: FAST_DISPATCH_DYNAMIC_CONFIG,
     ...(cli.codec && loaded.codec ? { uiCodec: loaded.codec } : {}),
     ...(cli.codecPort !== undefined ? { uiCodecPort: cli.codecPort } : {}),
+    ...(cli.port !== undefined ? { port: cli.port } : {}),
+    ...(cli.uiPort !== undefined ? { uiPort: cli.uiPort } : {}),
   });
   const codecLine = server.uiCodecUrl
     ? `${server.uiCodecUrl} (the web UI decodes payloads through it; --no-codec to leave it out)`
@@ -372,6 +422,9 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
       `  web UI:    ${server.uiUrl ?? '(headless)'}`,
       `  search attributes: ${attrs}`,
       `  state:     ${process.env.TEMPORAL_DB_FILE ?? DEFAULT_DB_FILE}`,
+      ...(server.address.endsWith(':7233')
+        ? []
+        : [`  workers and agentctl: TEMPORAL_ADDRESS=${server.address} (not the default port 7233)`]),
       `  payloads:  ${payloads.encrypted ? 'encrypted' : 'NOT encrypted'} (${payloads.source})`,
       `  codec:     ${codecLine}`,
       'Ctrl-C to stop.',

@@ -59,6 +59,23 @@ export function readWorkerEnv(env: NodeJS.ProcessEnv = process.env): WorkerEnv {
   return read;
 }
 
+/** How long a worker waits for Temporal at start by default, s. */
+export const DEFAULT_TEMPORAL_WAIT_S = 120;
+
+/** The environment variable of that wait. */
+export const TEMPORAL_WAIT_ENV = 'AGENT_TEMPORAL_WAIT';
+
+/** AGENT_TEMPORAL_WAIT as ms: whole seconds >= 0; anything else throws naming the variable. */
+export function readTemporalWaitMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[TEMPORAL_WAIT_ENV]?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_TEMPORAL_WAIT_S * 1000;
+  if (!/^\d+$/.test(raw))
+    throw new Error(
+      `${TEMPORAL_WAIT_ENV}=${raw}: expected whole seconds >= 0 (how long a worker waits for Temporal at start; 0: no wait)`,
+    );
+  return Number(raw) * 1000;
+}
+
 /** Every environment variable the worker reads, with what it means. */
 export const WORKER_ENV_DOCS = {
   // ── Temporal connection (read by @temporalio/envconfig; same names as the `temporal` CLI) ──
@@ -77,6 +94,7 @@ export const WORKER_ENV_DOCS = {
   TEMPORAL_PROFILE: 'Profile name in the envconfig TOML file (default "default").',
   TEMPORAL_CONFIG_FILE: 'Path of the envconfig TOML file (default ~/.config/temporalio/temporal.toml).',
   // ── This application ──
+  AGENT_TEMPORAL_WAIT: `How long a worker waits for Temporal at start, in seconds (default ${DEFAULT_TEMPORAL_WAIT_S}; 0: one try): a server started at the same time is retried with backoff, the wait said once (worker/connect-temporal.ts).`,
   TEMPORAL_TASK_QUEUE: `Task queue the worker polls (default ${DEFAULT_TASK_QUEUE}); all replicas share it.`,
   LEDGER_URL: `Completed-operation ledger: sqlite:<file> (one host) or postgres://… (several workers/hosts). Default ${DEFAULT_LEDGER_URL}.`,
   WORLD_URL: `Demo world SQLite file (default ${DEFAULT_WORLD_URL}).`,

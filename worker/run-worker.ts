@@ -7,12 +7,14 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
+import { connectToTemporal } from './connect-temporal';
 import { createAgentWorker, type WorkerDeps } from './create-worker';
 import {
   loadConnectionOptions,
   readSearchAttributesMode,
+  readTemporalWaitMs,
   readWorkerEnv,
   readWorkerTuning,
   type WorkerEnv,
@@ -44,15 +46,8 @@ export async function runWorker(openDeps: (env: WorkerEnv) => Promise<WorkerDeps
   if (codec.createdKeyFile)
     console.log(`worker: payload encryption key created: ${codec.createdKeyFile} (mode 0600)`);
   const dataConverter = dataConverterOf(codec);
-  let connection: NativeConnection;
-  try {
-    connection = await NativeConnection.connect(connectionOptions);
-  } catch (err) {
-    throw new Error(
-      `cannot reach Temporal at ${connectionOptions.address} (${(err as Error).message}). ` +
-        'Start a dev server with "npm run dev:server" or set TEMPORAL_ADDRESS.',
-    );
-  }
+  // Waits for a server started at the same time (AGENT_TEMPORAL_WAIT, worker/connect-temporal.ts).
+  const connection = await connectToTemporal(connectionOptions, namespace, { waitMs: readTemporalWaitMs() });
   let deps: WorkerDeps | undefined;
   try {
     // Before polling: on a namespace without the search attributes every run would fail its

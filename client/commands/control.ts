@@ -27,6 +27,7 @@ import {
   type ResumeOutcome,
 } from '../runs';
 import { sendStop } from '../stop';
+import { requireWorker } from '../workers';
 import { operatorKeyOf } from './operator';
 import { formatOutcome } from './start';
 import {
@@ -120,6 +121,8 @@ async function resumeFrom(
       `run ${source} ended ${result.terminal_state}: not resumable (only ${[...RESUMABLE].join(' and ')} runs are)`,
     );
   }
+  // The new execution goes to the source's queue: without a worker there it would wait for nobody.
+  await requireWorker(c, desc.taskQueue, 'Nothing was started.');
   const input = await startInputOf(src, c.client);
   // Same workflow id by default (a new execution, as continue-as-new keeps the id): the
   // run's progress facts and counters are keyed by it, so the re-verification compares like with like.
@@ -230,6 +233,8 @@ export function resumeCommand(ctx: Ctx): Command {
       } else {
         const r = await describeRun(c.client, id as string);
         handle = r.handle;
+        if (!isClosed(r.desc))
+          await requireWorker(c, r.desc.taskQueue, 'Nothing was sent: the resume would wait unanswered.');
         answer = isClosed(r.desc)
           ? rejected(
               `run is closed (${r.desc.status.name}); continue it as a new run with: agentctl resume --from ${id}`,
@@ -297,6 +302,12 @@ export function stopCommand(ctx: Ctx): Command {
         const { handle, desc } = await openRun(ctx, id);
         if (isClosed(desc))
           throw new CliError(Exit.REFUSED, `run ${id} is closed (${desc.status.name}); nothing to stop`);
+        // A run with no worker makes no tool call meanwhile; the stop would wait unanswered.
+        await requireWorker(
+          await ctx.connect(),
+          desc.taskQueue,
+          'Nothing was sent: start a worker, then stop the run (it makes no tool call until one polls).',
+        );
         const status = await handle.query(statusQuery).catch(() => null);
         if (status && status.phase !== 'RUNNING') {
           throw new CliError(

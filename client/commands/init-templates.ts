@@ -129,8 +129,7 @@ const worker = (v: InitValues): string => `/**
  * unset, a local stand-in model (src/model-server.ts) answers. Runs name the endpoint
  * \`app-model\`; a run never carries a URL or a key.
  */
-import { NativeConnection } from '@temporalio/worker';
-import { createAgentWorker, loadConnectionOptions, openWorkerDeps } from 'agent-loop-guard';
+import { connectToTemporal, createAgentWorker, loadConnectionOptions, openWorkerDeps } from 'agent-loop-guard';
 import { startModelServer } from './model-server';
 import { tools } from './tools';
 
@@ -146,7 +145,8 @@ async function main(): Promise<void> {
   if (local) process.env.AGENT_PRICE_TABLE ??= JSON.stringify({ 'local-model': { inputPerMTok: 0, outputPerMTok: 0 } });
 
   const { connectionOptions, namespace } = loadConnectionOptions();
-  const connection = await NativeConnection.connect(connectionOptions);
+  // Waits (AGENT_TEMPORAL_WAIT, default 120 s) for a Temporal server started at the same time.
+  const connection = await connectToTemporal(connectionOptions, namespace);
   const deps = await openWorkerDeps({ ledgerUrl: process.env.LEDGER_URL || 'sqlite:data/agent.db', tools });
   const worker = await createAgentWorker({ connection, namespace, taskQueue: TASK_QUEUE, deps });
   console.log(\`worker on task queue \${TASK_QUEUE} (\${namespace}); tools: \${deps.registry.names().join(', ')}; model at \${baseURL}\`);

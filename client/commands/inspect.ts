@@ -1,7 +1,7 @@
-/** `agentctl status|report|trace|watch|list`: read-only views of runs. */
+/** `agentctl report|trace|watch|list|tree`: read-only views of runs (`status`: ./status.ts). */
 import { Command, Option } from 'commander';
 import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
-import { WORKFLOW_TYPE, type RunStatus } from '../../common/contracts';
+import { WORKFLOW_TYPE } from '../../common/contracts';
 import { WAITING_FOR_PERSON } from '../../common/conversation-run';
 import { GuardReason, TerminalState, type StopReport, type TraceRecord } from '../../guard';
 import {
@@ -16,10 +16,11 @@ import {
   type Column,
 } from '../format';
 import { unknownToolOf } from '../../tools/registry';
-import { followRun, runEnding, runReport, runStatus, runTrace } from '../runs';
+import { followRun } from '../runs';
+import { runReport, runTrace } from '../run-reads';
 import { formatTree, getAgentRunTree } from '../tree';
 import { storedTracePage } from './stored-trace';
-import { nonNegativeInt, openRun, positiveInt, runLink, countersOf, countersText, type Ctx } from './common';
+import { nonNegativeInt, openRun, positiveInt, type Ctx } from './common';
 
 /** Trace table columns. */
 export const TRACE_COLUMNS: Column<TraceRecord>[] = [
@@ -75,81 +76,6 @@ export function stoppedBy(
   if (state === TerminalState.NEEDS_HUMAN)
     return `the run: it needs a person (${reason ?? 'see the report'})`;
   return reason ?? null;
-}
-
-/** The `status` command. */
-export function statusCommand(ctx: Ctx): Command {
-  return new Command('status')
-    .description("Show a run's status (phase, steps, last decision, counters)")
-    .argument('<id>', 'workflow id')
-    .option('--json', 'machine-readable output')
-    .action(async (id: string, o: { json?: boolean }) => {
-      const { c, handle, desc } = await openRun(ctx, id);
-      const status = await runStatus(handle, desc);
-      const counters = await countersOf(ctx, id);
-      const ending = await runEnding(handle, desc);
-      if (o.json) {
-        ctx.io.out(
-          json({
-            ...status,
-            ...(ending ?? {}),
-            temporalStatus: desc.status.name,
-            startTime: desc.startTime.toISOString(),
-            closeTime: desc.closeTime?.toISOString() ?? null,
-            counters,
-          }),
-        );
-        return;
-      }
-      ctx.io.out(
-        keyValues([
-          ['run', id],
-          ['phase', status.phase],
-          ['terminal state', status.terminalState],
-          ['guard reason', status.guardReason],
-          ['stopped by', stoppedBy(status.terminalState, status.guardReason)],
-          ['waiting for resume', status.waitingForResume ? 'yes' : 'no'],
-          ...conversationRows(status),
-          ['steps', status.steps],
-          [
-            'executed / cached',
-            `${status.executed} / ${status.cached}${status.reconciled ? ` (+${status.reconciled} settled by reconcile, not run)` : ''}`,
-          ],
-          ['proposals', status.proposals],
-          ['progress version', `${status.progressVersion} (changes to external state seen so far)`],
-          ['no-progress count', `${status.noProgress} (calls in a row that changed nothing)`],
-          ['usage', `${status.usage.tokens} tokens, $${status.usage.costUsd}`],
-          ['last decision', status.lastDecision],
-          ['ended', ending?.ended],
-          ['summary', ending?.summary],
-          ['final message', ending?.final_message],
-          ['goal', status.goal],
-          ['temporal status', desc.status.name],
-          ['started', desc.startTime.toISOString()],
-          ['counters', countersText(ctx, counters)],
-          ['UI', runLink(ctx, c, id)],
-        ]),
-      );
-    });
-}
-
-/** A conversation run's rows (issue 33): who the run waits on, and the question. */
-function conversationRows(status: RunStatus): Array<[string, unknown]> {
-  const c = status.conversation;
-  if (!c) return [];
-  // The end in the run's own words (issue 41): its terminal state and reason, not Temporal's status.
-  const ended = c.ended ? ` (run ${c.ended.as})` : '';
-  const waiting = c.waiting
-    ? `yes, since ${new Date(c.waiting.sinceMs).toISOString()} (${c.waiting.kind}): ${c.waiting.text}`
-    : c.open
-      ? 'no (the agent is working)'
-      : `no (the conversation is closed${ended})`;
-  // Messages the run ended without reading are said so, never "queued" (issue 41).
-  const notRead = c.notRead ? `, ${c.notRead} not read (the run ended before the model read them)` : '';
-  return [
-    ['waiting for person', waiting],
-    ['conversation', `${c.turns} turns, ${c.received} messages received, ${c.queued} queued${notRead}`],
-  ];
 }
 
 /** The `tree` command: a run and the sub-agents below it (docs/spec.md §7.14). */

@@ -8,6 +8,8 @@
 import { Command } from 'commander';
 import { getReplies, sendMessage, waitForReply } from '../conversation';
 import { CliError, Exit, json } from '../format';
+import { describeRun, isClosed } from '../runs';
+import { requireWorker } from '../workers';
 import type { TranscriptEntry } from '../../common/conversation-run';
 import { nonNegativeInt, positiveNumber, type Ctx } from './common';
 
@@ -41,7 +43,12 @@ export function sendCommand(ctx: Ctx): Command {
         text: string,
         o: { close?: boolean; from?: string; id?: string; waitReply?: number | true; json?: boolean },
       ) => {
-        const { client } = await ctx.connect();
+        const c = await ctx.connect();
+        const { client } = c;
+        // An open run's message waits for a worker to answer it: with none on the run's queue, say so now.
+        const { desc } = await describeRun(client, workflowId);
+        if (!isClosed(desc))
+          await requireWorker(c, desc.taskQueue, 'Nothing was sent: the message would wait unanswered.');
         const out = await sendMessage(client, workflowId, text, {
           ...(o.id ? { messageId: o.id } : {}),
           ...(o.from ? { from: o.from } : {}),

@@ -11,6 +11,8 @@ import { PayloadStore } from '../../storage/payloads';
 import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from '../format';
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
 import type { Counters } from '../counters';
+import type { Connected } from '../connect';
+import { checkTaskQueueName, requireWorker, watchForWorker } from '../workers';
 import {
   budgetOption,
   nonNegativeInt,
@@ -51,6 +53,8 @@ interface StartOpts {
   idleTimeout?: number;
   id?: string;
   taskQueue?: string;
+  /** false with --no-worker-check. */
+  workerCheck?: boolean;
   wait?: boolean;
   timeout: number;
   json?: boolean;
@@ -211,6 +215,34 @@ function noProgressLimitOption(): Option {
   return opt;
 }
 
+/**
+ * Runs `wait` while watching the run's queue: no worker there is said once on stderr (naming the
+ * queue and how to start one), a worker that then appears too; the wait itself goes on.
+ */
+async function waitTellingWorkers<T>(
+  ctx: Ctx,
+  c: Connected,
+  taskQueue: string,
+  watch: boolean,
+  wait: () => Promise<T>,
+): Promise<T> {
+  if (!watch) return wait();
+  const abort = new AbortController();
+  const watching = watchForWorker(c, taskQueue, abort.signal, {
+    onMissing: (m) => ctx.io.err(`agentctl: ${m}. The run waits until a worker polls it.\n`),
+    onAppeared: (p) =>
+      ctx.io.err(
+        `agentctl: a worker now polls task queue "${taskQueue}" (${p.map((x) => x.identity).join(', ')}); the run goes on.\n`,
+      ),
+  });
+  try {
+    return await wait();
+  } finally {
+    abort.abort();
+    await watching;
+  }
+}
+
 /** The `start` command. */
 export function startCommand(ctx: Ctx): Command {
   return new Command('start')
@@ -296,14 +328,25 @@ export function startCommand(ctx: Ctx): Command {
     )
     .option('--id <workflowId>', 'workflow id (default agent-run-<uuid>)')
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
-    .option('--wait', 'wait until the run completes or stops (waiting for resume), then print the outcome')
+    .option(
+      '--no-worker-check',
+      'start even when no worker polls the task queue (the run waits until one does); without --wait such a start is refused (exit 6)',
+    )
+    .option(
+      '--wait',
+      'wait until the run completes or stops (waiting for resume), then print the outcome; says so once if no worker polls the task queue, and keeps waiting',
+    )
     .option('--timeout <seconds>', 'with --wait: give up after this long', positiveInt, 300)
     .option('--json', 'machine-readable output')
     .action(async (o: StartOpts) => {
       const input = buildRunInput(o);
+      if (o.taskQueue !== undefined) checkTaskQueueName(o.taskQueue, 'start: --task-queue');
       const c = await ctx.connect();
       const workflowId = o.id ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`;
       const taskQueue = o.taskQueue ?? c.taskQueue;
+      // A run on a queue nobody polls waits silently: refused without --wait (a misspelt queue
+      // starts nothing), told once and waited for with it.
+      if (!o.wait && o.workerCheck !== false) await requireWorker(c, taskQueue, 'Nothing was started.');
       const handle = await withScriptStore(input, (payloads) =>
         startRun(c.client, { workflowId, taskQueue, input, ...(payloads ? { payloads } : {}) }),
       );
@@ -326,7 +369,9 @@ export function startCommand(ctx: Ctx): Command {
           );
         return;
       }
-      const { outcome } = await settledOutcome(handle, { timeoutMs: o.timeout * 1000 });
+      const { outcome } = await waitTellingWorkers(ctx, c, taskQueue, o.workerCheck !== false, () =>
+        settledOutcome(handle, { timeoutMs: o.timeout * 1000 }),
+      );
       const counters = await countersOf(ctx, workflowId);
       if (o.json) ctx.io.out(json({ ...outcome, workflow_id: workflowId, counters }));
       else ctx.io.out(formatOutcome(workflowId, outcome, counters, link));

@@ -7,7 +7,8 @@
 import { createServer, type Server } from 'node:net';
 import type { Payload } from '@temporalio/common';
 import { loadPayloadCodec } from '../../codec';
-import { freePort, parseDevServerArgs, startDevServer } from '../../devserver/dev-server';
+import { DEV_SERVER_USAGE, freePort, parseDevServerArgs, startDevServer } from '../../devserver/dev-server';
+import { ownerText, portOwner } from '../../devserver/port-owner';
 import '../helpers/temporal-env'; // the test key ring
 
 describe('npm run dev:server flags', () => {
@@ -24,6 +25,41 @@ describe('npm run dev:server flags', () => {
     expect(() => parseDevServerArgs(['--codec-port', 'x'])).toThrow('got x');
     expect(() => parseDevServerArgs(['--codec-port', '70000'])).toThrow('0-65535');
     expect(() => parseDevServerArgs(['--codecs'])).toThrow('unknown option --codecs');
+  });
+
+  it('--port and --ui-port choose the ports, --help asks for the usage; a bad port is named', () => {
+    expect(parseDevServerArgs(['--port', '7244', '--ui-port=8244'])).toEqual({
+      codec: true,
+      codecPort: undefined,
+      port: 7244,
+      uiPort: 8244,
+    });
+    expect(parseDevServerArgs(['--help']).help).toBe(true);
+    expect(parseDevServerArgs(['-h']).help).toBe(true);
+    expect(DEV_SERVER_USAGE).toMatch(/--port N[\s\S]*--ui-port N[\s\S]*--codec-port N[\s\S]*--no-codec/);
+    expect(() => parseDevServerArgs(['--port', '0'])).toThrow('--port needs a port number (1-65535), got 0');
+    expect(() => parseDevServerArgs(['--ui-port'])).toThrow(
+      '--ui-port needs a port number (1-65535), got nothing',
+    );
+  });
+});
+
+describe('who listens on a port', () => {
+  it('names this process\'s user as "you" (Linux /proc); null where nobody listens', async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const owner = portOwner(port);
+      if (process.platform === 'linux') {
+        expect(owner).toMatchObject({ uid: process.getuid?.(), you: true });
+        expect(ownerText(owner)).toMatch(/^you \(/);
+      }
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+    expect(portOwner(port)).toBeNull();
+    expect(ownerText(null)).toBe('a user this system does not name');
   });
 });
 

@@ -10,9 +10,9 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { NativeConnection } from '@temporalio/worker';
 import {
   connectClient,
+  connectToTemporal,
   createAgentWorker,
   loadConnectionOptions,
   openWorkerDeps,
@@ -52,7 +52,8 @@ async function run(): Promise<boolean> {
   const notesFile = join(DATA, 'notes.json');
 
   const { connectionOptions, namespace } = loadConnectionOptions();
-  const connection = await NativeConnection.connect(connectionOptions);
+  // Waits for a server started at the same time (AGENT_TEMPORAL_WAIT s, default 120).
+  const connection = await connectToTemporal(connectionOptions, namespace);
   const client = await connectClient();
   const deps = await openWorkerDeps({
     ledgerUrl: `sqlite:${join(DATA, 'ledger.db')}`,

@@ -12,7 +12,7 @@ import { blockedCallText, CliError, Exit, formatCounters, json, keyValues } from
 import { settledOutcome, startRun, type RunOutcome } from '../runs';
 import type { Counters } from '../counters';
 import type { Connected } from '../connect';
-import { checkTaskQueueName, requireWorker, watchForWorker } from '../workers';
+import { checkTaskQueueName, noWorkerMessage, placeOf, queueWorkers, watchForWorker } from '../workers';
 import {
   budgetOption,
   nonNegativeInt,
@@ -215,6 +215,15 @@ function noProgressLimitOption(): Option {
   return opt;
 }
 
+/** Says on stderr, once, that no worker polls `taskQueue` and how to start one (a failed look says nothing). */
+async function warnIfNoWorker(ctx: Ctx, c: Connected, taskQueue: string): Promise<void> {
+  const workers = await queueWorkers(c, taskQueue).catch(() => null);
+  if (workers && workers.live.length === 0)
+    ctx.io.err(
+      `agentctl: ${noWorkerMessage(placeOf(c, taskQueue), workers)}. The run waits until a worker polls it.\n`,
+    );
+}
+
 /**
  * Runs `wait` while watching the run's queue: no worker there is said once on stderr (naming the
  * queue and how to start one), a worker that then appears too; the wait itself goes on.
@@ -330,7 +339,7 @@ export function startCommand(ctx: Ctx): Command {
     .option('--task-queue <queue>', 'task queue (default TEMPORAL_TASK_QUEUE or agent-loop-guard)')
     .option(
       '--no-worker-check',
-      'start even when no worker polls the task queue (the run waits until one does); without --wait such a start is refused (exit 6)',
+      'do not look whether a worker polls the task queue (by default a start on a queue nobody polls says so on stderr)',
     )
     .option(
       '--wait',
@@ -344,14 +353,15 @@ export function startCommand(ctx: Ctx): Command {
       const c = await ctx.connect();
       const workflowId = o.id ?? `${WORKFLOW_ID_PREFIX}-${randomUUID()}`;
       const taskQueue = o.taskQueue ?? c.taskQueue;
-      // A run on a queue nobody polls waits silently: refused without --wait (a misspelt queue
-      // starts nothing), told once and waited for with it.
-      if (!o.wait && o.workerCheck !== false) await requireWorker(c, taskQueue, 'Nothing was started.');
       const handle = await withScriptStore(input, (payloads) =>
         startRun(c.client, { workflowId, taskQueue, input, ...(payloads ? { payloads } : {}) }),
       );
       const link = runLink(ctx, c, workflowId);
       if (!o.wait) {
+        // A run on a queue nobody polls would wait silently: it is started (a queue keeps it
+        // until a worker comes, as Temporal does), and the person is told whose worker to start
+        // (a misspelt queue has none either).
+        if (o.workerCheck !== false) await warnIfNoWorker(ctx, c, taskQueue);
         if (o.json)
           ctx.io.out(
             json({

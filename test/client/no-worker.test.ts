@@ -131,17 +131,20 @@ describe('agentctl with no worker on the run’s task queue', () => {
     }
   });
 
-  it('start without --wait refuses a queue no worker polls (nothing started); a malformed name is exit 2', async () => {
+  it('start without --wait on a queue no worker polls starts the run and says so (exit 0); a malformed name is exit 2', async () => {
     const q = uniqueTaskQueue('nw-typo');
     const id = uniqueId('nw-start');
     const r = await agentctl(['start', '--script', SCRIPT, '--id', id, '--task-queue', q], cliEnv(q), 90_000);
-    expect(r.code).toBe(6);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`started ${id} on task queue ${q}`);
     expect(r.stderr).toContain(`no worker polls task queue "${q}"`);
-    expect(r.stderr).toContain('Nothing was started.');
-    await expect(env.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    expect(r.stderr).toContain('The run waits until a worker polls it.');
+    // Started, and waiting for a worker: nothing ran.
+    expect((await env.client.workflow.getHandle(id).describe()).status.name).toBe('RUNNING');
+    await env.client.workflow.getHandle(id).terminate('test done');
 
     const bad = await agentctl(
-      ['start', '--script', SCRIPT, '--id', id, '--task-queue', ' q '],
+      ['start', '--script', SCRIPT, '--id', `${id}-bad`, '--task-queue', ' q '],
       cliEnv(q),
       30_000,
     );
@@ -149,7 +152,9 @@ describe('agentctl with no worker on the run’s task queue', () => {
     expect(bad.stderr).toContain(
       'start: --task-queue: the task queue name " q " begins or ends with white space',
     );
-    await expect(env.client.workflow.getHandle(id).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    await expect(env.client.workflow.getHandle(`${id}-bad`).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
   });
 
   it('start --wait says it once, keeps waiting, says when a worker appears, and ends with the outcome', async () => {

@@ -63,6 +63,9 @@ export class SqliteLedger extends SqlLedger<DatabaseSync> {
     // A ledger entry that a power loss can undo would allow a duplicate side effect.
     this.db.exec('PRAGMA synchronous = FULL');
     this.db.exec('PRAGMA foreign_keys = ON');
+    // A 16 MB page cache, as better-sqlite3 compiled in before (Node's SQLite defaults to 2 MB):
+    // a big ledger's list and reaper reads stay in memory.
+    this.db.exec('PRAGMA cache_size = -16000');
   }
 
   /** @inheritDoc */

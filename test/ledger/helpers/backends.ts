@@ -60,11 +60,10 @@ export async function createTestDb(name: 'sqlite' | 'postgres'): Promise<TestDb>
       return admin;
     };
     exec = async (sql, params = []) => {
-      const stmt = db().prepare(sql);
-      const bound = params as SQLInputValue[];
-      if (stmt.columns().length > 0) return stmt.all(...bound) as Record<string, unknown>[];
-      stmt.run(...bound);
-      return [];
+      // `all` runs any statement: a write answers no rows.
+      return db()
+        .prepare(sql)
+        .all(...(params as SQLInputValue[])) as Record<string, unknown>[];
     };
     close = async () => {
       admin?.close();

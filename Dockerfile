@@ -3,11 +3,8 @@
 
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
-# Toolchain only for a native module without a Node-API binary for this platform (better-sqlite3 13
-# ships them for linux-x64/arm64, glibc and musl, so nothing is compiled today).
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+# No toolchain: nothing is compiled at install (SQLite is Node's built-in node:sqlite; the other
+# native parts ship Node-API binaries in registry packages). node:22 is 22.13 or newer.
 COPY package.json package-lock.json ./
 # Everything, devDependencies included: the image runs the TypeScript sources through tsx, and
 # the optional peers it uses (pg for the compose ledger, the LLM SDKs, the MCP SDK, the

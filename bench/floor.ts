@@ -47,7 +47,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -58,6 +57,7 @@ import { waitForAgentRun } from '../client/api';
 import { startThrowawayDevServer } from '../devserver/dev-server';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
+import { openSqlite } from '../storage/sqlite-driver';
 import { defineTool } from '../tools/define-tool';
 import { NO_STORE_TX, type ToolStore } from '../tools/store';
 import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-worker';
@@ -316,9 +316,9 @@ async function main(): Promise<void> {
   const ledgerFile = join(dir, 'agent.db');
   const extFile = join(dir, 'external.db');
   const floor = createFloorActivities(join(dir, 'floor.db'));
-  const ext = new Database(extFile);
-  ext.pragma('journal_mode = WAL');
-  ext.pragma('synchronous = FULL');
+  const ext = openSqlite(extFile);
+  ext.exec('PRAGMA journal_mode = WAL');
+  ext.exec('PRAGMA synchronous = FULL');
   ext.exec('CREATE TABLE floor_effects (key TEXT PRIMARY KEY, n INTEGER NOT NULL)');
   const extInsert = ext.prepare('INSERT INTO floor_effects (key, n) VALUES (?, ?)');
 
@@ -363,7 +363,7 @@ async function main(): Promise<void> {
   const store: ToolStore = { file: ledgerFile, tx: NO_STORE_TX, transaction: (fn) => fn(NO_STORE_TX) };
   const deps = await openWorkerDeps({ ledgerUrl: `sqlite:${ledgerFile}`, tools, store, configPath: null });
   {
-    const db = new Database(ledgerFile);
+    const db = openSqlite(ledgerFile);
     db.exec('CREATE TABLE IF NOT EXISTS floor_effects (key TEXT PRIMARY KEY, n INTEGER NOT NULL)');
     db.close();
   }

@@ -5,7 +5,7 @@
  * (`Ledger.list({ runId })`, `agentctl ledger list --run`) with the run index of migration 9
  * against the same ledger without it. Table on stdout; `--json` for one JSON object.
  *
- * SQLite clients are separate connections in this one process (better-sqlite3 is
+ * SQLite clients are separate connections in this one process (node:sqlite is
  * synchronous, so they take turns on the event loop as co-located workers would contend for
  * the file lock). PostgreSQL clients share a pool of 8 connections. Env: BENCH_PG_URL
  * (default TEST_PG_URL or postgres://postgres@127.0.0.1:5432/test), BENCH_SECONDS (per cell).
@@ -15,9 +15,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { executeOnce, openLedger, type Ledger } from '../storage/ledger';
+import { openSqlite } from '../storage/sqlite-driver';
 
 const PG_URL =
   process.env.BENCH_PG_URL ?? process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -180,9 +180,9 @@ async function withBackend<T>(
           return l;
         },
         async (sql) => {
-          const db = new Database(file);
+          const db = openSqlite(file);
           try {
-            db.pragma('busy_timeout = 10000');
+            db.exec('PRAGMA busy_timeout = 10000');
             db.exec(sql);
           } finally {
             db.close();

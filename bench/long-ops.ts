@@ -32,7 +32,7 @@ import { CONTINUE_AS_NEW_KINDS, LONG_HISTORY_CHANNEL_ARGS } from './long-history
 import { openDemoWorkerDeps } from '../demo/deps';
 import { startBenchWorker } from './bench-worker';
 import { countRows } from './long';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../storage/sqlite-driver';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
@@ -357,7 +357,7 @@ export async function runOpsBench(
 
 /** SUCCEEDED ledger records in the SQLite file (null without a ledger table). */
 function succeededRows(file: string): number | null {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openSqlite(file, { readOnly: true });
   try {
     const t = db
       .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_records'")
@@ -365,7 +365,7 @@ function succeededRows(file: string): number | null {
     if (!t) return null;
     return Number(
       (
-        db.prepare("SELECT count(*) AS n FROM ledger_records WHERE state = 'SUCCEEDED'").get() as {
+        db.prepare("SELECT count(*) AS n FROM ledger_records WHERE state = 'SUCCEEDED'").get() as unknown as {
           n: number;
         }
       ).n,

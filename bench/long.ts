@@ -34,9 +34,9 @@
  *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from '../scripts/workflow-bundle';
+import { openSqlite } from '../storage/sqlite-driver';
 import type { RunInput, RunResult } from '../common/contracts';
 import { plannerSpecSchema } from '../common/planner';
 import { longRunGoal, startLongModelServer, type LongModelStats } from '../scripts/long-model/server';
@@ -134,11 +134,11 @@ export function contextTokensSupported(): boolean {
 
 /** Rows of `table` in the SQLite file, or null when the table does not exist. */
 export function countRows(file: string, table: string): number | null {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openSqlite(file, { readOnly: true });
   try {
     const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table);
     if (!exists) return null;
-    return Number((db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
+    return Number((db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as unknown as { n: number }).n);
   } finally {
     db.close();
   }

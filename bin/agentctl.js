@@ -7,20 +7,21 @@
 // the approval store and the ledger's drivers only when needed (client/approvals.ts). With the
 // CommonJS hook alone those imports fail: `Cannot find module '…/storage/approvals/approval-store'`
 // (issue 31). The packed package ships no sources, only the compiled dist/.
-// Below the Node floor (package.json engines; common/node-floor.ts) say so before loading
-// anything: better-sqlite3 13 would crash the process on Node 20.
-const NODE_FLOOR_MAJOR = 22;
-if (Number.parseInt(process.versions.node, 10) < NODE_FLOOR_MAJOR) {
-  process.stderr.write(
-    `agent-loop-guard needs Node ${NODE_FLOOR_MAJOR} or newer (this is v${process.versions.node})\n`,
-  );
-  process.exit(1);
-}
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-if (existsSync(join(__dirname, 'agentctl.ts'))) {
-  require('tsx/cjs');
+const checkout = existsSync(join(__dirname, 'agentctl.ts'));
+if (checkout) require('tsx/cjs');
+// Below the Node floor (package.json engines) say so, with the remedy, before loading anything
+// else: the one check of common/node-floor.ts, which loads nothing itself.
+const floor = require(checkout ? '../common/node-floor.ts' : '../dist/common/node-floor.js');
+const problem = floor.nodeFloorProblem(process.versions.node, floor.currentCommand('agentctl'));
+if (problem !== undefined) {
+  process.stderr.write(`${problem}\n`);
+  process.exit(1);
+}
+
+if (checkout) {
   import('tsx/esm').then(
     () => require('./agentctl.ts').run(),
     (err) => {

@@ -3,6 +3,7 @@
  * tsx): the product's commands (client/agentctl.ts) plus the demo's `world` group
  * (demo/world-command.ts), which only an entry point may bring in.
  */
+import '../common/node-floor-check'; // first: below the Node floor, the message and its remedy
 import { cli } from '../client/agentctl';
 import { worldCommand } from '../demo/world-command';
 

@@ -10,7 +10,7 @@
  * expected); otherwise server and worker keep running until Ctrl-C. `--data-dir DIR` puts
  * the demo database elsewhere (default ./data).
  */
-import '../common/node-floor-check'; // first: a clear message below Node 22, not a crash
+import '../common/node-floor-check'; // first: below the Node floor, the message and its remedy
 import { join, relative } from 'node:path';
 import { GuardReason, TerminalState } from '../guard';
 import { PROJECT_ROOT } from '../devserver/temporal-cli';

@@ -2,7 +2,7 @@
  * `npm run worker`: the demo's worker, hosting the demo world and its tools (plus the MCP
  * tools of agent.config.json), so `agentctl start --script demo/scripts/…` and the demo run.
  */
-import '../common/node-floor-check'; // first: a clear message below Node 22, not a crash
+import '../common/node-floor-check'; // first: below the Node floor, the message and its remedy
 import { exitOnFailure, runWorker } from '../worker/run-worker';
 import { openDemoWorkerDeps } from './deps';
 

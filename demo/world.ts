@@ -8,10 +8,10 @@
  * connection or inside the ledger's commit transaction (when both live in one database
  * file), which makes the business write and the ledger record atomic.
  */
-import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { AsyncMutex } from '../storage/ledger/async-mutex';
+import { openSqlite, type DatabaseSync, type SQLInputValue } from '../storage/sqlite-driver';
 import type { Tx } from '../tools/tx';
 import type { ProgressSource } from '../activities/progress';
 
@@ -49,7 +49,7 @@ const SEED_DOCS: ReadonlyArray<readonly [string, string, string, string]> = [
 /** The demo world over one SQLite database file. */
 export class World {
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: DatabaseSync,
     /** Absolute path of the database file (':memory:' for in-memory). */
     readonly file: string,
   ) {}
@@ -58,9 +58,9 @@ export class World {
   static open(url: string): World {
     const file = worldFile(url);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 5000');
+    const db = openSqlite(file);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA busy_timeout = 5000');
     db.exec(SCHEMA);
     const insert = db.prepare(
       'INSERT OR IGNORE INTO world_docs (id, topic, title, body) VALUES (?, ?, ?, ?)',
@@ -79,12 +79,12 @@ export class World {
   /** Statements on the connection as it is; used only while {@link lock} is held. */
   private readonly inner: Tx = {
     run: async (sql, params = []) => ({
-      changes: this.db.prepare(sql).run(...(params as unknown[])).changes,
+      changes: Number(this.db.prepare(sql).run(...(params as SQLInputValue[])).changes),
     }),
     all: async <T>(sql: string, params: readonly unknown[] = []) =>
-      this.db.prepare(sql).all(...(params as unknown[])) as T[],
+      this.db.prepare(sql).all(...(params as SQLInputValue[])) as unknown as T[],
     get: async <T>(sql: string, params: readonly unknown[] = []) =>
-      this.db.prepare(sql).get(...(params as unknown[])) as T | undefined,
+      this.db.prepare(sql).get(...(params as SQLInputValue[])) as unknown as T | undefined,
   };
 
   /** The world's own connection as a {@link Tx}; each statement runs on its own. */

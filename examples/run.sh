@@ -9,10 +9,11 @@
 #
 # The tarball is installed the way npm lays a package out (node_modules/agent-loop-guard is
 # the tarball's package/ folder), and Node resolves the package's own dependencies from the
-# repository's node_modules (the versions of package-lock.json): a fresh `npm install`
-# would compile better-sqlite3 (minutes). test/package/pack.test.ts checks that everything
-# dist/ requires is a declared dependency, which is what that shortcut would otherwise hide.
-# EXAMPLE_NPM_INSTALL=1 runs a real `npm install` in the example instead.
+# repository's node_modules (the versions of package-lock.json), so the run downloads nothing
+# more. test/package/pack.test.ts checks that everything dist/ requires is a declared
+# dependency, which is what that shortcut would otherwise hide. EXAMPLE_NPM_INSTALL=1 runs a
+# real `npm install` from the registry in each example instead (no native build: SQLite is
+# Node's own `node:sqlite`).
 #
 # Environment: TEMPORAL_CLI (default: scripts/temporal-cli.ts finds or installs it).
 set -euo pipefail

@@ -39,13 +39,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
 import { LONG_HISTORY_CHANNEL_ARGS, measureChain } from '../bench/long-history';
 import { freePort } from '../devserver/dev-server';
 import { longRunGoal, type LongModelStats } from './long-model/server';
 import { PROJECT_ROOT } from '../devserver/temporal-cli';
 import { cliFlags, intFlag } from './cli-args';
+import { openSqlite } from '../storage/sqlite-driver';
 
 interface Options {
   planner: 'openai' | 'ai-sdk';
@@ -241,7 +241,7 @@ export interface CheckRow {
 }
 
 function worldCounts(file: string, workflowId: string, turns: number): { executions: number; notes: number } {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openSqlite(file, { readOnly: true });
   try {
     const executions = Number(
       (
@@ -249,10 +249,12 @@ function worldCounts(file: string, workflowId: string, turns: number): { executi
           .prepare(
             "SELECT COALESCE(SUM(count), 0) AS n FROM world_tool_calls WHERE run_id = ? AND tool = 'write_record'",
           )
-          .get(workflowId) as { n: number }
+          .get(workflowId) as unknown as { n: number }
       ).n,
     );
-    const ids = db.prepare("SELECT id FROM world_records WHERE id LIKE 'note-%'").all() as { id: string }[];
+    const ids = db.prepare("SELECT id FROM world_records WHERE id LIKE 'note-%'").all() as unknown as {
+      id: string;
+    }[];
     const want = new Set(Array.from({ length: turns }, (_, i) => `note-${i + 1}`));
     const notes =
       ids.filter((r) => want.has(r.id)).length === turns && ids.length === turns ? turns : -ids.length;

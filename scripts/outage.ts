@@ -17,7 +17,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { quietWorkflowBundle } from './workflow-bundle';
@@ -28,6 +27,7 @@ import { agentRun } from '../workflows';
 import { startThrowawayDevServer } from '../devserver/dev-server';
 import { DatabaseOutage, watchToolAttempts } from './outage/database';
 import { openDemoWorkerDeps } from '../demo/deps';
+import { openSqlite } from '../storage/sqlite-driver';
 
 /** What the run looked like at one moment. */
 interface Sample {
@@ -214,7 +214,7 @@ export async function runOutage(
       result?.terminal_state ?? describeState(await handle.query(statusQuery).catch(() => null));
 
     const counters = await deps.world.counters(workflowId);
-    const world = new Database(worldFile, { readonly: true });
+    const world = openSqlite(worldFile, { readOnly: true });
     let rowVersion: number | null;
     try {
       const row = world.prepare('SELECT version FROM world_records WHERE id = ?').get('outage-1') as

@@ -329,8 +329,9 @@ durable (Temporal), loop-guarded, and a write runs at most once.
 
 ## Run it
 
-Node 22 or newer, and a Temporal server (\`temporal server start-dev\`, or the package's
-\`npm run dev:server\`) on localhost:7233 (else set TEMPORAL_ADDRESS).
+Node 22.13 or newer (with an older Node, put \`npx -p node@22 --\` before each command below),
+and a Temporal server (\`temporal server start-dev\`, or the package's \`npm run dev:server\`) on
+localhost:7233 (else set TEMPORAL_ADDRESS).
 
 \`\`\`bash
 npm install

@@ -1,5 +1,5 @@
 /**
- * A minimal FIFO mutex. better-sqlite3 has one synchronous connection per ledger; an async
+ * A minimal FIFO mutex. `node:sqlite` gives one synchronous connection per ledger; an async
  * transaction (commitWith awaiting a business write) must not interleave with other calls
  * on that connection, so every SQLite operation runs under this lock.
  */

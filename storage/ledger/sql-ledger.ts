@@ -85,7 +85,7 @@ const CLAIM_ATTEMPTS = 5;
  * A {@link Ledger} over SQL. Subclasses implement the dialect; everything a caller can
  * observe — states, tokens, outcomes, errors and their messages — is decided here.
  *
- * @typeParam C the connection a unit of work runs on (a better-sqlite3 database, a `pg` client)
+ * @typeParam C the connection a unit of work runs on (a `node:sqlite` database, a `pg` client)
  */
 export abstract class SqlLedger<C> implements Ledger {
   /** @inheritDoc */

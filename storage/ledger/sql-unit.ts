@@ -3,7 +3,7 @@
  * database, the steps it yields, and {@link driveUnit}, which performs them.
  *
  * Each unit of work is a generator that yields SQL steps and receives their answers. The
- * reason is better-sqlite3: it is synchronous, and a SQLite transaction that awaited between
+ * reason is SQLite's driver (`node:sqlite`): it is synchronous, and a SQLite transaction that awaited between
  * two statements would let another connection of the same process (a second ledger, the demo
  * world) start `BEGIN IMMEDIATE` and block the one thread in its busy handler until it times
  * out. Driven by {@link driveUnit}, a unit runs synchronously as long as the dialect answers

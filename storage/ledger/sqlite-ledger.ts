@@ -4,9 +4,8 @@
  * "no row"), a busy timeout so concurrent processes queue instead of failing, and all lease
  * arithmetic in SQL time. The protocol itself is {@link SqlLedger}'s.
  */
-import Database from 'better-sqlite3';
 import { AsyncMutex } from './async-mutex';
-import { assertNodeFloor } from '../../common/node-floor';
+import { openSqlite, type DatabaseSync, type SQLInputValue, type StatementSync } from '../sqlite-driver';
 import { SQLITE_MIGRATIONS, SQLITE_MIGRATIONS_TABLE } from '../migrations';
 import {
   isPromiseLike,
@@ -24,7 +23,7 @@ export interface SqliteLedgerOptions {
 }
 
 /** The SQLite {@link Ledger}. Open with `openLedger('sqlite:PATH')` or construct directly. */
-export class SqliteLedger extends SqlLedger<Database.Database> {
+export class SqliteLedger extends SqlLedger<DatabaseSync> {
   /** @inheritDoc */
   readonly backend = 'sqlite' as const;
   /** Integer milliseconds; `unixepoch('subsec')` is constant within one statement. */
@@ -35,14 +34,16 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   protected readonly migrations = SQLITE_MIGRATIONS;
   protected readonly migrationsTable = SQLITE_MIGRATIONS_TABLE;
   protected readonly location: string;
-  private readonly db: Database.Database;
+  private readonly db: DatabaseSync;
+  /** False once {@link close} ran (Node 22.13's `DatabaseSync` has no `isOpen`). */
+  private open = true;
   /**
-   * better-sqlite3 has one synchronous connection; a unit that awaits (commitWith's business
+   * `node:sqlite` gives one synchronous connection; a unit that awaits (commitWith's business
    * write) must not interleave with other calls on it, so every unit runs under this lock.
    */
   private readonly lock = new AsyncMutex();
   /** Prepared statements by SQL text, reused: preparing costs more than running most of them. */
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements = new Map<string, StatementSync>();
 
   /**
    * Opens (creating if needed) the database file. Does not migrate; call {@link migrate}.
@@ -54,19 +55,25 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   ) {
     super();
     this.location = path;
-    // Below Node 22, better-sqlite3 13 crashes the process here instead of throwing.
-    assertNodeFloor();
-    this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 10_000 });
-    this.db.pragma('journal_mode = WAL');
+    // Below the Node floor this throws the message naming it and its remedy.
+    this.db = openSqlite(path);
+    // The pragma, not the `timeout` option: that option is Node 22.16's, the floor is 22.13.
+    this.db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs(options.busyTimeoutMs)}`);
+    this.db.exec('PRAGMA journal_mode = WAL');
     // A ledger entry that a power loss can undo would allow a duplicate side effect.
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('foreign_keys = ON');
+    this.db.exec('PRAGMA synchronous = FULL');
+    this.db.exec('PRAGMA foreign_keys = ON');
+    // A 16 MB page cache, as better-sqlite3 compiled in before (Node's SQLite defaults to 2 MB):
+    // a big ledger's list and reaper reads stay in memory.
+    this.db.exec('PRAGMA cache_size = -16000');
   }
 
   /** @inheritDoc */
   close(): Promise<void> {
     return this.lock.run(() => {
-      if (this.db.open) this.db.close();
+      if (!this.open) return;
+      this.open = false;
+      this.db.close();
     });
   }
 
@@ -80,10 +87,11 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
 
   protected connect<T>(
     access: SqlAccess,
-    fn: (db: Database.Database) => MaybePromise<T>,
+    fn: (db: DatabaseSync) => MaybePromise<T>,
     durability: SqlDurability = 'full',
   ): Promise<T> {
     return this.lock.run(() => {
+      if (!this.open) throw new Error(`the SQLite ledger at ${this.location} is closed`);
       if (access === 'read') return fn(this.db);
       // A claim's commit skips its own fsync: the dispatch's flushes it; a read's bookkeeping
       // needs none (SqlDurability).
@@ -110,7 +118,7 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
       };
       const rollback = (err: unknown): never => {
         try {
-          if (this.db.inTransaction) this.control('ROLLBACK');
+          this.rollback();
         } finally {
           restore();
         }
@@ -128,8 +136,8 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
   }
 
   /**
-   * A transaction-control or pragma statement, prepared once: `db.exec` and `db.pragma` parse
-   * their text on every call, and a unit of work runs two to four of them (issue 42).
+   * A transaction-control or pragma statement, prepared once: `db.exec` parses its text on
+   * every call, and a unit of work runs two to four of them (issue 42).
    */
   private control(sql: ControlSql): void {
     let s = this.controls.get(sql);
@@ -137,27 +145,40 @@ export class SqliteLedger extends SqlLedger<Database.Database> {
     s.run();
   }
 
-  private readonly controls = new Map<ControlSql, Database.Statement>();
+  private readonly controls = new Map<ControlSql, StatementSync>();
 
-  protected exec(db: Database.Database, sql: string, params: readonly unknown[]): number {
-    return this.statement(db, sql).run(...bind(params)).changes;
+  /**
+   * Rolls the open transaction back. SQLite may have rolled it back itself already (after
+   * some errors, e.g. SQLITE_FULL); Node 22.13 has no `isTransaction` to ask, so that answer
+   * is the sign, and the error that ended the unit is the one that counts.
+   */
+  private rollback(): void {
+    try {
+      this.control('ROLLBACK');
+    } catch (err) {
+      if (!/no transaction is active/.test((err as Error).message)) throw err;
+    }
   }
 
-  protected query<T>(db: Database.Database, sql: string, params: readonly unknown[]): T[] {
-    return this.statement(db, sql).all(...bind(params)) as T[];
+  protected exec(db: DatabaseSync, sql: string, params: readonly unknown[]): number {
+    return this.statement(db, sql).run(...bind(params)).changes as number;
   }
 
-  protected nextToken(db: Database.Database): SqlFragment {
+  protected query<T>(db: DatabaseSync, sql: string, params: readonly unknown[]): T[] {
+    return this.statement(db, sql).all(...bind(params)) as unknown as T[];
+  }
+
+  protected nextToken(db: DatabaseSync): SqlFragment {
     // One counter row, incremented in the claim's own transaction.
     const r = this.statement(
       db,
       'UPDATE ledger_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token',
-    ).get() as { last_token: number };
+    ).get() as unknown as { last_token: number };
     return { sql: '?', params: [r.last_token] };
   }
 
   /** The prepared statement of `sql`, prepared once (SQLite re-prepares it itself after a schema change). */
-  private statement(db: Database.Database, sql: string): Database.Statement {
+  private statement(db: DatabaseSync, sql: string): StatementSync {
     let s = this.statements.get(sql);
     if (!s) {
       // A few texts vary (IN lists of the reaper's runs): keep the cache bounded.
@@ -184,5 +205,20 @@ type ControlSql =
 /** How many distinct statements {@link SqliteLedger} keeps prepared. */
 const STATEMENT_CACHE_MAX = 500;
 
-/** better-sqlite3 binds numbers, strings, bigints, buffers and null; a boolean becomes 0/1. */
-const bind = (params: readonly unknown[]) => params.map((p) => (typeof p === 'boolean' ? Number(p) : p));
+/**
+ * `node:sqlite` binds numbers, strings, bigints, byte arrays and null; a boolean becomes 0/1.
+ * A number binds as a REAL (as better-sqlite3's did): every number column of the schema is
+ * declared INTEGER, whose affinity stores a whole number as an integer (test/ledger/sqlite-types.test.ts).
+ */
+const bind = (params: readonly unknown[]): SQLInputValue[] =>
+  params.map((p) => (typeof p === 'boolean' ? Number(p) : p) as SQLInputValue);
+
+/** The busy timeout in whole milliseconds (default 10 000): it is written into a PRAGMA. */
+function busyTimeoutMs(ms: number | undefined): number {
+  if (ms === undefined) return 10_000;
+  if (!Number.isFinite(ms) || ms < 0)
+    throw new TypeError(
+      `SqliteLedger: busyTimeoutMs must be a non-negative number of milliseconds, got ${ms}`,
+    );
+  return Math.ceil(ms);
+}

@@ -5,6 +5,7 @@
  * back. Re-running a fenced ledger write after such an error is safe (the token guard makes
  * a write that already landed a no-op), so {@link executeOnce} retries its commit on them.
  */
+import { isSqliteBusy } from '../sqlite-driver';
 
 /** Node socket errors: the database could not be reached or the connection broke. */
 const SOCKET_CODES: ReadonlySet<string> = new Set([
@@ -51,9 +52,9 @@ export function isTransientDatabaseError(err: unknown): boolean {
       if (/^08[0-9A-Z]{3}$/.test(code)) return true;
       // 55000 is broad; with this message it is `ALLOW_CONNECTIONS false` on the database.
       if (code === '55000' && /not currently accepting connections/i.test(message)) return true;
-      // SQLite: another connection holds the write lock past the busy timeout.
-      if (/^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
     }
+    // SQLite: another connection holds the write lock past the busy timeout.
+    if (isSqliteBusy(e)) return true;
     if (PG_CONNECTION_MESSAGES.some((m) => m.test(message))) return true;
   }
   return false;

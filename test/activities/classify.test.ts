@@ -6,31 +6,54 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { ZodError, z } from 'zod';
+import { openSqlite } from '../../storage/sqlite-driver';
 import { classifyError } from '../../tools/classify';
 
 const PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 describe('classifyError', () => {
-  it('a locked SQLite database (SQLITE_BUSY from better-sqlite3) is RETRYABLE database_unavailable', () => {
+  it('a locked SQLite database (SQLITE_BUSY, SQLITE_LOCKED from node:sqlite) is RETRYABLE database_unavailable', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'alg-cls-')), 'x.db');
-    const a = new Database(file, { timeout: 1 });
-    const b = new Database(file, { timeout: 1 });
-    a.exec('CREATE TABLE t (x)');
+    const a = openSqlite(file);
+    const b = openSqlite(file); // busy timeout 0: fails at once
+    a.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)');
     a.exec('BEGIN IMMEDIATE');
-    let thrown: unknown;
-    try {
-      b.exec('BEGIN IMMEDIATE');
-    } catch (err) {
-      thrown = err;
-    }
+    const busy = thrownBy(() => b.exec('BEGIN IMMEDIATE'));
     a.exec('ROLLBACK');
+    // SQLITE_LOCKED: a table dropped under a statement of the same connection still reading it.
+    const reading = a.prepare('SELECT x FROM t').iterate();
+    reading.next();
+    const locked = thrownBy(() => a.exec('DROP TABLE t'));
+    reading.return?.();
     a.close();
     b.close();
-    expect((thrown as { code?: string }).code).toBe('SQLITE_BUSY');
-    expect(classifyError(thrown)).toMatchObject({ kind: 'RETRYABLE', code: 'database_unavailable' });
+    expect(busy).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 5 });
+    expect(locked).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 6 });
+    for (const err of [busy, locked])
+      expect(classifyError(err)).toMatchObject({ kind: 'RETRYABLE', code: 'database_unavailable' });
+    // A tool's own database on a native driver that names the code (better-sqlite3's SqliteError).
+    expect(
+      classifyError(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY_SNAPSHOT' })),
+    ).toMatchObject({ kind: 'RETRYABLE', code: 'database_unavailable' });
+  });
+
+  it('a closed, read-only or constraint-failing SQLite database is a final tool_error, not an outage', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'alg-cls-')), 'x.db');
+    const db = openSqlite(file);
+    db.exec('CREATE TABLE t (x PRIMARY KEY); INSERT INTO t VALUES (1)');
+    const constraint = thrownBy(() => db.exec('INSERT INTO t VALUES (1)'));
+    db.close();
+    const closed = thrownBy(() => db.exec('SELECT 1'));
+    const readOnly = openSqlite(file, { readOnly: true });
+    const refused = thrownBy(() => readOnly.exec('INSERT INTO t VALUES (2)'));
+    readOnly.close();
+    expect(closed).toMatchObject({ code: 'ERR_INVALID_STATE' });
+    expect(refused).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 8 }); // SQLITE_READONLY
+    expect(constraint).toMatchObject({ code: 'ERR_SQLITE_ERROR', errcode: 1555 }); // SQLITE_CONSTRAINT_PRIMARYKEY
+    for (const err of [closed, refused, constraint])
+      expect(classifyError(err)).toMatchObject({ kind: 'FATAL', code: 'tool_error' });
   });
 
   it('a PostgreSQL that refuses connections (57P03-class, 08xxx, a killed backend) is RETRYABLE', async () => {
@@ -77,3 +100,13 @@ describe('classifyError', () => {
     });
   });
 });
+
+/** What `fn` threw (undefined when it returned). */
+function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}

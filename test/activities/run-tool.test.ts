@@ -12,6 +12,7 @@ import { createActivities } from '../../activities/create-activities';
 import { ToolCounters } from '../../activities/progress';
 import type { ReconcileAnswer, SqliteLedger, SqlLedger } from '../../storage/ledger';
 import { RowCodec } from '../../storage/row-codec';
+import type { DatabaseSync } from '../../storage/sqlite-driver';
 import { openWorkerDeps } from '../../worker/create-worker';
 import { defineTool } from '../../tools/define-tool';
 import type { RunToolInput } from '../../activities/types';
@@ -431,9 +432,7 @@ describe('runTool: a read keeps its bookkeeping without a flush of its own (issu
   it("commits a read's counter and progress fact unflushed, then puts synchronous=FULL back", async () => {
     const sqlite = deps.ledger as SqliteLedger;
     const level = () =>
-      (sqlite as unknown as { db: { pragma(s: string, o: object): unknown } }).db.pragma('synchronous', {
-        simple: true,
-      });
+      (sqlite as unknown as { db: DatabaseSync }).db.prepare('PRAGMA synchronous').get()?.synchronous;
     const counters = new ToolCounters(sqlite.database());
     const spy = jest.spyOn(
       sqlite as unknown as { connect: (...a: unknown[]) => Promise<unknown> },

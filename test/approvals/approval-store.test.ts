@@ -241,9 +241,9 @@ describe.each(backendNames)('approval store on %s', (backend) => {
     expect(await store.list({ runId: run })).toEqual([expect.objectContaining({ id: a.id })]);
   });
 
-  // Database errors are matched by message: better-sqlite3's SqliteError is bound once per
-  // process, so after another test file loaded it in this jest worker it is not an `Error` of
-  // this file's realm and `rejects.toThrow` would report "did not throw".
+  // Database errors are matched by message: node:sqlite makes its errors in Node's own realm,
+  // not this jest file's, so they are no `Error` of this file and `rejects.toThrow` would
+  // report "did not throw".
   it('the database refuses to change or delete audit rows and an approval binding', async () => {
     const a = await store.grant(grantOf());
     await expect(db.exec("UPDATE approval_audit SET actor = 'mallory'")).rejects.toHaveProperty(

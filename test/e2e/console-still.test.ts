@@ -16,11 +16,11 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { ConsoleOperator } from '../../client/console/actions';
 import { startConsoleServer, type ConsoleServerHandle } from '../../client/console/server';
 import { statusQuery } from '../../common/contracts';
+import { openSqlite } from '../../storage/sqlite-driver';
 import { OperatorRegistry } from '../../operators/registry';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
@@ -154,9 +154,11 @@ const transfer = (to: string, reference: string) =>
 
       // Item 6: the browser's history holds the clean URL, never the token.
       await context.close();
-      const db = new Database(join(profile, 'Default', 'History'), { readonly: true, fileMustExist: true });
+      const db = openSqlite(join(profile, 'Default', 'History'), { readOnly: true });
       try {
-        const urls = (db.prepare('SELECT url FROM urls').all() as { url: string }[]).map((r) => r.url);
+        const urls = (db.prepare('SELECT url FROM urls').all() as unknown as { url: string }[]).map(
+          (r) => r.url,
+        );
         expect(urls).toContain(`${server.base}/`);
         // Chromium keeps a redirect's source URL: what it holds is the spent token, never a live one.
         const kept = urls.filter((u) => u.includes('token='));

@@ -22,12 +22,11 @@ declare global {
 }
 
 export default async function globalSetup(): Promise<void> {
-  // Below the Node floor better-sqlite3 crashes jest's workers (SIGSEGV): say so and stop.
-  const problem = nodeFloorProblem();
+  // Below the Node floor the SQLite ledger cannot load (no node:sqlite): say so and stop.
+  const problem = nodeFloorProblem(process.versions.node, 'npm test');
   if (problem !== undefined) {
     process.stderr.write(
-      `\n${problem}, and so do its tests. Install Node ${NODE_FLOOR_MAJOR} (nvm install ${NODE_FLOOR_MAJOR}), ` +
-        `or run them once with it: npx -p node@${NODE_FLOOR_MAJOR} npm test\n`,
+      `\n${problem}\nOr install Node ${NODE_FLOOR_MAJOR} (nvm install ${NODE_FLOOR_MAJOR}).\n`,
     );
     process.exit(1);
   }

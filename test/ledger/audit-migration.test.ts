@@ -3,15 +3,18 @@
  * every row survives with its id, the audit stays append-only (its triggers are made again),
  * and the new `submitted` action is accepted while an unknown one is still refused.
  */
-import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from '../../storage/migrations';
+import { openSqlite } from '../../storage/sqlite-driver';
 
 describe('ledger migration 10: the audit learns `submitted` (SQLite)', () => {
   it('keeps every audit row and id, stays append-only, accepts submitted', () => {
-    const db = new Database(':memory:');
+    const db = openSqlite(':memory:');
     const apply = (versions: (v: number) => boolean) => {
-      for (const m of SQLITE_MIGRATIONS.filter((x) => versions(x.version)))
-        db.transaction(() => m.statements.forEach((sql) => db.exec(sql)))();
+      for (const m of SQLITE_MIGRATIONS.filter((x) => versions(x.version))) {
+        db.exec('BEGIN');
+        m.statements.forEach((sql) => db.exec(sql));
+        db.exec('COMMIT');
+      }
     };
     apply((v) => v <= 9);
     const insert = db.prepare(

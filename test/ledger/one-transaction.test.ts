@@ -14,6 +14,7 @@ import {
   type Ledger,
   type LedgerTx,
 } from '../../storage/ledger';
+import type { DatabaseSync } from '../../storage/sqlite-driver';
 import { backendNames, createTestDb, type TestDb } from './helpers/backends';
 import { bump, executions } from './helpers/counter';
 
@@ -146,9 +147,7 @@ describe.each(backendNames)('one transaction per write on %s', (backend) => {
     it('puts synchronous=FULL back after a claim that skipped its own fsync, even when it fails', async () => {
       const sqlite = ledger as SqliteLedger;
       const level = () =>
-        (sqlite as unknown as { db: { pragma(s: string, o: object): unknown } }).db.pragma('synchronous', {
-          simple: true,
-        });
+        (sqlite as unknown as { db: DatabaseSync }).db.prepare('PRAGMA synchronous').get()?.synchronous;
       expect(level()).toBe(2);
       const key = nextKey();
       const c = await ledger.claim({ ...base, key });

@@ -280,6 +280,22 @@ m.openLedger('postgres://u:hunter2@127.0.0.1:1/db').then(
     expect(help.stdout).toContain('Usage: agentctl');
   });
 
+  it('opens the SQLite ledger from dist with nothing on stderr (no ExperimentalWarning)', () => {
+    const file = join(dir, 'ledger.db');
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const { openLedger } = require(${JSON.stringify(join(dir, 'dist', 'index.js'))});
+openLedger(${JSON.stringify(`sqlite:${file}`)}).then(async (l) => { console.log((await l.list()).length); await l.close(); });`,
+      ],
+      { encoding: 'utf8', env: { ...process.env, LEDGER_URL: '' } },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe('0');
+  });
+
   it('bundles the compiled workflows the worker resolves (WORKFLOWS_PATH)', async () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiled module, not the source
     const worker = require(join(dir, 'dist', 'worker', 'create-worker.js')) as { WORKFLOWS_PATH: string };

@@ -6,10 +6,10 @@
  * tools, (d) approve from its own code; and a progress source that throws or goes backwards
  * stops the run infrastructure_fault (never FAILED). Real dev server, real SQLite.
  */
-import Database from 'better-sqlite3';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { z } from 'zod';
 import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -28,7 +28,7 @@ import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../
 /** The user's own store and tools, with call counters of their own. */
 function ticketDesk() {
   const dir = mkdtempSync(join(tmpdir(), 'alg-own-'));
-  const db = new Database(join(dir, 'tickets.db'));
+  const db = new DatabaseSync(join(dir, 'tickets.db'));
   db.exec('CREATE TABLE tickets (id TEXT PRIMARY KEY, title TEXT NOT NULL)');
   db.prepare('INSERT INTO tickets VALUES (?, ?)').run('INC-0', 'db slow');
   const calls = { search_tickets: 0, file_ticket: 0, page_oncall: 0 };

@@ -8,10 +8,10 @@
  * completes; so the runs agree only if every wire delivers the tool results and the guard's
  * note to the model alike. The conversation lives in the (encrypted) conversation store.
  */
-import Database from 'better-sqlite3';
 import { temporal } from '@temporalio/proto';
 import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } from '../../common/contracts';
 import { openWorkerDeps } from '../../worker/create-worker';
+import { openSqlite } from '../../storage/sqlite-driver';
 import { waitFor } from '../helpers/run-inputs';
 import type { PlannerSpec } from '../../common/planner';
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
@@ -173,7 +173,7 @@ describe('durable runs through the AI SDK planner, compared with the hand-writte
     expect(ownClaude.usage.costUsd).toBeGreaterThan(0);
 
     // The key is in no history, trace or result; the conversation is in the store, sealed.
-    const db = new Database(h.dbUrl.slice('sqlite:'.length), { readonly: true });
+    const db = openSqlite(h.dbUrl.slice('sqlite:'.length), { readOnly: true });
     try {
       for (const r of runs) {
         const history = await r.run.handle.fetchHistory();
@@ -183,7 +183,7 @@ describe('durable runs through the AI SDK planner, compared with the hand-writte
         expect(JSON.stringify([trace, r.result])).not.toContain(KEY);
         const rows = db
           .prepare('SELECT message FROM agent_conversation WHERE conversation_id = ?')
-          .all(r.run.workflowId) as Array<{ message: string }>;
+          .all(r.run.workflowId) as unknown as Array<{ message: string }>;
         // goal, 5 replies, 4 tool results (a tool message or a user message of results).
         expect([r.name, rows.length]).toEqual([r.name, 10]);
         expect(rows.some((row) => row.message.includes('find the steering doc'))).toBe(false);

@@ -10,7 +10,6 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import {
   checkpointQuery,
   reportQuery,
@@ -19,6 +18,7 @@ import {
   type RunInput,
 } from '../../common/contracts';
 import { DatabaseOutage, watchToolAttempts } from '../../scripts/outage/database';
+import { openSqlite } from '../../storage/sqlite-driver';
 import { TEST_PG_URL } from '../ledger/helpers/backends';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
@@ -94,7 +94,7 @@ describe('a real ledger database outage mid-run', () => {
     // Exactly once: the tool's counter, the world's row (a second write would bump its version),
     // and one ledger record that needed one claim.
     expect(await h.counters(run.workflowId)).toEqual({ search: 1, write_record: 1, complete_task: 1 });
-    const world = new Database(worldFile, { readonly: true });
+    const world = openSqlite(worldFile, { readOnly: true });
     try {
       expect(world.prepare('SELECT body, version FROM world_records WHERE id = ?').all('outage-1')).toEqual([
         { body: 'written once', version: 1 },

@@ -4,11 +4,11 @@
  * deletes an old settled record of a closed run while keeping a recent one, an UNKNOWN one
  * and the records of a run that is still open (waiting for resume).
  */
-import Database from 'better-sqlite3';
 import type { Client } from '@temporalio/client';
 import { statusQuery } from '../../common/contracts';
 import { MIN_RETENTION_MS, type ReapLedgerOutput } from '../../activities/reaper';
 import { worldFile } from '../../demo/world';
+import { openSqlite, type DatabaseSync } from '../../storage/sqlite-driver';
 import {
   DEFAULT_LEDGER_RETENTION_MS,
   DEFAULT_REAPER_INTERVAL_MS,
@@ -57,13 +57,14 @@ describe('readReaperEnv', () => {
 describe('ledger reaper schedule on a real dev server', () => {
   let h: Harness;
   let client: Client;
-  let db: Database.Database;
+  let db: DatabaseSync;
   const scheduleId = uniqueId('reaper');
 
   beforeAll(async () => {
     h = await startHarness();
     client = h.env.client;
-    db = new Database(worldFile(h.dbUrl), { timeout: 10_000 });
+    db = openSqlite(worldFile(h.dbUrl));
+    db.exec('PRAGMA busy_timeout = 10000');
   });
   afterAll(async () => {
     await client?.schedule

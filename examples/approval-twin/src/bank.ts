@@ -10,12 +10,12 @@
  * payee is the reference's third segment: `INV-7-vendor-…` pays the vendor,
  * `INV-7-attack-…` the attacker.
  */
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from 'agent-loop-guard';
 
 export interface Bank {
-  readonly db: Database.Database;
+  readonly db: DatabaseSync;
   readonly tools: AnyTool[];
   /** Cents paid to a payee, per run (`null`: every run). */
   paid(payee: string, runId?: string | null): number;
@@ -28,8 +28,8 @@ export interface Bank {
 export const payeeOf = (ref: string): string => ref.split('-')[2] ?? 'unknown';
 
 export function openBank(file: string): Bank {
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
+  const db = new DatabaseSync(file);
+  db.exec('PRAGMA journal_mode = WAL');
   db.exec(`
     CREATE TABLE IF NOT EXISTS payments (
       id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payee TEXT NOT NULL, ref TEXT NOT NULL, cents INTEGER NOT NULL);
@@ -44,7 +44,8 @@ export function openBank(file: string): Bank {
     operationKey: (a) => `wire:${a.ref}`,
     requiresApproval: true,
     execute(a, ctx) {
-      db.transaction(() => {
+      db.exec('BEGIN');
+      try {
         db.prepare(
           'INSERT INTO tool_calls (run_id, ref, n) VALUES (?, ?, 1) ON CONFLICT (run_id, ref) DO UPDATE SET n = n + 1',
         ).run(ctx.runId, a.ref);
@@ -54,7 +55,11 @@ export function openBank(file: string): Bank {
           a.ref,
           a.cents,
         );
-      })();
+        db.exec('COMMIT');
+      } catch (err) {
+        db.exec('ROLLBACK');
+        throw err;
+      }
       return { data: { sent: a.cents, to: payeeOf(a.ref) } };
     },
   });

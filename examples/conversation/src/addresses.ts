@@ -2,16 +2,16 @@
  * The app's own store and tools: a SQLite address book, a write (`update_address`, business key
  * `address:ID`) that counts its real executions here, and the finishing tool (`complete_task`).
  */
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from 'agent-loop-guard';
 
 export function openAddressBook(file: string): {
-  db: Database.Database;
+  db: DatabaseSync;
   tools: AnyTool[];
   calls: { update_address: number };
 } {
-  const db = new Database(file);
+  const db = new DatabaseSync(file);
   db.exec('CREATE TABLE IF NOT EXISTS addresses (id TEXT PRIMARY KEY, address TEXT NOT NULL)');
   const calls = { update_address: 0 };
   const tools: AnyTool[] = [

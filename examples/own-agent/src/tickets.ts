@@ -4,15 +4,15 @@
  * (`page_oncall`). No finishing tool: the worker's built-in `complete_task` ends a run. No
  * progress hook: the worker's default progress source counts new read results and committed writes.
  */
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from 'agent-loop-guard';
 
 /** Real executions of each tool, counted by the tools themselves. */
 export type Calls = Record<'search_tickets' | 'file_ticket' | 'page_oncall', number>;
 
-export function openTicketDesk(file: string): { db: Database.Database; tools: AnyTool[]; calls: Calls } {
-  const db = new Database(file);
+export function openTicketDesk(file: string): { db: DatabaseSync; tools: AnyTool[]; calls: Calls } {
+  const db = new DatabaseSync(file);
   db.exec('CREATE TABLE IF NOT EXISTS tickets (id TEXT PRIMARY KEY, title TEXT NOT NULL)');
   const calls: Calls = { search_tickets: 0, file_ticket: 0, page_oncall: 0 };
   const tools: AnyTool[] = [

@@ -6,9 +6,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { openLedger, type Ledger } from '../../../storage/ledger';
+import { openSqlite, type DatabaseSync, type SQLInputValue } from '../../../storage/sqlite-driver';
 
 /** PostgreSQL used by the tests. */
 export const TEST_PG_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -52,13 +52,18 @@ export async function createTestDb(name: 'sqlite' | 'postgres'): Promise<TestDb>
   if (name === 'sqlite') {
     const file = path.join(dir, 'ledger.db');
     url = `sqlite:${file}`;
-    let admin: Database.Database | undefined;
-    const db = () => (admin ??= new Database(file, { timeout: 10_000 }));
+    let admin: DatabaseSync | undefined;
+    const db = () => {
+      if (admin) return admin;
+      admin = openSqlite(file);
+      admin.exec('PRAGMA busy_timeout = 10000');
+      return admin;
+    };
     exec = async (sql, params = []) => {
-      const stmt = db().prepare(sql);
-      if (stmt.reader) return stmt.all(...params) as Record<string, unknown>[];
-      stmt.run(...params);
-      return [];
+      // `all` runs any statement: a write answers no rows.
+      return db()
+        .prepare(sql)
+        .all(...(params as SQLInputValue[])) as Record<string, unknown>[];
     };
     close = async () => {
       admin?.close();

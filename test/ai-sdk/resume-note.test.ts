@@ -47,7 +47,7 @@ describe('guardAgent: a resumed AI SDK agent reads what changed first', () => {
         ...guardActivities(bed.ledger, {
           spendLimits: null,
           // The user's own check of the world: the tickets as they are now.
-          verifyPrecondition: (i) => {
+          verifyPrecondition: () => {
             const now = tickets.filter((t) => t.includes('disk full'));
             return Promise.resolve({
               changed: now.length > 1,

@@ -8,6 +8,7 @@
  * source is the default one (new read results are progress), as in an `agentctl init` app.
  */
 import { z } from 'zod';
+import { resumeAgentRun } from '../../client/api';
 import { resumeUpdate, statusQuery } from '../../common/contracts';
 import { defineTool } from '../../tools/define-tool';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
@@ -145,6 +146,10 @@ describe('a resumed agentRun is told what changed before its next turn', () => {
     ).rejects.toMatchObject({
       cause: { message: expect.stringMatching(/note: note is longer than 2000 characters/) },
     });
+    // The client API checks it the same way before it sends anything.
+    await expect(
+      resumeAgentRun(h.env.client, run.workflowId, { actor: 'ops', note: 'bell\u0007' }),
+    ).rejects.toThrow(/resume note: note has control characters/);
     // Refused before anything ran: no verification read, the run still waits.
     expect(reads).toBe(readsBefore);
     expect((await run.handle.query(statusQuery)).waitingForResume).toBe(true);

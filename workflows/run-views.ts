@@ -78,6 +78,17 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
   );
 }
 
+/**
+ * `text` as a markdown code span: the UI renders details as markdown, which would turn a
+ * command's `--` and quotes typographic (a copied command would not run). The fence is longer
+ * than any run of backticks inside.
+ */
+function code(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence} ${text} ${fence}`;
+}
+
 /** The most characters of a blocked call's args the details show (cut with a mark). */
 const DETAILS_ARGS_CHARS = 300;
 
@@ -92,13 +103,13 @@ function wayOnLines(run: RunState, stop: NonNullable<RunState['stopInForce']>): 
   return [
     r.unmet_precondition ? `**why** ${clipped(redactText(r.unmet_precondition))}` : '',
     stop.blockedTool
-      ? `**blocked call** ${stop.blockedTool} ${args.length > DETAILS_ARGS_CHARS ? `${args.slice(0, DETAILS_ARGS_CHARS)}… (cut)` : args}`
+      ? `**blocked call** ${code(`${stop.blockedTool} ${args.length > DETAILS_ARGS_CHARS ? `${args.slice(0, DETAILS_ARGS_CHARS)}…` : args}`)}`
       : '',
     r.resume_condition ? `**goes on when** ${r.resume_condition}` : '',
     waiting && run.waitingUntilMs !== null
       ? `**waits for a resume until** ${new Date(run.waitingUntilMs).toISOString()}`
       : '',
-    waiting ? `**to go on** ${wayOnCommand(run.runId, stop)}` : '',
+    waiting ? `**to go on** ${code(wayOnCommand(run.runId, stop))}` : '',
   ];
 }
 

@@ -9,8 +9,8 @@
  *    with the codec server it starts by default, the demo's worker), on a free port. A
  *    fixture-mode scripted run whose `search` args carry a marker string proposes the same call
  *    three times → STOPPED_LOOP_GUARD `same_call_repeat`; the run then waits for `resume`. Its
- *    page carries the goal (summary), the guard reason and the blocked tool (current details)
- *    and the marker (input), with no flag given; the Workflows list, with the AgentState and
+ *    page carries the goal (summary), the guard reason, the blocked call and the command that
+ *    lets the run go on (current details) and the marker (input), with no flag given; the Workflows list, with the AgentState and
  *    AgentGuardReason columns added (docs/ui.md), says the run is stopped and why.
  *  - B is a dev server started with the codec server turned off (`npm run dev:server --
  *    --no-codec`): the raw history (a client without the keys) and the page carry no trace of
@@ -306,18 +306,23 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
     expect(attributes).toContain('"AgentState": "STOPPED_LOOP_GUARD"');
 
     // 3. User Metadata tab: static summary (the goal) and current details, with the guard
-    //    reason and the blocked call `search:<hash>` (the tool that was refused).
+    //    reason, the blocked call as its tool and args, and the command that lets it go on.
     await openTab(page, 'User Metadata');
     const metadata = await waitForText(page, [
       'research temporal (UI e2e)',
       'reason same_call_repeat',
-      'blocked call search:',
+      'blocked call search {',
+      `to go on agentctl resume ${workflowId}`,
     ]);
     await page.screenshot({ path: screenshotPath('temporal-ui.png'), fullPage: true });
     expect(metadata).toContain('research temporal (UI e2e)');
     expect(metadata).toContain('STOPPED_LOOP_GUARD');
     expect(metadata).toContain('reason same_call_repeat');
-    expect(metadata).toContain('blocked call search:');
+    expect(metadata).toContain('blocked call search {"query":');
+    expect(metadata).toContain(`to go on agentctl resume ${workflowId}`);
+    // It waits; it has not ended.
+    expect(metadata).toContain('waits for a resume until');
+    expect(metadata).not.toContain('ended stopped before the task was done');
 
     // 4. The Workflows list, with the agent columns: the run reads as stopped, and why.
     const list = await openListWithAgentColumns(browser!, demo!);

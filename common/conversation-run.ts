@@ -57,10 +57,6 @@ export const conversationSettingsSchema = z
 /** Conversation settings with defaults filled. */
 export type ConversationSettings = z.output<typeof conversationSettingsSchema>;
 
-/** The idle wait's timer as the UI's timeline shows it. */
-export const IDLE_WAIT_SUMMARY =
-  "waits for the person's next message (agentctl send); then PARTIAL conversation_idle";
-
 /** Payload of the `message` update: a person's message (or their close). */
 export const messageRequestSchema = z
   .object({

@@ -85,9 +85,7 @@ describe("an agentRun's handlers and timers in the UI's metadata", () => {
     const details =
       (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
     expect(details).toContain('**state** STOPPED_LOOP_GUARD · **reason** same_call_repeat');
-    expect(details).toContain(
-      '**blocked call** ` search {"query":"disk full token=[REDACTED]","limit":3} `',
-    );
+    expect(details).toContain('**blocked call** ` search {"query":"disk full token=[REDACTED]","limit":3} `');
     expect(details).not.toContain(secret);
     expect(details).toMatch(/\*\*goes on when\*\* external state changed/);
     expect(details).toMatch(/\*\*waits for a resume until\*\* \d{4}-\d\d-\d\dT/);

@@ -291,7 +291,9 @@ describe('what the person is told is true (issue 41)', () => {
       expect(figures.answer + figures.queued + figures.refusedQueueFull + figures.refusedBusy).toBe(N);
       // A person told "busy, send it again in N s" does: same id, applied at most once.
       const clients = conns.map((c) => c.client);
-      const followed = await followHints(clients, id, 't', outcomes, Date.now() + 60_000);
+      // Patience, not speed: how fast the server admits the resent ones is the bench's
+      // (bench:burst); on a loaded 2-core CI machine it took longer than a minute.
+      const followed = await followHints(clients, id, 't', outcomes, Date.now() + 150_000);
       expect(followed.stillBusy).toBe(0);
       const accepted = outcomes.filter((o) => o?.accepted);
       expect(accepted.length).toBeGreaterThan(0);
@@ -322,5 +324,5 @@ describe('what the person is told is true (issue 41)', () => {
     } finally {
       await Promise.all(conns.map((c) => c.close()));
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -74,7 +74,7 @@ export async function runReport(
   }
 }
 
-/** How a run ended (issue 30): null while it runs (or when a closed run has no result to read). */
+/** How a run ended: null while it runs (or when a closed run has no result to read). */
 export async function runEnding(
   handle: WorkflowHandle,
   desc: WorkflowExecutionDescription,

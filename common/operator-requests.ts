@@ -70,7 +70,7 @@ export interface ResumeAnswer {
 }
 
 /**
- * The answer to a stop (the `stop` update, issue 31): `accepted` when the worker took it (the
+ * The answer to a stop (the `stop` update): `accepted` when the worker took it (the
  * run stops before its next tool call, or the resume being verified is vetoed), else why not
  * (not authorised, not running, a duplicate request id).
  */

@@ -109,7 +109,7 @@ step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 1
 step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
 (cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
 
-step "agentctl init: a new app from the packed agentctl, its own two tools, its own test, an LLM run that finishes with the built-in complete_task (issue 38)"
+step "agentctl init: a new app from the packed agentctl, its own two tools, its own test, an LLM run that finishes with the built-in complete_task"
 APP="$PACK_DIR/init-app"
 rm -rf "$APP"
 "$EXAMPLE/node_modules/.bin/agentctl" init "$APP" --package "file:../agent-loop-guard.tgz"

@@ -38,6 +38,7 @@ import type {
   ToolsToFinalOutputResult,
   ToolUseBehavior,
 } from '@openai/agents-core';
+import { CallIds, refusedResponse } from './model-responses';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { canonicalJson, GuardReason, TerminalState } from '../guard';
 import { requestBytesOf, spendOptionProblem } from '../ai-sdk/spend';
@@ -171,7 +172,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
   /** The models this guard wraps (each once): call ids made distinct, and the spend limit. */
   private readonly attended = new WeakSet<object>();
   /** Every function call id the run's conversation holds so far (the model's, or given here). */
-  private readonly callIds = new Set<string>();
+  private readonly callIds = new CallIds();
   /** Set when a model call was refused (the run stopped): the SDK's error after it is the stop's. */
   private refused = false;
 
@@ -423,59 +424,14 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
       const response = await call(request);
       if (spend && ticket)
         await spend.after(ticket, response.usage?.inputTokens ?? 0, response.usage?.outputTokens ?? 0);
-      return this.distinctCallIds(request, response);
+      return this.callIds.distinct(request, response);
     };
   }
 
-  /** `response` with each function call's id distinct from every id the run already holds. */
-  private distinctCallIds(request: ModelRequest, response: ModelResponse): ModelResponse {
-    if (Array.isArray(request.input))
-      for (const item of request.input) {
-        const id = functionCallIdOf(item);
-        if (id !== null) this.callIds.add(id);
-      }
-    if (!Array.isArray(response.output)) return response;
-    let renamed = false;
-    const output = response.output.map((item) => {
-      const id = functionCallIdOf(item);
-      if (id === null) return item;
-      if (!this.callIds.has(id)) {
-        this.callIds.add(id);
-        return item;
-      }
-      let n = 2;
-      while (this.callIds.has(`${id}_${n}`)) n++;
-      const fresh = `${id}_${n}`;
-      this.callIds.add(fresh);
-      renamed = true;
-      return { ...item, callId: fresh };
-    });
-    return renamed ? { ...response, output } : response;
-  }
-
-  /** What a model call the guard did not let through answers: the guard's note, no usage. */
+  /** What a model call the guard did not let through answers (the run stopped): the guard's note. */
   private refusedResponse(): ModelResponse {
     this.refused = true;
-    const reason = this.host.agent.stopped?.reason ?? GuardReason.SPEND_LIMIT;
-    return {
-      usage: {
-        requests: 0,
-        inputTokens: 0,
-        outputTokens: 0,
-        totalTokens: 0,
-        inputTokensDetails: [],
-        outputTokensDetails: [],
-      },
-      output: [
-        {
-          type: 'message',
-          id: `agent-loop-guard-${reason}`,
-          role: 'assistant',
-          status: 'completed',
-          content: [{ type: 'output_text', text: `The run was stopped by the loop guard (${reason}).` }],
-        },
-      ],
-    } as unknown as ModelResponse;
+    return refusedResponse(this.host.agent.stopped?.reason ?? GuardReason.SPEND_LIMIT);
   }
 
   private bind(raw: unknown): void {
@@ -487,14 +443,6 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
       // Unparseable arguments: nothing is bound, the call waits for an approval again.
     }
   }
-}
-
-/** The call id of a function call item of the SDK's protocol, or null for any other item. */
-function functionCallIdOf(item: unknown): string | null {
-  const i = item as { type?: unknown; callId?: unknown } | null;
-  return i !== null && typeof i === 'object' && i.type === 'function_call' && typeof i.callId === 'string'
-    ? i.callId
-    : null;
 }
 
 /** The SDK's max-turns error, as `TemporalOpenAIRunner` rethrows it (an AgentsWorkflowError with it as cause). */

@@ -47,7 +47,7 @@ const clipped = (text: string) =>
 export function publish(run: RunState, upsert = true, summary: string | null = null): void {
   const stop = run.stopInForce;
   const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
-  // How it ended (issue 30), as agentctl says it, once it has: not a command, so no patch
+  // How it ended, as agentctl says it, once it has: not a command, so no patch
   // (details are not history).
   const ending = isTerminal(run.phase) ? howItEnded(state, stop?.reason ?? null) : null;
   const said = summary ?? stop?.report.final_message ?? null;

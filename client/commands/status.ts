@@ -179,18 +179,18 @@ export function statusCommand(ctx: Ctx): Command {
     });
 }
 
-/** A conversation run's rows (issue 33): who the run waits on, and the question. */
+/** A conversation run's rows: who the run waits on, and the question. */
 function conversationRows(status: RunStatus): Array<[string, unknown]> {
   const c = status.conversation;
   if (!c) return [];
-  // The end in the run's own words (issue 41): its terminal state and reason, not Temporal's status.
+  // The end in the run's own words: its terminal state and reason, not Temporal's status.
   const ended = c.ended ? ` (run ${c.ended.as})` : '';
   const waiting = c.waiting
     ? `yes, since ${new Date(c.waiting.sinceMs).toISOString()} (${c.waiting.kind}): ${c.waiting.text}`
     : c.open
       ? 'no (the agent is working)'
       : `no (the conversation is closed${ended})`;
-  // Messages the run ended without reading are said so, never "queued" (issue 41).
+  // Messages the run ended without reading are said so, never "queued".
   const notRead = c.notRead ? `, ${c.notRead} not read (the run ended before the model read them)` : '';
   return [
     ['waiting for person', waiting],

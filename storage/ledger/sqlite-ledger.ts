@@ -137,7 +137,7 @@ export class SqliteLedger extends SqlLedger<DatabaseSync> {
 
   /**
    * A transaction-control or pragma statement, prepared once: `db.exec` parses its text on
-   * every call, and a unit of work runs two to four of them (issue 42).
+   * every call, and a unit of work runs two to four of them.
    */
   private control(sql: ControlSql): void {
     let s = this.controls.get(sql);

@@ -201,6 +201,7 @@ export {
   approveRun,
   denyRun,
   getAgentRunReport,
+  getAgentRunResult,
   getAgentRunStatus,
   getAgentRunTrace,
   getAgentRunTree,
@@ -234,6 +235,7 @@ export type {
   StopAgentRunOptions,
   StopAgentRunResult,
 } from './client/api';
+export { RUN_NOT_COMPLETED, runResultOf } from './common/run-ended';
 export { connect as connectClient } from './client/connect';
 export type { Connected } from './client/connect';
 export { CliError, Exit } from './client/format';

@@ -4,8 +4,7 @@
  * guarded run (core/run.ts), with the core's gate (core/gate.ts: stop, resume, veto, audit) and
  * views (core/views.ts: status, report, trace, checkpoint). What is this adapter's own: turning
  * a tool's execute into a step, the write through the user's ledger-wrapped activity, the wait
- * in execute for an approval, and the model wrapper that counts usage (ai-sdk/stops.ts).
- * Workflow code.
+ * in execute for an approval, and the model wrapper that counts usage (ai-sdk/stops.ts). Workflow code.
  */
 import type { ToolExecutionOptions, ToolSet } from 'ai';
 import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
@@ -40,6 +39,7 @@ import {
   type GuardStopOutput,
   type WriteRule,
 } from './types';
+import { endWith } from '../common/run-ended';
 
 /** How long a gated call waits for its approval, and `untilResumed` for a resume, by default. */
 const WAIT_MS = 24 * 3_600_000;
@@ -236,6 +236,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
       untilResumed: (timeoutMs) => self.untilResumed(timeoutMs),
       checkpoint: () => self.checkpoint(),
       result: (summary = null) => self.result(summary),
+      end: (summary = null) => endWith(self.result(summary)),
     };
   }
 

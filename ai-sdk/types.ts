@@ -215,4 +215,11 @@ export interface GuardedAgent<TOOLS extends ToolSet> {
   checkpoint(): Checkpoint;
   /** The workflow's result in the shape agentctl reads for a closed run. */
   result(summary?: string | null): RunResult;
+  /**
+   * Ends the workflow as agentctl and the Temporal UI expect: returns {@link result} when the run
+   * COMPLETED, and throws it otherwise, as the typed non-retryable failure an `agentRun` ends with
+   * (`AgentRunNotCompleted`: the workflow closes FAILED, not COMPLETED, in the UI's list; the
+   * client reads the result back with `getAgentRunResult` / `runResultOf`). `return guard.end(text)`.
+   */
+  end(summary?: string | null): RunResult;
 }

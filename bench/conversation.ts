@@ -36,6 +36,7 @@ import {
 } from './long-history';
 import { cliFlags, intFlag } from '../scripts/cli-args';
 import { startLongBenchStack } from './long-ops';
+import { agentRunResult } from '../client/runs';
 
 interface Options {
   turns: number;
@@ -155,7 +156,7 @@ async function main(): Promise<void> {
       after = sent.seq!;
       if (t % 100 === 0) log(`  turn ${t} (${Math.round((Date.now() - started) / 1000)} s)`);
     }
-    const result: RunResult = await handle.result();
+    const result: RunResult = await agentRunResult(handle);
     const view = await readConversation(client, workflowId, { after: Number.MAX_SAFE_INTEGER });
     const m = await measureChain(client, workflowId, isMessageAccepted);
     const n = o.turns;

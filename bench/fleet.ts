@@ -19,6 +19,7 @@ import { Fleet } from '../scripts/chaos/fleet';
 import { startPrivatePostgres } from '../scripts/chaos/postgres';
 import { ChaosTemporal } from '../scripts/chaos/temporal';
 import { CHAOS_TOOL } from '../scripts/chaos/tool';
+import { agentRunResult } from '../client/runs';
 
 /** One fleet row. */
 export interface FleetRow {
@@ -110,7 +111,7 @@ export async function fleetRows(
             }),
           ),
         );
-        const results = (await Promise.all(handles.map((h) => h.result()))) as RunResult[];
+        const results = (await Promise.all(handles.map((h) => agentRunResult(h)))) as RunResult[];
         const ms = performance.now() - t0;
         for (const r of results) {
           if (r.terminal_state !== 'COMPLETED')

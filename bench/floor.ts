@@ -52,7 +52,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { dataConverterOf, loadPayloadCodec } from '../codec';
-import type { RunInput, RunResult } from '../common/contracts';
+import type { RunInput } from '../common/contracts';
 import { waitForAgentRun } from '../client/api';
 import { startThrowawayDevServer } from '../devserver/dev-server';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
@@ -65,6 +65,7 @@ import { runBench } from './bench-worker';
 import { installInPlace } from './floor-in-place';
 import { createFloorActivities } from './floor-activities';
 import type { FloorRunInput } from './floor-workflow';
+import { agentRunResult } from '../client/runs';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -449,7 +450,7 @@ async function main(): Promise<void> {
     const r =
       mode === 'write-wait'
         ? (await waitForAgentRun(client, h, { untilWaiting: false, timeoutMs: 3_600_000 })).result
-        : ((await h.result()) as RunResult);
+        : await agentRunResult(h);
     if (r?.terminal_state !== 'COMPLETED' || r.executed !== steps)
       throw new Error(`run ${workflowId} ended ${r?.terminal_state} ${r?.reason} after ${r?.executed} steps`);
     return h;
@@ -493,7 +494,7 @@ async function main(): Promise<void> {
       workflowId,
       args: [productInput('floor_write', tag, steps)],
     });
-    const r = (await h.result()) as RunResult;
+    const r = await agentRunResult(h);
     const ms = performance.now() - t0;
     if (r.terminal_state !== 'COMPLETED' || r.executed !== steps)
       throw new Error(

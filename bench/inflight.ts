@@ -33,6 +33,7 @@ import { startThrowawayDevServer } from '../devserver/dev-server';
 import { createEffectsTable } from '../scripts/chaos/effects';
 import { Fleet } from '../scripts/chaos/fleet';
 import { startPrivatePostgres } from '../scripts/chaos/postgres';
+import { agentRunResult } from '../client/runs';
 
 /** What {@link inflightRows} measures. */
 export interface InflightOptions {
@@ -130,7 +131,7 @@ async function pooled<T, R>(items: readonly T[], limit: number, fn: (x: T) => Pr
 async function resultOf(h: WorkflowHandle): Promise<RunResult> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return (await h.result()) as RunResult;
+      return (await agentRunResult(h)) as RunResult;
     } catch (err) {
       if (!(err instanceof ServiceError) || attempt >= 10) throw err;
       await sleep(1000);

@@ -33,6 +33,7 @@ import { openDemoWorkerDeps } from '../demo/deps';
 import { startBenchWorker } from './bench-worker';
 import { countRows } from './long';
 import { openSqlite } from '../storage/sqlite-driver';
+import { agentRunResult } from '../client/runs';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
@@ -299,7 +300,7 @@ export async function runOpsBench(
     let result: RunResult | null;
     try {
       result = await Promise.race([
-        handle.result(),
+        agentRunResult(handle),
         new Promise<null>((resolve) => setTimeout(() => resolve(null), timeoutS * 1000).unref()),
       ]);
     } finally {

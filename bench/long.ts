@@ -52,6 +52,7 @@ import {
 import { cliFlags, intFlag } from '../scripts/cli-args';
 import { runBench } from './bench-worker';
 import { opsTable, runOpsBench, startLongBenchStack } from './long-ops';
+import { agentRunResult } from '../client/runs';
 
 interface Options {
   /** The scripted row's writes (null: the LLM run). */
@@ -414,7 +415,7 @@ async function main(): Promise<void> {
     let result: RunResult;
     try {
       result = await Promise.race([
-        handle.result(),
+        agentRunResult(handle),
         new Promise<never>((_, reject) =>
           setTimeout(() => reject(new Error(`no result after ${o.timeoutS} s`)), o.timeoutS * 1000).unref(),
         ),

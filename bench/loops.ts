@@ -50,6 +50,7 @@ import { runBench, startBenchWorker } from './bench-worker';
 import { runCounters } from '../client/counters';
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../testing/openai-server';
 import type { RecordedRequest } from '../testing/http-script';
+import { agentRunResult } from '../client/runs';
 
 type Kind = 'runaway' | 'recovering' | 'legitimate';
 type Mode = 'off' | 'on';
@@ -247,7 +248,7 @@ async function main(): Promise<void> {
         args: [input],
         staticSummary: input.goal,
       });
-      const result: RunResult = await handle.result();
+      const result: RunResult = await agentRunResult(handle);
       const ms = performance.now() - t0;
       const trace = await handle.query(traceQuery, { limit: 1000 });
       const firstBefore = trace.records.find((r) => r.phase === 'before');

@@ -79,6 +79,7 @@ import { fleetRows, type FleetRow } from './fleet';
 import { inflightRows, type InflightResult } from './inflight';
 import { stepBreakdown, type StepBreakdown } from './fleet-profile';
 import { openDemoWorkerDeps } from '../demo/deps';
+import { agentRunResult } from '../client/runs';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -384,7 +385,7 @@ async function measure(
       startRun(s, input, `${guardEnabled ? 'on' : 'off'}-c${concurrency}-${i}`),
     ),
   );
-  const results = await Promise.all(handles.map((h) => h.result()));
+  const results = await Promise.all(handles.map((h) => agentRunResult(h)));
   const ms = performance.now() - t0;
   for (const r of results) checkCompleted(r, steps);
   return { ms, handles };
@@ -455,7 +456,7 @@ async function longRun(s: Stack, bundle: { code: string }, steps: number, plan: 
   const input = runInput(steps, true, plan);
   const t0 = performance.now();
   const handle = await startRun(s, input, `long-${steps}`);
-  const r = await handle.result();
+  const r = await agentRunResult(handle);
   const ms = performance.now() - t0;
   checkCompleted(r, steps);
 

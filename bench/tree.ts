@@ -27,6 +27,7 @@ import { openDemoWorkerDeps } from '../demo/deps';
 import { runBench, startBenchWorker } from './bench-worker';
 import { startOpenAIServer } from '../testing/openai-server';
 import type { RecordedRequest } from '../testing/http-script';
+import { agentRunResult } from '../client/runs';
 
 /** gpt-4o-mini list price (USD per million tokens), as planners/pricing.ts has it. */
 const PRICE = { input: 0.15, output: 0.6 };
@@ -113,7 +114,7 @@ async function main(): Promise<void> {
       workflowId: `tree-${randomUUID()}`,
       args: [input],
     });
-    result = await handle.result();
+    result = await agentRunResult(handle);
     const st = await handle.query(statusQuery);
     children = (st.children ?? []).map((c) => ({
       workflowId: c.workflowId,

@@ -33,6 +33,7 @@ import { CliError, Exit } from './format';
 import { sendStop, type StopOutcome } from './stop';
 import { runReport, runStatus, runTrace } from './run-reads';
 import {
+  agentRunResult,
   describeRun,
   isClosed,
   rejected,
@@ -269,6 +270,17 @@ export async function waitForAgentRun(
   return { outcome, closed, result };
 }
 
+/**
+ * The RunResult of a run once it closes, whatever its terminal state. A COMPLETED run returns it
+ * from `handle.result()`; a run that ended in any other state closed as a failed workflow whose
+ * typed failure carries it (`AgentRunNotCompleted`, common/run-ended.ts), so `handle.result()`
+ * rejects for it: this answers it all the same. Any other failure (a terminated run, an invalid
+ * input, a refused checkpoint) rejects as `handle.result()` does.
+ */
+export async function getAgentRunResult(client: Client, run: string | WorkflowHandle): Promise<RunResult> {
+  return agentRunResult(typeof run === 'string' ? client.workflow.getHandle(run) : run);
+}
+
 // Approvals from code: the rules of `agentctl approvals` (docs/security.md "Approvals").
 export {
   approveRun,
@@ -326,6 +338,7 @@ export type { ExitCode } from './format';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
 export type { StopOutcome, StopState } from './stop';
 export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
+export { RUN_NOT_COMPLETED, runResultOf } from '../common/run-ended';
 export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
 export type { StopReport } from '../guard';
 // The guard profiles (issue 29): what a fresh LLM run decides with (`guard` overrides it key by

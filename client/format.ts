@@ -205,6 +205,11 @@ export function uiLink(uiBase: string, namespace: string, workflowId: string): s
   return `${uiBase.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
+/** The Temporal Web UI's workflow list of a namespace, filtered by a visibility query. */
+export function uiListLink(uiBase: string, namespace: string, query: string): string {
+  return `${uiBase.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(query)}`;
+}
+
 /** The UI base for a frontend address: TEMPORAL_UI_URL, else host with port + 1000 (the dev server's default). */
 export function uiBaseFor(address: string, env: NodeJS.ProcessEnv = process.env): string {
   if (env.TEMPORAL_UI_URL) return env.TEMPORAL_UI_URL;

@@ -31,6 +31,7 @@ import { jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../common/payload
 import { howItEnded } from '../common/ending';
 import { WAITING_FOR_PERSON } from '../common/conversation-run';
 import { AGENT_STATE } from '../common/search-attributes';
+import { runResultOf } from '../common/run-ended';
 
 // How a run ended is one wording for the CLI, the console and the UI (common/ending.ts).
 export { howItEnded } from '../common/ending';
@@ -145,11 +146,32 @@ export async function startRun(
 /** True when the Temporal execution is closed. */
 export const isClosed = (desc: WorkflowExecutionDescription): boolean => desc.status.name !== 'RUNNING';
 
-/** The result of a closed run (a failed/terminated execution is exit 1 with its cause). */
+/**
+ * The RunResult of a run once it closes, whatever its terminal state: returned by a COMPLETED
+ * run, carried by the typed failure of any other (common/run-ended.ts). Any other failure
+ * rejects as `handle.result()` does.
+ */
+export async function agentRunResult(handle: WorkflowHandle): Promise<RunResult> {
+  try {
+    return (await handle.result()) as RunResult;
+  } catch (err) {
+    const ended = runResultOf(err);
+    if (ended) return ended;
+    throw err;
+  }
+}
+
+/**
+ * The result of a closed run: returned by a COMPLETED run, carried by the typed failure of a run
+ * that ended in any other state (common/run-ended.ts). Any other failed or terminated execution
+ * is exit 1 with its cause.
+ */
 export async function closedResult(handle: WorkflowHandle): Promise<RunResult> {
   try {
     return (await handle.result()) as RunResult;
   } catch (err) {
+    const ended = runResultOf(err);
+    if (ended) return ended;
     if (err instanceof WorkflowFailedError) {
       const cause = err.cause?.message ?? err.message;
       throw new CliError(Exit.ERROR, `run ${handle.workflowId} did not return a result: ${cause}`);

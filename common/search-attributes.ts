@@ -45,3 +45,11 @@ export function searchAttributeCliArgs(): string[] {
     `${name}=${type}`,
   ]);
 }
+
+/**
+ * The visibility query of runs that wait for an operator: still open (Running in Temporal's
+ * terms) while their published state is a stop (a guard stop, a fault, an approval). The
+ * filtered list the demo and `agentctl list --waiting` link to in the Temporal UI.
+ */
+export const WAITING_FOR_OPERATOR_QUERY =
+  'ExecutionStatus = "Running" AND AgentState IN ("STOPPED_LOOP_GUARD", "NEEDS_HUMAN", "PARTIAL", "FAILED")';

@@ -7,7 +7,7 @@
  * const guard = guardOpenAIAgent(agent, { reads: ['lookup_order'], writes: { pay: { operationKey: (i) => `pay:${i.orderId}` } } });
  * guard.installHandlers(); // agentctl status / report / stop / resume / approve
  * const result = await guard.run(new TemporalOpenAIRunner(), prompt);
- * return guard.result(result?.finalOutput ?? null);
+ * return guard.end(result?.finalOutput ?? null);
  * ```
  *
  * Every function tool of the agent and of its handoffs' agents (`tool()`, `activityAsTool`)
@@ -46,6 +46,7 @@ import type { ModelSpend } from '../ai-sdk/stops';
 import { GUARDED, type StepUsage, type WriteRule } from '../ai-sdk/types';
 import { hostGuard, type GuardHost } from '../core-neutral/guard-host';
 import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
+import { endWith } from '../common/run-ended';
 
 export * from './types';
 
@@ -222,9 +223,8 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
       installHandlers: () => g.installHandlers(),
       untilResumed: (ms) => g.untilResumed(ms),
       checkpoint: () => g.checkpoint(),
-      result: (summary) => {
-        return g.result(summary ?? null);
-      },
+      result: (summary) => g.result(summary ?? null),
+      end: (summary) => endWith(g.result(summary ?? null)),
       run: (runner, input, options) => self.run(runner, input, options),
     };
   }

@@ -28,6 +28,7 @@ import { startThrowawayDevServer } from '../devserver/dev-server';
 import { DatabaseOutage, watchToolAttempts } from './outage/database';
 import { openDemoWorkerDeps } from '../demo/deps';
 import { openSqlite } from '../storage/sqlite-driver';
+import { agentRunResult } from '../client/runs';
 
 /** What the run looked like at one moment. */
 interface Sample {
@@ -209,7 +210,7 @@ export async function runOutage(
       resumeAccepted = answer.accepted;
       log(`resume ${answer.accepted ? 'accepted' : `refused: ${answer.reason}`}`);
     }
-    const result = await Promise.race([handle.result(), sleep(60_000).then(() => null)]);
+    const result = await Promise.race([agentRunResult(handle), sleep(60_000).then(() => null)]);
     const finalState =
       result?.terminal_state ?? describeState(await handle.query(statusQuery).catch(() => null));
 

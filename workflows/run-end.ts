@@ -1,21 +1,38 @@
 /**
  * The one exit of an `agentRun` (docs/spec.md §7): the run closes in its terminal state, publishes
- * it, waits for every message handler to finish, and returns its result, bounded to one payload
- * and with its checkpoint sealed (for `resume --from`). Workflow code.
+ * it, waits for every message handler to finish, and ends with its result, bounded to one payload
+ * and with its checkpoint sealed (for `resume --from`). A COMPLETED run returns it; any other
+ * terminal state ends the workflow as failed with the result inside a typed, non-retryable failure
+ * (common/run-ended.ts), so the Temporal UI's list does not show a stopped run as a success.
+ * Workflow code.
  */
 import { allHandlersFinished, CancellationScope, condition } from '@temporalio/workflow';
 import type { RunResult } from '../common/contracts';
-import type { TerminalState } from '../guard';
+import { runNotCompleted } from '../common/run-ended';
+import { TerminalState } from '../guard';
 import { fitResult } from './checkpoint-bounds';
 import { sealCheckpoint } from './run-seal';
 import type { RunState } from './run-state';
 import { resultOf } from './run-views';
 
-/** Ends the run in `state` (the stop's, when none is given) and answers its result. */
+/**
+ * Ends the run in `state` (the stop's, when none is given): returns its result when COMPLETED,
+ * throws it as the run's failure otherwise.
+ */
 export async function finishRun(
   run: RunState,
   state?: TerminalState,
   summary: string | null = null,
+): Promise<RunResult> {
+  const result = await finalResult(run, state, summary);
+  if (result.terminal_state === TerminalState.COMPLETED) return result;
+  throw runNotCompleted(result);
+}
+
+async function finalResult(
+  run: RunState,
+  state: TerminalState | undefined,
+  summary: string | null,
 ): Promise<RunResult> {
   const final = run.close(state);
   run.publish(true, summary);

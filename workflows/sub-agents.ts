@@ -27,6 +27,7 @@ import {
   type SpawnArgs,
 } from '../common/sub-agents';
 import { redactText } from '../common/redact';
+import { runResultOf } from '../common/run-ended';
 import { isBudgetReason, ResultCode, TerminalState, type BudgetsLeft, type ToolResult } from '../guard';
 import type { RunGate } from '../core/gate';
 import type { BlockedCall, RunState } from './run-state';
@@ -247,9 +248,13 @@ export class SubAgents {
 
     let ended: RunResult | null = null;
     let failure: unknown = null;
+    // A child that did not complete ends as a failed workflow carrying its result (run-end.ts).
     this.live = handle.result().then(
       (r) => void (ended = r),
-      (e: unknown) => void (failure = e),
+      (e: unknown) => {
+        ended = runResultOf(e);
+        if (ended === null) failure = e;
+      },
     );
     let cancelled = false;
     let waitingSince: number | null = null;

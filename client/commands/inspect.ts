@@ -1,6 +1,11 @@
 /** `agentctl report|trace|watch|list|tree`: read-only views of runs (`status`: ./status.ts). */
 import { Command, Option } from 'commander';
-import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../../common/search-attributes';
+import {
+  AGENT_GUARD_REASON,
+  AGENT_STATE,
+  AGENT_STEPS,
+  WAITING_FOR_OPERATOR_QUERY,
+} from '../../common/search-attributes';
 import { WORKFLOW_TYPE } from '../../common/contracts';
 import { WAITING_FOR_PERSON } from '../../common/conversation-run';
 import { GuardReason, TerminalState, type StopReport, type TraceRecord } from '../../guard';
@@ -14,6 +19,8 @@ import {
   table,
   traceLine,
   type Column,
+  uiBaseFor,
+  uiListLink,
 } from '../format';
 import { unknownToolOf } from '../../tools/registry';
 import { followRun } from '../runs';
@@ -207,8 +214,15 @@ export const LIST_STATES = [
 const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
 /** The visibility query of `list`. */
-export function listQuery(o: { state?: string; reason?: string; open?: boolean; closed?: boolean }): string {
-  const parts = [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
+export function listQuery(o: {
+  state?: string;
+  reason?: string;
+  open?: boolean;
+  closed?: boolean;
+  waiting?: boolean;
+}): string {
+  // Waiting runs of every engine (an AI SDK or OpenAI Agents workflow publishes AgentState too).
+  const parts = o.waiting ? [WAITING_FOR_OPERATOR_QUERY] : [`WorkflowType = ${quote(WORKFLOW_TYPE)}`];
   if (o.state) parts.push(`AgentState = ${quote(o.state)}`);
   if (o.reason) parts.push(`AgentGuardReason = ${quote(o.reason)}`);
   if (o.open) parts.push(`ExecutionStatus = "Running"`);
@@ -233,6 +247,7 @@ export function listCommand(ctx: Ctx): Command {
     .option('--reason <reason>', 'AgentGuardReason, e.g. same_call_repeat, permission_denied')
     .option('--open', 'only open executions (running or waiting for resume)')
     .option('--closed', 'only closed executions')
+    .option('--waiting', 'only runs stopped and waiting for an operator (resume, approval), of every engine')
     .option('--limit <n>', 'at most this many runs', positiveInt, 50)
     .option('--json', 'machine-readable output (one array)')
     .action(
@@ -241,11 +256,14 @@ export function listCommand(ctx: Ctx): Command {
         reason?: string;
         open?: boolean;
         closed?: boolean;
+        waiting?: boolean;
         limit: number;
         json?: boolean;
       }) => {
         if (o.open && o.closed)
           throw new CliError(Exit.USAGE, 'list: --open and --closed exclude each other');
+        if (o.waiting && o.closed)
+          throw new CliError(Exit.USAGE, 'list: --waiting runs are open; it excludes --closed');
         const c = await ctx.connect();
         const rows: ListRow[] = [];
         for await (const wf of c.client.workflow.list({
@@ -278,6 +296,10 @@ export function listCommand(ctx: Ctx): Command {
             { header: 'TEMPORAL', value: (r) => r.status },
             { header: 'STARTED', value: (r) => r.start.toISOString() },
           ]),
+        );
+        // The same list where a person looks: the Temporal UI, filtered by the same query.
+        ctx.io.out(
+          `in the Temporal UI: ${uiListLink(uiBaseFor(c.address, ctx.env), c.namespace, listQuery(o))}\n`,
         );
       },
     );

@@ -31,6 +31,7 @@ import {
 import { startPrivatePostgres, type PrivatePostgres } from './postgres';
 import { ChaosTemporal } from './temporal';
 import { CHAOS_DONE_TOOL, CHAOS_TOOL } from './tool';
+import { agentRunResult } from '../../client/runs';
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -319,7 +320,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         const d = await retrying(() => h.describe(), deadline, `describe ${id}`);
         const status = d.status.name;
         if (status !== 'COMPLETED') return { id, status, result: null };
-        const result = (await retrying(() => h.result(), deadline, `result ${id}`)) as RunResult;
+        const result = (await retrying(() => agentRunResult(h), deadline, `result ${id}`)) as RunResult;
         return { id, status, result };
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return { id, status: 'NOT_FOUND', result: null };

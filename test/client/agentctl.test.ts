@@ -12,6 +12,7 @@ import { runReplay } from '../../client/replay';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
 import { agentctl, ROOT, cliEnv } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 const fixture = (name: string) => join(ROOT, 'test', 'fixtures', 'traces', `${name}.json`);
 
@@ -231,7 +232,7 @@ describe('agentctl against a real server', () => {
         reason: 'same_call_repeat',
         counters: { search: 2 },
       });
-      await h.env.client.workflow.getHandle(id).result(); // closes after the resume window
+      await runResult(h.env.client.workflow.getHandle(id)); // closes after the resume window
       const open = await agentctl(['resume', id], env);
       expect(open.code).toBe(3);
       expect(open.stderr).toContain(`resume --from ${id}`);
@@ -276,7 +277,7 @@ describe('agentctl against a real server', () => {
       expect((await agentctl(['world', 'grant', 'deploy:cli-svc'], env)).code).toBe(0);
       const accepted = await agentctl(['resume', id, '--actor', 'ci', '--reason', 'granted'], env);
       expect(accepted.code).toBe(0);
-      await h.env.client.workflow.getHandle(id).result();
+      await runResult(h.env.client.workflow.getHandle(id));
       const counters = await agentctl(['world', 'counters', id, '--json'], env);
       // The refused deploy never reached its write; the resumed one ran once.
       expect(JSON.parse(counters.stdout)).toEqual({ deploy: 1, complete_task: 1 });

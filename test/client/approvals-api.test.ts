@@ -22,6 +22,7 @@ import { statusQuery } from '../../common/contracts';
 import { alice, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor, type ScriptCall } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 /** A run whose first call is a transfer (needs approval), then done. */
 function transferRun(reference: string): { calls: ScriptCall[]; transfer: Record<string, unknown> } {
@@ -150,7 +151,7 @@ describe('approval API (open worker)', () => {
       auth: null,
     });
     expect(approved.resume).toMatchObject({ accepted: true });
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
 
     // Closed: nothing to approve; the store (here through the worker's own open ledger) shows what happened.
@@ -227,7 +228,7 @@ describe('approval API signed with an operator key, on a worker with operators',
     expect(approved.trusted).toBe(true);
     expect(approved.approval).toMatchObject({ approver: 'alice', auth: { operator: 'alice' } });
     expect(approved.resume).toMatchObject({ accepted: true });
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
   });
 });

@@ -11,6 +11,7 @@ import { alice, testOperators } from '../approvals/signing';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { agentctl, cliEnv } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 describe('agentctl approvals against a real server', () => {
   let h: Harness;
@@ -97,7 +98,7 @@ describe('agentctl approvals against a real server', () => {
     };
     expect(out.approval).toMatchObject({ fingerprint: pending[0]?.fingerprint, approver: 'alice' });
     expect(out.resume.accepted).toBe(true);
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
 
     // The run is closed: nothing to approve any more, and the stored rows show what happened.
@@ -180,7 +181,7 @@ describe('agentctl approvals sign with --key on a worker with an operators file'
     // Trusted or not is the worker's to say here: `null`, never a `true` it cannot know.
     expect(out).toMatchObject({ trusted: null });
     expect(out.resume.accepted).toBe(true);
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
   });
 });

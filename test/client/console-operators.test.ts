@@ -25,6 +25,7 @@ const carol = generateOperatorKey('carol');
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { agentctl, ROOT } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 const transferRun = (reference: string) =>
   live(
@@ -251,7 +252,7 @@ describe('agentctl console: operators and binding', () => {
       expect(body).toMatchObject({ ok: false, outcome: 'refused' });
       expect(body.message).toMatch(/^refused: not authorised: .*carol/);
       // Not stopped: the run goes on to its end, every poll ran.
-      const result = await run.result();
+      const result = await runResult(run);
       expect(result.terminal_state).toBe('COMPLETED');
       expect((await h.counters(run.workflowId)).poll_job).toBeGreaterThanOrEqual(8);
       const trace = (await run.handle.query(traceQuery, { offset: 0, limit: 1000 })).records;

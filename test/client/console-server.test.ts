@@ -14,6 +14,7 @@ import { statusQuery } from '../../common/contracts';
 import { OperatorRegistry } from '../../operators/registry';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 const transferRun = (reference: string) =>
   live(
@@ -295,7 +296,7 @@ describe('agentctl console over HTTP (open worker)', () => {
       ok: true,
       message: expect.stringContaining('the run resumed'),
     });
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     const rows = await listApprovals({ ledgerUrl: h.dbUrl, env: {}, runId: run.workflowId });
     expect(rows.map((r) => [r.state, r.approver, r.reason])).toEqual([
@@ -386,6 +387,6 @@ describe('agentctl console over HTTP (open worker)', () => {
       }),
     );
     expect(raised).toMatchObject({ status: 200, ok: true });
-    expect((await run.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(run)).terminal_state).toBe('COMPLETED');
   });
 });

@@ -15,6 +15,7 @@ import { statusQuery } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { cliEnv, launcher, ROOT } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 /** The command names under `Commands:` of a --help text (without `help`). */
 function commandsOf(help: string): string[] {
@@ -113,7 +114,7 @@ describe('bin/agentctl.js, as a user runs it', () => {
       expect(approved.stderr).toBe('');
       expect(approved.code).toBe(0);
       expect((JSON.parse(approved.stdout) as { resume: { accepted: boolean } }).resume.accepted).toBe(true);
-      expect((await run.result()).terminal_state).toBe('COMPLETED');
+      expect((await runResult(run)).terminal_state).toBe('COMPLETED');
       expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     });
 
@@ -173,7 +174,7 @@ describe('bin/agentctl.js, as a user runs it', () => {
       const body = (await res.json()) as { message: string };
       expect(body.message).not.toContain('Cannot find module');
       expect(res.status).toBe(200);
-      expect((await run.result()).terminal_state).toBe('COMPLETED');
+      expect((await runResult(run)).terminal_state).toBe('COMPLETED');
       expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     });
   });

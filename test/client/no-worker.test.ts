@@ -21,6 +21,7 @@ import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../
 import { workflowBundle } from '../helpers/run-harness';
 import { fixture } from '../helpers/run-inputs';
 import { agentctl, ROOT } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const SCRIPT = join(ROOT, 'test', 'fixtures', 'traces', 'terminal-success-completed.json');
@@ -122,7 +123,7 @@ describe('agentctl with no worker on the run’s task queue', () => {
     }
     const w = await startWorker(q);
     try {
-      const result = (await handle.result()) as RunResult;
+      const result = (await runResult(handle)) as RunResult;
       // No stop was sent: the run ends as its script says, not operator_stop.
       expect(result.terminal_state).toBe('COMPLETED');
       expect(result.reason).not.toBe('operator_stop');

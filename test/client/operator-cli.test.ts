@@ -15,6 +15,7 @@ import { live, search, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
 import { agentctl, cliEnv, launcher } from './cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 describe('agentctl signs resume and stop', () => {
   let h: Harness;
@@ -82,7 +83,7 @@ describe('agentctl signs resume and stop', () => {
     );
     expect(signed.code).toBe(0);
     expect(JSON.parse(signed.stdout)).toMatchObject({ accepted: true });
-    expect((await run.result()).executed).toBe(3);
+    expect((await runResult(run)).executed).toBe(3);
     // A note for a run that is not stopped any more: refused, naming why.
     const closed = await agentctl(['resume', id, '--key', keyFile, '--note', 'late'], env);
     expect(closed.code).toBe(3);

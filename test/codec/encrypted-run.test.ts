@@ -11,6 +11,7 @@ import { ENCRYPTED_ENCODING } from '../../codec';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { uniqueId } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 const MARKER = 'marker-c0dec-4e1f-plaintext';
 
@@ -57,7 +58,7 @@ describe('a default run is encrypted end to end', () => {
       ),
       workflowId,
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(result.summary).toBe(`done ${MARKER}`); // the keyed client reads it
     expect(await h.counters(workflowId)).toMatchObject({ write_record: 1, complete_task: 1 });

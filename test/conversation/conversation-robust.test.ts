@@ -16,6 +16,7 @@ import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
 import { fixture, waitFor } from '../helpers/run-inputs';
 import { statusQuery } from '../../common/contracts';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'CONVERSATION_ROBUST_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-chatty' } as const;
@@ -126,7 +127,7 @@ describe('a conversation loses nothing', () => {
       done = sent.accepted;
       if (!done) await sleep(50);
     }
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(await h.counters(id)).toEqual({ update_address: 1, complete_task: 1 });
     // Each message reached the model exactly once.
@@ -169,7 +170,7 @@ describe('a conversation loses nothing', () => {
     });
     second = { worker, running: worker.run() };
     await expect(pending).resolves.toMatchObject({ accepted: true, action: 'answer' });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(first.reply?.kind).toBe('reply');
     expect(await h.counters(id)).toEqual({ update_address: 1, complete_task: 1 });
@@ -182,12 +183,12 @@ describe('a conversation loses nothing', () => {
     await expect(
       sendMessage(client, closing.workflowId, 'bye', { close: true, from: 'dana' }),
     ).resolves.toMatchObject({ accepted: true, action: 'closing' });
-    const closed: RunResult = await closing.result();
+    const closed: RunResult = await runResult(closing);
     expect(closed).toMatchObject({ terminal_state: 'PARTIAL', reason: 'conversation_closed' });
     expect(closed.report?.unmet_precondition ?? JSON.stringify(closed.report)).toContain('closed');
 
     const idle = await h.start({ goal: 'chat', planner: PLANNER, conversation: { idleTimeoutMs: 1500 } });
-    const idled: RunResult = await idle.result();
+    const idled: RunResult = await runResult(idle);
     expect(idled).toMatchObject({ terminal_state: 'PARTIAL', reason: 'conversation_idle' });
     expect(JSON.stringify(idled.report)).toContain('no message from the person within 2 s');
   }, 120_000);

@@ -19,6 +19,7 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 import { agentctl, cliEnv } from '../client/cli-helpers';
 import type { TurnEvent } from '../../common/telemetry';
 import { readInbox } from '../../client/console/inbox';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'CONVERSATION_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-agent' } as const;
@@ -175,7 +176,7 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       action: 'answer',
     });
 
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(result.summary).toBe('address updated');
     expect(writes).toEqual(['C-42:1 Main St']);
@@ -228,7 +229,7 @@ describe('a conversation is one durable run (OpenAI protocol)', () => {
       messages += 1;
       after = sent.seq!;
     }
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'precondition_unchanged' });
     expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'steer', 'steer', 'stop']);
     expect(messages).toBe(3);

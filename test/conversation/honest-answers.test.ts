@@ -22,6 +22,7 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 import { TEST_ADDRESS_ENV, TEST_NAMESPACE } from '../helpers/temporal-env';
 import { agentctl, cliEnv } from '../client/cli-helpers';
 import { burst, followHints, timesSeen } from '../../bench/burst-core';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'CONVERSATION_HONEST_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-honest' } as const;
@@ -145,7 +146,7 @@ describe('what the person is told is true (issue 41)', () => {
     expect(late.reason).toContain('before it calls complete_task');
     hold.release();
 
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'COMPLETED',
       summary: 'finished after reading the late message',
@@ -180,7 +181,7 @@ describe('what the person is told is true (issue 41)', () => {
     }
     const requestsBefore = server.requests.length;
     hold.release();
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'ticket closed' });
     // Counted in what reached the model: neither message, in any request.
     expect(server.requests.length).toBe(requestsBefore);
@@ -230,11 +231,11 @@ describe('what the person is told is true (issue 41)', () => {
     await expect(sendMessage(client, closing.workflowId, 'bye', { close: true })).resolves.toMatchObject({
       action: 'closing',
     });
-    await expect(idle.result()).resolves.toMatchObject({
+    await expect(runResult(idle)).resolves.toMatchObject({
       terminal_state: 'PARTIAL',
       reason: 'conversation_idle',
     });
-    await expect(closing.result()).resolves.toMatchObject({
+    await expect(runResult(closing)).resolves.toMatchObject({
       terminal_state: 'PARTIAL',
       reason: 'conversation_closed',
     });

@@ -13,6 +13,7 @@ import { readConversation, sendMessage, waitForReply } from '../../client/api';
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
 import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'CONVERSATION_RENAMED_FINISH_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'conv-done' } as const;
@@ -96,7 +97,7 @@ describe('a renamed finishing tool is held back while the person wrote (issue 41
     expect(late.reason).toContain('before it calls done');
     release();
 
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'COMPLETED',
       summary: 'finished after reading the late message',

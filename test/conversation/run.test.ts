@@ -17,6 +17,7 @@ import { agentctl, cliEnv } from '../client/cli-helpers';
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startOpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const NOTE = 3000;
 const body = (n: number) => `${n}:`.padEnd(NOTE, 'n');
@@ -79,7 +80,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
       contextTokens: 8192,
     } as const;
     const run = await h.start({ goal: `Write notes note-1 … note-${TURNS}.`, planner, guard: GUARD });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: TURNS + 1 });
     expect(await h.counters(run.workflowId)).toEqual({ write_record: TURNS, complete_task: 1 });
 
@@ -146,7 +147,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
       planner: { kind: 'openai', model: 'gpt-x', endpoint: 'refusing-gpt' },
       resumeWindowMs: 1000,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'context_exhausted', executed: 0 });
     expect(result.checkpoint).not.toBeNull();
     expect(result.report?.resume_condition).toMatch(/contextTokens/);
@@ -217,7 +218,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
     try {
       const planner = { kind: 'anthropic', model: 'm', maxTokens: 64, endpoint: 'refusing' } as const;
       const first = await h.start({ goal: 'Search once.', planner, resumeWindowMs: 300 });
-      const stopped: RunResult = await first.result();
+      const stopped: RunResult = await runResult(first);
       expect(stopped).toMatchObject({
         terminal_state: 'NEEDS_HUMAN',
         reason: 'context_exhausted',
@@ -240,7 +241,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
         args: [{ actor: 'ops', reason: 'window raised on the server', requestId: 'resume-from-1' }],
       });
       expect(answer.accepted).toBe(true);
-      const done: RunResult = await second.result();
+      const done: RunResult = await runResult(second);
       expect(done).toMatchObject({ terminal_state: 'COMPLETED', summary: 'Enough searching.' });
       // The new run asked from where the old one stopped: the goal, the search call and its result.
       const request = model.messageRequests()[3]!.messages as Array<{ role: string }>;
@@ -287,7 +288,7 @@ describe('long LLM runs (conversation store, compaction)', () => {
         goal: 'Write one big note.',
         planner: { kind: 'openai', model: 'm', endpoint: 'big', contextTokens: 200_000 },
       });
-      const result: RunResult = await run.result();
+      const result: RunResult = await runResult(run);
       expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: 2 });
       expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
       const row = await h.deps.world.tx.get<{ n: number }>(

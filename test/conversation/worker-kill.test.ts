@@ -16,6 +16,7 @@ import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../tes
 import type { RecordedRequest } from '../../testing/http-script';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { ROOT } from '../client/cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'CONVERSATION_KILL_KEY';
 
@@ -106,7 +107,7 @@ describe('a worker killed while a conversation waits for its person', () => {
     await new Promise((r) => setTimeout(r, 1000));
     worker = await startWorker(workerEnv);
     await expect(pending).resolves.toMatchObject({ accepted: true, action: 'answer' });
-    const result: RunResult = await handle.result();
+    const result: RunResult = await runResult(handle);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(await runCounters(workflowId, { ledgerUrl: dbUrl })).toEqual({
       write_record: 1,

@@ -27,6 +27,7 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM } from '../helpers/chromium';
 import { screenshotPath } from '../helpers/screenshots';
+import { runResult } from '../helpers/run-result';
 
 /** In the transfer's args: untrusted text that would run if the page rendered it as HTML. */
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>inv-2026-07</b>';
@@ -160,7 +161,7 @@ if (!HAVE_CHROMIUM) {
     const flash = alicePage.locator('#flash .good');
     await flash.waitFor({ timeout: 20_000 });
     expect(await flash.innerText()).toContain('the run resumed');
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     // The run left the inbox once the pointer is off the list (it held still under it).

@@ -18,6 +18,7 @@ import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from './t
 import { runCounters } from '../../client/counters';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
 import { sharedWorkflowBundle } from './shared-bundle';
+import { runResult } from './run-result';
 
 try {
   // Worker state chatter drowns test output; warnings and errors still show.
@@ -120,7 +121,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
         args: [input],
         staticSummary: input.goal,
       });
-      return { workflowId, result: () => handle.result(), handle };
+      return { workflowId, result: () => runResult(handle), handle };
     },
     counters: async (id) => (await runCounters(id, { ledgerUrl: dbUrl })) ?? {},
     worldCounters: (id) => deps.world.counters(id),

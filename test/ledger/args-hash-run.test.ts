@@ -5,6 +5,7 @@
  */
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 describe('args hash across runs', () => {
   let h: Harness;
@@ -25,11 +26,11 @@ describe('args hash across runs', () => {
 
   it('answers a write re-proposed in a second run from the ledger; the tool runs once', async () => {
     const first = await h.start(live([notify('twice')]));
-    expect((await first.result()).decisions.map((d) => d.decision)).toEqual(['execute']);
+    expect((await runResult(first)).decisions.map((d) => d.decision)).toEqual(['execute']);
     const key = 'notify:twice:e2e:page';
     expect((await h.deps.ledger.get(key))?.argsHash).toMatch(/^sha256:[0-9a-f]{64}$/);
     const second = await h.start(live([notify('twice')]));
-    expect((await second.result()).decisions.map((d) => d.decision)).toEqual(['return_cached_success']);
+    expect((await runResult(second)).decisions.map((d) => d.decision)).toEqual(['return_cached_success']);
     expect(await sent('twice')).toBe(1);
     expect(await h.counters(second.workflowId)).toEqual({});
   });
@@ -49,7 +50,7 @@ describe('args hash across runs', () => {
     if (c.kind !== 'claimed') throw new Error(c.kind);
     await h.deps.ledger.commit(key, c.token, { notified: true });
     const run = await h.start(live([call]));
-    expect((await run.result()).decisions.map((d) => d.decision)).toEqual(['return_cached_success']);
+    expect((await runResult(run)).decisions.map((d) => d.decision)).toEqual(['return_cached_success']);
     expect(await sent('legacy')).toBe(0);
   });
 });

@@ -9,6 +9,7 @@ import { traceQuery } from '../../common/contracts';
 import { defineTool } from '../../tools/define-tool';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 let faxes = 0;
 const sendFax = defineTool({
@@ -50,7 +51,7 @@ describe('a write settled by reconcile in an agentRun', () => {
     await new Promise((r) => setTimeout(r, 80));
 
     const run = await h.start(live([call]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(faxes).toBe(0);
     // PARTIAL: the script ends without the finishing tool.
     expect(result).toMatchObject({ terminal_state: 'PARTIAL', executed: 0, reconciled: 1 });

@@ -11,6 +11,7 @@
 import type { RunInput } from '../../common/contracts';
 import { longRunGoal, startLongModelServer, type LongModelServer } from '../../scripts/long-model/server';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const TURNS = 1000;
 const WINDOW_CHARS = 300_000;
@@ -61,7 +62,7 @@ describe('a run of 1,000 note-writing turns, per provider (side by side)', () =>
       const h: Harness = await startHarness();
       try {
         const run = await h.start(input(kind));
-        const result = await run.result();
+        const result = await runResult(run);
         const stats = model.stats();
         const mine = stats.perRequest;
 

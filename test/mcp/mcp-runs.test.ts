@@ -19,6 +19,7 @@ import {
   STDIO_SERVER,
   type HttpFixture,
 } from './fixture-servers';
+import { runResult } from '../helpers/run-result';
 
 const notesState = stateFile('stdio');
 const remoteState = stateFile('http');
@@ -94,7 +95,7 @@ describe('MCP tools under the guard', () => {
     const before = counters(notesState);
     const call = { tool: 'mcp__notes__lookup', args: { query: 'temporal' } };
     const run = await h.start(live([call, call, call]));
-    expect(await run.result()).toMatchObject({
+    expect(await runResult(run)).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'same_call_repeat',
     });
@@ -108,9 +109,9 @@ describe('MCP tools under the guard', () => {
       args: { id: 'n-1', text: 'hello', requestId },
     });
     const first = await h.start(live([write('r-1'), write('r-2')]));
-    expect(await first.result()).toMatchObject({ executed: 1, cached: 1 });
+    expect(await runResult(first)).toMatchObject({ executed: 1, cached: 1 });
     const second = await h.start(live([write('r-3')]));
-    const r2 = await second.result();
+    const r2 = await runResult(second);
     expect(r2).toMatchObject({ executed: 0, cached: 1 });
     expect(delta(notesState, 'add_note', before)).toBe(1);
     expect(state(notesState).notes['n-1']).toBe('hello');
@@ -121,7 +122,7 @@ describe('MCP tools under the guard', () => {
     const sent = requests(notesState);
     const bad = { tool: 'mcp__notes__lookup', args: { query: 5, extra: true } };
     const run = await h.start(live([bad, bad]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'precondition_unchanged' });
     const trace = await run.handle.query(traceQuery, { limit: 100 });
     const after = trace.records.find((r) => r.phase === 'after');
@@ -136,7 +137,7 @@ describe('MCP tools under the guard', () => {
   it('stops a requiresApproval tool NEEDS_HUMAN approval_required without calling the server', async () => {
     const before = requests(notesState);
     const run = await h.start(live([{ tool: 'mcp__notes__delete_note', args: { id: 'n-1' } }]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'approval_required' });
     expect(result.report?.blocked_call).toMatchObject({ tool: 'mcp__notes__delete_note' });
     expect((requests(notesState).delete_note ?? 0) - (before.delete_note ?? 0)).toBe(0);
@@ -162,7 +163,7 @@ describe('MCP tools under the guard', () => {
       (p) => p === null,
     );
     const run = await h.start(live([{ tool: 'mcp__notes__lookup', args: { query: 'after-crash' } }]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'PARTIAL', reason: 'planner_exhausted', executed: 1 });
     expect(delta(notesState, 'lookup', before)).toBe(1);
     expect(conn.pid).not.toBe(pid);
@@ -179,7 +180,7 @@ describe('MCP tools under the guard', () => {
       (t) => t.records.some((r) => r.phase === 'after' && r.result_kind === 'RETRYABLE'),
     );
     http = await startHttpFixture(remoteState, http.port);
-    const result = await run.result();
+    const result = await runResult(run);
     const trace = await run.handle.query(traceQuery, { limit: 100 });
     const kinds = trace.records.filter((r) => r.phase === 'after').map((r) => [r.result_kind, r.error_code]);
     expect(kinds).toEqual([

@@ -34,6 +34,7 @@ import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../workflows/c
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, waitFor } from '../helpers/run-inputs';
 import { createTestDb, type TestDb } from '../ledger/helpers/backends';
+import { runResult } from '../helpers/run-result';
 
 jest.setTimeout(120_000);
 
@@ -152,7 +153,7 @@ describe('large payloads (issue 9)', () => {
         { guard: GUARD, scriptedPlan: 'activity' },
       ),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'COMPLETED',
       summary: 'all three stored',
@@ -203,7 +204,7 @@ describe('large payloads (issue 9)', () => {
         { tool: 'complete_task', args: { summary: 'read it' } },
       ]),
     );
-    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'read it' });
+    expect(await runResult(run)).toMatchObject({ terminal_state: 'COMPLETED', summary: 'read it' });
     expect(await h.counters(run.workflowId)).toEqual({ big_read: 1, complete_task: 1 });
     const { maxEventBytes } = await historyOf(h, run.workflowId);
     expect(maxEventBytes).toBeLessThan(64 * 1024);
@@ -222,7 +223,7 @@ describe('large payloads (issue 9)', () => {
         guard: GUARD,
       }),
     );
-    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'noted' });
+    expect(await runResult(run)).toMatchObject({ terminal_state: 'COMPLETED', summary: 'noted' });
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 30, complete_task: 1 });
 
     // Walk the chain from the first execution: each continue-as-new input's checkpoint.
@@ -282,7 +283,7 @@ describe('large payloads without a payload store', () => {
         { tool: 'complete_task', args: { summary: 'never' } },
       ]),
     );
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'NEEDS_HUMAN',
       reason: 'payload_too_large',
@@ -332,7 +333,7 @@ describe('large payloads without a payload store', () => {
       args: [{ actor: 'ops', reason: 'page size lowered', requestId: 'ptl-r1' }],
     });
     expect(answer.accepted).toBe(true);
-    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'page read' });
+    expect(await runResult(run)).toMatchObject({ terminal_state: 'COMPLETED', summary: 'page read' });
     // Asked again from before the refused call: it ran once per attempt.
     expect(await h.counters(run.workflowId)).toEqual({ sized_read: 2, complete_task: 1 });
   });
@@ -353,7 +354,7 @@ describe('large payloads without a payload store', () => {
         { maxHistoryEvents: 12 },
       ),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'payload_too_large', executed: 1 });
     expect(result.report?.unmet_precondition).toMatch(
       /^continue-as-new refused: the checkpoint is \d+ bytes of JSON \(.*\) and the rest of the input \d+: above the 1500000-byte payload limit$/,
@@ -389,7 +390,7 @@ describe('large payloads on a PostgreSQL ledger', () => {
         { tool: 'complete_task', args: { summary: 'pg done' } },
       ]),
     );
-    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'pg done' });
+    expect(await runResult(run)).toMatchObject({ terminal_state: 'COMPLETED', summary: 'pg done' });
     expect(await h.counters(run.workflowId)).toEqual({ big_read: 1, complete_task: 1 });
     const rows = await db.exec('SELECT bytes FROM agent_payloads WHERE run_id = ?', [run.workflowId]);
     expect(rows.map((r) => Number(r.bytes))).toEqual([jsonBytes({ text: text(300_000, 'pg') })]);

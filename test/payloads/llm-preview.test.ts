@@ -11,6 +11,7 @@ import { PayloadStore } from '../../storage/payloads';
 import { defineTool } from '../../tools/define-tool';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 jest.setTimeout(120_000);
 
@@ -73,7 +74,10 @@ describe('a large tool result with the OpenAI planner', () => {
       planner: { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'local-openai' },
       resumeWindowMs: 500,
     });
-    expect(await run.result()).toMatchObject({ terminal_state: 'COMPLETED', summary: 'Read the document.' });
+    expect(await runResult(run)).toMatchObject({
+      terminal_state: 'COMPLETED',
+      summary: 'Read the document.',
+    });
     expect(await h.counters(run.workflowId)).toEqual({ big_read: 1, complete_task: 1 });
 
     const requests = server.completionRequests();

@@ -29,6 +29,7 @@ import {
 } from '../../worker/telemetry';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor, type ScriptCall } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 const HISTORIES = resolve(__dirname, '../fixtures/histories');
 const noop = (): void => undefined;
@@ -71,7 +72,7 @@ describe('OpenTelemetry on a run the guard stops', () => {
     const call = (): ScriptCall => ({ ...search('temporal'), usage });
     const run = await h.start(live([call(), call(), call()]));
     workflowId = run.workflowId;
-    result = await run.result();
+    result = await runResult(run);
     // The workflow span leaves the sandbox with the run's last activation.
     await waitFor(
       () => Promise.resolve(spans.getFinishedSpans()),
@@ -163,7 +164,7 @@ describe('OpenTelemetry on a run the guard stops', () => {
     const run = await h.start(
       live([search('steer-otel'), search('steer-otel'), search('steer-otel')], { guard: { steerLimit: 1 } }),
     );
-    const steered = await run.result();
+    const steered = await runResult(run);
     expect(steered.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'steer']);
     const steerSpan = (): ReadableSpan | undefined =>
       spans

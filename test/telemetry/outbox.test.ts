@@ -12,6 +12,7 @@ import type { DecisionEvent, RunEndEvent } from '../../common/telemetry';
 import { traceQuery } from '../../common/contracts';
 import { live, search } from '../helpers/run-inputs';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 let h: Harness;
 beforeAll(async () => {
@@ -30,7 +31,7 @@ it('sends an activation’s decisions as one sink call: all of them, in order, t
   const run = await h.start(
     live([search('outbox one'), search('outbox two'), { tool: 'complete_task', args: { summary: 'done' } }]),
   );
-  const result = await run.result();
+  const result = await runResult(run);
   expect(result.terminal_state).toBe('COMPLETED');
   const trace = await run.handle.query(traceQuery, { limit: 1000 });
   const history = await run.handle.fetchHistory();

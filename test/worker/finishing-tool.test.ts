@@ -23,6 +23,7 @@ import { waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { agentctl } from '../client/cli-helpers';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'FINISH_LLM_KEY';
 
@@ -135,7 +136,7 @@ describe('the built-in finishing tool', () => {
       workflowId: uniqueId('finish'),
       args: [llmRun],
     });
-    const result: RunResult = await handle.result();
+    const result: RunResult = await runResult(handle);
     expect(result).toMatchObject({ terminal_state: TerminalState.COMPLETED, reason: null });
     expect(result.summary).toBe('emailed the balance');
     expect(b.calls).toEqual({ get_balance: 1, send_email: 1 });
@@ -222,7 +223,7 @@ describe('the built-in finishing tool', () => {
     const accepted = await agentctl(['resume', id, '--actor', 'dev', '--reason', 'send_email added'], cli);
     expect(accepted.code).toBe(0);
     expect(accepted.stdout).toMatch(/tool send_email is registered on this worker now/);
-    const result: RunResult = await handle.result();
+    const result: RunResult = await runResult(handle);
     expect(result).toMatchObject({ terminal_state: TerminalState.COMPLETED, summary: 'emailed the balance' });
     expect(b.calls.send_email).toBe(1);
   });

@@ -24,6 +24,7 @@ import { createAgentWorker, openWorkerDeps, type WorkerDeps } from '../../worker
 import { workflowBundle } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 /** The user's own store and tools, with call counters of their own. */
 function ticketDesk() {
@@ -156,7 +157,7 @@ describe("a user's own agent, with none of the demo", () => {
         { tool: 'close_triage', args: { summary: 'filed INC-1' } },
       ]),
     );
-    const result = await handle.result();
+    const result = await runResult(handle);
     expect(result).toMatchObject({ terminal_state: TerminalState.COMPLETED, reason: null });
     expect(desk.calls).toMatchObject({ search_tickets: 2, file_ticket: 1 });
     // The runtime counts every tool, the user's included.
@@ -197,7 +198,7 @@ describe("a user's own agent, with none of the demo", () => {
       accepted: true,
       reason: expect.stringMatching(/moved.*re-ran search_tickets/),
     });
-    expect((await handle.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await runResult(handle)).terminal_state).toBe(TerminalState.COMPLETED);
   });
 
   it('(d) approves from its own code: the page runs once', async () => {
@@ -230,7 +231,7 @@ describe("a user's own agent, with none of the demo", () => {
       args: [{ actor: 'oncall-lead', reason: 'approved', requestId: 'r-1' }],
     });
     expect(answer.accepted).toBe(true);
-    expect((await handle.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await runResult(handle)).terminal_state).toBe(TerminalState.COMPLETED);
     expect(desk.calls.page_oncall).toBe(1);
   });
 

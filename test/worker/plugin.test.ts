@@ -21,6 +21,7 @@ import { openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../../worker/cr
 import { AgentLoopGuardPlugin } from '../../worker/plugin';
 import { SearchAttributesError } from '../../worker/search-attributes';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 try {
   // Worker state and bundler chatter drowns test output; warnings and errors still show.
@@ -98,7 +99,7 @@ describe('AgentLoopGuardPlugin on a plain Worker and Client', () => {
     const workflowId = uniqueId('plugin');
     // The package's client API over the user's Client.
     const handle = await startAgentRun(client, { taskQueue, workflowId, input });
-    const result = (await handle.result()) as RunResult;
+    const result = (await runResult(handle)) as RunResult;
     expect(result).toMatchObject({ terminal_state: TerminalState.COMPLETED, reason: null });
     expect(lookups).toBe(1);
 

@@ -27,6 +27,7 @@ import { workflowBundle } from '../helpers/run-harness';
 import { fixture, waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { openDemoWorkerDeps } from '../../demo/deps';
+import { runResult } from '../helpers/run-result';
 
 const ROOT = resolve(__dirname, '../..');
 const NAMES = Object.keys(SEARCH_ATTRIBUTES);
@@ -252,7 +253,7 @@ describe('createAgentWorker on a namespace without the search attributes', () =>
           workflowId,
           args: [fixture([{ tool: 'a', result: { kind: 'SUCCESS', terminal: true } }])],
         });
-        const result = await within(handle.result(), 30_000, () => undefined);
+        const result = await within(runResult(handle), 30_000, () => undefined);
         expect(result.terminal_state).toBe('COMPLETED');
       });
       const found = await waitFor(

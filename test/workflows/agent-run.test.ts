@@ -1,5 +1,6 @@
 import type { RunInput } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const scripted = (calls: unknown[], extra: Record<string, unknown> = {}): RunInput => ({
   goal: 'test',
@@ -31,7 +32,7 @@ describe('agentRun on a real dev server', () => {
       },
       resumeWindowMs: 500,
     });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(result.reason).toBe('same_call_repeat');
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
@@ -39,7 +40,7 @@ describe('agentRun on a real dev server', () => {
 
   it('completes a scripted run', async () => {
     const run = await h.start(scripted([{ tool: 'a', result: { kind: 'SUCCESS', terminal: true } }]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
   });
 });

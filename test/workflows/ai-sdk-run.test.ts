@@ -22,6 +22,7 @@ import {
 } from '../planners/servers/anthropic-server';
 import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY = 'sk-aisdk-durable-secret-0123456789abcdef';
 const KEY_ENV = 'AISDK_RUN_KEY';
@@ -126,7 +127,7 @@ describe('durable runs through the AI SDK planner, compared with the hand-writte
       variants.map(async (v) => {
         const tag = v.name.replace(/ /g, '-');
         const run = await h.start({ goal: goal(tag), planner: v.planner, resumeWindowMs: 500 });
-        const result: RunResult = await run.result();
+        const result: RunResult = await runResult(run);
         const status = await run.handle.query(statusQuery);
         return {
           name: v.name,
@@ -217,7 +218,7 @@ describe('durable runs through the AI SDK planner, compared with the hand-writte
         args: [{ actor: 'ops', reason: 'key configured', requestId: 'aisdk-key-set' }],
       });
       expect(answer.accepted).toBe(true);
-      const result: RunResult = await run.result();
+      const result: RunResult = await runResult(run);
       expect(result.terminal_state).toBe('COMPLETED');
       expect(await h.counters(run.workflowId)).toEqual({ search: 2, write_record: 1, complete_task: 1 });
     } finally {

@@ -17,6 +17,7 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 type Run = Awaited<ReturnType<Harness['start']>>;
 import { live, waitFor } from '../helpers/run-inputs';
 import { alice, bob, signedGrant, testOperators } from '../approvals/signing';
+import { runResult } from '../helpers/run-result';
 
 describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', (backend) => {
   let db: TestDb;
@@ -124,7 +125,7 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
     expect(await run.handle.executeUpdate(resumeUpdate, { args: [resumeOf(run.workflowId)] })).toMatchObject({
       accepted: true,
     });
-    expect((await run.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await runResult(run)).terminal_state).toBe(TerminalState.COMPLETED);
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(2);
   });
 
@@ -240,7 +241,7 @@ describe.each(backendNames)('approvals on a durable run, %s ledger (issue 21)', 
     ]);
     // The approval was never touched: a signed resume now uses it, once.
     expect(await resume(resumeOf(run.workflowId))).toMatchObject({ accepted: true });
-    expect((await run.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await runResult(run)).terminal_state).toBe(TerminalState.COMPLETED);
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
   });
 });

@@ -18,6 +18,7 @@ import { GuardReason, TerminalState } from '../../guard';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
 import { alice, bob, eve, signedGrant, tamper, testOperators } from '../approvals/signing';
+import { runResult } from '../helpers/run-result';
 
 // The workflow side lives in workflows/run-state.ts; skip cleanly on a tree without it.
 const withWorkflowSide = (GuardReason as Record<string, string>).APPROVAL_REQUIRED ? describe : describe.skip;
@@ -80,7 +81,7 @@ withWorkflowSide('approvals on a durable run', () => {
       ttlMs: 60_000,
     });
     expect((await resume('r-2')).accepted).toBe(true);
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe(TerminalState.COMPLETED);
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     expect((await store.get(approval.id))?.state).toBe('used');
@@ -168,7 +169,7 @@ withWorkflowSide('signed approvals on a worker with an operators file', () => {
 
     const good = await store.grant(signedGrant(alice.keyFile, call));
     expect(await resume()).toMatchObject({ accepted: true, reason: expect.stringContaining(good.id) });
-    expect((await run.result()).terminal_state).toBe(TerminalState.COMPLETED);
+    expect((await runResult(run)).terminal_state).toBe(TerminalState.COMPLETED);
     expect((await h.counters(run.workflowId)).transfer_funds).toBe(1);
     expect((await store.get(good.id))?.state).toBe('used');
     for (const a of await store.list({ runId: run.workflowId }))

@@ -8,6 +8,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { resumeSignal, resumeUpdate, statusQuery, traceQuery } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 const page = (message: string) => ({
   tool: 'send_notification',
@@ -29,7 +30,7 @@ describe('bad input and the ledger as the one truth', () => {
       args: { customer: 'c1', invoice: 'inv-1', amountCents: -5, currency: 'EUR' },
     };
     const run = await h.start(live([bad, bad]));
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'precondition_unchanged' });
     expect(result.decisions).toEqual([
       { index: 0, tool: 'charge_payment', decision: 'execute', after: 'needs_changed_precondition' },
@@ -46,7 +47,7 @@ describe('bad input and the ledger as the one truth', () => {
         { tool: 'delete_everything', args: {} },
       ]),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'precondition_unchanged' });
     const trace = await run.handle.query(traceQuery, { limit: 100 });
     const after = trace.records.find((r) => r.phase === 'after');
@@ -95,14 +96,14 @@ describe('bad input and the ledger as the one truth', () => {
     const first = await h.start(
       live([page('db down'), { tool: 'complete_task', args: { summary: 'paged' } }]),
     );
-    expect((await first.result()).terminal_state).toBe('COMPLETED');
+    expect((await runResult(first)).terminal_state).toBe('COMPLETED');
     expect(await h.counters(first.workflowId)).toEqual({ send_notification: 1, complete_task: 1 });
 
     // Same operation, planned again by another run: return_cached_success, zero calls.
     const again = await h.start(
       live([page('db down'), { tool: 'complete_task', args: { summary: 'paged' } }]),
     );
-    const againResult = await again.result();
+    const againResult = await runResult(again);
     expect(againResult.decisions[0]).toEqual({
       index: 0,
       tool: 'send_notification',
@@ -113,7 +114,7 @@ describe('bad input and the ledger as the one truth', () => {
 
     // Same key (channel, incident, type), other message: a conflict for a person, never an execution.
     const conflict = await h.start(live([page('db down AGAIN')]));
-    const conflictResult = await conflict.result();
+    const conflictResult = await runResult(conflict);
     expect(conflictResult).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
     expect(conflictResult.decisions).toEqual([{ index: 0, tool: 'send_notification', decision: 'stop' }]);
     expect(await h.counters(conflict.workflowId)).toEqual({});
@@ -137,7 +138,7 @@ describe('bad input and the ledger as the one truth', () => {
     const run = await h.start(
       live([note('disk full, key sk-live-aaaaaaaaaaaaaaaaaaaaaaaa'), note('disk full!!')]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
     expect(await h.counters(run.workflowId)).toEqual({ send_notification: 1 });
     const conflict = r.report?.conflict;
@@ -173,7 +174,7 @@ describe('bad input and the ledger as the one truth', () => {
         },
       ]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'idempotency_conflict' });
     expect(await h.counters(run.workflowId)).toEqual({});
     expect(r.report?.conflict).toEqual({

@@ -5,6 +5,7 @@
 import { resumeUpdate, statusQuery } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 describe('budget stops and raises', () => {
   let h: Harness;
@@ -44,7 +45,7 @@ describe('budget stops and raises', () => {
       args: [{ actor: 'ops', reason: 'two more steps', requestId: 'r2', raise: { maxSteps: 4 } }],
     });
     expect(accepted).toMatchObject({ accepted: true });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', executed: 4 });
     // The refused third write was proposed again after the resume and ran once.
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 3, complete_task: 1 });

@@ -10,6 +10,7 @@
 import { LedgerState } from '../../storage/ledger';
 import { live, search } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 describe('continue-as-new keeps the guard and ledger state', () => {
   let h: Harness;
@@ -39,7 +40,7 @@ describe('continue-as-new keeps the guard and ledger state', () => {
     // ~7 events per step since the scripted plan is a local activity (issue 19): a limit of 25
     // splits the 9 proposals over several runs.
     const run = await h.start(live(calls, { maxHistoryEvents: 25, guard: { noProgressLimit: 20 } }));
-    const r = await run.result();
+    const r = await runResult(run);
 
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('same_call_repeat');

@@ -22,6 +22,7 @@ import { openSqlite } from '../../storage/sqlite-driver';
 import { TEST_PG_URL } from '../ledger/helpers/backends';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 describe('a real ledger database outage mid-run', () => {
   let outage: DatabaseOutage;
@@ -89,7 +90,7 @@ describe('a real ledger database outage mid-run', () => {
       args: [{ actor: 'ops', reason: 'ledger database back', requestId: 'outage-r1' }],
     });
     expect(answer.accepted).toBe(true);
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     // Exactly once: the tool's counter, the world's row (a second write would bump its version),
     // and one ledger record that needed one claim.

@@ -37,6 +37,7 @@ import { reportQuery, resumeSignal, resumeUpdate, statusQuery, stopSignal } from
 import { fixture, live, search, waitFor, type ScriptCall } from '../helpers/run-inputs';
 import { agentSinks } from '../../worker/create-worker';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const DIR = resolve(__dirname, '../fixtures/histories');
 const RECORD_ENV = process.env.RECORD_HISTORIES ?? '';
@@ -66,7 +67,7 @@ async function deployGrantedAfterStop(
   );
   await h.deps.world.grant(`deploy:${service}`);
   await run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'a', reason: 'granted', requestId }] });
-  await run.result();
+  await runResult(run);
   return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
 }
 
@@ -85,7 +86,7 @@ async function chainNextToLast(h: Harness, prefix: string): Promise<{ workflowId
   const run = await h.start(
     live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
   );
-  const r = await run.result();
+  const r = await runResult(run);
   if (r.terminal_state !== 'COMPLETED' || r.cached !== 1) throw new Error(`unexpected ${JSON.stringify(r)}`);
   const chain: string[] = [];
   for (let id: string | undefined = run.handle.firstExecutionRunId; id;) {
@@ -116,12 +117,12 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
         { tool: 'complete_task', args: { summary: 'ok' } },
       ]),
     );
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'exact-repeat-stopped'(h) {
     const run = await h.start(live([search('temporal'), search('temporal'), search('temporal')]));
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'resume-refused-then-accepted'(h) {
@@ -139,7 +140,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await h.deps.world.grant('deploy:hist-svc');
     await run.handle.signal(resumeSignal, { actor: 'a', reason: 'granted', requestId: 's-1' });
     await run.handle.signal(resumeSignal, { actor: 'a', reason: 'granted', requestId: 's-1' });
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'operator-stop-during-wait'(h) {
@@ -154,7 +155,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
       (s) => s.lastDecision === 'wait_bounded',
     );
     await run.handle.signal(stopSignal, { actor: 'oncall', reason: 'stop', requestId: 'k-1' });
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'approval-stop-resumed'(h) {
@@ -188,7 +189,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
       ttlMs: 60_000,
     });
     await resume('r-2');
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'operator-stop-resumed'(h) {
@@ -213,7 +214,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     );
     await run.handle.signal(resumeSignal, { actor: 'oncall', reason: 'go on', requestId: 's-1' });
     await run.handle.signal(resumeSignal, { actor: 'oncall', reason: 'go on', requestId: 's-1' });
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'steered-then-completed'(h) {
@@ -230,7 +231,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
         { guard: { steerLimit: 1 } },
       ),
     );
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'sub-agent-stopped-resumed'(h) {
@@ -258,7 +259,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     await h.env.client.workflow
       .getHandle(`${run.workflowId}/sub-1`)
       .executeUpdate(resumeUpdate, { args: [{ actor: 'oncall', reason: 'granted', requestId: 't-1' }] });
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   async 'deploy-granted-resumed'(h) {
@@ -270,7 +271,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
   async 'continued-as-new-first-run'(h) {
     const calls = Array.from({ length: 8 }, (_, i) => search(`nothing-${i}`));
     const run = await h.start(live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 20 } }));
-    await run.result();
+    await runResult(run);
     return { workflowId: run.workflowId, runId: run.handle.firstExecutionRunId };
   },
   /** Issue 19 (the lean checkpoint): {@link chainNextToLast}. */
@@ -291,7 +292,7 @@ const scenarios: Record<string, (h: Harness) => Promise<{ workflowId: string; ru
     const run = await h.start(
       live(calls, { maxHistoryEvents: 40, guard: { noProgressLimit: 50, maxSteps: 100 } }),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     if (r.terminal_state !== 'COMPLETED' || r.executed !== 31)
       throw new Error(`unexpected ${JSON.stringify(r)}`);
     const runId = run.handle.firstExecutionRunId;

@@ -19,6 +19,7 @@ import { live, waitFor } from '../helpers/run-inputs';
 import { workflowBundle } from '../helpers/run-harness';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
+import { runResult } from '../helpers/run-result';
 
 describe('infrastructure faults stop the run with its checkpoint', () => {
   let env: TestWorkflowEnvironment;
@@ -114,7 +115,7 @@ describe('infrastructure faults stop the run with its checkpoint', () => {
       args: [{ actor: 'ops', reason: 'database back', requestId: 'fault-r2' }],
     });
     expect(ok.accepted).toBe(true);
-    const r = await handle.result();
+    const r = await runResult(handle);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(await deps.world.counters(handle.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
   });

@@ -9,6 +9,7 @@ import { statusQuery, traceQuery, type RunResult } from '../../common/contracts'
 import { startOpenAIServer, type OpenAIServer, type OpenAIStep } from '../../testing/openai-server';
 import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'HONEST_END_KEY';
 const planner = (endpoint: string) =>
@@ -125,7 +126,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('a model that only talks is told twice, then the run ends PARTIAL model_stopped with its words', async () => {
     const run = await h.start({ goal: 'find the docs', planner: planner('talker'), resumeWindowMs: 500 });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'PARTIAL',
       reason: 'model_stopped',
@@ -153,7 +154,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('a write in a ```json fence runs nothing; told so, the model calls the tools and completes', async () => {
     const run = await h.start({ goal: 'write fence-1', planner: planner('fence'), resumeWindowMs: 500 });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'wrote fence-1' });
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
     expect(servers.fence!.completionRequests()).toHaveLength(3);
@@ -165,7 +166,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('a reply cut off in a tool call never runs: asked again with twice maxTokens, then NEEDS_HUMAN', async () => {
     const run = await h.start({ goal: 'write cut-1', planner: planner('cut'), resumeWindowMs: 500 });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'NEEDS_HUMAN',
       reason: 'model_output_truncated',
@@ -180,7 +181,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('a reply cut off once is asked again; the whole one runs and the run completes', async () => {
     const run = await h.start({ goal: 'write cut-2', planner: planner('cutOnce'), resumeWindowMs: 500 });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'wrote cut-2' });
     expect(await h.counters(run.workflowId)).toEqual({ write_record: 1, complete_task: 1 });
     // The cut text never went back into the conversation.
@@ -195,7 +196,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
       guard: { maxSteps: 2 },
       resumeWindowMs: 500,
     });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'step_budget',
@@ -215,7 +216,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('a run the steer limit stops has every reply counted', async () => {
     const run = await h.start({ goal: 'research', planner: planner('stubborn'), resumeWindowMs: 500 });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'same_call_repeat' });
     expect(await h.counters(run.workflowId)).toEqual({ search: 2 });
     // Five proposals (sameCallLimit + steerLimit + 1) and a final word whose call runs nothing.
@@ -226,7 +227,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
 
   it('replies that failed to parse are counted: args that are not JSON, then a reply with no choice', async () => {
     const run = await h.start({ goal: 'write g-1', planner: planner('garbled'), resumeWindowMs: 500 });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'planner_failed' });
     expect(result.report?.unmet_precondition).toContain('the chat completion has no choices');
     // The broken args were refused (the model told so), nothing ran.
@@ -248,7 +249,7 @@ describe('an honest end (durable, OpenAI protocol, counted tokens)', () => {
       guard: { maxTokens, noProgressLimit: 100, sameCallLimit: 50 },
       resumeWindowMs: 500,
     });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
     expect(result.report?.unmet_precondition).toContain('plus the final word kept in reserve');
     const requests = servers.thrifty!.completionRequests();

@@ -30,6 +30,7 @@ import { TEST_PG_URL } from '../ledger/helpers/backends';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor, type ScriptCall } from '../helpers/run-inputs';
 import { agentctl, cliEnv } from '../client/cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 /** `times` distinct writes `<tag>-{i}` under keys `<tag>-{i}`, in the compact script form. */
 const writes = (tag: string, times: number) =>
@@ -62,7 +63,7 @@ describe('a lean checkpoint (SQLite ledger)', () => {
       guard: roomy,
     });
     const run = await h.start(input);
-    const r = await run.result();
+    const r = await runResult(run);
 
     expect(r.terminal_state).toBe('NEEDS_HUMAN');
     expect(r.reason).toBe('idempotency_conflict');
@@ -109,7 +110,7 @@ describe('a lean checkpoint (SQLite ledger)', () => {
   it('continues from a checkpoint written before the window, its old keys still answered', async () => {
     // A real run's keys in the ledger…
     const first = await h.start(live([writes('old', 30)], { guard: roomy }));
-    const a = await first.result();
+    const a = await runResult(first);
     expect(a.terminal_state).toBe('PARTIAL');
     expect(await h.worldCounters(first.workflowId)).toEqual({ write_record: 30 });
     // …and its checkpoint in the old format: every key in `completed` (plus 400 more), no window.
@@ -133,7 +134,7 @@ describe('a lean checkpoint (SQLite ledger)', () => {
       checkpoint: sealed,
     };
     const run = await h.start(input);
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(r.decisions.slice(-8).map((d) => d.decision)).toEqual([
       'return_cached_success',
@@ -217,7 +218,7 @@ describe('a lean checkpoint with the ledger unavailable (PostgreSQL outage)', ()
       args: [{ actor: 'ops', reason: 'ledger database back', requestId: 'lean-r1' }],
     });
     expect(answer.accepted).toBe(true);
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(r.cached).toBe(1);
     expect(await h.worldCounters(run.workflowId)).toEqual({ write_record: 103, complete_task: 1 });

@@ -19,6 +19,7 @@ import {
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, search, waitFor } from '../helpers/run-inputs';
 import { uniqueId } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 const DAY = 24 * 3600_000;
 
@@ -112,9 +113,9 @@ describe('ledger reaper schedule on a real dev server', () => {
   it('deletes an old settled record of a closed run; keeps a recent one, an UNKNOWN one and an open run’s', async () => {
     // A closed run with an old record, and one with a recent record.
     const closed = await h.start(live([notify('closed')]));
-    await closed.result();
+    await runResult(closed);
     const recent = await h.start(live([notify('recent')]));
-    await recent.result();
+    await runResult(recent);
     // A run that stopped (same_call_repeat) and still waits for resume: its record must survive any retention.
     const repeat = search('again');
     const open = await h.start(

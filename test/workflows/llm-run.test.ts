@@ -11,6 +11,7 @@ import { reportQuery, resumeUpdate, statusQuery, traceQuery, type RunResult } fr
 import { startAnthropicServer } from '../planners/servers/anthropic-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 const KEY = 'sk-ant-api03-durable-run-secret-0123456789';
 /** The worker's own env var for the local endpoint's key. */
@@ -55,7 +56,7 @@ describe('a durable run with the Anthropic planner', () => {
       planner: PLANNER,
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
 
     expect(result).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',

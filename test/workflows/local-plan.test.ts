@@ -30,6 +30,7 @@ import { live, search } from '../helpers/run-inputs';
 import { workflowBundle } from '../helpers/run-harness';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { openDemoWorkerDeps, type DemoWorkerDeps } from '../../demo/deps';
+import { runResult } from '../helpers/run-result';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -131,7 +132,7 @@ describe('scripted plan as a local activity', () => {
         workflowId: uniqueId(`local-plan-${path}`),
         args: [{ ...input(path), scriptedPlan: path }],
       });
-      const r = await handle.result();
+      const r = await runResult(handle);
       out[path] = { r, h: await handle.fetchHistory() };
     }
     return out;
@@ -208,7 +209,7 @@ describe('scripted plan as a local activity', () => {
       args: [{ actor: 'ops', reason: 'ledger back', requestId: `${tag}-r1` }],
     });
     expect(answer.accepted).toBe(true);
-    const r = await handle.result();
+    const r = await runResult(handle);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(await deps.world.counters(tag)).toEqual({ write_record: 2, complete_task: 1 });
     expect(r.decisions.map((d) => d.decision)).toEqual(['execute', 'execute', 'execute']);

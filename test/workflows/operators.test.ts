@@ -18,6 +18,7 @@ import type { DemoWorkerDeps } from '../../demo/deps';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, search, waitFor } from '../helpers/run-inputs';
 import { uniqueId } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 const alice = generateOperatorKey('alice'); // admin: lifts anything, raises steps to 50
 const bob = generateOperatorKey('bob'); // on call: may stop, may lift operator_stop only
@@ -125,7 +126,7 @@ describe('operator authority on a worker with an operators file', () => {
     expect(await ask(ok)).toMatchObject({ accepted: true });
     // Replaying the accepted request changes nothing (same requestId: the same answer).
     expect(await ask(ok)).toMatchObject({ accepted: true });
-    const r = await handle.result();
+    const r = await runResult(handle);
     expect(r.executed).toBe(3);
     expect(await deps.world.counters(id)).toEqual({ search: 3 });
     const refused = await handle.query(traceQuery, { decision: 'resume_refused' }).catch(() => null);
@@ -165,7 +166,7 @@ describe('operator authority on a worker with an operators file', () => {
 
   it('refuses a forged or edited checkpoint before restoring anything; a sealed one resumes', async () => {
     const handle = await start(live([search('x'), search('x'), search('x')], { resumeWindowMs: 300 }));
-    const closed = await handle.result();
+    const closed = await runResult(handle);
     expect(closed.terminal_state).toBe('STOPPED_LOOP_GUARD');
     const cp = closed.checkpoint!;
     expect(cp.seal).toMatch(/^hmac-sha256:/);

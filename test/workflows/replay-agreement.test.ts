@@ -26,6 +26,7 @@ import type { RunInput } from '../../common/contracts';
 import { parseReplayFile, replay, type ReplayCall, type ReplayFile, type ReplayOutcome } from '../../guard';
 import { buildRunInput } from '../../client/commands/start';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const TRACES = resolve(__dirname, '../fixtures/traces');
 const DEFAULT_WAIT_MS = 1000; // workflows/agent-run.ts: wait when no retryAfterMs is given
@@ -137,7 +138,7 @@ describe('durable run == offline replay for every time-independent trace fixture
         results.set(
           `${path}:${c.name}`,
           h.start(input).then(async (run) => {
-            const r = await run.result();
+            const r = await runResult(run);
             // The fixture counter is the number of runTool activities that really ran.
             const counts = await h.counters(run.workflowId);
             const ran = Object.values(counts).reduce((a, b) => a + b, 0);

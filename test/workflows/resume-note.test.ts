@@ -14,6 +14,7 @@ import { defineTool } from '../../tools/define-tool';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { waitFor } from '../helpers/run-inputs';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'RESUME_NOTE_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'resume-note' } as const;
@@ -99,7 +100,7 @@ describe('a resumed agentRun is told what changed before its next turn', () => {
     });
     expect(answer.accepted).toBe(true);
     expect(answer.reason).toMatch(/moved .*re-ran get_balance/);
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     // The re-run that verified the resume is the last read: the model did not read again.
     expect(reads).toBe(4);

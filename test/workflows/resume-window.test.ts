@@ -13,6 +13,7 @@ import { defineTool } from '../../tools/define-tool';
 import { live, waitFor } from '../helpers/run-inputs';
 import { agentSinks } from '../../worker/create-worker';
 import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 /** How long the blocked write's precondition check takes, and the run's resume window. */
 const CHECK_MS = 2500;
@@ -74,7 +75,7 @@ describe('a resume being verified when the resume window runs out', () => {
       args: [{ actor: 'alice', reason: 'gate opened', precondition: 'gate open', requestId: 'rw-1' }],
     });
     expect(answer.accepted).toBe(true);
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(gate.executions - before).toBe(1);
     // The path taken (the window's timer fired mid-check, then the stop lifted) replays deterministically.
@@ -96,7 +97,7 @@ describe('a resume being verified when the resume window runs out', () => {
     });
     expect(answer.accepted).toBe(false);
     expect(answer.reason).toMatch(/the release gate is closed/);
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('NEEDS_HUMAN');
     expect(result.reason).toBe('permission_denied');
     expect(gate.executions).toBe(before);

@@ -11,6 +11,7 @@ import { resumeSignal, resumeUpdate, statusQuery, traceQuery } from '../../commo
 import { LedgerState } from '../../storage/ledger';
 import { live, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
   let h: Harness;
@@ -79,7 +80,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     await handle.signal(resumeSignal, req);
     await handle.signal(resumeSignal, req);
 
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(r.summary).toBe('deployed billing 2.0');
     // The record written before the stop came back from the ledger (cached), not re-run.
@@ -112,7 +113,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     await expect(
       run.handle.executeUpdate(resumeUpdate, { args: [{ actor: 'bob', reason: 'x', requestId: 'r-busy' }] }),
     ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('PARTIAL');
     expect(await h.counters(run.workflowId)).toEqual({ start_job: 1 });
   });
@@ -122,7 +123,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
     // The refused deploy ran (its FATAL is the planner's observation), so the script asks again.
     const script = [deploy, deploy, { tool: 'complete_task', args: { summary: 'deployed ledgerd' } }];
     const first = await h.start(live(script, { resumeWindowMs: 300 }));
-    const closed = await first.result(); // NEEDS_HUMAN, closed after the resume window
+    const closed = await runResult(first); // NEEDS_HUMAN, closed after the resume window
     expect(closed).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'permission_denied' });
     expect(closed.checkpoint?.stop).toMatchObject({
       blockedArgs: deploy.args,
@@ -148,7 +149,7 @@ describe('verified resume after NEEDS_HUMAN (real deploy tool)', () => {
       args: [{ actor: 'alice', reason: 'granted deploy:ledgerd', requestId: 'from-2' }],
     });
     expect(accepted.accepted).toBe(true);
-    expect(await next.result()).toMatchObject({ terminal_state: 'COMPLETED' });
+    expect(await runResult(next)).toMatchObject({ terminal_state: 'COMPLETED' });
     expect(await h.counters(next.workflowId)).toEqual({ deploy: 1, complete_task: 1 });
   });
 });

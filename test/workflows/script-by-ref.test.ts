@@ -24,6 +24,7 @@ import { fixture, live, search, type ScriptCall } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { uniqueId } from '../helpers/temporal-env';
 import { agentctl, cliEnv } from '../client/cli-helpers';
+import { runResult } from '../helpers/run-result';
 
 const unbounded = { maxSteps: 100_000, noProgressLimit: 100_000, maxMs: 3_600_000 };
 
@@ -75,7 +76,7 @@ describe('a long script travels by reference (issue 32)', () => {
     const scriptBytes = jsonBytes(calls);
     expect(scriptBytes).toBeGreaterThan(220_000);
     const run = await h.start(live(calls, { maxHistoryEvents: 300, guard: unbounded }));
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r).toMatchObject({ terminal_state: 'COMPLETED', executed: 201, cached: 0 });
     expect(await h.counters(run.workflowId)).toEqual({ search: 200, complete_task: 1 });
 
@@ -115,7 +116,7 @@ describe('a long script travels by reference (issue 32)', () => {
       input,
       payloads: PayloadStore.over(ledger),
     });
-    const r = await handle.result();
+    const r = await runResult(handle);
     expect(r).toMatchObject({ terminal_state: 'COMPLETED', executed: 301, cached: 0 });
     expect(r.decisions.map((d: { index: number }) => d.index)).toEqual(
       Array.from({ length: 301 }, (_, i) => i),

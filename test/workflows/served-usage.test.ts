@@ -14,6 +14,7 @@ import { statusQuery, type RunResult } from '../../common/contracts';
 import { costUsd, DEFAULT_PRICE_TABLE } from '../../planners/pricing';
 import { ServedUsageStore, SpendStore } from '../../storage/spend';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'SERVED_USAGE_KEY';
 const REPLY_MS = 2000;
@@ -103,7 +104,7 @@ describe('served usage across plan attempts (durable, OpenAI protocol)', () => {
       timeouts: { plannerStartToCloseMs: 4800, retryInitialMs: 100 },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     // Two requests in all: the cut one (attempt 1) and the larger-limit one (attempt 2); the cut
     // request was never sent again.

@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RunResult } from '../../common/contracts';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'SLOW_MODEL_KEY';
 
@@ -69,7 +70,7 @@ describe('a slow model (durable, OpenAI protocol)', () => {
       timeouts: { plannerRequestMs: 1000, retryInitialMs: 100 },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'planner_timeout', executed: 0 });
     expect(result.report?.unmet_precondition).toMatch(/the model did not answer within 1 s/);
     expect(result.report?.unmet_precondition).toContain('--planner-timeout');

@@ -9,6 +9,7 @@ import { traceQuery, type RunResult } from '../../common/contracts';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'STEER_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'steer-llm' } as const;
@@ -69,7 +70,7 @@ describe('steering (durable, OpenAI protocol)', () => {
   it('a model told why its search was refused writes and completes: search twice, write once', async () => {
     const before = recovering.completionRequests().length;
     const run = await h.start({ goal: 'find and record', planner: PLANNER, resumeWindowMs: 500 });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(result.decisions.map((d) => d.decision)).toEqual([
       'execute',
@@ -106,7 +107,7 @@ describe('steering (durable, OpenAI protocol)', () => {
       guard: { steerLimit: 0 },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'same_call_repeat',
@@ -124,7 +125,7 @@ describe('steering (durable, OpenAI protocol)', () => {
       planner: { ...PLANNER, endpoint: 'steer-stubborn' },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'same_call_repeat',
@@ -145,7 +146,7 @@ describe('steering (durable, OpenAI protocol)', () => {
       planner: { ...PLANNER, endpoint: 'np-rechecker' },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     // The third search ran (its result is the model's) and carried the note.
     expect(result.decisions.slice(0, 3).map((d) => d.reason ?? d.after)).toEqual([
@@ -172,7 +173,7 @@ describe('steering (durable, OpenAI protocol)', () => {
       planner: { ...PLANNER, endpoint: 'np-wanderer' },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'no_progress',

@@ -10,6 +10,7 @@ import { promiseHooks } from 'node:v8';
 import { live, search, type ScriptCall } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import type { WorkerTuning } from '../../worker/env';
+import { runResult } from '../helpers/run-result';
 
 jest.setTimeout(60_000);
 
@@ -45,7 +46,7 @@ describe('promises a guarded step makes in workflow code', () => {
     const before = made;
     const unbounded = { maxSteps: 1_000, noProgressLimit: 1_000, maxMs: 600_000 };
     const run = await h.start(live(calls, { guard: unbounded }));
-    const r = await run.result();
+    const r = await runResult(run);
     const perStep = (made - before) / (STEPS + 1);
     expect(r).toMatchObject({ terminal_state: 'COMPLETED', executed: STEPS + 1 });
     expect(await h.counters(run.workflowId)).toEqual({ search: STEPS, complete_task: 1 });

@@ -8,6 +8,7 @@ import { statusQuery, type RunResult } from '../../common/contracts';
 import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-server';
 import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'SUBAGENT_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'tree-llm' } as const;
@@ -90,7 +91,7 @@ describe('sub-agents under an LLM planner (durable, OpenAI protocol)', () => {
       guard: { maxSteps: 10, maxCostUsd: 1 },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'delegated' });
     const childId = `${run.workflowId}/sub-1`;
     expect(await h.counters(childId)).toEqual({ write_record: 1, complete_task: 1 });
@@ -122,7 +123,7 @@ describe('sub-agents under an LLM planner (durable, OpenAI protocol)', () => {
       guard: { maxSteps: 500, noProgressLimit: 500, maxCostUsd: cap },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'cost_budget' });
     const st = await run.handle.query(statusQuery);
     // Each child got at most 0.002 and was stopped by its own budget; the tree stopped on the root's.

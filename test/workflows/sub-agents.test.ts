@@ -9,6 +9,7 @@ import { startHarness, type Harness } from '../helpers/run-harness';
 import { live, waitFor, type ScriptCall } from '../helpers/run-inputs';
 import { agentctl, cliEnv } from '../client/cli-helpers';
 import { readInbox } from '../../client/console/inbox';
+import { runResult } from '../helpers/run-result';
 
 const write = (id: string): ScriptCall => ({ tool: 'write_record', args: { id, body: `body ${id}` } });
 const done = (summary: string): ScriptCall => ({ tool: 'complete_task', args: { summary } });
@@ -41,7 +42,7 @@ describe('sub-agents', () => {
         guard: { maxSteps: 10, maxCostUsd: 1 },
       }),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'parent done' });
     const childId = `${run.workflowId}/sub-1`;
     // The child's writes ran once, under the child's own run id.
@@ -87,7 +88,7 @@ describe('sub-agents', () => {
         },
       ),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     const st = await status(run.workflowId);
     // Only the third spawn started a child; its own spawn was refused at depth 1 of 1.
@@ -149,7 +150,7 @@ describe('sub-agents', () => {
       args: [{ actor: 'ops', reason: 'granted', requestId: 'c1' }],
     });
     expect(accepted).toMatchObject({ accepted: true });
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'parent done' });
     // The refused deploy did nothing; after the resume it ran once.
     expect(await h.worldCounters(childId)).toEqual({ deploy: 1, complete_task: 1 });
@@ -169,10 +170,10 @@ describe('sub-agents', () => {
         { ...tree, guard: { maxSteps: 10 } },
       ),
     );
-    const result = await run.result();
+    const result = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'COMPLETED', summary: 'parent done' });
     const [first, second] = [`${run.workflowId}/sub-1`, `${run.workflowId}/sub-2`];
-    expect(await h.env.client.workflow.getHandle(first).result()).toMatchObject({
+    expect(await runResult(h.env.client.workflow.getHandle(first))).toMatchObject({
       terminal_state: 'STOPPED_LOOP_GUARD',
       reason: 'step_budget',
     });
@@ -212,8 +213,8 @@ describe('sub-agents', () => {
       (s: RunStatus) => s.phase === 'WAITING' && s.guardReason === 'operator_stop',
     );
     expect(root.children?.[0]).toMatchObject({ state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
-    const c = await h.env.client.workflow.getHandle(childId).result();
-    const g = await h.env.client.workflow.getHandle(grandchildId).result();
+    const c = await runResult(h.env.client.workflow.getHandle(childId));
+    const g = await runResult(h.env.client.workflow.getHandle(grandchildId));
     expect(c).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
     expect(g).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'permission_denied' });
     expect(await h.worldCounters(grandchildId)).toEqual({});

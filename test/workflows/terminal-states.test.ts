@@ -6,6 +6,7 @@
  */
 import { fixture, live, search } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 describe('agentRun terminal states (real dev server, real demo tools)', () => {
   let h: Harness;
@@ -20,7 +21,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     const run = await h.start(
       live([search('temporal'), { tool: 'complete_task', args: { summary: 'found the docs' } }]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(r.reason).toBeNull();
     expect(r.report).toBeNull();
@@ -37,7 +38,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     const run = await h.start(
       live([search('temporal'), search('temporal'), search(' temporal ', { limit: 3 })]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('same_call_repeat');
     expect(r.stopped_at).toBe(2);
@@ -51,7 +52,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     const a = search('temporal', { cursor: '50' });
     const b = search('agents', { cursor: '50' });
     const run = await h.start(live([a, b, a, b, a], { guard: { noProgressLimit: 10 } }));
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('short_cycle');
     expect(r.stopped_at).toBe(3);
@@ -60,7 +61,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
 
   it('STOPPED_LOOP_GUARD: three calls without external progress stop with no_progress', async () => {
     const run = await h.start(live([search('zzz-1'), search('zzz-2'), search('zzz-3'), search('zzz-4')]));
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('no_progress');
     expect(r.stopped_at).toBe(2);
@@ -76,7 +77,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
         { tool: 'complete_task', args: { summary: 'never' } },
       ]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('NEEDS_HUMAN');
     expect(r.reason).toBe('permission_denied');
     expect(r.report?.terminal_state).toBe('NEEDS_HUMAN');
@@ -95,7 +96,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
         { tool: 'lookup', args: { q: 2 } },
       ]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('FAILED');
     expect(r.reason).toBe('boom');
     expect(r.stopped_at).toBe(1);
@@ -107,7 +108,7 @@ describe('agentRun terminal states (real dev server, real demo tools)', () => {
     const run = await h.start(
       live([search('temporal'), { tool: 'write_record', args: { id: 'p-1', body: 'y' } }]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('PARTIAL');
     expect(r.reason).toBe('planner_exhausted');
     expect(r.stopped_at).toBeNull();

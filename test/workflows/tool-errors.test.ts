@@ -16,6 +16,7 @@ import type { RecordedRequest } from '../../testing/http-script';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live } from '../helpers/run-inputs';
 import { parseReplayFile, replay } from '../../guard';
+import { runResult } from '../helpers/run-result';
 
 const KEY_ENV = 'TOOL_ERRORS_LLM_KEY';
 const PLANNER = { kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint: 'errs-recover' } as const;
@@ -82,7 +83,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
   it('a plain Error twice, then other args: the model reads each error and the run COMPLETES, book_seat 3', async () => {
     const before = recovering.completionRequests().length;
     const run = await h.start({ goal: 'book a seat on AA1', planner: PLANNER, resumeWindowMs: 500 });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result.terminal_state).toBe('COMPLETED');
     expect(await h.counters(run.workflowId)).toEqual({ book_seat: 3, complete_task: 1 });
     expect(booked).toEqual(['3C']);
@@ -121,7 +122,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
       planner: { ...PLANNER, endpoint: 'errs-stubborn' },
       resumeWindowMs: 500,
     });
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'precondition_unchanged' });
     expect(result.decisions.map((d) => d.decision)).toEqual(['execute', 'steer', 'steer', 'stop']);
     expect(result.report?.steers?.map((s) => s.reason)).toEqual([
@@ -157,7 +158,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
         planner: { ...PLANNER, endpoint: 'errs-fatal' },
         resumeWindowMs: 500,
       });
-      const result: RunResult = await run.result();
+      const result: RunResult = await runResult(run);
       expect(result).toMatchObject({ terminal_state: 'FAILED', reason: 'flight_cancelled' });
       expect(await h.counters(run.workflowId)).toEqual({ book_seat: 1 });
     } finally {
@@ -173,7 +174,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
       { tool: 'book', args: { seat: '2B' }, result: { kind: 'SUCCESS', terminal: true } as const },
     ];
     const run = await h.start(fixture(calls, {}, { profile: 'llm' }));
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     const offline = replay(parseReplayFile({ profile: 'llm', calls }));
     expect(result.terminal_state).toBe('COMPLETED');
     expect(offline.terminal_state).toBe('COMPLETED');
@@ -187,7 +188,7 @@ describe('tool errors go to the model (durable, OpenAI protocol)', () => {
         { tool: 'book_seat', args: { flight: 'AA1', seat: '3D' } },
       ]),
     );
-    const result: RunResult = await run.result();
+    const result: RunResult = await runResult(run);
     // As before issue 29: the ledger keeps the write's failure final.
     expect(result).toMatchObject({ terminal_state: 'FAILED', reason: 'failed_final' });
     expect(await h.counters(run.workflowId)).toEqual({ book_seat: 1 });

@@ -16,6 +16,7 @@ import type { RunInput } from '../../common/contracts';
 import { parseReplayFile, replay, type ReplayOutcome } from '../../guard';
 import { AGENTDOJO_DIR, convertRun, readDataset } from '../../bench/traces/agentdojo';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const PICKS: ReadonlyArray<readonly [string, string]> = [
   ['gpt-4o-2024-05-13', 'banking/user_task_0'],
@@ -65,7 +66,7 @@ describe('durable run == offline replay on recorded runs of real models (llm pro
         resumeWindowMs: 200,
       };
       const p = h.start(input).then(async (run) => {
-        const r = await run.result();
+        const r = await runResult(run);
         const counts = await h.counters(run.workflowId);
         const ran = Object.values(counts).reduce((a, b) => a + b, 0);
         return { outcome: r as unknown as ReplayOutcome, ran };

@@ -9,6 +9,7 @@
 import { stopSignal, statusQuery, traceQuery } from '../../common/contracts';
 import { live, waitFor } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const POLLS = 4;
 
@@ -34,7 +35,7 @@ describe('durable waits (real dev server)', () => {
         { tool: 'complete_task', args: { summary: 'build done' } },
       ]),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r.terminal_state).toBe('COMPLETED');
     expect(r.decisions.map((d) => d.after)).toEqual([
       'continue', // start_job
@@ -73,7 +74,7 @@ describe('durable waits (real dev server)', () => {
     const t0 = Date.now();
     await run.handle.signal(stopSignal, { actor: 'oncall', reason: 'runaway costs', requestId: 'stop-1' });
 
-    const r = await run.result();
+    const r = await runResult(run);
     expect(Date.now() - t0).toBeLessThan(15_000); // not after the 60 s wait
     expect(r.terminal_state).toBe('STOPPED_LOOP_GUARD');
     expect(r.reason).toBe('operator_stop');

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { defineTool } from '../../tools/define-tool';
 import { live } from '../helpers/run-inputs';
 import { startHarness, type Harness } from '../helpers/run-harness';
+import { runResult } from '../helpers/run-result';
 
 const WAIT_MS = 1500;
 const BUDGET_MS = 2500;
@@ -45,7 +46,7 @@ describe('the wall clock measures the agent, not its waits (durable)', () => {
         { guard: { maxMs: BUDGET_MS } },
       ),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     // Before issue 29 the 3 s of waiting used the whole budget: wall_clock_budget at the third poll.
     expect(r).toMatchObject({ terminal_state: 'COMPLETED' });
     expect(await h.counters(run.workflowId)).toEqual({ start_job: 1, poll_job: 3, complete_task: 1 });
@@ -62,7 +63,7 @@ describe('the wall clock measures the agent, not its waits (durable)', () => {
         { guard: { maxMs: BUDGET_MS, noProgressLimit: 20 } },
       ),
     );
-    const r = await run.result();
+    const r = await runResult(run);
     expect(r).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'wall_clock_budget' });
     // 900 ms a call: the third call ends past 2.5 s, so at most 3 ran (4 on a slow machine's clock skew).
     const n = (await h.counters(run.workflowId)).crunch ?? 0;

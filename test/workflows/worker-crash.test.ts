@@ -20,6 +20,7 @@ import { World } from '../../demo/world';
 import { agentRun } from '../../workflows';
 import { live, waitFor } from '../helpers/run-inputs';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { runResult } from '../helpers/run-result';
 
 const ROOT = resolve(__dirname, '../..');
 const POLLS = 8;
@@ -128,7 +129,7 @@ describe('worker process killed mid-run', () => {
       children.push(w2.child);
       await w2.ready;
 
-      const r = await handle.result();
+      const r = await runResult(handle);
       expect(r.terminal_state).toBe('COMPLETED');
       expect(r.summary).toBe('survived a crash');
 

@@ -8,7 +8,9 @@
  * - `reapLedger` (the ledger reaper's pass): reaper.ts;
  * - `saveTrace` (a long run's paged-out trace, once per continue-as-new): run/trace-activity.ts;
  * - `storeScript` (a long script's calls into the payload store, issue 32): run/script-activity.ts;
- * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts).
+ * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts);
+ * - `markHistory`: does nothing; a run calls it as a local activity whose summary is a mark in
+ *   its history (a refused call, an outcome that is not a plain success: workflows/history-marks.ts).
  */
 import { checkpointKeyFromEnv, createCheckpointActivities } from './checkpoint-seal';
 import { createOperatorActivities } from '../operators/activities';
@@ -41,6 +43,7 @@ export function createActivities(deps: ActivityDeps) {
     auditRefusal,
     saveTrace,
     storeScript: (input: StoreScriptInput) => scripts.storeScript(input),
+    markHistory: async (): Promise<void> => undefined,
     ...createOperatorActivities(ctx.operators),
     ...createCheckpointActivities(deps.checkpointKey ?? checkpointKeyFromEnv()),
   };

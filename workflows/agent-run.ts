@@ -30,6 +30,7 @@ import { Pending, RunSteps, type PlanStep, type Proposal, type ToolStep } from '
 import { lighterInput } from './script-ref';
 import { checkpointOf, publish, statusOf } from './run-views';
 import { finishRun } from './run-end';
+import { HistoryMarks, outcomeMark } from './history-marks';
 import { pageOutTrace, sealedCheckpoint } from './run-seal';
 import { installRunHandlers } from '../core/handlers';
 import { SubAgents, tellParent } from './sub-agents';
@@ -65,6 +66,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   const step = new RunSteps(run, acts, subAgents);
   const replies = new TextReplies(run);
   const conv = Conversation.of(run);
+  const marks = new HistoryMarks(acts.markHistory);
   setHandler(childEventSignal, (e) => subAgents.onChildEvent(e), {
     description: "A sub-agent's event for its parent run (sent by the runtime, not by a person).",
   });
@@ -89,7 +91,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
   );
 
   try {
-    return await loop({ input, rawInput, run, gate, step, replies, conv });
+    return await loop({ input, rawInput, run, gate, step, replies, conv, marks });
   } catch (err) {
     if (!isCancellation(err)) throw err;
     // Cancelled (a parent's kill switch, `temporal workflow cancel`): the run and its subtree
@@ -137,6 +139,7 @@ interface Loop {
   readonly step: RunSteps;
   readonly replies: TextReplies;
   readonly conv: Conversation | null;
+  readonly marks: HistoryMarks; // refusals and outcomes that are not a plain success, on the Timeline
 }
 
 /** The loop of one run (docs/spec.md §7.9), until its terminal state. */
@@ -172,6 +175,7 @@ async function loop(l: Loop): Promise<RunResult> {
       }
       t = failed ? pending.rejected(error) : pending.resolved(out as RunToolOutput);
     }
+    if (l.marks.pending) await l.marks.flush(); // a refusal's or an outcome's mark; a healthy step has none
     switch (t.kind) {
       case 'complete':
         return finishRun(run, TerminalState.COMPLETED, t.summary);
@@ -272,7 +276,8 @@ function proposeAndRun(l: Loop, planned: PlanStep): Turn | Promise<Turn> {
   // Guard, then tool, then guard again.
   const before = step.before(proposal);
   // A steer: nothing ran, the model reads the guard's note as the call's result (§3.3).
-  if (before.kind === 'steer' || before.kind === 'stop') return { kind: before.kind };
+  if (before.kind === 'steer' || before.kind === 'stop')
+    return l.marks.refused(proposal.p.tool, proposal.p.args, before);
   return step.execute(proposal, before.kind === 'cached', (done) => afterTool(l, proposal, before, done));
 }
 
@@ -283,6 +288,7 @@ type ToRun = Extract<BeforeOutcome, { kind: 'execute' | 'cached' }>;
 function afterTool(l: Loop, proposal: Proposal, before: ToRun, done: ToolStep): TurnOutcome {
   if (done.kind === 'stopped') return STOP; // an infrastructure fault stopped the run
   const { result, progressVersion, via } = done;
+  l.marks.queue(outcomeMark(proposal.p.tool, result, before.kind === 'cached'));
   const after = l.step.after(proposal, before.before, result, progressVersion, via);
   switch (after.decision) {
     case 'stop':

@@ -13,6 +13,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/create-activities';
+import { historyMark, summarisedAudit } from './history-marks';
 import type {
   PlanInput,
   PlanOutput,
@@ -82,6 +83,8 @@ export interface RunActivities {
   openCheckpoint(cp: unknown): Promise<OpenedCheckpoint>;
   /** Audits a refusal the gate decided (core/gate.ts) in the approval store's audit. */
   auditRefusal(input: RefusalAudit): Promise<void>;
+  /** Leaves a mark with this summary in the run's history (workflows/history-marks.ts). */
+  markHistory(summary: string): Promise<void>;
   /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
   /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
@@ -332,7 +335,8 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     checkPlanner: () => checkPlanner({ runId, planner }),
     checkpointSeal,
     openCheckpoint,
-    auditRefusal,
+    auditRefusal: summarisedAudit(auditRefusal),
+    markHistory: historyMark(),
     saveTrace,
     storeScript,
     discardPrefetch() {

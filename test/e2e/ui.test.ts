@@ -35,6 +35,8 @@ import { statusQuery } from '../../common/contracts';
 import { loadPayloadCodec, startCodecServer, type CodecServerHandle } from '../../codec';
 import { startStack, type DemoStack } from '../../demo/stack';
 import { freePort, startDevServer } from '../../devserver/dev-server';
+import { uiListLink } from '../../client/format';
+import { WAITING_FOR_OPERATOR_QUERY } from '../../common/search-attributes';
 import { ensureTemporalCli } from '../../devserver/temporal-cli';
 import { createAgentWorker, type WorkerDeps } from '../../worker/create-worker';
 import type { agentRun } from '../../workflows';
@@ -139,13 +141,14 @@ async function startSide(dataConverter: DataConverter): Promise<Side> {
 async function startStoppedRun(
   side: Side,
   goal: string,
+  resumeWindowMs = 10 * 60_000,
 ): Promise<{ workflowId: string; handle: WorkflowHandle }> {
   const call = { tool: 'search', args: { query: `temporal ${MARKER}` } };
   const input: RunInput = {
     goal,
     planner: { kind: 'scripted', script: { calls: [call, call, call] } },
-    // Stays open, waiting for resume, while the browser looks at it.
-    resumeWindowMs: 10 * 60_000,
+    // Stays open, waiting for resume, while the browser looks at it (unless told otherwise).
+    resumeWindowMs,
   };
   const workflowId = uniqueId('ui-run');
   const handle = await side.client.workflow.start<typeof agentRun>('agentRun', {
@@ -333,6 +336,26 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
     expect(rowText).toContain('same_call_repeat');
     await list.screenshot({ path: screenshotPath('ui-list.png') });
 
+    // 5. The link `agentctl list --waiting` and the demo print: the list filtered to runs that
+    //    wait for an operator holds this one.
+    const waiting = await browser!.newPage({ viewport: { width: 1600, height: 500 } });
+    await waiting.goto(uiListLink(demo!.uiUrl, 'default', WAITING_FOR_OPERATOR_QUERY), {
+      waitUntil: 'domcontentloaded',
+      timeout: 30_000,
+    });
+    await waiting.locator('tr', { hasText: workflowId }).waitFor({ timeout: 20_000 });
+    await waiting.screenshot({ path: screenshotPath('ui-waiting.png') });
+
+    // 6. The refused third call left its mark in the history (nothing ran, yet it shows): a
+    //    `markHistory` row on the Timeline, its words in the Event History.
+    await page.goto(`${demo!.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+    await waitForText(page, ['markHistory']);
+    await openTab(page, 'Event History');
+    const marked = await waitForText(page, ['refused search', 'same_call_repeat · not run, the run stops']);
+    await page.screenshot({ path: screenshotPath('ui-marks.png'), fullPage: true });
+    expect(marked).toContain('refused search {"query":');
+    expect(marked).toContain('same_call_repeat · not run, the run stops');
+
     // The CLI decodes through a codec server too, with its bearer token.
     const shown = await cliShow(demo!, workflowId, [
       '--codec-endpoint',
@@ -341,6 +364,29 @@ async function cliShow(side: Side, workflowId: string, extra: string[]): Promise
       `Bearer ${CLI_TOKEN}`,
     ]);
     expect(cliInput(shown)).toContain(MARKER);
+  }, 120_000);
+
+  it('after its resume window a stopped run reads as Failed in the list, never Completed', async () => {
+    const { workflowId, handle } = await startStoppedRun(
+      demo!,
+      'research temporal (UI e2e, window ends)',
+      8_000,
+    );
+    await expect(handle.result()).rejects.toMatchObject({ cause: { type: 'AgentRunNotCompleted' } });
+    const list = await openListWithAgentColumns(browser!, demo!);
+    const row = list.locator('tr', { hasText: workflowId });
+    await row.waitFor({ timeout: 20_000 });
+    let rowText = '';
+    for (let i = 0; i < 40 && !/Failed/i.test(rowText); i++) {
+      await list.reload({ waitUntil: 'domcontentloaded' });
+      await row.waitFor({ timeout: 20_000 });
+      rowText = await row.innerText();
+      if (!/Failed/i.test(rowText)) await sleep(250);
+    }
+    expect(rowText).toMatch(/Failed/i);
+    expect(rowText).not.toMatch(/Completed/i);
+    expect(rowText).toContain('STOPPED_LOOP_GUARD');
+    await list.screenshot({ path: screenshotPath('ui-list-ended.png') });
   }, 120_000);
 
   it('without a codec server: neither the raw history nor the run page shows the tool args', async () => {

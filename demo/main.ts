@@ -12,7 +12,8 @@
  */
 import '../common/node-floor-check'; // first: below the Node floor, the message and its remedy
 import { join, relative } from 'node:path';
-import { GuardReason, TerminalState } from '../guard';
+import { uiListLink } from '../client/format';
+import { WAITING_FOR_OPERATOR_QUERY } from '../common/search-attributes';
 import { PROJECT_ROOT } from '../devserver/temporal-cli';
 import { DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_ADDRESS } from '../worker/env';
 import { runScenario, startStoppedRun, summaryTable, type DemoEnv, type ScenarioResult } from './runner';
@@ -38,7 +39,8 @@ function tryNext(stack: DemoStack, first: string): string {
     `Server${stack.server ? '' : ' (yours)'} and worker keep running — Ctrl-C to stop.`,
     'Try next:',
     `A research-loop run stopped again just now (${first}); nothing has changed since.`,
-    `  Web UI:  ${stack.uiBase}/namespaces/${namespace}/workflows  (filter: AgentState="${TerminalState.STOPPED_LOOP_GUARD}", AgentGuardReason="${GuardReason.SAME_CALL_REPEAT}")`,
+    `  Web UI, the runs that wait for a person: ${uiListLink(stack.uiBase, namespace, WAITING_FOR_OPERATOR_QUERY)}`,
+    `  ${ctl} list --waiting`,
     `  ${ctl} list`,
     `  ${ctl} trace ${first}`,
     `  ${ctl} report ${first}`,

@@ -175,6 +175,18 @@ describe('agentctl against a real server', () => {
       });
       const table = await agentctl(['list', '--state', 'STOPPED_LOOP_GUARD'], env);
       expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+STATE\s+REASON\s+STEPS/);
+      // The same list in the Web UI, as a link with the same query.
+      expect(table.stdout).toMatch(
+        /in the Temporal UI: http:\/\/\S+\/workflows\?query=\S*STOPPED_LOOP_GUARD/,
+      );
+      // --waiting: the open runs that wait for an operator hold this one (it waits for a resume).
+      const waiting = await agentctl(['list', '--waiting', '--json', '--limit', '1000'], env);
+      expect(waiting.code).toBe(0);
+      expect((JSON.parse(waiting.stdout) as typeof rows).find((x) => x.id === id)).toMatchObject({
+        state: 'STOPPED_LOOP_GUARD',
+      });
+      const both = await agentctl(['list', '--waiting', '--closed'], env);
+      expect(both.code).toBe(2);
     });
   });
 

@@ -301,8 +301,10 @@ describe('large payloads without a payload store', () => {
     });
     // It ran exactly once: the failure is not retried (a retry would return the same).
     expect(await h.counters(run.workflowId)).toEqual({ big_read: 1 });
+    // Closed as a run that did not complete (its result in the AgentRunNotCompleted failure
+    // runResult read above), not as a workflow whose task failed.
     const desc = await run.handle.describe();
-    expect(desc.status.name).toBe('COMPLETED');
+    expect(desc.status.name).toBe('FAILED');
     const { maxEventBytes } = await historyOf(h, run.workflowId);
     expect(maxEventBytes).toBeLessThan(64 * 1024);
   });
@@ -360,10 +362,11 @@ describe('large payloads without a payload store', () => {
       /^continue-as-new refused: the checkpoint is \d+ bytes of JSON \(.*\) and the rest of the input \d+: above the 1500000-byte payload limit$/,
     );
     expect(result.checkpoint?.stop?.reason).toBe('payload_too_large');
-    // Still its first execution: it never continued as new (and the workflow closed, not failed).
+    // Still its first execution: it never continued as new; it closed as a run that did not
+    // complete (FAILED, its result in the failure runResult read), its checkpoint kept.
     const desc = await run.handle.describe();
     expect(desc.runId).toBe(run.handle.firstExecutionRunId);
-    expect(desc.status.name).toBe('COMPLETED');
+    expect(desc.status.name).toBe('FAILED');
   });
 });
 

@@ -11,7 +11,8 @@
  *  - guard/budgets.ts: steps, tokens, cost and the wall clock (rules 1–4, what is left);
  *  - guard/repeat-window.ts: the calls since the last progress (the repeat rules), with the
  *    failure memory of guard/failure-memory.ts;
- *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed.
+ *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed;
+ *  - guard/reapplied.ts: the calls whose workspace reports only grew (the re-applied edit rule).
  *
  * Cost: every decision is O(1) amortised in the window length. The window is kept as
  * counts per fingerprint, the latest result kind per fingerprint and the last three
@@ -30,9 +31,11 @@ import { BudgetMeter } from './budgets';
 import { afterDecision } from './after-decision';
 import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
+import { ReappliedEdits } from './reapplied';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
+  workspaceReportSchema,
   type GuardConfig,
   type GuardConfigInput,
   type ToolResult,
@@ -88,6 +91,8 @@ export class LoopGuard {
   private lastExecutions = new Map<string, LastExecution>();
   /** The completed ledger, exact or with a ledger window (guard/completed-ledger.ts). */
   private completed: CompletedLedger;
+  /** Calls that changed the workspace and how often in a row they grew it (guard/reapplied.ts). */
+  private reapplied = new ReappliedEdits();
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
@@ -242,6 +247,9 @@ export class LoopGuard {
       }
       if (this.window.closesCycle(windowKey))
         return this.refuse(GuardReason.SHORT_CYCLE, fp, entry?.count ?? 1);
+      // The re-applied edit: this exact call grew the workspace `sameCallLimit` times in a row.
+      const grown = this.reapplied.times(fp);
+      if (grown >= config.sameCallLimit) return this.refuse(GuardReason.REAPPLIED_EDIT, fp, grown);
     }
 
     if (entry !== undefined && entry.kind === 'PRECONDITION')
@@ -276,9 +284,28 @@ export class LoopGuard {
     const fp = call.fingerprint;
     const kind: ResultKind = flight.cached ? 'SUCCESS' : result.kind;
 
-    if (!flight.cached && progressVersion > this.lastProgressVersion) {
-      this.lastProgressVersion = progressVersion;
-      this.openWindow(call.effect === 'read' ? 'read' : 'write');
+    // A tool's workspace report (a SUCCESS's `workspace`): a change is progress even when the
+    // call printed nothing; a report that cannot be read stops the run, never FAILED.
+    let changed = false;
+    const report = !flight.cached && result.kind === 'SUCCESS' ? result.workspace : undefined;
+    if (report !== undefined) {
+      const parsed = workspaceReportSchema.safeParse(report);
+      const read = parsed.success ? parsed.data : null;
+      if (read === null || 'error' in read) {
+        this.lastFatal =
+          read === null
+            ? `workspace report of ${call.tool} does not fit the schema ({before, after, size} or {error})`
+            : `workspace fingerprint of ${call.tool} failed: ${read.error}`;
+        return this.stop(GuardReason.WORKSPACE_UNKNOWN, TerminalState.NEEDS_HUMAN);
+      }
+      this.reapplied.record(fp, read);
+      changed = read.before !== read.after;
+    }
+
+    const advanced = !flight.cached && progressVersion > this.lastProgressVersion;
+    if (advanced || changed) {
+      if (advanced) this.lastProgressVersion = progressVersion;
+      this.openWindow(call.effect === 'read' && !changed ? 'read' : 'write');
     } else if (flight.cached || !flight.honouredPoll) {
       this.noProgress += 1;
     }
@@ -364,6 +391,7 @@ export class LoopGuard {
   /** The whole state as JSON. */
   toJSON(): GuardStateJson {
     const failures = this.window.failuresJson();
+    const reapplied = this.reapplied.toJSON();
     return {
       v: 1,
       config: configToJson(this.config),
@@ -380,6 +408,7 @@ export class LoopGuard {
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
+      ...(reapplied ? { reapplied } : {}),
       ...(failures ? { failures } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };
@@ -398,6 +427,7 @@ export class LoopGuard {
     guard.window = RepeatWindow.fromJSON(guard.config, state);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
     guard.completed = CompletedLedger.fromJSON(state);
+    guard.reapplied = ReappliedEdits.fromJSON(state.reapplied);
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;

@@ -1,0 +1,62 @@
+/**
+ * The re-applied edit rule's memory (docs/spec.md §3 "Workspace reports"): for each call (exact
+ * fingerprint) whose workspace report said it changed the workspace, how many of its
+ * applications in a row left the workspace larger than its previous application did, and the
+ * size the latest one left. An edit re-applied on top of itself (`cat >> f <<EOF` again, an
+ * insert at the same line again) changes the workspace every time — so every call is progress
+ * and every result is new — but the workspace only grows; a legitimate repeat (a re-run of a
+ * generator, the same `sed -i` that now matches nothing) leaves the same size or no change.
+ *
+ * It lives outside the window on purpose: each application opens a new window (it is
+ * progress), so the window's counts never see the repeat. Bounded: the newest
+ * {@link REAPPLIED_KEPT} fingerprints are kept.
+ */
+import type { WorkspaceReport } from './schemas';
+
+/** How many fingerprints the memory keeps (the oldest is forgotten first). */
+export const REAPPLIED_KEPT = 32;
+
+/** One call's growing applications. */
+export interface ReappliedEntry {
+  /** Applications in a row, each leaving the workspace larger than the one before. */
+  times: number;
+  /** The size the latest application left. */
+  size: number;
+}
+
+/** The memory of one guard. */
+export class ReappliedEdits {
+  private entries = new Map<string, ReappliedEntry>();
+
+  /** How many growing applications in a row `fingerprint` has (0: none known). */
+  times(fingerprint: string): number {
+    return this.entries.get(fingerprint)?.times ?? 0;
+  }
+
+  /**
+   * Records a report of a call that ran: a change that grew the workspace past the call's
+   * previous application adds one; any other change starts again at one; no change forgets it.
+   */
+  record(fingerprint: string, report: Extract<WorkspaceReport, { before: string }>): void {
+    const prev = this.entries.get(fingerprint);
+    this.entries.delete(fingerprint);
+    if (report.before === report.after) return;
+    const times = prev !== undefined && report.size > prev.size ? prev.times + 1 : 1;
+    this.entries.set(fingerprint, { times, size: report.size });
+    if (this.entries.size > REAPPLIED_KEPT) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /** The memory as JSON (undefined when empty). */
+  toJSON(): Array<[string, ReappliedEntry]> | undefined {
+    return this.entries.size > 0 ? [...this.entries].map(([k, v]) => [k, { ...v }]) : undefined;
+  }
+
+  /** Restores a memory from {@link toJSON} output. */
+  static fromJSON(
+    state: ReadonlyArray<readonly [string, { times: number; size: number }]> | undefined,
+  ): ReappliedEdits {
+    const m = new ReappliedEdits();
+    for (const [k, v] of state ?? []) m.entries.set(k, { times: v.times, size: v.size });
+    return m;
+  }
+}

@@ -1,8 +1,9 @@
 /**
  * The re-applied edit rule's memory (docs/spec.md §3 "Workspace reports"): for each call (exact
  * fingerprint) whose workspace report said it changed the workspace, how many of its
- * applications in a row left the workspace larger than its previous application did, and the
- * size the latest one left. An edit re-applied on top of itself (`cat >> f <<EOF` again, an
+ * applications in a row left the workspace larger than its previous application did — with
+ * nothing else changing the workspace between (this report's `before` is the previous
+ * application's `after`) — and the fingerprint and size the latest one left. An edit re-applied on top of itself (`cat >> f <<EOF` again, an
  * insert at the same line again) changes the workspace every time — so every call is progress
  * and every result is new — but the workspace only grows; a legitimate repeat (a re-run of a
  * generator, the same `sed -i` that now matches nothing) leaves the same size or no change.
@@ -22,6 +23,8 @@ export interface ReappliedEntry {
   times: number;
   /** The size the latest application left. */
   size: number;
+  /** The workspace fingerprint the latest application left. */
+  after: string;
 }
 
 /** The memory of one guard. */
@@ -34,15 +37,16 @@ export class ReappliedEdits {
   }
 
   /**
-   * Records a report of a call that ran: a change that grew the workspace past the call's
-   * previous application adds one; any other change starts again at one; no change forgets it.
+   * Records a report of a call that ran: a change that starts where the call's previous
+   * application left the workspace and grows it adds one; any other change starts again at one;
+   * no change forgets it.
    */
   record(fingerprint: string, report: Extract<WorkspaceReport, { before: string }>): void {
     const prev = this.entries.get(fingerprint);
     this.entries.delete(fingerprint);
     if (report.before === report.after) return;
-    const times = prev !== undefined && report.size > prev.size ? prev.times + 1 : 1;
-    this.entries.set(fingerprint, { times, size: report.size });
+    const grew = prev !== undefined && report.before === prev.after && report.size > prev.size;
+    this.entries.set(fingerprint, { times: grew ? prev.times + 1 : 1, size: report.size, after: report.after });
     if (this.entries.size > REAPPLIED_KEPT) this.entries.delete(this.entries.keys().next().value!);
   }
 
@@ -52,11 +56,9 @@ export class ReappliedEdits {
   }
 
   /** Restores a memory from {@link toJSON} output. */
-  static fromJSON(
-    state: ReadonlyArray<readonly [string, { times: number; size: number }]> | undefined,
-  ): ReappliedEdits {
+  static fromJSON(state: ReadonlyArray<readonly [string, ReappliedEntry]> | undefined): ReappliedEdits {
     const m = new ReappliedEdits();
-    for (const [k, v] of state ?? []) m.entries.set(k, { times: v.times, size: v.size });
+    for (const [k, v] of state ?? []) m.entries.set(k, { times: v.times, size: v.size, after: v.after });
     return m;
   }
 }

@@ -274,10 +274,11 @@ export class WorkspaceSim {
       const expr = /-i(?:\s+['"]{2})?\s+(['"])([\s\S]*?)\1/.exec(part)?.[2] ?? part;
       const path = words[words.length - 1]!;
       const prev = this.files.get(path);
-      const inserts = /(^|[;\s/])\d*\s*[ai]\\?\s*\S/.test(expr) && !/^s/.test(expr.trim());
-      if (inserts) {
-        const text = expr.replace(/^[^ai]*[ai]\\?\s*/, '');
-        this.appendTo(path, text, part);
+      // One sed command: an address (a line, `$`, a /regex/) and `a`/`i` text (an insert: it grows
+      // the file every time), `d` (a delete), or anything else (a substitution).
+      const insert = /^\s*(?:\d+|\$|\/[^/]*\/)\s*[ai]\\?\s*([\s\S]*)$/.exec(expr);
+      if (insert) {
+        this.appendTo(path, insert[1]!, part);
       } else if (prev?.lastBy !== part) {
         // A substitution changes the file once; the same again finds nothing more to change.
         this.write(path, sha(`${prev?.hash ?? path}+${expr}`), prev?.size ?? 0, part);
@@ -317,14 +318,15 @@ export class WorkspaceSim {
  * - `repeat`: the same command 3 times of its own occurrences with nothing new seen (the
  *   observed progress version unchanged) and nothing changed in the workspace between;
  * - `reapplied`: the same command changed the workspace at least 3 times in a row of its own
- *   occurrences and each time left it larger (a file gaining its own duplicate).
+ *   occurrences, nothing else changing it between, and each time left it larger (a file
+ *   gaining its own duplicate).
  * docs/real-agents.md says which of them were read and what reading found.
  */
 export function labelCodingLoops(calls: readonly CodingCall[], exitCodes: readonly (number | null)[]): CodingLoop[] {
   const loops: CodingLoop[] = [];
   const failing = new Map<string, number[]>();
   const repeats = new Map<string, number[]>();
-  const grown = new Map<string, { idx: number[]; size: number }>();
+  const grown = new Map<string, { idx: number[]; size: number; after: string }>();
   const done = new Set<CodingLoop['kind']>();
   let changes = 0;
   const changeAt: number[] = [];
@@ -358,7 +360,10 @@ export function labelCodingLoops(calls: readonly CodingCall[], exitCodes: readon
     if (changed) {
       changes += 1;
       const g = grown.get(cmd);
-      const next = g && ws.size > g.size ? { idx: [...g.idx, i], size: ws.size } : { idx: [i], size: ws.size };
+      const next =
+        g && ws.before === g.after && ws.size > g.size
+          ? { idx: [...g.idx, i], size: ws.size, after: ws.after }
+          : { idx: [i], size: ws.size, after: ws.after };
       grown.set(cmd, next);
       if (next.idx.length === 3 && !done.has('reapplied')) {
         loops.push({ kind: 'reapplied', indexes: next.idx });

@@ -334,6 +334,7 @@ export {
   GUARD_PROFILES,
   GUARD_PROFILE_NAMES,
   LLM_PROFILE,
+  CODING_PROFILE,
   guardProfile,
   UnknownProfileError,
 } from '../guard';

@@ -318,8 +318,7 @@ function main(argv: readonly string[]): void {
       if (!(CODING_VARIANTS as readonly string[]).includes(v))
         throw new Error(`--variant: one of ${CODING_VARIANTS.join(', ')}`);
       variants.push(v as CodingVariant);
-    }
-    else if (flag === '--json') json = true;
+    } else if (flag === '--json') json = true;
     else if (flag === '--out') out = value();
     else if (flag === '--detail') detail = true;
     else if (flag === '--set') {

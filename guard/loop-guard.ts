@@ -32,10 +32,10 @@ import { afterDecision } from './after-decision';
 import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
 import { ReappliedEdits } from './reapplied';
+import { CACHED, CACHED_HONOURED, COMPLETE, EXECUTE, EXECUTE_HONOURED } from './shared-decisions';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
-  workspaceReportSchema,
   type GuardConfig,
   type GuardConfigInput,
   type ToolResult,
@@ -53,26 +53,8 @@ import {
   type StopDecision,
 } from './guard-types';
 
-export {
-  GuardSequenceError,
-  STEERABLE_REASONS,
-  type AfterResult,
-  type BeforeResult,
-  type BudgetsLeft,
-  type GuardCall,
-  type LoopGuardOptions,
-  type ProgressSteer,
-  type SteerDecision,
-  type StopDecision,
-} from './guard-types';
+export * from './guard-types';
 export type { GuardStateJson, Steer } from './guard-state';
-
-// Decisions without per-call data are shared frozen objects: the hot path allocates nothing.
-const EXECUTE = Object.freeze({ decision: 'execute', honouredPoll: false } as const);
-const EXECUTE_HONOURED = Object.freeze({ decision: 'execute', honouredPoll: true } as const);
-const CACHED = Object.freeze({ decision: 'return_cached_success', honouredPoll: false } as const);
-const CACHED_HONOURED = Object.freeze({ decision: 'return_cached_success', honouredPoll: true } as const);
-const COMPLETE = Object.freeze({ decision: 'complete' } as const);
 
 /**
  * The loop guard. Drive it as `before(call, now)` → (execute the tool only on
@@ -286,22 +268,12 @@ export class LoopGuard {
 
     // A tool's workspace report (a SUCCESS's `workspace`): a change is progress even when the
     // call printed nothing; a report that cannot be read stops the run, never FAILED.
-    let changed = false;
-    const report = !flight.cached && result.kind === 'SUCCESS' ? result.workspace : undefined;
-    if (report !== undefined) {
-      const parsed = workspaceReportSchema.safeParse(report);
-      const read = parsed.success ? parsed.data : null;
-      if (read === null || 'error' in read) {
-        this.lastFatal =
-          read === null
-            ? `workspace report of ${call.tool} does not fit the schema ({before, after, size} or {error})`
-            : `workspace fingerprint of ${call.tool} failed: ${read.error}`;
-        return this.stop(GuardReason.WORKSPACE_UNKNOWN, TerminalState.NEEDS_HUMAN);
-      }
-      this.reapplied.record(fp, read);
-      changed = read.before !== read.after;
+    const changed =
+      !flight.cached && result.kind === 'SUCCESS' && this.reapplied.observe(fp, call.tool, result.workspace);
+    if (typeof changed === 'string') {
+      this.lastFatal = changed;
+      return this.stop(GuardReason.WORKSPACE_UNKNOWN, TerminalState.NEEDS_HUMAN);
     }
-
     const advanced = !flight.cached && progressVersion > this.lastProgressVersion;
     if (advanced || changed) {
       if (advanced) this.lastProgressVersion = progressVersion;
@@ -391,7 +363,6 @@ export class LoopGuard {
   /** The whole state as JSON. */
   toJSON(): GuardStateJson {
     const failures = this.window.failuresJson();
-    const reapplied = this.reapplied.toJSON();
     return {
       v: 1,
       config: configToJson(this.config),
@@ -408,7 +379,7 @@ export class LoopGuard {
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
-      ...(reapplied ? { reapplied } : {}),
+      ...this.reapplied.toStateJson(),
       ...(failures ? { failures } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };

@@ -12,7 +12,7 @@
  * progress), so the window's counts never see the repeat. Bounded: the newest
  * {@link REAPPLIED_KEPT} fingerprints are kept.
  */
-import type { WorkspaceReport } from './schemas';
+import { workspaceReportSchema, type WorkspaceReport } from './schemas';
 
 /** How many fingerprints the memory keeps (the oldest is forgotten first). */
 export const REAPPLIED_KEPT = 32;
@@ -37,6 +37,21 @@ export class ReappliedEdits {
   }
 
   /**
+   * Reads the workspace report of a call that ran (a SUCCESS's `workspace`) and records it:
+   * true when it changed the workspace, false when it did not or there is none, and the words
+   * for the StopReport when it cannot be read (a fingerprint that failed, a report off the schema).
+   */
+  observe(fingerprint: string, tool: string, report: unknown): boolean | string {
+    if (report === undefined) return false;
+    const parsed = workspaceReportSchema.safeParse(report);
+    if (!parsed.success)
+      return `workspace report of ${tool} does not fit the schema ({before, after, size} or {error})`;
+    if ('error' in parsed.data) return `workspace fingerprint of ${tool} failed: ${parsed.data.error}`;
+    this.record(fingerprint, parsed.data);
+    return parsed.data.before !== parsed.data.after;
+  }
+
+  /**
    * Records a report of a call that ran: a change that starts where the call's previous
    * application left the workspace and grows it adds one; any other change starts again at one;
    * no change forgets it.
@@ -46,13 +61,23 @@ export class ReappliedEdits {
     this.entries.delete(fingerprint);
     if (report.before === report.after) return;
     const grew = prev !== undefined && report.before === prev.after && report.size > prev.size;
-    this.entries.set(fingerprint, { times: grew ? prev.times + 1 : 1, size: report.size, after: report.after });
+    this.entries.set(fingerprint, {
+      times: grew ? prev.times + 1 : 1,
+      size: report.size,
+      after: report.after,
+    });
     if (this.entries.size > REAPPLIED_KEPT) this.entries.delete(this.entries.keys().next().value!);
   }
 
   /** The memory as JSON (undefined when empty). */
   toJSON(): Array<[string, ReappliedEntry]> | undefined {
     return this.entries.size > 0 ? [...this.entries].map(([k, v]) => [k, { ...v }]) : undefined;
+  }
+
+  /** The guard state's `reapplied` key: present only when the memory holds something. */
+  toStateJson(): { reapplied?: Array<[string, ReappliedEntry]> } {
+    const j = this.toJSON();
+    return j ? { reapplied: j } : {};
   }
 
   /** Restores a memory from {@link toJSON} output. */

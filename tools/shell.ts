@@ -48,7 +48,9 @@ const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
  */
 export async function gitWorkspace(cwd: string): Promise<WorkspaceState> {
   const git = (args: string[]) =>
-    run('git', ['-C', cwd, ...args], { maxBuffer: 256 * 1024 * 1024, encoding: 'buffer' }).then((r) => r.stdout);
+    run('git', ['-C', cwd, ...args], { maxBuffer: 256 * 1024 * 1024, encoding: 'buffer' }).then(
+      (r) => r.stdout,
+    );
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD']).then(
     () => 'HEAD',
     () => EMPTY_TREE,
@@ -134,7 +136,11 @@ export function runCommand(
   o: { cwd: string; timeoutMs: number; shell: string; signal?: AbortSignal; heartbeat?: () => void },
 ): Promise<{ exitCode: number | null; output: string; timedOut: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(o.shell, ['-c', command], { cwd: o.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(o.shell, ['-c', command], {
+      cwd: o.cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let timedOut = false;
     const kill = () => {

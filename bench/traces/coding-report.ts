@@ -47,7 +47,9 @@ const bump = (o: Record<string, number>, k: string): void => {
 /** Whether the replay refused one of the loop's repeats or stopped the run by its last one. */
 export function codingLoopCaught(loop: CodingLoop, outcome: ReplayOutcome): boolean {
   const repeats = new Set(loop.indexes.slice(1));
-  if (outcome.decisions.some((d) => repeats.has(d.index) && (d.decision === 'steer' || d.decision === 'stop')))
+  if (
+    outcome.decisions.some((d) => repeats.has(d.index) && (d.decision === 'steer' || d.decision === 'stop'))
+  )
     return true;
   const last = loop.indexes[loop.indexes.length - 1]!;
   return outcome.terminal_state !== 'COMPLETED' && outcome.stopped_at !== null && outcome.stopped_at <= last;
@@ -89,7 +91,12 @@ export function benchCoding(
     });
     const lines: string[] = [];
     const errors: string[] = [];
-    const code = runReplay(paths, (l) => lines.push(l), (l) => errors.push(l), { profile });
+    const code = runReplay(
+      paths,
+      (l) => lines.push(l),
+      (l) => errors.push(l),
+      { profile },
+    );
     if (code !== 0) throw new Error(`replay exited ${code}: ${errors.slice(0, 5).join('\n')}`);
     const rows = new Map<string, CodingRow>();
     const outcomes = new Map<string, ReplayOutcome>();
@@ -135,7 +142,8 @@ export function codingTotal(rows: readonly CodingRow[]): CodingRow {
     t.callsMax = Math.max(t.callsMax, r.callsMax);
     t.falseStopRuns.push(...r.falseStopRuns);
     for (const [k, v] of Object.entries(r.falseStops)) t.falseStops[k] = (t.falseStops[k] ?? 0) + v;
-    for (const [k, v] of Object.entries(r.steeredResolved)) t.steeredResolved[k] = (t.steeredResolved[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(r.steeredResolved))
+      t.steeredResolved[k] = (t.steeredResolved[k] ?? 0) + v;
     for (const [k, v] of Object.entries(r.unresolvedStopped))
       t.unresolvedStopped[k] = (t.unresolvedStopped[k] ?? 0) + v;
     for (const k of ['failing', 'repeat', 'reapplied'] as const) {
@@ -155,7 +163,8 @@ const byReason = (o: Record<string, number>): string =>
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')})`;
-const loopCell = (c: CodingLoopCount): string => (c.labelled === 0 ? '0' : `${c.labelled}: ${c.caught} / ${c.missed.length}`);
+const loopCell = (c: CodingLoopCount): string =>
+  c.labelled === 0 ? '0' : `${c.labelled}: ${c.caught} / ${c.missed.length}`;
 
 /** The table of one variant. */
 export function codingTable(variant: string, profile: string, rows: readonly CodingRow[]): string {

@@ -198,7 +198,12 @@ export class WorkspaceSim {
   /** The fingerprint of the workspace now. */
   fingerprint(): string {
     if (this.files.size === 0) return 'base';
-    return sha([...this.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([p, f]) => `${p}=${f.hash}`).join('\n'));
+    return sha(
+      [...this.files]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([p, f]) => `${p}=${f.hash}`)
+        .join('\n'),
+    );
   }
 
   /** The size of what changed since the start. */
@@ -237,13 +242,19 @@ export class WorkspaceSim {
       if (/have NOT been applied|Usage: edit|^Error/m.test(output) || this.openFile === null) return;
       const lines = /\((\d+) lines total\)/.exec(output);
       const path = /\[File: ([^\]]+?) \(\d+ lines total\)\]/.exec(output)?.[1] ?? this.openFile;
-      this.write(path, sha(`${this.files.get(path)?.hash ?? path}+${command}`), lines ? Number(lines[1]) : 0, command);
+      this.write(
+        path,
+        sha(`${this.files.get(path)?.hash ?? path}+${command}`),
+        lines ? Number(lines[1]) : 0,
+        command,
+      );
       return;
     }
     // Heredocs into files: `cat > f <<'EOF'`, `cat <<'EOF' > f`, `cat >> f <<EOF`.
-    const heredoc = /^(?:cat|tee(?:\s+-a)?)\s*(?:(>>?)\s*(\S+)\s*<<-?\s*['"]?(\w+)['"]?|<<-?\s*['"]?(\w+)['"]?\s*(>>?)\s*(\S+)|(?:-a\s+)?(\S+)\s*<<-?\s*['"]?(\w+)['"]?)\s*\n([\s\S]*?)\n\s*(?:\3|\4|\8)\s*$/m.exec(
-      command,
-    );
+    const heredoc =
+      /^(?:cat|tee(?:\s+-a)?)\s*(?:(>>?)\s*(\S+)\s*<<-?\s*['"]?(\w+)['"]?|<<-?\s*['"]?(\w+)['"]?\s*(>>?)\s*(\S+)|(?:-a\s+)?(\S+)\s*<<-?\s*['"]?(\w+)['"]?)\s*\n([\s\S]*?)\n\s*(?:\3|\4|\8)\s*$/m.exec(
+        command,
+      );
     if (heredoc) {
       const op = heredoc[1] ?? heredoc[5] ?? (/^tee\s+-a/.test(command) ? '>>' : '>');
       const path = heredoc[2] ?? heredoc[6] ?? heredoc[7]!;
@@ -254,7 +265,9 @@ export class WorkspaceSim {
     }
     // Python scripts that write files (heredoc or -c): the target is each path literal written to.
     if (/^python3?\b/.test(head) && /(\.write\(|write_text\(|open\([^)]*['"]w)/.test(command)) {
-      const paths = [...command.matchAll(/['"]([\w./-]+\.\w+)['"]/g)].map((m) => m[1]!).filter((p) => p.includes('/') || p.includes('.'));
+      const paths = [...command.matchAll(/['"]([\w./-]+\.\w+)['"]/g)]
+        .map((m) => m[1]!)
+        .filter((p) => p.includes('/') || p.includes('.'));
       const target = paths.find((p) => !/\.(txt|json|log)$/.test(p)) ?? paths[0];
       if (target) {
         const prev = this.files.get(target);
@@ -304,7 +317,8 @@ export class WorkspaceSim {
     if (head === 'rm' || head === 'touch' || head === 'mkdir' || head === 'mv' || head === 'cp') {
       for (const p of words.slice(1).filter((w) => !w.startsWith('-'))) {
         if (head === 'rm') this.write(p, 'deleted', 0, part);
-        else if (!this.files.has(p) || head !== 'touch') this.write(p, sha(`${head}:${part}`), this.files.get(p)?.size ?? 0, part);
+        else if (!this.files.has(p) || head !== 'touch')
+          this.write(p, sha(`${head}:${part}`), this.files.get(p)?.size ?? 0, part);
       }
     }
   }
@@ -322,7 +336,10 @@ export class WorkspaceSim {
  *   gaining its own duplicate).
  * docs/real-agents.md says which of them were read and what reading found.
  */
-export function labelCodingLoops(calls: readonly CodingCall[], exitCodes: readonly (number | null)[]): CodingLoop[] {
+export function labelCodingLoops(
+  calls: readonly CodingCall[],
+  exitCodes: readonly (number | null)[],
+): CodingLoop[] {
   const loops: CodingLoop[] = [];
   const failing = new Map<string, number[]>();
   const repeats = new Map<string, number[]>();
@@ -375,7 +392,11 @@ export function labelCodingLoops(calls: readonly CodingCall[], exitCodes: readon
 }
 
 /** Converts one record into the replay file of a variant, with its labels. */
-export function convertCoding(rec: CodingRecord, variant: CodingVariant, profile: string): ConvertedCodingRun {
+export function convertCoding(
+  rec: CodingRecord,
+  variant: CodingVariant,
+  profile: string,
+): ConvertedCodingRun {
   const seen = new Set<string>();
   const sim = new WorkspaceSim();
   const labelSim = new WorkspaceSim();
@@ -390,7 +411,14 @@ export function convertCoding(rec: CodingRecord, variant: CodingVariant, profile
     lastAt = atMs;
     const usage = s.tokens > 0 || s.costUsd > 0 ? { usage: { tokens: s.tokens, costUsd: s.costUsd } } : {};
     if (s.submit) {
-      const end: CodingCall = { tool: 'complete_task', args: {}, atMs, result: { kind: 'SUCCESS', terminal: true }, progressVersion: pv, ...usage };
+      const end: CodingCall = {
+        tool: 'complete_task',
+        args: {},
+        atMs,
+        result: { kind: 'SUCCESS', terminal: true },
+        progressVersion: pv,
+        ...usage,
+      };
       calls.push(end);
       labelCalls.push({ ...end, progressVersion: labelPv });
       exits.push(null);
@@ -437,7 +465,8 @@ function resolvedIds(file: string): Set<string> {
     resolved_ids?: string[];
     instances?: Array<{ instance_id: string; resolved: boolean }>;
   };
-  if (Array.isArray(j.instances)) return new Set(j.instances.filter((i) => i.resolved).map((i) => i.instance_id));
+  if (Array.isArray(j.instances))
+    return new Set(j.instances.filter((i) => i.resolved).map((i) => i.instance_id));
   if (Array.isArray(j.resolved)) return new Set(j.resolved);
   if (Array.isArray(j.resolved_ids)) return new Set(j.resolved_ids);
   throw new Error(`${file}: no resolved ids (instances[].resolved, resolved or resolved_ids)`);
@@ -455,7 +484,8 @@ function walk(dir: string, out: string[]): void {
 
 /** Every record under `dir` (sorted by data set and name), read and labelled. */
 export function readCodingDir(dir: string): CodingRecord[] {
-  if (!existsSync(dir)) throw new Error(`coding traces: no directory ${dir} (see bench/traces/coding/SOURCE.md)`);
+  if (!existsSync(dir))
+    throw new Error(`coding traces: no directory ${dir} (see bench/traces/coding/SOURCE.md)`);
   const files: string[] = [];
   walk(dir, files);
   const labels = new Map<string, Set<string>>();

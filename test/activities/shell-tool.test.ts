@@ -50,8 +50,12 @@ describe('shellTool', () => {
     const e = (edit as { workspace: { before: string; after: string; size: number } }).workspace;
     expect(e.before).not.toBe(e.after);
     const append = { command: "cat >> a.py <<'EOF'\ndef f():\n    return 1\nEOF" };
-    const one = (await t.execute(append, ctx)) as { workspace: { before: string; after: string; size: number } };
-    const two = (await t.execute(append, ctx)) as { workspace: { before: string; after: string; size: number } };
+    const one = (await t.execute(append, ctx)) as {
+      workspace: { before: string; after: string; size: number };
+    };
+    const two = (await t.execute(append, ctx)) as {
+      workspace: { before: string; after: string; size: number };
+    };
     expect(two.workspace.before).toBe(one.workspace.after);
     expect(two.workspace.size).toBeGreaterThan(one.workspace.size);
     expect(readFileSync(join(dir, 'a.py'), 'utf8').match(/def f/g)).toHaveLength(2);

@@ -15,7 +15,11 @@ import {
   type ToolResult,
 } from '../../guard';
 
-const shell = (command: string): GuardCall => ({ tool: 'shell', fingerprint: `shell:${command}`, effect: 'read' });
+const shell = (command: string): GuardCall => ({
+  tool: 'shell',
+  fingerprint: `shell:${command}`,
+  effect: 'read',
+});
 
 /** A shell tool's result: the output is not modelled (the progress version stays), only the report. */
 const ran = (before: string, after: string, size: number): ToolResult => ({
@@ -146,7 +150,13 @@ describe('workspace reports', () => {
     }
     const llm = guardProfile('llm');
     const coding = guardProfile('coding');
-    for (const k of ['sameCallLimit', 'noProgressLimit', 'noProgressGrace', 'steerLimit', 'keepFailures'] as const)
+    for (const k of [
+      'sameCallLimit',
+      'noProgressLimit',
+      'noProgressGrace',
+      'steerLimit',
+      'keepFailures',
+    ] as const)
       expect(coding[k]).toBe(llm[k]);
     expect(coding.maxSteps).toBeGreaterThan(132);
   });
@@ -165,7 +175,9 @@ describe('workspace reports', () => {
       'reapplied_edit',
     ]);
     expect(() =>
-      parseReplayFile({ calls: [{ tool: 'shell', result: { kind: 'SUCCESS', workspace: { before: 'a' } } }] }),
+      parseReplayFile({
+        calls: [{ tool: 'shell', result: { kind: 'SUCCESS', workspace: { before: 'a' } } }],
+      }),
     ).toThrow(ReplayFormatError);
   });
 });

@@ -23,7 +23,8 @@ import { startOpenAIServer, type OpenAIServer } from '../../testing/openai-serve
 import { startHarness, type Harness } from '../helpers/run-harness';
 
 const KEY_ENV = 'CODING_LLM_KEY';
-const planner = (endpoint: string) => ({ kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint }) as const;
+const planner = (endpoint: string) =>
+  ({ kind: 'openai', model: 'gpt-4o-mini', maxTokens: 256, endpoint }) as const;
 const APPEND = "cat >> app.py <<'EOF'\ndef helper():\n    return 42\nEOF";
 const call = (name: string, command: string) => ({ name, arguments: JSON.stringify({ command }) });
 const finish = { name: 'complete_task', arguments: '{"summary":"done"}' };
@@ -99,9 +100,17 @@ describe('a coding agent (durable, OpenAI protocol, a real shell on a git reposi
   });
 
   it('the same append re-applied: steered twice, stopped reapplied_edit; the shell ran twice, two copies on disk', async () => {
-    const run = await h.start({ goal: 'add a helper', planner: planner('code-reapplier'), resumeWindowMs: 500 });
+    const run = await h.start({
+      goal: 'add a helper',
+      planner: planner('code-reapplier'),
+      resumeWindowMs: 500,
+    });
     const result: RunResult = await run.result();
-    expect(result).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'reapplied_edit', executed: 2 });
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'reapplied_edit',
+      executed: 2,
+    });
     expect(result.decisions.map((d) => `${d.decision}${d.reason ? `:${d.reason}` : ''}`)).toEqual([
       'execute',
       'execute',

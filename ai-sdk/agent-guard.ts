@@ -16,6 +16,7 @@ import {
   LoopGuard,
   normalizeCall,
   TerminalState,
+  workspaceOf,
   type GuardCall,
   type ToolResult,
 } from '../guard';
@@ -323,7 +324,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
           output = await execute(input, o);
         }
         this.counts[name] = (this.counts[name] ?? 0) + 1;
-        result = { kind: 'SUCCESS', data: output ?? null };
+        result = { kind: 'SUCCESS', data: output ?? null, ...workspaceOf(output) };
       } catch (err) {
         // The five kinds (core/step.ts classify): a tool's PRECONDITION or PENDING is its own.
         result = classify(err);

@@ -87,3 +87,15 @@ export class ReappliedEdits {
     return m;
   }
 }
+
+/**
+ * The workspace report a framework tool's output carries (the AI SDK and OpenAI Agents paths,
+ * whose tools return plain output): its own `workspace` field when that fits the report schema
+ * (`{before, after, size}` or `{error}`), as a result's `workspace`; anything else under that
+ * name is the tool's own data and is left alone.
+ */
+export function workspaceOf(output: unknown): { workspace?: WorkspaceReport } {
+  if (typeof output !== 'object' || output === null || !Object.hasOwn(output, 'workspace')) return {};
+  const parsed = workspaceReportSchema.safeParse((output as { workspace: unknown }).workspace);
+  return parsed.success ? { workspace: parsed.data } : {};
+}

@@ -11,6 +11,7 @@ import {
   parseReplayFile,
   replay,
   ReplayFormatError,
+  workspaceOf,
   type GuardCall,
   type ToolResult,
 } from '../../guard';
@@ -179,5 +180,13 @@ describe('workspace reports', () => {
         calls: [{ tool: 'shell', result: { kind: 'SUCCESS', workspace: { before: 'a' } } }],
       }),
     ).toThrow(ReplayFormatError);
+  });
+
+  it("a framework tool's output carries its report under `workspace` (AI SDK, OpenAI Agents); other data there is left alone", () => {
+    const report = { before: 'w0', after: 'w1', size: 3 };
+    expect(workspaceOf({ exitCode: 0, output: '', workspace: report })).toEqual({ workspace: report });
+    expect(workspaceOf({ workspace: { error: 'no git' } })).toEqual({ workspace: { error: 'no git' } });
+    for (const other of [{ workspace: 'acme-slack' }, { workspace: { id: 7 } }, 'text', null, [1], {}])
+      expect(workspaceOf(other)).toEqual({});
   });
 });

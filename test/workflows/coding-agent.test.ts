@@ -10,6 +10,8 @@
  *   test run was refused as a repeat);
  * - a fingerprint that throws stops the run NEEDS_HUMAN `workspace_unknown` after the one call,
  *   never FAILED, nothing run twice;
+ * - a command that never returns is killed at the tool's timeout and answered; the same hang
+ *   again is steered, then stopped, and each ran once inside its one activity attempt;
  * - at the `coding` profile (the run's `guard`) a healthy 70-call run is not ended by step_budget.
  */
 import { execFileSync } from 'node:child_process';
@@ -65,22 +67,26 @@ describe('a coding agent (durable, OpenAI protocol, a real shell on a git reposi
       return { tool_calls: [steps[i] ?? finish] };
     });
     const broken = await startOpenAIServer(() => ({ tool_calls: [call('broken_shell', 'true')] }));
+    // Runs a command that never returns, again and again.
+    const hanging = await startOpenAIServer(() => ({ tool_calls: [call('quick_shell', 'sleep 600')] }));
     // 70 distinct edits (the demo world's progress source sees no shell call: the workspace
     // reports are the progress), then finishes.
     const long = await startOpenAIServer((i) => ({
       tool_calls: [i < 70 ? call('shell', `echo step ${i} > notes-${i}.txt`) : finish],
     }));
-    servers.push(reapplier, editor, broken, long);
+    servers.push(reapplier, editor, broken, long, hanging);
     const ep = (s: OpenAIServer) => ({ provider: 'openai', baseURL: s.baseURL, apiKeyEnv: KEY_ENV });
     process.env.AGENT_MODEL_ENDPOINTS = JSON.stringify({
       'code-reapplier': ep(reapplier),
       'code-editor': ep(editor),
       'code-broken': ep(broken),
       'code-long': ep(long),
+      'code-hanging': ep(hanging),
     });
     h = await startHarness({
       tools: [
         shellTool({ cwd: dir, timeoutMs: 20_000 }),
+        shellTool({ cwd: dir, name: 'quick_shell', timeoutMs: 400 }),
         shellTool({
           cwd: dir,
           name: 'broken_shell',
@@ -141,6 +147,18 @@ describe('a coding agent (durable, OpenAI protocol, a real shell on a git reposi
     expect(result).toMatchObject({ terminal_state: 'NEEDS_HUMAN', reason: 'workspace_unknown', executed: 1 });
     expect(result.report?.unmet_precondition).toMatch(/workspace unreadable/);
     expect(await h.counters(run.workflowId)).toEqual({ broken_shell: 1 });
+  });
+
+  it('a command that never returns: killed at the tool timeout and answered; the same hang again is steered, then stopped', async () => {
+    const run = await h.start({ goal: 'wait', planner: planner('code-hanging'), resumeWindowMs: 500 });
+    const result: RunResult = await run.result();
+    expect(result).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'same_call_repeat',
+      executed: 2,
+    });
+    // Each run was the one activity attempt (killed inside it), never retried by Temporal.
+    expect(await h.counters(run.workflowId)).toEqual({ quick_shell: 2 });
   });
 
   it('at the coding profile a healthy 70-call run completes (the llm profile ends it at 50 steps)', async () => {

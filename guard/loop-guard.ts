@@ -330,7 +330,7 @@ export class LoopGuard {
   /**
    * Continues a stopped run after its precondition was re-verified as changed: the stop
    * is lifted and a new window opens (the verified change is progress the planner did
-   * not make up). The progress version stays at the checkpoint's, so a first result at
+   * not make up; the re-applied edit counts start again too). The progress version stays at the checkpoint's, so a first result at
    * the world's new version still reads as progress. Budgets may be raised; the wall
    * clock restarts, since time spent waiting for a person is not the agent running.
    */
@@ -350,6 +350,7 @@ export class LoopGuard {
     }
     this.openWindow('resume');
     this.lastExecutions.clear();
+    this.reapplied = new ReappliedEdits();
   }
 
   /**

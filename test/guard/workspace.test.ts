@@ -138,6 +138,10 @@ describe('workspace reports', () => {
     expect(json.reapplied).toEqual([['shell:ed', { times: 2, size: 20, after: 'w2' }]]);
     const back = LoopGuard.fromJSON(json);
     expect(step(back, edit, ran('w2', 'w3', 30), 2)).toBe('steer:reapplied_edit');
+    // A verified resume starts the count again, as it opens a new window.
+    back.forceStop('operator_stop');
+    back.resume(10);
+    expect(step(back, edit, ran('w2', 'w3', 30), 11)).toBe('execute');
     // A guard that never saw a report writes no key (older states stay byte for byte).
     expect(new LoopGuard().toJSON()).not.toHaveProperty('reapplied');
   });

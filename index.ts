@@ -34,6 +34,8 @@ export { FatalToolError, PreconditionToolError, RetryableToolError, ToolError } 
 export { classifyError, DEFAULT_RETRY_AFTER_MS } from './tools/classify';
 export { ToolRegistry } from './tools/registry';
 export { FINISHING_TOOL, finishingTool } from './tools/finish';
+export { gitWorkspace, runCommand, shellTool, workspaceReport } from './tools/shell';
+export type { ShellOutput, ShellToolOptions, WorkspaceFingerprinter, WorkspaceState } from './tools/shell';
 export type { FinishingToolOptions } from './tools/finish';
 export type { NormalizedProposal } from './tools/registry';
 export type { Tx } from './tools/tx';
@@ -258,6 +260,7 @@ export {
   GuardSequenceError,
   guardConfigSchema,
   LLM_PROFILE,
+  CODING_PROFILE,
   UnknownProfileError,
   LOOP_REASONS,
   liftRuleOf,
@@ -276,6 +279,7 @@ export {
   TerminalState,
   toolResultSchema,
   traceRecordSchema,
+  workspaceReportSchema,
 } from './guard';
 export type {
   ArgsSpec,
@@ -293,4 +297,5 @@ export type {
   ToolResult,
   TraceRecord,
   Usage,
+  WorkspaceReport,
 } from './guard';

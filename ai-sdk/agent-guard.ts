@@ -15,6 +15,7 @@ import {
   LoopGuard,
   normalizeCall,
   TerminalState,
+  workspaceOf,
   type GuardCall,
   type ToolResult,
 } from '../guard';
@@ -324,7 +325,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
           output = await execute(input, o);
         }
         this.counts[name] = (this.counts[name] ?? 0) + 1;
-        result = { kind: 'SUCCESS', data: output ?? null };
+        result = { kind: 'SUCCESS', data: output ?? null, ...workspaceOf(output) };
       } catch (err) {
         // The five kinds (core/step.ts classify): a tool's PRECONDITION or PENDING is its own.
         result = classify(err);
@@ -333,8 +334,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
     }
     const after = this.step.after(x, b.before, result, progress, via);
     if (result.kind === 'SUCCESS') {
-      // The `no_progress` note goes with the result the model reads (issue 40), as an agentRun's
-      // observation carries it (core/step.ts `noted`): the call ran, the run goes on for now.
+      // The `no_progress` note goes with the result the model reads, as in an agentRun (core/step.ts `noted`).
       const note = this.step.noted({ tool: name, kind: 'SUCCESS', data: output }, after).guard?.note;
       return note === undefined ? output : withGuardNote(output, note);
     }

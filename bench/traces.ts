@@ -43,6 +43,8 @@ import {
   type LoopLabel,
   type ReplayFileJson,
 } from './traces/agentdojo';
+import { CODING_VARIANTS, type CodingVariant } from './traces/coding';
+import { benchCoding, codingTable, codingTotal, readCodingDir } from './traces/coding-report';
 
 /** Rule B: the same call three occurrences running with the progress version unchanged. */
 export function labelRepeat(file: Pick<ReplayFileJson, 'calls'>): LoopLabel | null {
@@ -301,11 +303,22 @@ function main(argv: readonly string[]): void {
   let json = false;
   let out: string | undefined;
   let detail = false;
+  let profileGiven = false;
+  const coding: string[] = [];
+  const variants: CodingVariant[] = [];
   const only: string[] = [];
   const config: Record<string, number> = {};
   for (const { flag, value } of cliFlags(argv)) {
-    if (flag === '--profile') profile = value() ?? '';
-    else if (flag === '--json') json = true;
+    if (flag === '--profile') {
+      profile = value() ?? '';
+      profileGiven = true;
+    } else if (flag === '--coding') coding.push(value() ?? '');
+    else if (flag === '--variant') {
+      const v = value() ?? '';
+      if (!(CODING_VARIANTS as readonly string[]).includes(v))
+        throw new Error(`--variant: one of ${CODING_VARIANTS.join(', ')}`);
+      variants.push(v as CodingVariant);
+    } else if (flag === '--json') json = true;
     else if (flag === '--out') out = value();
     else if (flag === '--detail') detail = true;
     else if (flag === '--set') {
@@ -321,6 +334,11 @@ function main(argv: readonly string[]): void {
     return;
   }
   const started = Date.now();
+  if (coding.length > 0) {
+    mainCoding(coding, variants, profileGiven ? profile : null, config, json, detail);
+    process.stdout.write(`\n(${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+    return;
+  }
   const { rows, outcomes } = benchTraces({ profile, only, out, config });
   if (json) {
     process.stdout.write(JSON.stringify({ profile, config, rows, total: total(rows) }) + '\n');
@@ -353,6 +371,54 @@ function main(argv: readonly string[]): void {
     );
   }
   process.stdout.write(`\n(${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+}
+
+/**
+ * `--coding DIR`: the coding records under DIR (bench/traces/coding.ts), each variant replayed.
+ * Without `--variant` / `--profile`: before (`naive` and `exit-as-result` at `llm`, the runtime
+ * without workspace reports or a coding profile) and after (`workspace` at `coding`).
+ */
+function mainCoding(
+  dirs: readonly string[],
+  variants: readonly CodingVariant[],
+  profile: string | null,
+  config: Record<string, number>,
+  json: boolean,
+  detail: boolean,
+): void {
+  const records = dirs.flatMap((d) => readCodingDir(d));
+  const plan: Array<[CodingVariant, string]> =
+    variants.length > 0 || profile !== null
+      ? (variants.length > 0 ? variants : CODING_VARIANTS).map((v) => [v, profile ?? 'llm'])
+      : [
+          ['naive', 'llm'],
+          ['exit-as-result', 'llm'],
+          ['workspace', 'llm'],
+          ['workspace', 'coding'],
+        ];
+  const results = [];
+  for (const [variant, p] of plan) {
+    const { rows, outcomes } = benchCoding(records, variant, p, config);
+    results.push({ variant, profile: p, rows, total: codingTotal(rows) });
+    if (json) continue;
+    process.stdout.write(codingTable(variant, p, rows) + '\n');
+    const all = codingTotal(rows);
+    const show = (name: string): string => {
+      const o = outcomes.get(name)!;
+      const marks = o.decisions
+        .filter((d) => d.decision !== 'execute' || d.reason)
+        .map((d) => `${d.decision}${d.reason ? `:${d.reason}` : ''}@${d.index}`)
+        .join(' ');
+      return `  ${name}: ${o.terminal_state} ${o.reason ?? ''} at call ${o.stopped_at ?? '-'} ${marks}`;
+    };
+    if (detail) {
+      process.stdout.write('false stops:\n' + all.falseStopRuns.map(show).join('\n') + '\n');
+      for (const k of ['failing', 'repeat', 'reapplied'] as const)
+        process.stdout.write(`loops ${k} missed:\n` + all.loops[k].missed.map(show).join('\n') + '\n');
+    }
+    process.stdout.write('\n');
+  }
+  if (json) process.stdout.write(JSON.stringify({ config, results }) + '\n');
 }
 
 if (require.main === module) main(process.argv.slice(2));

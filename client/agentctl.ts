@@ -91,7 +91,7 @@ export function buildProgram(
       .option('--pretty', 'indent the JSON')
       .option(
         '--profile <name>',
-        'decide at a guard profile: llm (a fresh LLM run of this version) or default',
+        'decide at a guard profile: llm (a fresh LLM run of this version), coding (an LLM coding agent) or default',
       )
       .action((files: string[], o: { pretty?: boolean; profile?: string }) => {
         const code = runReplay(

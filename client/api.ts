@@ -347,6 +347,7 @@ export {
   GUARD_PROFILES,
   GUARD_PROFILE_NAMES,
   LLM_PROFILE,
+  CODING_PROFILE,
   guardProfile,
   UnknownProfileError,
 } from '../guard';

@@ -335,6 +335,15 @@ const guardStateSchema = z
     failures: z
       .array(z.union([z.tuple([z.string(), count]), z.tuple([z.string(), count, z.string()])]))
       .optional(),
+    reapplied: z
+      .array(
+        z.tuple([
+          z.string(),
+          z.object({ times: count, size: z.number().int().nonnegative(), after: z.string() }).strict(),
+        ]),
+      )
+      .max(32)
+      .optional(),
     stop: z.object({ reason: z.string(), terminalState: z.string() }).nullable(),
   })
   .strict();

@@ -62,6 +62,12 @@ function words(e: SteerEvidence): { what: string; progress: string } {
         progress:
           'a call that asks for something else (other words that change the request, another tool) or finishing',
       };
+    case GuardReason.REAPPLIED_EDIT:
+      return {
+        what: `this exact ${e.tool} call changed the workspace ${e.steer.count} times in a row${at} and each time the workspace only grew: the edit is being applied again on top of itself (a file gaining its own duplicate)`,
+        progress:
+          'reading the file to see what it holds now, an edit with other args (e.g. one that removes the duplicate), or finishing',
+      };
     case GuardReason.PRECONDITION_UNCHANGED:
       return {
         what: `this exact ${e.tool} call already failed its precondition${at}${e.unmet ? ` (${e.unmet})` : ''} and nothing has changed since`,

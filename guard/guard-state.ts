@@ -87,6 +87,12 @@ export interface GuardStateJson {
   readonly inFlight: InFlight | null;
   /** The steers so far (absent when none: states before steering, runs that never steered). */
   readonly steers?: readonly Steer[];
+  /**
+   * Calls whose workspace reports changed the workspace, per fingerprint: how many of their
+   * applications in a row grew it, the size and fingerprint the latest left (guard/reapplied.ts); absent
+   * when none (states before workspace reports).
+   */
+  readonly reapplied?: ReadonlyArray<readonly [string, { times: number; size: number; after: string }]>;
   /** Failed calls remembered across read windows (`keepFailures`); absent when none. */
   readonly failures?: readonly FailureJson[];
   readonly stop: { reason: string; terminalState: TerminalState } | null;

@@ -100,6 +100,7 @@ export const STEERABLE_REASONS: ReadonlySet<string> = new Set([
   GuardReason.SAME_CALL_REPEAT,
   GuardReason.NEAR_CALL_REPEAT,
   GuardReason.SHORT_CYCLE,
+  GuardReason.REAPPLIED_EDIT,
   GuardReason.PRECONDITION_UNCHANGED,
 ]);
 

@@ -9,6 +9,7 @@ export * from './canonical';
 export * from './fingerprint';
 export * from './near';
 export * from './loop-guard';
+export { workspaceOf } from './reapplied';
 export * from './profiles';
 export * from './failure-memory';
 export * from './tool-error';

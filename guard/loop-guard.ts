@@ -11,7 +11,8 @@
  *  - guard/budgets.ts: steps, tokens, cost and the wall clock (rules 1–4, what is left);
  *  - guard/repeat-window.ts: the calls since the last progress (the repeat rules), with the
  *    failure memory of guard/failure-memory.ts;
- *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed.
+ *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed;
+ *  - guard/reapplied.ts: the calls whose workspace reports only grew (the re-applied edit rule).
  *
  * Cost: every decision is O(1) amortised in the window length. The window is kept as
  * counts per fingerprint, the latest result kind per fingerprint and the last three
@@ -30,6 +31,8 @@ import { BudgetMeter } from './budgets';
 import { afterDecision } from './after-decision';
 import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
+import { ReappliedEdits } from './reapplied';
+import { CACHED, CACHED_HONOURED, COMPLETE, EXECUTE, EXECUTE_HONOURED } from './shared-decisions';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
   guardConfigSchema,
@@ -50,26 +53,8 @@ import {
   type StopDecision,
 } from './guard-types';
 
-export {
-  GuardSequenceError,
-  STEERABLE_REASONS,
-  type AfterResult,
-  type BeforeResult,
-  type BudgetsLeft,
-  type GuardCall,
-  type LoopGuardOptions,
-  type ProgressSteer,
-  type SteerDecision,
-  type StopDecision,
-} from './guard-types';
+export * from './guard-types';
 export type { GuardStateJson, Steer } from './guard-state';
-
-// Decisions without per-call data are shared frozen objects: the hot path allocates nothing.
-const EXECUTE = Object.freeze({ decision: 'execute', honouredPoll: false } as const);
-const EXECUTE_HONOURED = Object.freeze({ decision: 'execute', honouredPoll: true } as const);
-const CACHED = Object.freeze({ decision: 'return_cached_success', honouredPoll: false } as const);
-const CACHED_HONOURED = Object.freeze({ decision: 'return_cached_success', honouredPoll: true } as const);
-const COMPLETE = Object.freeze({ decision: 'complete' } as const);
 
 /**
  * The loop guard. Drive it as `before(call, now)` → (execute the tool only on
@@ -88,6 +73,8 @@ export class LoopGuard {
   private lastExecutions = new Map<string, LastExecution>();
   /** The completed ledger, exact or with a ledger window (guard/completed-ledger.ts). */
   private completed: CompletedLedger;
+  /** Calls that changed the workspace and how often in a row they grew it (guard/reapplied.ts). */
+  private reapplied = new ReappliedEdits();
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
@@ -242,6 +229,9 @@ export class LoopGuard {
       }
       if (this.window.closesCycle(windowKey))
         return this.refuse(GuardReason.SHORT_CYCLE, fp, entry?.count ?? 1);
+      // The re-applied edit: this exact call grew the workspace `sameCallLimit` times in a row.
+      const grown = this.reapplied.times(fp);
+      if (grown >= config.sameCallLimit) return this.refuse(GuardReason.REAPPLIED_EDIT, fp, grown);
     }
 
     if (entry !== undefined && entry.kind === 'PRECONDITION')
@@ -276,9 +266,18 @@ export class LoopGuard {
     const fp = call.fingerprint;
     const kind: ResultKind = flight.cached ? 'SUCCESS' : result.kind;
 
-    if (!flight.cached && progressVersion > this.lastProgressVersion) {
-      this.lastProgressVersion = progressVersion;
-      this.openWindow(call.effect === 'read' ? 'read' : 'write');
+    // A tool's workspace report (a SUCCESS's `workspace`): a change is progress even when the
+    // call printed nothing; a report that cannot be read stops the run, never FAILED.
+    const changed =
+      !flight.cached && result.kind === 'SUCCESS' && this.reapplied.observe(fp, call.tool, result.workspace);
+    if (typeof changed === 'string') {
+      this.lastFatal = changed;
+      return this.stop(GuardReason.WORKSPACE_UNKNOWN, TerminalState.NEEDS_HUMAN);
+    }
+    const advanced = !flight.cached && progressVersion > this.lastProgressVersion;
+    if (advanced || changed) {
+      if (advanced) this.lastProgressVersion = progressVersion;
+      this.openWindow(call.effect === 'read' && !changed ? 'read' : 'write');
     } else if (flight.cached || !flight.honouredPoll) {
       this.noProgress += 1;
     }
@@ -331,7 +330,7 @@ export class LoopGuard {
   /**
    * Continues a stopped run after its precondition was re-verified as changed: the stop
    * is lifted and a new window opens (the verified change is progress the planner did
-   * not make up). The progress version stays at the checkpoint's, so a first result at
+   * not make up; the re-applied edit counts start again too). The progress version stays at the checkpoint's, so a first result at
    * the world's new version still reads as progress. Budgets may be raised; the wall
    * clock restarts, since time spent waiting for a person is not the agent running.
    */
@@ -351,6 +350,7 @@ export class LoopGuard {
     }
     this.openWindow('resume');
     this.lastExecutions.clear();
+    this.reapplied = new ReappliedEdits();
   }
 
   /**
@@ -380,6 +380,7 @@ export class LoopGuard {
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
       ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
+      ...this.reapplied.toStateJson(),
       ...(failures ? { failures } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
     };
@@ -398,6 +399,7 @@ export class LoopGuard {
     guard.window = RepeatWindow.fromJSON(guard.config, state);
     guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
     guard.completed = CompletedLedger.fromJSON(state);
+    guard.reapplied = ReappliedEdits.fromJSON(state.reapplied);
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;

@@ -34,14 +34,33 @@ export const LLM_PROFILE: Readonly<GuardConfigInput> = Object.freeze({
   keepFailures: true,
 });
 
+/**
+ * The `coding` profile, chosen from recorded runs of real coding agents (docs/real-agents.md
+ * "Coding agents"): an LLM agent that works in a repository through a shell or an editor makes
+ * 50–130 calls in a healthy run (a customer-service run makes at most 20), over up to 15 min
+ * and 4.3 million tokens. The repeat rules are the `llm` profile's; only the budgets differ.
+ */
+export const CODING_PROFILE: Readonly<GuardConfigInput> = Object.freeze({
+  ...LLM_PROFILE,
+  /** 300 calls: 2.3x the longest resolved run seen (132). */
+  maxSteps: 300,
+  /** 40 minutes of the agent's own time: 2.6x the longest resolved run (15 min). */
+  maxMs: 40 * 60_000,
+  /** 10 million tokens: 2.3x the most a resolved run used (4.3 million; whole contexts resent each turn). */
+  maxTokens: 10_000_000,
+  /** $10 a run: 5x the dearest resolved run ($1.91). */
+  maxCostUsd: 10,
+});
+
 /** Every profile by name. */
 export const GUARD_PROFILES: Readonly<Record<GuardProfileName, Readonly<GuardConfigInput>>> = Object.freeze({
   default: Object.freeze({}),
   llm: LLM_PROFILE,
+  coding: CODING_PROFILE,
 });
 
 /** The names of the profiles. */
-export const GUARD_PROFILE_NAMES = ['default', 'llm'] as const;
+export const GUARD_PROFILE_NAMES = ['default', 'llm', 'coding'] as const;
 /** One of {@link GUARD_PROFILE_NAMES}. */
 export type GuardProfileName = (typeof GUARD_PROFILE_NAMES)[number];
 

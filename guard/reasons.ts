@@ -19,6 +19,16 @@ export const GuardReason = {
   /** Rule 5 for calls that differ only in the wording of a tool's `similarArgs` (§3, Near repeats). */
   NEAR_CALL_REPEAT: 'near_call_repeat',
   SHORT_CYCLE: 'short_cycle',
+  /**
+   * The same call changed the workspace again and again and each time it only grew (a file
+   * gaining its own duplicate: an edit re-applied on top of itself). Needs workspace reports.
+   */
+  REAPPLIED_EDIT: 'reapplied_edit',
+  /**
+   * A tool's workspace report could not be read (the fingerprint threw, or the report does not
+   * fit the schema): the guard cannot tell a change from a loop, so the run stops NEEDS_HUMAN.
+   */
+  WORKSPACE_UNKNOWN: 'workspace_unknown',
   PRECONDITION_UNCHANGED: 'precondition_unchanged',
   IDEMPOTENCY_CONFLICT: 'idempotency_conflict',
   NO_PROGRESS: 'no_progress',
@@ -190,6 +200,7 @@ export const LOOP_REASONS: ReadonlySet<string> = new Set([
   GuardReason.SAME_CALL_REPEAT,
   GuardReason.NEAR_CALL_REPEAT,
   GuardReason.SHORT_CYCLE,
+  GuardReason.REAPPLIED_EDIT,
   GuardReason.NO_PROGRESS,
   GuardReason.PRECONDITION_UNCHANGED,
 ]);
@@ -233,6 +244,7 @@ export function liftRuleOf(reason: string): LiftRule {
   if (reason === GuardReason.INFRASTRUCTURE_FAULT) return 'retry';
   if (reason === GuardReason.SPEND_LIMIT) return 'spend';
   if (reason === GuardReason.PAYLOAD_TOO_LARGE) return 'operator';
+  if (reason === GuardReason.WORKSPACE_UNKNOWN) return 'operator';
   if (reason === GuardReason.APPROVAL_REQUIRED || reason === ResultCode.APPROVAL_INVALID) return 'approval';
   if (reason === GuardReason.CHILD_STOPPED) return 'child';
   if (reason === ResultCode.CHILD_FAILED) return 'operator';
@@ -276,6 +288,8 @@ export function resumeConditionOf(
       return 'operator resume after the cause is fixed (a larger contextTokens, a smaller tool result)';
     case GuardReason.INFRASTRUCTURE_FAULT:
       return 'the failing service (database, tool backend) is reachable again';
+    case GuardReason.WORKSPACE_UNKNOWN:
+      return "operator resume after the tool's workspace fingerprint is fixed";
     case GuardReason.PAYLOAD_TOO_LARGE:
       return 'operator resume after the cause is fixed (payload store reachable, a smaller tool result or planner output)';
     case GuardReason.APPROVAL_REQUIRED:
@@ -347,6 +361,7 @@ export function ruleOf(phase: 'before' | 'after' | 'run', decision: string, reas
         return 'before.4';
       case GuardReason.SAME_CALL_REPEAT:
       case GuardReason.NEAR_CALL_REPEAT:
+      case GuardReason.REAPPLIED_EDIT:
         return 'before.5';
       case GuardReason.SHORT_CYCLE:
         return 'before.6';

@@ -51,6 +51,8 @@ function unmetFor(reason: string, guard: LoopGuard): string | null {
       return `the same call, reworded, ran ${guard.config.sameCallLimit} times without progress`;
     case GuardReason.SHORT_CYCLE:
       return 'calls alternate A-B-A-B without progress';
+    case GuardReason.REAPPLIED_EDIT:
+      return `the same edit grew the workspace ${guard.config.sameCallLimit} times in a row (applied again on top of itself)`;
     case GuardReason.NO_PROGRESS:
       return `${guard.config.noProgressLimit} calls without a change in external state`;
     case GuardReason.PRECONDITION_UNCHANGED:

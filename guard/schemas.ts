@@ -79,9 +79,37 @@ export const usageSchema = z
 export type Usage = z.output<typeof usageSchema>;
 
 const code = z.string().min(1);
+
+/**
+ * What a call did to the agent's workspace, as the tool reports it (docs/spec.md §3 "Workspace
+ * reports"): a fingerprint of the workspace taken before and after the call (a hash of the
+ * files the tool may change, a git tree id) and the size of what it leaves (bytes of the
+ * changed files, or of the diff against the base). `before !== after` is a change: progress,
+ * even when the call printed nothing. `{ error }`: the fingerprint could not be taken; the
+ * guard then stops the run `workspace_unknown` (it cannot tell a change from a loop).
+ */
+export const workspaceReportSchema = z.union([
+  z
+    .object({
+      before: z.string().min(1).max(256),
+      after: z.string().min(1).max(256),
+      size: z.number().int().nonnegative(),
+    })
+    .strict(),
+  z.object({ error: z.string().min(1).max(2_000) }).strict(),
+]);
+/** A tool's workspace report. */
+export type WorkspaceReport = z.output<typeof workspaceReportSchema>;
+
 /** A classified tool result (docs/spec.md §2). `code` is optional so a bare FATAL reads as `fatal`. */
 export const toolResultSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('SUCCESS'), data: z.unknown().optional(), terminal: z.boolean().optional() }),
+  z.object({
+    kind: z.literal('SUCCESS'),
+    data: z.unknown().optional(),
+    terminal: z.boolean().optional(),
+    /** What the call changed in the workspace ({@link workspaceReportSchema}); optional. */
+    workspace: workspaceReportSchema.optional(),
+  }),
   z.object({
     kind: z.literal('RETRYABLE'),
     code: code.optional(),

@@ -5,7 +5,7 @@
  */
 import { checkArgDisplay, type ArgDisplayHints } from './arg-display';
 import { z } from 'zod';
-import type { ToolResult } from '../guard';
+import type { ToolResult, WorkspaceReport } from '../guard';
 import type { ReconcileAnswer } from '../storage/ledger';
 import type { Tx } from './tx';
 
@@ -49,7 +49,17 @@ export interface ProgressContext {
 
 /** What `execute` returns: a SUCCESS payload or an explicit non-success result. */
 export type ToolReturn =
-  | { readonly kind?: 'SUCCESS'; readonly data?: unknown; readonly terminal?: boolean }
+  | {
+      readonly kind?: 'SUCCESS';
+      readonly data?: unknown;
+      readonly terminal?: boolean;
+      /**
+       * What the call did to the workspace (docs/spec.md §3 "Workspace reports"): a change is
+       * progress even when `data` is what an earlier call returned; the same edit growing the
+       * workspace again and again is refused (`reapplied_edit`). tools/shell.ts gives one.
+       */
+      readonly workspace?: WorkspaceReport;
+    }
   | Exclude<ToolResult, { kind: 'SUCCESS' }>;
 
 /** A tool definition. */
@@ -171,8 +181,11 @@ export function defineTool<S extends z.ZodType>(def: ToolDefinition<S>): ToolDef
 /** Normalises what `execute` returned into a ToolResult. */
 export function toResult(ret: ToolReturn): ToolResult {
   if (ret.kind === undefined || ret.kind === 'SUCCESS') {
-    const r = ret as { data?: unknown; terminal?: boolean };
-    return r.terminal ? { kind: 'SUCCESS', data: r.data, terminal: true } : { kind: 'SUCCESS', data: r.data };
+    const r = ret as { data?: unknown; terminal?: boolean; workspace?: WorkspaceReport };
+    const ws = r.workspace === undefined ? {} : { workspace: r.workspace };
+    return r.terminal
+      ? { kind: 'SUCCESS', data: r.data, terminal: true, ...ws }
+      : { kind: 'SUCCESS', data: r.data, ...ws };
   }
   return ret as Exclude<ToolResult, { kind: 'SUCCESS' }>;
 }

@@ -150,7 +150,7 @@ describe('the llm profile', () => {
     });
     expect(guardProfile('default')).toEqual({});
     expect(() => guardProfile('gpt')).toThrow(UnknownProfileError);
-    expect(() => guardProfile('gpt')).toThrow('unknown guard profile "gpt" (known: default, llm)');
+    expect(() => guardProfile('gpt')).toThrow('unknown guard profile "gpt" (known: default, llm, coding)');
   });
 
   // A real conversation's pace (docs/real-agents.md): a tool call every 16 s for 6 minutes.
@@ -218,7 +218,7 @@ describe('the llm profile', () => {
       throw new Error('parsed');
     };
     expect(bad({ ...conversation, profile: 'fast' })).toBe(
-      'profile: unknown guard profile "fast" (known: default, llm)',
+      'profile: unknown guard profile "fast" (known: default, llm, coding)',
     );
     expect(bad({ ...conversation, config: { maxMs: -1 } })).toMatch(/^config\.maxMs: /);
     expect(bad({ ...conversation, config: { maxSteps: 'ten' } })).toMatch(/^config\.maxSteps: /);

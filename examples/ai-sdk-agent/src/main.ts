@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
-import { AgentLoopGuardPlugin, loadPayloadCodec } from 'agent-loop-guard';
+import { AgentLoopGuardPlugin, loadPayloadCodec, runResultOf } from 'agent-loop-guard';
 import { startModelServer } from './model-server';
 
 const ROOT = resolve(__dirname, '..');
@@ -106,10 +106,17 @@ async function main(): Promise<void> {
       `the first worker was killed in the middle of its write (${String(died)})`,
     );
     second = startWorker(model.baseURL, false);
-    const out = (await handle.result()) as {
-      run: { terminal_state: string; reason: string | null; cached: number; report: unknown };
-      executions: Record<string, number>;
+    // The run stopped: it closed as a failed workflow whose typed failure carries its RunResult.
+    const out = {
+      run: runResultOf(
+        await handle.result().then(
+          () => null,
+          (err: unknown) => err,
+        ),
+      ),
     };
+    check(out.run !== null, 'the stopped run closed FAILED, its RunResult in the failure (runResultOf)');
+    if (out.run === null) throw new Error('no RunResult');
     const searches = lines('search_tickets.log').length;
     const tickets = lines('file_ticket.log').length;
     console.log(`tool counters: search_tickets ${searches}, file_ticket ${tickets}`);

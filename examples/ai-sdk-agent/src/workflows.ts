@@ -55,6 +55,7 @@ export async function triageAgent(prompt: string, resumeWaitMs = 0): Promise<unk
     messages = [...messages, ...result.responseMessages];
     // guard: a stopped run waits for a verified resume, then asks the model again.
     if (!guard.stopped || resumeWaitMs <= 0 || !(await guard.untilResumed(resumeWaitMs)))
-      return { run: guard.result(result.text || null), executions: guard.executions, rounds: round }; // guard
+      // guard: returned when COMPLETED; any other end closes the workflow FAILED, its RunResult in the failure.
+      return { run: guard.end(result.text || null), executions: guard.executions, rounds: round };
   }
 }

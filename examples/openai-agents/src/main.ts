@@ -19,8 +19,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { dataConverterOf, loadPayloadCodec } from 'agent-loop-guard';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { dataConverterOf, loadPayloadCodec, runResultOf } from 'agent-loop-guard';
 import { startModelServer } from './model-server';
 
 const ROOT = resolve(__dirname, '..');
@@ -79,6 +79,20 @@ type Outcome = {
   executions: Record<string, number>;
 };
 
+/**
+ * A run's outcome: a COMPLETED run returns it; a run that stopped closes as a failed workflow
+ * whose typed failure carries its RunResult (`runResultOf`), with no executions to report.
+ */
+async function outcomeOf(h: WorkflowHandle): Promise<Outcome> {
+  try {
+    return (await h.result()) as Outcome;
+  } catch (err) {
+    const run = runResultOf(err);
+    if (!run) throw err;
+    return { run, executions: {} } as Outcome;
+  }
+}
+
 /** Polls `agentctl approvals list --run` until the run waits on a call whose args match. */
 async function pendingApproval(
   runId: string,
@@ -129,7 +143,7 @@ async function main(): Promise<void> {
       `the first worker was killed after the payment (${String(died)})`,
     );
     second = startWorker(model.baseURL, false);
-    const paid = (await pay.result()) as Outcome;
+    const paid = await outcomeOf(pay);
     check(
       lines('pay.log').length === 1,
       `pay counter ${lines('pay.log').length}: paid once across the kill and the re-plan`,
@@ -141,7 +155,7 @@ async function main(): Promise<void> {
 
     console.log('--- lookup: the model repeats a lookup');
     const lookup = await start('lookup', 'lookup-model');
-    const looked = (await lookup.result()) as Outcome;
+    const looked = await outcomeOf(lookup);
     check(
       lines('lookup_order.log').length === 2,
       `lookup counter ${lines('lookup_order.log').length}: stopped before the third run`,
@@ -163,7 +177,7 @@ async function main(): Promise<void> {
     console.log("--- spend: the tenant's cap has no room for the model's first call");
     const lookupsBefore = lines('lookup_order.log').length;
     const spend = await start('spend', 'spend-model');
-    const capped = (await spend.result()) as Outcome;
+    const capped = await outcomeOf(spend);
     check(
       capped.run.terminal_state === 'NEEDS_HUMAN' && capped.run.reason === 'spend_limit',
       `the run stopped ${capped.run.terminal_state} ${capped.run.reason}`,
@@ -203,7 +217,7 @@ async function main(): Promise<void> {
       // Its own approval (bound to its own digest) lets it run, once.
       const own = approve('the second payee checked too');
       check(own.code === 0, `the twin's own approval (exit ${own.code})`);
-      const out = (await h.result()) as Outcome;
+      const out = await outcomeOf(h);
       const twins = lines('pay.log')
         .slice(before)
         .filter((l) => l.includes('mallory')).length;

@@ -65,5 +65,7 @@ export async function paymentsAgent(input: { prompt: string; model: string }): P
   guard.installHandlers(); // guard: agentctl status / report / stop / resume / approvals
   const result = await guard.run(new TemporalOpenAIRunner(), input.prompt); // guard
   const text = typeof result?.finalOutput === 'string' ? result.finalOutput : null;
-  return { run: guard.result(text), executions: guard.executions }; // guard
+  // guard: a COMPLETED run returns its result; any other end closes the workflow FAILED with the
+  // RunResult in its failure (the Temporal UI's list shows no stopped run as a success).
+  return { run: guard.end(text), executions: guard.executions };
 }

@@ -109,7 +109,7 @@ export { loadModelEndpoints } from './planners/endpoints';
 
 // ── Ledger ──
 export { DEFAULT_LEDGER_URL, LedgerError, openLedger } from './storage/ledger';
-// Tenant spend limits (issue 18, docs/spec.md §7.10).
+// Tenant spend limits (docs/spec.md §7.10).
 export {
   SPEND_LIMITS_ENV,
   SpendError,
@@ -175,7 +175,7 @@ export {
   subAgentsSchema,
 } from './common/sub-agents';
 export type { ChildBudget, ChildSummary, SpawnArgs, SubAgents } from './common/sub-agents';
-// ── Conversations (issue 33, docs/spec.md §7.16) ──
+// ── Conversations (docs/spec.md §7.16) ──
 export {
   ASK_HUMAN_TOOL,
   conversationQuery,

@@ -7,7 +7,7 @@ module.exports = {
   transform: {
     '^.+\\.tsx?$': ['@swc/jest', { jsc: { target: 'es2022' } }],
     // ai 7 and its providers are ESM only (`"type": "module"`). Node 22 `require`s them, but
-    // jest's module system does not, so under jest they are compiled to CommonJS (issue 34).
+    // jest's module system does not, so under jest they are compiled to CommonJS.
     '/node_modules/(ai|@ai-sdk/[^/]+|@workflow/[^/]+)/.+\\.m?js$': [
       '@swc/jest',
       { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },

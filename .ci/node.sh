@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Node versions CI runs on, from the npm registry's `node` package into .tools/node<major>
-# (issue 34). Nothing else downloads a Node, and nothing at run time downloads anything.
+# The Node versions CI runs on, from the npm registry's `node` package into .tools/node<major>.
+# Nothing else downloads a Node, and nothing at run time downloads anything.
 #
 #   bash .ci/node.sh install        installs every pinned version that is not there yet
 #   bash .ci/node.sh home 22        prints the folder of Node 22 (bin/node, include/node)

@@ -1,5 +1,5 @@
 /**
- * A burst of people's messages to one conversation (issue 41 item 3), shared by
+ * A burst of people's messages to one conversation, shared by
  * test/conversation/honest-answers.test.ts (a small burst) and `npm run bench:burst` (1,000
  * messages from 50 clients): every message sent at once, each client on its own connection,
  * each message with its own id. What came back is sorted: accepted (`answer`, `queued`),

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:burst`: 1,000 people's messages sent at once to ONE conversation from 50
- * clients (issue 41 item 3). Too slow for the suite (test/conversation/honest-answers.test.ts
+ * clients. Too slow for the suite (test/conversation/honest-answers.test.ts
  * sends 200 from 10); this prints the 1,000 figure.
  *
  * In-process and throwaway: a fast-dispatch dev server, one worker on a temp SQLite file, a

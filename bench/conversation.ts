@@ -1,5 +1,5 @@
 /**
- * `npm run bench:conversation`: one long conversation, end to end (issue 33 item 3).
+ * `npm run bench:conversation`: one long conversation, end to end.
  *
  * In-process and throwaway like bench:long: an in-memory dev server with fast dispatch, one
  * worker on a temp SQLite file, and a local OpenAI-compatible server that answers every request

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:floor -- --in-place` (issue 42): where a step's main-thread CPU goes, measured
+ * `npm run bench:floor -- --in-place`: where a step's main-thread CPU goes, measured
  * in the running workers rather than beside them. Node's `process.threadCpuUsage()` (the calling
  * thread's CPU, so the workflow and core threads do not count; the project's pinned Node 22 and
  * 24 have it, an older Node is refused) is read around:

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:floor` (issue 42): how close a guarded step comes to the floor — the same
+ * `npm run bench:floor`: how close a guarded step comes to the floor — the same
  * step in a bare Temporal program a careful user would write by hand.
  *
  * One throwaway dev server (fast dispatch), one process hosting two workers: the product's
@@ -78,7 +78,7 @@ interface Options {
   fsyncSteps: number;
   modes: Mode[];
   json: boolean;
-  /** Long write runs (issue 42 item 4): one run per length, its per-step time over windows. */
+  /** Long write runs: one run per length, its per-step time over windows. */
   long: number[];
   /** Print one middle step's history events per mode, sizes and decoded payloads, and stop. */
   dump: boolean;

@@ -11,7 +11,7 @@
  * reported; filling is not timed. Both sides fingerprint every call from raw args
  * (ours: fingerprintCall; baseline: sorted-copy + JSON.stringify), as a runtime must.
  *
- * Targets (issue 2): ours(10,000) within 2x of ours(10); at least 20x faster than the
+ * Targets: ours(10,000) within 2x of ours(10); at least 20x faster than the
  * baseline at 1,000. `--json` prints one JSON object instead of the table.
  */
 import { setFlagsFromString } from 'node:v8';

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:run -- --inflight N`: N short live runs in flight at once on 3 worker
  * processes sharing one PostgreSQL ledger (a private instance, scripts/chaos/postgres.ts),
- * guard on vs. off as interleaved A/B repetitions (issue 19 item 3).
+ * guard on vs. off as interleaved A/B repetitions.
  *
  * Each run is `writes` live ledger writes (scripts/chaos/tool.ts: claim → effect row →
  * commit; the last one terminal). All N are started at once (at most `startConcurrency`

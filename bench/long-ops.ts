@@ -1,5 +1,5 @@
 /**
- * `npm run bench:long -- --ops N`: a live scripted run of N distinct writes (issue 19).
+ * `npm run bench:long -- --ops N`: a live scripted run of N distinct writes.
  *
  * In-process and throwaway like bench/long.ts: a dev server with fast dispatch, one worker
  * over a fresh temp SQLite file (ledger + demo world), no model. The script is the compact

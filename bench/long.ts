@@ -29,7 +29,7 @@
  * `--ops N` runs the scripted row instead (bench/long-ops.ts): a live scripted run of N
  * distinct writes, no model; its checkpoint size at every continue-as-new and history per op.
  *
- * Flags: --ops N (scripted row; --plain: its calls written out, issue 32)  --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
+ * Flags: --ops N (scripted row; --plain: its calls written out)  --turns N (1000)  --note-chars N (3000)  --window-chars N (300000)
  *        --context-tokens N (100000; 0 = leave it out)  --timeout-s N (3600)
  *        --provider openai|anthropic (openai; anthropic points ANTHROPIC_BASE_URL at the server)  --json
  */
@@ -57,7 +57,7 @@ import { agentRunResult } from '../client/runs';
 interface Options {
   /** The scripted row's writes (null: the LLM run). */
   ops: number | null;
-  /** With --ops: the script's calls written out one by one, not one `repeat` entry (issue 32). */
+  /** With --ops: the script's calls written out one by one, not one `repeat` entry. */
   plain: boolean;
   turns: number;
   noteChars: number;
@@ -128,7 +128,7 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** Whether the planner spec schema accepts `contextTokens` (issue 9); older code refuses unknown fields. */
+/** Whether the planner spec schema accepts `contextTokens`; older code refuses unknown fields. */
 export function contextTokensSupported(): boolean {
   return plannerSpecSchema.safeParse({ kind: 'openai', contextTokens: 100_000 }).success;
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:wires` (`tsx bench/planner-wires.ts`): what the AI SDK planner (issue 20) costs
+ * `npm run bench:wires` (`tsx bench/planner-wires.ts`): what the AI SDK planner costs
  * per turn against the hand-written OpenAI planner, on the same model. One long-model server
  * (scripts/long-model/server.ts, OpenAI protocol: its replies are a pure function of the
  * request) writes `--turns` notes; each wire drives its planner through every turn in this
@@ -58,7 +58,7 @@ async function drive(
       memory,
       observation,
     });
-    // The long model finishes with the finishing tool (issue 30), not with a text reply.
+    // The long model finishes with the finishing tool, not with a text reply.
     if (out.turn.type !== 'call' || out.turn.tool === 'complete_task') {
       return { turns, ok: written.size === notes };
     }

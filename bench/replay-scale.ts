@@ -1,5 +1,5 @@
 /**
- * `npm run bench:replay`: the offline replay's cost per call at two script lengths (issue 32).
+ * `npm run bench:replay`: the offline replay's cost per call at two script lengths.
  * A script of n distinct plain calls (nothing stops it) is parsed and replayed in-process; the
  * time per call at 20,000 and 200,000 calls is printed with their ratio, and the entries of the
  * script read per call (counted through a Proxy, as test/guard/script-cost.test.ts does). Before

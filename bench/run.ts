@@ -1,5 +1,5 @@
 /**
- * `npm run bench:run`: throughput and history cost of the durable run (issue 3 item 12).
+ * `npm run bench:run`: throughput and history cost of the durable run.
  *
  * Everything is in-process and throwaway: the bench starts its own in-memory Temporal dev
  * server (`startThrowawayDevServer()`: in memory, port 0, headless), one worker with the
@@ -36,7 +36,7 @@
  *     The concurrency rows run on the fast-dispatch server unless `--dispatch stock`.
  *  5. 1 vs 3 worker PROCESSES sharing one PostgreSQL ledger (bench/fleet.ts): live write runs,
  *     every step a real ledger write; needs the PostgreSQL server binaries (else skipped).
- *  6. `--inflight N` (issue 19, bench/inflight.ts): N short live runs in flight at once on 3
+ *  6. `--inflight N` (bench/inflight.ts): N short live runs in flight at once on 3
  *     worker processes sharing one PostgreSQL ledger, guard on/off as `--reps` interleaved A/B
  *     repetitions (each pair's ratio and the spread), steps/s, completion time and the
  *     workers' RSS per cached workflow. Given alone it runs only this row.

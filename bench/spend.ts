@@ -1,5 +1,5 @@
 /**
- * `npm run bench:spend`: a tenant's spend limit under concurrency (issue 18, docs/spec.md §7.10).
+ * `npm run bench:spend`: a tenant's spend limit under concurrency (docs/spec.md §7.10).
  *
  * Per cap: 50 concurrent LLM runs of one tenant, on 3 workers (each its own Temporal worker
  * and its own PostgreSQL pool, one task queue) sharing one PostgreSQL database (a fresh schema

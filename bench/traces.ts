@@ -1,6 +1,6 @@
 /**
  * `npm run bench:traces`: recorded runs of REAL models, decided as a fresh LLM run of this
- * version would (issue 29 item 5; data, licence and findings in docs/real-agents.md).
+ * version would (data, licence and findings in docs/real-agents.md).
  *
  * The data: every benign run of every plain-model pipeline AgentDojo published (2,760 runs of
  * 22 models from OpenAI, Anthropic, Google, Cohere and Meta; bench/traces/agentdojo/SOURCE.md).
@@ -104,7 +104,7 @@ export interface DatasetRow {
   calls: number;
   /** Calls the replay ran (executed or answered from the ledger): what the run's model paid a turn for. */
   ran: number;
-  /** `no_progress` notes given (issue 40): in every run, and in successful runs. */
+  /** `no_progress` notes given: in every run, and in successful runs. */
   notes: number;
   notesSuccess: number;
 }

@@ -5,8 +5,8 @@
 // its CommonJS hook (tsx/cjs) for `require`, and its ESM hook (importing tsx/esm registers it
 // with node:module's register) for the lazy `await import(…)`s the client API uses to load
 // the approval store and the ledger's drivers only when needed (client/approvals.ts). With the
-// CommonJS hook alone those imports fail: `Cannot find module '…/storage/approvals/approval-store'`
-// (issue 31). The packed package ships no sources, only the compiled dist/.
+// CommonJS hook alone those imports fail: `Cannot find module '…/storage/approvals/approval-store'`.
+// The packed package ships no sources, only the compiled dist/.
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 

@@ -304,7 +304,7 @@ export type {
 export type { ApprovalRecord, ApprovalState, AuditEntry } from '../storage/approvals/types';
 export type { OperatorKeyFile } from '../operators/sign';
 
-// A person's side of a conversation run (issue 33): no operator key, a message is text for the model.
+// A person's side of a conversation run: no operator key, a message is text for the model.
 export { getReplies, readConversation, sendMessage, waitForReply } from './conversation';
 export type {
   MessageOutcome,
@@ -320,7 +320,7 @@ export type {
   MessageDelivery,
   TranscriptEntry,
 } from '../common/conversation-run';
-// One connection for a person's client (issue 41): the workers' payload codec (AGENT_CODEC*)
+// One connection for a person's client: the workers' payload codec (AGENT_CODEC*)
 // and the Temporal connection settings, so `sendMessage` speaks to an encrypted worker with
 // this import alone. The same function as the root package's `connectClient`.
 export { connect as connectClient } from './connect';
@@ -341,7 +341,7 @@ export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
 export { RUN_NOT_COMPLETED, runResultOf } from '../common/run-ended';
 export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
 export type { StopReport } from '../guard';
-// The guard profiles (issue 29): what a fresh LLM run decides with (`guard` overrides it key by
+// The guard profiles: what a fresh LLM run decides with (`guard` overrides it key by
 // key), for a client that shows, checks or replays a run at the same defaults.
 export {
   GUARD_PROFILES,

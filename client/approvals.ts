@@ -197,7 +197,7 @@ export function pendingApprovalOf(runId: string, cp: Checkpoint): PendingApprova
 /**
  * The visibility query of open runs stopped for an approval, on any engine: an `agentRun` or a
  * user's own workflow guarded by `guardAgent` (its search attributes on), which both upsert
- * AgentGuardReason at a stop (issue 37).
+ * AgentGuardReason at a stop.
  */
 const PENDING_QUERY =
   `ExecutionStatus = "Running"` +

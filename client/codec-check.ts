@@ -1,7 +1,7 @@
 /**
  * An operator action (stop, resume, approve) on a run whose worker does not share this client's
  * payload codec is a configuration error with its own exit code, never a refusal and never
- * silent (issue 37 item 4; codec/mismatch.ts says how each direction shows). Before sending,
+ * silent (codec/mismatch.ts says how each direction shows). Before sending,
  * the client reads the run's status: an answer it cannot decode means it lacks the worker's key
  * (nothing is sent). While the update is pending, a workflow task the worker fails on a codec
  * error means the worker lacks this client's key; an update rejected with `Unknown encoding`

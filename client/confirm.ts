@@ -1,5 +1,5 @@
 /**
- * What the worker did with an operator's resume (issue 31 item 2): `sendResume` sends the
+ * What the worker did with an operator's resume: `sendResume` sends the
  * verified `resume` update and waits a bounded time for the worker's answer — accepted,
  * refused with its reason, or `unconfirmed` when no worker answered (never reported as done).
  * The bounded wait and its wording are shared with the stop (client/stop.ts).
@@ -17,7 +17,7 @@ export interface ResumeOutcome {
   readonly rejectedByValidator: boolean;
   readonly progressVersion: number | null;
   /**
-   * true when no worker answered within the wait (issue 31): neither accepted nor refused, and
+   * true when no worker answered within the wait: neither accepted nor refused, and
    * the request may still be taken when a worker picks it up. Never reported as done.
    */
   readonly unconfirmed?: boolean;

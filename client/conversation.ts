@@ -1,5 +1,5 @@
 /**
- * A person's side of a conversation run (issue 33, docs/spec.md §7.16): send a message (the
+ * A person's side of a conversation run (docs/spec.md §7.16): send a message (the
  * `message` update), read what the agent said (the `conversation` query) and wait for its next
  * reply. None of it needs operator rights: a message carries no authority (it is text for the
  * model), and operator actions — resume, stop, approvals — stay signed. Errors are
@@ -84,7 +84,7 @@ export interface MessageOutcome {
   /**
    * A refusal for load (Temporal's limit on messages in flight to one run): this send was not
    * taken, or may have been (the reason says which);
-   * send again, with the same messageId, after this long (issue 41).
+   * send again, with the same messageId, after this long.
    */
   readonly retryAfterMs?: number;
 }
@@ -97,7 +97,7 @@ export interface MessageOutcome {
  * updates in flight to one workflow are absorbed here: the same update (update id
  * `message-<messageId>`, so nothing applies twice) is tried again, bounded by `confirmMs`; if
  * the server still refuses it for load, the answer is `refused` with a reason and `retryAfterMs`,
- * never a bare SDK error (issue 41).
+ * never a bare SDK error.
  */
 export async function sendMessage(
   client: Client,

@@ -3,7 +3,7 @@
  * an `agentRun` nor a workflow whose guard installed its handlers (`guardAgent(…).installHandlers()`,
  * agent-loop-guard/ai-sdk). Such a run would silently drop a stop signal and answer an update
  * "no registered handler": said plainly instead, naming its workflow type, and nothing is sent
- * (issue 37, bad input).
+ * (bad input).
  */
 import { QueryNotRegisteredError, type WorkflowHandle } from '@temporalio/client';
 import { AgentLoopGuardError } from '../common/errors';

@@ -170,7 +170,7 @@ export function resultText(r: Pick<TraceRecord, 'result_kind' | 'error_code' | '
   return `${r.result_kind}${r.error_code ? `:${r.error_code}` : ''}${r.via ? ` (${r.via})` : ''}`;
 }
 
-/** Plain words for the guard's decisions a person may not know (issue 38), shown beside the code. */
+/** Plain words for the guard's decisions a person may not know, shown beside the code. */
 const DECISION_WORDS: Readonly<Record<string, string>> = {
   wait_bounded: 'not done yet: the run sleeps, then asks again (a bounded number of times)',
   return_cached_success: 'already done: answered from the ledger, not run again',

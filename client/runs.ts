@@ -56,7 +56,7 @@ export interface RunOutcome {
   report: StopReport | null;
   /** The run's summary (the finishing tool's, a FATAL's message, the model's last text); null: none. */
   summary?: string | null;
-  /** An LLM run's last words when it did not end by the finishing tool (issue 30). */
+  /** An LLM run's last words when it did not end by the finishing tool. */
   final_message?: string;
   /** Whether the task was declared done (the finishing tool), and how the run ended in words. */
   finished_task?: boolean;
@@ -88,7 +88,7 @@ export interface StartRunOptions {
   /** The Web UI's summary line (default: the goal). */
   readonly summary?: string;
   /**
-   * The worker's payload store (issue 32: `PayloadStore.over(await openLedger(LEDGER_URL))`, the
+   * The worker's payload store (`PayloadStore.over(await openLedger(LEDGER_URL))`, the
    * ledger's database the worker uses): a scripted run whose input would not fit a payload sends
    * its script's calls there and starts with their reference. Without it, such an input is refused.
    */

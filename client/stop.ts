@@ -1,5 +1,5 @@
 /**
- * The kill switch, reported as what the worker did (issue 31): `agentctl stop`, the client
+ * The kill switch, reported as what the worker did: `agentctl stop`, the client
  * API's `stopAgentRun` and the console's Stop send the `stop` update and report its answer —
  * `accepted` (the run stops before its next tool call, or the resume being verified is
  * vetoed), `refused` with the worker's reason (not authorised, not running), or `unconfirmed`

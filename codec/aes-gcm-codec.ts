@@ -14,7 +14,7 @@
  *  - data = nonce (12 random bytes) ‖ ciphertext ‖ GCM tag (16 bytes), the plaintext being
  *    the whole original payload (metadata and data) as protobuf bytes, and the key id bound
  *    in as additional authenticated data, so moving a payload to another key id fails too.
- *  - the plaintext is either those protobuf bytes as they are, or (issue 42) the byte 0x01
+ *  - the plaintext is either those protobuf bytes as they are, or the byte 0x01
  *    followed by them deflated (raw deflate, 2 KiB window, codec/deflate-dictionary.ts as preset
  *    dictionary) when that is smaller. A Payload's protobuf never starts with 0x01 (field
  *    number 0 does not exist), so the two forms cannot be confused, and a payload written
@@ -55,7 +55,7 @@ const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
 /**
  * Form 0x01's deflate: a 2 KiB window (the dictionary fits; a payload's repeats are near) and a
  * small hash, so each call allocates ~10 KB instead of ~300 KB: 42 µs for a step's two deflates
- * and two inflates instead of 60–68, the same sizes (issue 42). Inflating needs the same window.
+ * and two inflates instead of 60–68, the same sizes. Inflating needs the same window.
  */
 const DEFLATE_V1 = { dictionary: DEFLATE_DICTIONARY_V1, windowBits: 11, memLevel: 2 } as const;
 const INFLATE_V1 = {
@@ -113,7 +113,7 @@ export class AesGcmCodec implements PayloadCodec {
   }
 
   /**
-   * Payloads this codec encrypted lately, by nonce (issue 42): a worker encrypts a step's tool
+   * Payloads this codec encrypted lately, by nonce: a worker encrypts a step's tool
    * input and result and decodes the same bytes moments later (the activity task, the next
    * activation). A payload whose key id and whole ciphertext are byte for byte one of these is
    * answered with what was encrypted — exactly what decrypting and inflating it would give —

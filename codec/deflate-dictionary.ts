@@ -3,7 +3,7 @@
  * 0x01): what nearly every payload of an agent run repeats — the Payload header of a JSON
  * payload and the contract's keys and values (the tool activity's input and output, a
  * planner turn, a proposal, a result, a decision, a StopReport). With it a 500-byte
- * `runTool` completion deflates to ~150 bytes; without it to ~320 (issue 42: history
+ * `runTool` completion deflates to ~150 bytes; without it to ~320 (history
  * bytes per step).
  *
  * FROZEN: every payload compressed with form 0x01 needs exactly these bytes to inflate, for

@@ -1,5 +1,5 @@
 /**
- * A payload one side cannot decode (issue 37 item 4): the client and the run's worker do not
+ * A payload one side cannot decode: the client and the run's worker do not
  * share a payload codec — a key on one side the other lacks, or the codec on at one side and
  * off at the other. That is a configuration error, never an operator refusal: it has its own
  * class (and agentctl its own exit code, docs/cli.md), and its message says which side lacks

@@ -48,7 +48,7 @@ export const timeoutsSchema = z
   .object({
     plannerStartToCloseMs: z.number().int().positive().default(120_000),
     /**
-     * How long the model may take to answer one request (issue 30): the SDK's own timeout, which
+     * How long the model may take to answer one request: the SDK's own timeout, which
      * makes no retries of its own (the plan activity's are the retries). The plan activity's
      * timeout is raised to this plus {@link PLAN_MARGIN_MS} when it is shorter. Absent: the plan
      * activity's timeout less that margin. `agentctl start --planner-timeout <s>`.
@@ -80,7 +80,7 @@ export const timeoutsSchema = z
 export const PLAN_MARGIN_MS = 10_000;
 
 /**
- * The one request policy of a run's plan activity (issue 30): the model request's timeout and
+ * The one request policy of a run's plan activity: the model request's timeout and
  * the activity's, which is always longer, so an attempt ends itself before Temporal gives up on it.
  */
 export function planTimeouts(t: {
@@ -117,7 +117,7 @@ export const runInputSchema = z
     /** false turns the guard into a pass-through (benchmarks only). */
     guardEnabled: z.boolean().default(true),
     /**
-     * How a scripted run's plan runs (issue 19): `prefetch` (the default: each turn after a tool
+     * How a scripted run's plan runs: `prefetch` (the default: each turn after a tool
      * call is planned by that call's `runTool` activity and comes back with its result; any
      * other turn is a local activity), `local` (a local activity inside the workflow task every
      * turn) or `activity` (a scheduled activity, as before issue 19: benchmarks' baseline).
@@ -160,7 +160,7 @@ export const runInputSchema = z
     tenant: tenantSchema.default(DEFAULT_TENANT),
     /**
      * An LLM run's replies without a tool call that the run answers with a note (what the model
-     * said, that nothing ran, how to finish) before it ends PARTIAL `model_stopped` (issue 30);
+     * said, that nothing ran, how to finish) before it ends PARTIAL `model_stopped`;
      * absent: {@link DEFAULT_TEXT_REPLY_LIMIT}. 0: the first such reply ends the run.
      */
     textReplyLimit: z
@@ -169,12 +169,12 @@ export const runInputSchema = z
       .min(0, 'textReplyLimit must be 0 or more')
       .max(20, 'textReplyLimit must be at most 20')
       .optional(),
-    /** A conversation with a person: `ask_human`, text replies to them (issue 33, docs/spec.md §7.16). */
+    /** A conversation with a person: `ask_human`, text replies to them (docs/spec.md §7.16). */
     conversation: conv.conversationSettingsSchema.optional(),
   })
   .strict();
 
-/** How many replies without a tool call an LLM run answers with a note by default (issue 30). */
+/** How many replies without a tool call an LLM run answers with a note by default. */
 export const DEFAULT_TEXT_REPLY_LIMIT = 2;
 /** Workflow input as a caller writes it. */
 export type RunInput = z.input<typeof runInputSchema>;
@@ -266,7 +266,7 @@ export interface RunResult extends RunCallCounts {
   readonly report: StopReport | null;
   readonly summary: string | null;
   /**
-   * An LLM run's last words when it did not end by the finishing tool (issue 30): the model's
+   * An LLM run's last words when it did not end by the finishing tool: the model's
    * text of a `model_stopped` or `model_output_truncated` end (redacted). Absent otherwise.
    */
   readonly final_message?: string;

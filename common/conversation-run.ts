@@ -1,5 +1,5 @@
 /**
- * A conversation is one durable run (issue 33, docs/spec.md §7.16): the contract of a run
+ * A conversation is one durable run (docs/spec.md §7.16): the contract of a run
  * started with `conversation` — its settings, the built-in `ask_human` tool, the `message`
  * update a person sends, the `conversation` query that reads what the agent said, and the
  * state a conversation carries across continue-as-new. Sandbox-safe: the workflow, the plan
@@ -9,8 +9,8 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 
 /**
- * The `AgentState` search attribute of a conversation while its agent waits for the person
- * (issue 33): the console and `agentctl list --state` tell these runs from those waiting for an operator.
+ * The `AgentState` search attribute of a conversation while its agent waits for the person:
+ * the console and `agentctl list --state` tell these runs from those waiting for an operator.
  */
 export const WAITING_FOR_PERSON = 'WAITING_FOR_PERSON';
 
@@ -38,7 +38,7 @@ export const DEFAULT_MAX_MESSAGE_CHARS = 4000;
 /** How many messages may wait while the agent works, by default. */
 export const DEFAULT_QUEUE_LIMIT = 10;
 
-/** RunInput `conversation`: the run is a conversation with a person (issue 33). */
+/** RunInput `conversation`: the run is a conversation with a person. */
 export const conversationSettingsSchema = z
   .object({
     /** How long the run waits for the person's next message before it ends PARTIAL `conversation_idle`. */
@@ -103,16 +103,16 @@ export interface TranscriptEntry {
   /** The person's name when they gave one. */
   readonly by?: string;
   /**
-   * A person's `message` only, in views (issue 41): `queued` (waiting for the model), `read`
+   * A person's `message` only, in views: `queued` (waiting for the model), `read`
    * (handed to the model) or `not_read` (the run ended before the model read it: it never will).
    */
   readonly delivery?: MessageDelivery;
 }
 
-/** What became of a person's message (issue 41): {@link TranscriptEntry.delivery}. */
+/** What became of a person's message: {@link TranscriptEntry.delivery}. */
 export type MessageDelivery = 'queued' | 'read' | 'not_read';
 
-/** How a conversation ended, in the run's own words (issue 41): its terminal state and reason, not Temporal's status. */
+/** How a conversation ended, in the run's own words: its terminal state and reason, not Temporal's status. */
 export interface ConversationEnding {
   /** The run's terminal state (`COMPLETED`, `PARTIAL`, …). */
   readonly state: string;
@@ -145,7 +145,7 @@ export interface ConversationView {
   } | null;
   /** Messages taken while the agent worked, not yet read by the model (0 once the run ended: see `notRead`). */
   readonly queued: number;
-  /** Messages the run ended without reading (issue 41): taken, never handed to the model. */
+  /** Messages the run ended without reading: taken, never handed to the model. */
   readonly notRead: number;
   /** How the run ended, in its own words; null while it runs (or waits for an operator). */
   readonly ended: ConversationEnding | null;

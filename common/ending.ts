@@ -1,5 +1,5 @@
 /**
- * How a run ended, in words (issue 30), one wording for every reader — `agentctl status` and
+ * How a run ended, in words, one wording for every reader — `agentctl status` and
  * `start --wait`, the console, the Temporal UI's details: whether the task was declared done
  * (only a finishing tool such as `complete_task` completes a run) or the model stopped talking,
  * was cut off, or a rule or the runtime stopped it. Sandbox-safe: workflow and client code use it.

@@ -1,5 +1,5 @@
 /**
- * Payload limits (issue 9, "no payload can wedge a run"). Temporal refuses any single
+ * Payload limits ("no payload can wedge a run"). Temporal refuses any single
  * payload above its blob limit (2 MB by default) and fails what carried it: an activity
  * result that large fails the activity, a workflow task whose command carries it fails
  * the task again and again, and the run is wedged. Everything that crosses into history

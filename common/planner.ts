@@ -70,7 +70,7 @@ export type PlannerTurn =
       readonly summary: string;
       readonly usage: Usage;
       /**
-       * An LLM reply with no tool call ended the turn (issue 30): `text` (the model stopped
+       * An LLM reply with no tool call ended the turn: `text` (the model stopped
        * talking, the wire's `stop`), `truncated` (the reply hit its output-token limit, also
        * after the engine asked again: nothing in it ran) or `other` (a finish reason the wire
        * does not know, e.g. `content_filter`). Absent: a planner that finishes on purpose.
@@ -82,7 +82,7 @@ export type PlannerTurn =
   | { readonly type: 'exhausted'; readonly usage: Usage };
 
 /**
- * What the run tells the model after a reply with no tool call (issue 30): the reply did not
+ * What the run tells the model after a reply with no tool call: the reply did not
  * finish the task, nothing ran; the planner turns it into a user message (llm-common.ts).
  */
 export interface ModelNudge {
@@ -115,7 +115,7 @@ export interface RunFacts {
     readonly ms?: number;
   };
   /**
-   * The run keeps room for a final word (issue 30): each request's check against the tokens and
+   * The run keeps room for a final word: each request's check against the tokens and
    * cost left also reserves the final word's worst case, so a `token_budget` / `cost_budget` stop
    * still leaves it room (planners/call-ceiling.ts). Absent: nothing reserved.
    */
@@ -146,23 +146,23 @@ export interface PlannerInput {
    */
   readonly spend?: SpendAccess;
   /**
-   * Where this turn's model requests are recorded outside the activity's attempt (issue 40,
+   * Where this turn's model requests are recorded outside the activity's attempt (
    * storage/spend/served-usage.ts): set by the `plan` activity of an LLM run on a worker with a
    * SQL ledger. Not JSON: never part of any workflow payload.
    */
   readonly served?: ServedUsageAccess;
   /**
    * When the activity's attempt times out (epoch ms): a reply cut off at its output limit is
-   * asked again with a larger one only when the time left can hold it (issue 40). Not JSON.
+   * asked again with a larger one only when the time left can hold it. Not JSON.
    */
   readonly deadlineMs?: number;
   /**
-   * The model's last reply had no tool call and the run asks again (issue 30): the planner
+   * The model's last reply had no tool call and the run asks again: the planner
    * says so in the user message it sends instead of the plain continue prompt.
    */
   readonly nudge?: ModelNudge | null;
   /**
-   * A conversation run (issue 33): the person's message after the model's text reply to them,
+   * A conversation run: the person's message after the model's text reply to them,
    * sent as the next user message (instead of the continue prompt).
    */
   readonly userText?: string | null;
@@ -172,7 +172,7 @@ export interface PlannerInput {
    */
   readonly resumeNote?: string | null;
   /**
-   * The guard has stopped the run (issue 30): this turn is the model's final word, one request
+   * The guard has stopped the run: this turn is the model's final word, one request
    * with tool use turned off and a small output limit, asking it to tell its user what it did
    * and what is left. No tool runs after it; its text is the run's `final_message`.
    */
@@ -197,7 +197,7 @@ export interface ServedRequestEnd {
 }
 
 /**
- * A turn's model requests, recorded outside the activity's attempt (issue 40): each before it
+ * A turn's model requests, recorded outside the activity's attempt: each before it
  * is sent and when it ends, so a reply is counted whether or not the attempt completes.
  */
 export interface ServedUsageAccess {
@@ -372,19 +372,19 @@ export const NON_RETRYABLE_PLANNER_ERRORS: readonly string[] = Object.freeze([
   'TokenCeilingError',
   'SpendLimitError',
   'UnpricedModelError',
-  // The turn's model requests reached their bound across attempts (issue 40).
+  // The turn's model requests reached their bound across attempts.
   'TurnRequestBoundError',
 ]);
 
 /**
- * Error type of a model reply the planner could not read (issue 30): not retried, the run stops
+ * Error type of a model reply the planner could not read: not retried, the run stops
  * `planner_failed`; its failure's first detail is `{ usage }`, what the provider billed, charged
  * to the run before the stop (see {@link unreadableReplyUsage}).
  */
 /**
  * The finishing tool the demo and the examples register (a tool whose result is `terminal`):
  * what the model is told to call when done, and the call a conversation holds back while the
- * person's messages wait (issue 41, workflows/conversation.ts).
+ * person's messages wait (workflows/conversation.ts).
  */
 export const FINISHING_TOOL = 'complete_task';
 

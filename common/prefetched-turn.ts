@@ -1,5 +1,5 @@
 /**
- * The prefetched turn as it crosses history in `runTool`'s completion (issue 42: small step
+ * The prefetched turn as it crosses history in `runTool`'s completion (small step
  * payloads). A scripted plan's answer carries the call's args three times — the turn's, the
  * proposal's and the canonical form, which for most calls is the args with sorted keys — and
  * every copy is recorded on every step. The activity sends the proposal's copy once and says

@@ -103,7 +103,7 @@ export function replaceSecrets(text: string): string {
 /**
  * What a string must contain for any of {@link VALUE_PATTERNS} to match it, one alternative
  * per pattern (a literal each needs; case-insensitive where the pattern is): a string without
- * any of them is returned as it is (issue 42: a trace record's args are redacted at every
+ * any of them is returned as it is (a trace record's args are redacted at every
  * step). test/common/redact.test.ts checks it against the patterns one by one.
  */
 const MAY_HOLD_SECRET = new RegExp(

@@ -31,7 +31,7 @@ export interface RunEndEvent {
   readonly closed: boolean;
 }
 
-/** One turn of a conversation (issue 33): the agent handed it to the person, and how it came back. */
+/** One turn of a conversation: the agent handed it to the person, and how it came back. */
 export interface TurnEvent {
   readonly runId: string;
   /** 1, 2, 3, … across the conversation. */
@@ -57,7 +57,7 @@ export interface AgentSinks extends Sinks {
      */
     decisions(events: readonly DecisionEvent[]): void;
     runEnd(event: RunEndEvent): void;
-    /** A conversation's turn came back (issue 33): one `conversation.turn` span. */
+    /** A conversation's turn came back: one `conversation.turn` span. */
     turn(event: TurnEvent): void;
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The AI SDK planner (`planner: { kind: 'ai-sdk', endpoint, model, … }`, issue 20): one more
+ * The AI SDK planner (`planner: { kind: 'ai-sdk', endpoint, model, … }`): one more
  * wire under the shared turn engine (llm-planner.ts, llm-common.ts), speaking through the
  * Vercel AI SDK's `generateText` instead of a provider's own SDK. The run names an endpoint;
  * the endpoint's `provider` (worker configuration, endpoints.ts) picks the provider package:

@@ -103,7 +103,7 @@ const anthropicProvider: LlmProviderDefinition<'anthropic', MessageParam, typeof
           cacheReadTokens: u?.cache_read_input_tokens ?? 0,
           cacheWriteTokens: u?.cache_creation_input_tokens ?? 0,
         });
-        // Billed, so a reply that cannot be read still counts (issue 30): its usage goes with the error.
+        // Billed, so a reply that cannot be read still counts: its usage goes with the error.
         if (!Array.isArray(reply.content))
           throw new UnreadableReplyError('the Messages reply has no content list', billed);
         const calls: PendingCall[] = [];

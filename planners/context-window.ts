@@ -1,5 +1,5 @@
 /**
- * How big a model request may be (issue 9): the model's context window in tokens (the
+ * How big a model request may be: the model's context window in tokens (the
  * planner spec's `contextTokens`, else the known window of the model, else a conservative
  * default), turned into a character budget for the conversation part of a request.
  *

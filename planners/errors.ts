@@ -89,7 +89,7 @@ export class PlannerUnavailableError extends PlannerError {
 }
 
 /**
- * The model did not answer one request within its timeout (issue 30): worth another attempt
+ * The model did not answer one request within its timeout: worth another attempt
  * (the plan activity's retries, the SDK makes none); after them the run stops NEEDS_HUMAN
  * `planner_timeout`, whose StopReport says how to give a slow model more time.
  */
@@ -116,8 +116,8 @@ export class PlannerProtocolError extends PlannerError {
 
 /**
  * The model answered (and billed) a reply the planner cannot read: a chat completion without a
- * choice or message, a tool call without its function, Messages content that is not a list
- * (issue 30). Never retried; the run stops NEEDS_HUMAN `planner_failed`. It carries the reply's
+ * choice or message, a tool call without its function, Messages content that is not a list.
+ * Never retried; the run stops NEEDS_HUMAN `planner_failed`. It carries the reply's
  * usage, so the run's totals and the tenant's spend still count what the provider billed: the
  * plan activity hands it to the workflow in the failure's details (`UNREADABLE_REPLY_ERROR`).
  */
@@ -141,7 +141,7 @@ export class UnreadableReplyError extends PlannerProtocolError {
 
 /**
  * A turn reached the bound on its model requests across every attempt of its plan activity
- * (issue 40, `MAX_TURN_REQUESTS` in llm-common.ts): no more are sent; the run stops NEEDS_HUMAN
+ * (`MAX_TURN_REQUESTS` in llm-common.ts): no more are sent; the run stops NEEDS_HUMAN
  * `planner_failed`, its StopReport saying so. Never retried.
  */
 export class TurnRequestBoundError extends PlannerError {

@@ -1,6 +1,6 @@
 /**
  * The turn engine both LLM planners share: the conversation (in the conversation store,
- * the memory holding only a reference to it — issue 9), the observation → tool-result
+ * the memory holding only a reference to it), the observation → tool-result
  * text (observation-text.ts), the queue of parallel calls, the compaction that keeps every
  * request within the model's context window (compaction.ts), and one model request once
  * every call of the last reply has its result (both APIs reject a request before that). A
@@ -62,7 +62,7 @@ export interface ModelReply<M> {
   readonly text: string;
   readonly usage: Usage;
   /**
-   * How the reply ended (issue 30): `done` (the wire's normal ends: stop, tool calls),
+   * How the reply ended: `done` (the wire's normal ends: stop, tool calls),
    * `truncated` (the output-token limit cut it: `length`, `max_tokens`), `other` (any other
    * finish reason, one the wire does not know included). Absent: `done`.
    */
@@ -79,7 +79,7 @@ export interface RequestOptions {
   readonly toolChoice?: 'none';
 }
 
-/** The output limit of a final word (issue 30): a few sentences. */
+/** The output limit of a final word: a few sentences. */
 export const FINAL_WORD_MAX_TOKENS = 256;
 
 /** What the model is asked for its final word. */
@@ -120,7 +120,7 @@ export interface TurnOptions {
    * case: llm-planner.ts), so the model is never asked; its answer is told how the call ended.
    */
   readonly gate?: RequestGate<unknown>;
-  /** The spec's output-token limit: a truncated reply is asked again with twice it (issue 30). */
+  /** The spec's output-token limit: a truncated reply is asked again with twice it. */
   readonly maxTokens?: number;
   /**
    * The characters of conversation a final word may carry (after a money stop: what the run's
@@ -148,7 +148,7 @@ export type RequestGate<M> = (request: readonly M[], maxTokens?: number) => Prom
 
 /**
  * How often a reply cut off by its output-token limit is asked again in the same turn, each
- * time with twice the limit (issue 30); after that the turn ends `truncated` and nothing of
+ * time with twice the limit; after that the turn ends `truncated` and nothing of
  * the cut reply runs.
  */
 export const TRUNCATED_RETRIES = 1;
@@ -271,7 +271,7 @@ async function gatedRequest<M>(
     await call.failed(err);
     throw err;
   }
-  // Recorded the moment it arrives, outside the attempt (issue 40); counted as the gate says.
+  // Recorded the moment it arrives, outside the attempt; counted as the gate says.
   const usage = await call.answered(reply.usage, reply.finish ?? 'done');
   return usage === reply.usage ? reply : { ...reply, usage };
 }
@@ -322,9 +322,9 @@ export async function runTurn<M>(
   if (isNonEmpty(loaded.queue)) return handOut(loaded.queue, NO_USAGE);
   appendUserTurn(adapter, messages, input);
 
-  // Every reply's usage is the turn's, a truncated one's included (issue 30).
+  // Every reply's usage is the turn's, a truncated one's included.
   let usage: Usage = NO_USAGE;
-  // One request policy across attempts (issue 40, turn-policy.ts).
+  // One request policy across attempts (turn-policy.ts).
   const start = await turnStart(input, options.maxTokens);
   if (start.truncated) return truncatedTurn(usage, await remember(null, []));
   let maxTokens = start.maxTokens;
@@ -358,7 +358,7 @@ export async function runTurn<M>(
       if (asked < TRUNCATED_RETRIES && options.maxTokens !== undefined) {
         const limit = maxTokens ?? options.maxTokens;
         maxTokens = limit * 2;
-        // Only when the attempt's time left can hold it (issue 40); else the next attempt asks.
+        // Only when the attempt's time left can hold it; else the next attempt asks.
         assertTimeForLarger(input, Date.now() - startedMs, limit, maxTokens);
         activityLog(
           'warn',
@@ -397,7 +397,7 @@ function truncatedTurn(usage: Usage, memory: unknown, summary = '', finishReason
 }
 
 /**
- * The final word (issue 30): every call still queued is answered NOT_EXECUTED, the model is
+ * The final word: every call still queued is answered NOT_EXECUTED, the model is
  * asked, with tool use off and {@link FINAL_WORD_MAX_TOKENS}, to tell its user what it did; any
  * call in its reply is ignored (nothing runs after a stop).
  */

@@ -1,5 +1,5 @@
 /**
- * The LLM planners' memory (issue 9): the conversation inline (v1) or a reference into the
+ * The LLM planners' memory: the conversation inline (v1) or a reference into the
  * conversation store (v2), with the call awaiting its result and the queue of the rest of
  * the same reply; read at the start of a turn and written at its end (llm-common.ts).
  */

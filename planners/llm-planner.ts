@@ -53,7 +53,7 @@ export interface LlmPlannerOptions {
    */
   readonly endpoints?: ModelEndpoints;
   /**
-   * SDK retries per request; default 0 (issue 30): the plan activity's retries are the one
+   * SDK retries per request; default 0: the plan activity's retries are the one
    * retry policy, so a turn sends at most 1 + those retries requests and no request comes
    * from an attempt Temporal has given up on.
    */
@@ -253,7 +253,7 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
         async send(request) {
           const signal = cancellationSignal();
           const started = Date.now();
-          // No request outlives its plan attempt (issue 40): one that would is given up just
+          // No request outlives its plan attempt: one that would is given up just
           // before the attempt's end, so the attempt ends by itself and its outcome carries the
           // turn's recorded usage, instead of Temporal abandoning it.
           const remaining = input.deadlineMs === undefined ? Infinity : input.deadlineMs - started;
@@ -277,7 +277,7 @@ export function createLlmPlanner<K extends LlmProvider, M, S>(
       const toolsJson = JSON.stringify(input.tools.map((t) => [t.name, t.description, t.inputSchema]));
       const toolsChars = toolsJson.length;
       const fixedBytes = Buffer.byteLength(spec.system ?? '') + Buffer.byteLength(toolsJson);
-      // A final word after a money stop carries only what the run's tokens and cost have left (issue 30).
+      // A final word after a money stop carries only what the run's tokens and cost have left.
       const room = input.finalWord
         ? finalWordRoomChars(input.facts?.budgetsLeft ?? {}, fixedBytes, findPrice(table, spec.model))
         : null;

@@ -1,6 +1,6 @@
 /**
- * How an LLM reply ended and what the model is told after a reply without a tool call
- * (issue 30): a text reply is not completion, only the finishing tool is.
+ * How an LLM reply ended and what the model is told after a reply without a tool call:
+ * a text reply is not completion, only the finishing tool is.
  */
 import { FINISHING_TOOL, type ModelNudge, type ToolDescriptor } from '../common/planner';
 
@@ -24,7 +24,7 @@ export function finishOf(
 const NUDGE_QUOTE_CHARS = 400;
 
 /**
- * The user message after a reply with no tool call (issue 30): what the model said, that no
+ * The user message after a reply with no tool call: what the model said, that no
  * tool ran and the task is not done, how to finish or go on, and how many more such replies
  * the run takes.
  */

@@ -103,7 +103,7 @@ function openaiProvider(
             cacheReadTokens: Math.min(cached, prompt),
             outputTokens: u?.completion_tokens ?? 0,
           });
-          // Billed, so a reply that cannot be read still counts (issue 30): its usage goes with the error.
+          // Billed, so a reply that cannot be read still counts: its usage goes with the error.
           const choice = reply.choices?.[0];
           if (!choice) throw new UnreadableReplyError('the chat completion has no choices', billed);
           const msg = choice.message;

@@ -1,5 +1,5 @@
 /**
- * One request policy across the plan activity's attempts (issue 40): a retried turn does not
+ * One request policy across the plan activity's attempts: a retried turn does not
  * ask again what an earlier attempt already paid for when its outcome is known (a reply cut off
  * at its output limit, an unreadable one); a larger-limit ask happens only when the attempt's
  * time left can hold it; and the requests of one turn are bounded across every attempt. The

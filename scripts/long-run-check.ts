@@ -25,7 +25,7 @@
  * start, a timeout). Every process it started is stopped (its process group: SIGTERM, then
  * SIGKILL after 10 s) and the temp directory removed, on success, failure, error or Ctrl-C.
  *
- * `--planner ai-sdk` (issue 20) runs the same check through the AI SDK planner: the worker gets
+ * `--planner ai-sdk` runs the same check through the AI SDK planner: the worker gets
  * an AGENT_MODEL_ENDPOINTS entry `long` (provider `--endpoint-provider`: openai, the default, or
  * openai-compatible) at the model server, and agentctl starts `--planner ai-sdk --endpoint long`.
  *

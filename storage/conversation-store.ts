@@ -1,5 +1,5 @@
 /**
- * The conversation store (issue 9): an LLM planner's conversation lives here, in the
+ * The conversation store: an LLM planner's conversation lives here, in the
  * worker's database (the ledger's: SQLite by default, PostgreSQL when `LEDGER_URL` is),
  * not in workflow history. The workflow carries only a {@link ConversationRef}.
  *

@@ -1,5 +1,5 @@
 /**
- * The paged-out trace (issue 19, docs/spec.md §5): the trace records that leave a long run's
+ * The paged-out trace (docs/spec.md §5): the trace records that leave a long run's
  * checkpoint at a continue-as-new are kept here, in the worker's database (the ledger's,
  * migration 8 `agent_trace`), one row per record under its position in the run's whole
  * trace (`seq`), so a retried save writes nothing twice. `agentctl trace ID --stored` pages

@@ -1,5 +1,5 @@
 /**
- * How a person should read a tool's args (issue 31 item 5): a tool may declare, per top-level
+ * How a person should read a tool's args: a tool may declare, per top-level
  * arg, the unit an amount is in and its scale, so the approvals console shows
  * `amountCents: 12500  = 125.00 EUR` next to the raw value instead of leaving a person to
  * trust an agent-written `reference: "125.00 EUR"`.

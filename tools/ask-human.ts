@@ -1,5 +1,5 @@
 /**
- * The built-in `ask_human` tool (issue 33, docs/spec.md §7.16): offered to the model of a
+ * The built-in `ask_human` tool (docs/spec.md §7.16): offered to the model of a
  * conversation run only. It is validated and fingerprinted here like any tool, but it never
  * runs in an activity: the workflow waits for the person's message, which is its result.
  */

@@ -34,7 +34,7 @@ export interface ToolContext {
    */
   readonly tx: Tx;
   /**
-   * True in an LLM run (issue 29): an error the tool does not declare goes back to the model
+   * True in an LLM run: an error the tool does not declare goes back to the model
    * as PRECONDITION `tool_error` (tools/tool-errors.ts). An MCP tool classifies `isError` so.
    */
   readonly errorsToModel?: boolean;

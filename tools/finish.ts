@@ -1,5 +1,5 @@
 /**
- * The built-in finishing tool (issue 38): an LLM run completes only when a tool returns
+ * The built-in finishing tool: an LLM run completes only when a tool returns
  * `{ terminal: true }` (docs/spec.md §7.12), so every worker offers one. `openWorkerDeps`
  * registers `complete_task` beside the user's tools unless they bring their own of that name
  * (which replaces it) or name another (`finishingTool`). docs/own-agent.md "How the run finishes".

@@ -30,7 +30,7 @@ export interface NormalizedProposal {
 
 /**
  * A tool schema's JSON Schema, computed once per schema: planners are handed the tools every
- * turn, and converting a zod schema costs about a millisecond (issue 19, per-step time).
+ * turn, and converting a zod schema costs about a millisecond (per-step time).
  * Shared, so never modified by its readers.
  */
 const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
@@ -58,7 +58,7 @@ export class ToolRegistry {
   private readonly tools = new Map<string, AnyTool>();
   /**
    * The worker's finishing tool (tools/finish.ts), if it has one: a run whose `tools` list
-   * leaves it out is still offered it, so every run can finish (issue 38).
+   * leaves it out is still offered it, so every run can finish.
    */
   readonly finishing: string | null;
 

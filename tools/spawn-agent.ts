@@ -36,7 +36,7 @@ export interface RunToolsScope {
   readonly tools?: readonly string[] | null;
   /** The run may delegate with `spawn_agent`. */
   readonly spawnAgents?: boolean;
-  /** The run is a conversation: `ask_human` is offered (issue 33), whatever `tools` lists. */
+  /** The run is a conversation: `ask_human` is offered, whatever `tools` lists. */
   readonly askHuman?: boolean;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Tool errors an LLM run hands back to its model (issue 29, docs/spec.md §2.2 "Tool errors in
+ * Tool errors an LLM run hands back to its model (docs/spec.md §2.2 "Tool errors in
  * an LLM run"). A failure the tool did not declare — a plain `throw new Error(…)`, an error of a
  * library the tool called, an MCP `isError` result without `onError` — is the model's to handle:
  * it becomes PRECONDITION `tool_error` whose `unmet` is the error's text, cut to

@@ -71,7 +71,7 @@ export async function agentRun(rawInput: RunInput): Promise<RunResult> {
     description: "A sub-agent's event for its parent run (sent by the runtime, not by a person).",
   });
   installRunHandlers(run, gate, { status: () => statusOf(run), checkpoint: () => checkpointOf(run) });
-  // A person's message (issue 33): refused by the validator on a run that is not a conversation.
+  // A person's message: refused by the validator on a run that is not a conversation.
   setHandler(messageUpdate, (raw) => conv!.onMessage(raw), {
     validator: (raw) => {
       if (!conv)
@@ -180,13 +180,13 @@ async function loop(l: Loop): Promise<RunResult> {
       case 'complete':
         return finishRun(run, TerminalState.COMPLETED, t.summary);
       case 'stop':
-        // The one place a stop is answered: an LLM run's model gets its final word (issue 30).
+        // The one place a stop is answered: an LLM run's model gets its final word.
         await finalWord(run);
         break;
       case 'wait': {
         // The server-given wait, as a durable timer that ends early when an operator stops the run.
         acts.discardPrefetch();
-        // Waiting is not the agent running: the wait is taken off its wall clock (issue 29).
+        // Waiting is not the agent running: the wait is taken off its wall clock.
         const waitStart = Date.now();
         await gate.sleepUnlessStopped(t.ms, t.why);
         run.guard.discountWait(Date.now() - waitStart);
@@ -213,7 +213,7 @@ type Turn = TurnOutcome | Pending<RunToolOutput, TurnOutcome>;
  * which the loop awaits itself (Pending): the SDK captures a stack trace for every promise
  * workflow code makes (~50 µs each), so a scripted step that made fifteen now makes about
  * four — the activity's own two and the loop's await, as a bare Temporal loop does
- * (issue 42; test/workflows/step-promises.test.ts counts them).
+ * (test/workflows/step-promises.test.ts counts them).
  */
 function turn(l: Loop): Turn | Promise<Turn> {
   const { gate, step, replies, conv } = l;
@@ -228,7 +228,7 @@ function turn(l: Loop): Turn | Promise<Turn> {
 async function awaitedTurn(l: Loop): Promise<Turn> {
   const { run, gate, step, replies, conv } = l;
   if (gate.stopRequested && (await gate.applyStopRequest())) return STOP;
-  // A conversation hands the turn to the person and waits for their message (issue 33).
+  // A conversation hands the turn to the person and waits for their message.
   if (conv?.closeIfAsked()) return run.stopped ? STOP : NEXT;
   if (conv?.waiting && (await conv.wait(gate)) !== 'answered') return run.stopped ? STOP : NEXT;
   // Plan. A proposal that does not run leaves the planner as it was, so a resumed run asks
@@ -243,12 +243,12 @@ function proposeAndRun(l: Loop, planned: PlanStep): Turn | Promise<Turn> {
   conv?.planned(planned.finishing ?? null);
   const { turn: t, proposal: p } = planned;
   if (t.type === 'finish') {
-    // In a conversation, a text reply is a message to the person (issue 30 item 1, issue 33).
+    // In a conversation, a text reply is a message to the person (issue 33).
     if (conv?.onText(t)) {
       replies.onCall();
       return NEXT;
     }
-    // An LLM's text reply is not completion (issue 30): the model is told, or the run stops.
+    // An LLM's text reply is not completion: the model is told, or the run stops.
     if (replies.onFinish(t) !== 'complete') return run.stopped ? STOP : NEXT;
     run.note('complete', 'planner_finished');
     return { kind: 'complete', summary: t.summary };
@@ -264,7 +264,7 @@ function proposeAndRun(l: Loop, planned: PlanStep): Turn | Promise<Turn> {
     step.undoTurn();
     return NEXT;
   }
-  // `ask_human`, or the finishing tool while the person's messages wait: nothing runs (issue 41).
+  // `ask_human`, or the finishing tool while the person's messages wait: nothing runs.
   if (conv?.onCall(t, p)) return NEXT;
   const proposal = step.propose(t, p);
   if (!input.guardEnabled) {
@@ -317,13 +317,13 @@ function afterTool(l: Loop, proposal: Proposal, before: ToRun, done: ToolStep): 
 async function continueAsNewOrStop({ rawInput, run, conv }: Loop): Promise<void> {
   const acts = run.activities;
   await condition(allHandlersFinished);
-  // A long script's calls travel by reference from here on (issue 32, workflows/script-ref.ts).
+  // A long script's calls travel by reference from here on (workflows/script-ref.ts).
   const next = await lighterInput(rawInput, workflowInfo().workflowId, acts.storeScript);
   const taken = conv?.version;
   // A checkpoint too large for the new run's input stops the run payload_too_large instead.
   const checkpoint = await sealedCheckpoint(run, { ...next, checkpoint: undefined });
   if (!checkpoint) return;
-  // A lean run's trace records that do not travel go to the worker's database (issue 19).
+  // A lean run's trace records that do not travel go to the worker's database.
   if (run.lean) await pageOutTrace(run, checkpoint.trace.length);
   // A person's message taken while it was sealed: sealed again with it (none lost, none twice).
   if (conv && conv.version !== taken) return;

@@ -1,5 +1,5 @@
 /**
- * Size bounds of what a run hands to Temporal as one payload (issue 9): the checkpoint it
+ * Size bounds of what a run hands to Temporal as one payload: the checkpoint it
  * carries across continue-as-new and keeps in a stop's result. The live state in workflow
  * memory is never changed here; only the copy that travels is bounded.
  *

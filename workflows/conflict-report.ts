@@ -1,5 +1,5 @@
 /**
- * What an `idempotency_conflict` StopReport says (issue 30, docs/spec.md §4): the operation key,
+ * What an `idempotency_conflict` StopReport says (docs/spec.md §4): the operation key,
  * the run that holds it and its tool, and which args of the holding call and of the refused call
  * differ — redacted as the trace is (the trace's own redacted args, and the proposal's redacted
  * the same way). The holder comes from the ledger (the plan activity's view of a SUCCEEDED

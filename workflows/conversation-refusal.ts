@@ -1,5 +1,5 @@
 /**
- * Why a conversation refuses a person's message (issue 33, docs/spec.md §7.16): the `message`
+ * Why a conversation refuses a person's message (docs/spec.md §7.16): the `message`
  * update's validator, as a pure function of what the run is doing, so a refusal is decided
  * before anything enters history. Workflow code (no I/O).
  */
@@ -19,7 +19,7 @@ export interface InboxState {
   readonly known: (messageId: string) => boolean;
   /** The conversation ended or the person asked to close it. */
   readonly closed: boolean;
-  /** How it ended (or ends), in the run's words: `PARTIAL conversation_idle` (issue 41). */
+  /** How it ended (or ends), in the run's words: `PARTIAL conversation_idle`. */
   readonly ending: string | null;
   readonly phase: RunPhase;
   readonly stop: { readonly terminalState: string; readonly reason: string } | null;

@@ -1,5 +1,5 @@
 /**
- * What a conversation tells its person, as pure functions (issue 33, issue 41; docs/spec.md
+ * What a conversation tells its person, as pure functions (issue 41; docs/spec.md
  * §7.16): the answer to each message (never a read the run cannot give), the finishing call held
  * back for the person's messages, the run's ending in its own words and the `conversation`
  * view with each message's delivery. Workflow code (no I/O); workflows/conversation.ts holds
@@ -43,7 +43,7 @@ export function closedText(closing: { readonly text: string; readonly by: string
   return `the person closed the conversation${by}${last}`;
 }
 
-/** The answer's reason for a close; the messages still queued are never read (issue 41). */
+/** The answer's reason for a close; the messages still queued are never read. */
 export function closingReason(unread: number): string {
   return (
     'the conversation closes: the run ends PARTIAL conversation_closed' +
@@ -52,7 +52,7 @@ export function closingReason(unread: number): string {
 }
 
 /**
- * What a queued message is told (issue 41): never a read the run cannot give. While the
+ * What a queued message is told: never a read the run cannot give. While the
  * finishing tool runs, the run may complete without the model reading it; while another call
  * is in flight, that call might end the run too (a tool whose result is `terminal`). Either
  * way `replies` and `status` say `not read` afterwards. `finishing`: the worker's finishing
@@ -78,7 +78,7 @@ export function queuedReason(
 }
 
 /**
- * The result of a finishing call held back because the person wrote meanwhile (issue 41): it
+ * The result of a finishing call held back because the person wrote meanwhile: it
  * did not run; the messages are its `answer`, as `ask_human`'s would be.
  */
 export function personWrote(
@@ -99,7 +99,7 @@ export function personWrote(
 }
 
 /**
- * How the conversation ended, in the run's own words (issue 41): its terminal state and
+ * How the conversation ended, in the run's own words: its terminal state and
  * reason once it ended, or the stop that ends it (idle or closed, between its stop and its
  * end), or the person's close not yet applied. Null while it goes on or waits for an operator.
  */

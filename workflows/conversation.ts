@@ -1,5 +1,5 @@
 /**
- * A conversation is one durable run (issue 33, docs/spec.md §7.16): the model's `ask_human`
+ * A conversation is one durable run (docs/spec.md §7.16): the model's `ask_human`
  * call and its text reply hand the turn to the person; the run waits durably, off the agent's
  * wall clock, for their `message` update (the call's result, or the next user turn). Guard,
  * ledger, approvals, budgets and steering are the run's, so they carry across turns. Messages
@@ -128,7 +128,7 @@ export class Conversation {
 
   /**
    * The model's call, before the guard: true when nothing runs — `ask_human`, or the finishing
-   * tool while the person's messages wait (issue 41: the model reads them first, as the call's
+   * tool while the person's messages wait (the model reads them first, as the call's
    * result; the worker's finishing tool, renamed or not). Other calls are remembered in flight.
    */
   onCall(turn: Extract<PlannerTurn, { type: 'call' }>, p: ProposalInfo): boolean {
@@ -193,7 +193,7 @@ export class Conversation {
         // summary made a burst of messages 4× slower (150 messages: 24 s against 6 s).
         this.settings.idleTimeoutMs,
       );
-      // Waiting for a person is not the agent's time (issue 29 item 2, issue 33).
+      // Waiting for a person is not the agent's time (issue 33).
       run.guard.discountWait(Date.now() - start);
       upsertSearchAttributes([{ key: AGENT_STATE, value: 'RUNNING' }]);
       if (!got) {
@@ -309,7 +309,7 @@ export class Conversation {
     return answer;
   }
 
-  /** How the conversation ended, in the run's own words (issue 41); null while it goes on. */
+  /** How the conversation ended, in the run's own words; null while it goes on. */
   ending(): ConversationEnding | null {
     return endingOf(this.run.phase, this.run.stopInForce, this.closed, this.closing !== null);
   }

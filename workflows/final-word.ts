@@ -1,5 +1,5 @@
 /**
- * A final word (issue 30, docs/spec.md §7.7): when the guard stops an LLM run for a loop reason
+ * A final word (docs/spec.md §7.7): when the guard stops an LLM run for a loop reason
  * or a budget (a token or cost budget: in a run that kept room for it), the model gets one more
  * turn with tool use turned off and a small output limit (planners/llm-common.ts
  * `FINAL_WORD_MAX_TOKENS`), asked to tell its user what it did and what is left. Nothing runs in it; its usage is charged to the run; its text is the StopReport's and

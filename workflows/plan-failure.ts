@@ -2,7 +2,7 @@
  * What a failed `plan` activity does to the run (docs/spec.md §7.7): it stops, it never
  * fails. Failures that are not the planner's (the ledger, the context window, a budget, the
  * tenant's spend limit) stop with their own reasons; a model that did not answer within the
- * planner timeout stops `planner_timeout` (issue 30); anything else is `planner_failed`.
+ * planner timeout stops `planner_timeout`; anything else is `planner_failed`.
  * Workflow code.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
@@ -22,8 +22,8 @@ import type { RunState } from './run-state';
 
 /**
  * Charges the usage a failed plan activity carries in its failure's details: a reply the model
- * billed but the planner could not read (issue 30), and every request of the turn the plan
- * activity's attempts sent (issue 40: served usage, whatever the failure); nothing without it.
+ * billed but the planner could not read, and every request of the turn the plan
+ * activity's attempts sent (served usage, whatever the failure); nothing without it.
  */
 export function chargeUnreadableReply(run: RunState, err: ActivityFailure): void {
   const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
@@ -66,7 +66,7 @@ export function stopOnPlanFailure(run: RunState, err: ActivityFailure): void {
     return;
   }
   if (cause?.type === PLANNER_TIMEOUT_ERROR || err.cause instanceof TimeoutFailure) {
-    // A model that is merely slow is not misconfigured (issue 30): the report says so.
+    // A model that is merely slow is not misconfigured: the report says so.
     const detail =
       cause?.type === PLANNER_TIMEOUT_ERROR
         ? failureMessage(err)

@@ -50,20 +50,20 @@ export interface RunActivities {
     approvalStopRef?: string | null,
     nudge?: ModelNudge | null,
     finalWord?: { reason: string },
-    /** A conversation: the person's message, the next user turn (issue 33). */
+    /** A conversation: the person's message, the next user turn. */
     userText?: string | null,
     /** What an accepted resume tells the model first (core/resume-note.ts). */
     resumeNote?: string | null,
   ): Promise<PlanOutput>;
   /**
    * A scripted run's next turn when the last `runTool` already planned it, without a promise
-   * (issue 42: every promise workflow code makes costs the SDK a stack trace); null when the
+   * (every promise workflow code makes costs the SDK a stack trace); null when the
    * turn must be asked with `planTurn`. Taken once, as `planTurn` would take it.
    */
   prefetchedTurn(memory: unknown, approvalStopRef: string | null): PlanOutput | null;
   /**
    * Runs the proposed call (writes go through the ledger inside the activity); `toolErrors:
-   * 'model'` hands undeclared tool errors back to the model (issue 29). Its answer goes through
+   * 'model'` hands undeclared tool errors back to the model. Its answer goes through
    * {@link tookTool} before anything reads it.
    */
   runTool(p: ProposalInfo, toolErrors?: 'model'): Promise<RunToolOutput>;
@@ -85,9 +85,9 @@ export interface RunActivities {
   auditRefusal(input: RefusalAudit): Promise<void>;
   /** Leaves a mark with this summary in the run's history (workflows/history-marks.ts). */
   markHistory(summary: string): Promise<void>;
-  /** Keeps trace records that leave the checkpoint in the worker's database (issue 19). */
+  /** Keeps trace records that leave the checkpoint in the worker's database. */
   saveTrace(input: SaveTraceInput): Promise<{ saved: number; stored: boolean }>;
-  /** Stores a long script's calls in the payload store (issue 32); `ref: null` without a store. */
+  /** Stores a long script's calls in the payload store; `ref: null` without a store. */
   storeScript(input: { runId: string; calls: readonly unknown[] }): Promise<{ ref: PayloadRef | null }>;
   /**
    * Forgets the next turn the last `runTool` planned: the run stopped or waits, and the world
@@ -117,7 +117,7 @@ function asActivityFailure(err: unknown): unknown {
 /**
  * A prefetched turn's input without what every prefetched turn has in common — the run id,
  * the empty goal, the memory `{ next: 0 }`, no observation — which `runTool` fills back in:
- * it crosses history every step (issue 42).
+ * it crosses history every step.
  */
 function leanPrefetch(plan: PlanInput): PrefetchInput {
   const { runId: _runId, goal: _goal, memory: _memory, observation: _observation, ...lean } = plan;
@@ -129,7 +129,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   const t = input.timeouts;
   // Only a run that sets `retryInitialMs` schedules other retry policies than before.
   const firstRetry = t.retryInitialMs === undefined ? {} : { initialInterval: t.retryInitialMs };
-  // One request policy (issue 30): the model request times out inside the activity's timeout,
+  // One request policy: the model request times out inside the activity's timeout,
   // and the SDK makes no retries of its own: the activity's retries are the only ones.
   const policy = planTimeouts(t);
   const planOptions: ActivityOptions = {
@@ -152,7 +152,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       maximumInterval: '20s',
       maximumAttempts: t.toolMaxAttempts,
       ...firstRetry,
-      // Its own list, not the planner's (issue 42): proxied with the plan's options, every
+      // Its own list, not the planner's: proxied with the plan's options, every
       // scheduled runTool carried the planner's twenty error names (~330 B of history per
       // step), none of which the tool activity throws (a prefetch's planner errors end in
       // `prefetchPlan`). A TypeError (a bug) and a missing optional package stay final.
@@ -172,7 +172,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       retry: { maximumAttempts: 5, ...firstRetry },
     });
   // A local activity: its input (the paged-out records) never enters history, only its small
-  // answer does, so saving the trace costs history nothing per record (issue 19).
+  // answer does, so saving the trace costs history nothing per record.
   const { saveTrace, storeScript } = proxyLocalActivities<Activities>({
     startToCloseTimeout: '1 minute',
     retry: { maximumAttempts: 5 },
@@ -185,14 +185,14 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
   });
   const planner = input.planner;
   // Built once per run (a continue-as-new builds its own): the next call is O(1), not a walk
-  // of the script from its first entry every turn (issue 32).
+  // of the script from its first entry every turn.
   const scriptCalls = (planner.kind === 'scripted' ? planner.script : undefined) as
     { calls?: unknown } | undefined;
   const cursor =
     typeof scriptCalls === 'object' && scriptCalls !== null && Array.isArray(scriptCalls.calls)
       ? new ScriptCursor<unknown>(scriptCalls.calls)
       : null;
-  // A scripted run's next turn (issue 19): the input the last turn prepared for it, which the
+  // A scripted run's next turn: the input the last turn prepared for it, which the
   // next `runTool` sends along, and the answer that `runTool` brought back, each used once.
   let upcoming: { offset: number; plan: PlanInput } | null = null;
   let prefetched: { offset: number; out: PlanOutput } | null = null;
@@ -219,7 +219,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
    */
   const turnAt = (raw: object, at: number, seen: unknown, scope: object): PlanInput => {
     const { calls, ...head } = raw as { calls?: unknown[] };
-    // A script in the payload store (issue 32): the activity reads the call at `scriptAt`.
+    // A script in the payload store: the activity reads the call at `scriptAt`.
     const ref = scriptCallsRef(raw);
     const call = Array.isArray(calls) ? cursor?.at(at) : undefined;
     const scripted = planner as Extract<typeof planner, { kind: 'scripted' }>;
@@ -305,14 +305,14 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       const prefetch = upcoming;
       upcoming = null;
       inFlight = prefetch;
-      // The activity's own promise, no wrapper (issue 42): the caller hands its answer to `tookTool`.
+      // The activity's own promise, no wrapper: the caller hands its answer to `tookTool`.
       return runTool.executeWithOptions({ summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
         {
           runId,
           tool: p.tool,
           args: p.args,
           operationKey: p.operationKey,
-          // No fingerprint or args hash: the activity computes both (issue 42, small payloads).
+          // No fingerprint or args hash: the activity computes both (small payloads).
           ...(p.approval?.approvalId
             ? { approvalId: p.approval.approvalId, approvalStopRef: p.approval.stopRef ?? null }
             : {}),
@@ -325,7 +325,7 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
     tookTool({ next, ...out }) {
       const prefetch = inFlight;
       inFlight = null;
-      // A lean turn (issue 42) or a full one (a history recorded before): the same turn.
+      // A lean turn or a full one (a history recorded before): the same turn.
       if (prefetch && next) prefetched = { offset: prefetch.offset, out: fullPrefetchedTurn(next) };
       return out;
     },

@@ -68,7 +68,7 @@ export async function pageOutTrace(run: RunState, kept: number): Promise<void> {
 /** The checkpoint sealed by the worker; unsealed when the seal activity fails (never a failed run). */
 export async function sealCheckpoint(run: RunState, cp: Checkpoint): Promise<Checkpoint> {
   try {
-    // Only the seal comes back: the checkpoint crosses history once less (issue 9).
+    // Only the seal comes back: the checkpoint crosses history once less.
     const { seal: _old, ...rest } = cp;
     return { ...rest, seal: await run.activities.checkpointSeal(rest) };
   } catch (err) {

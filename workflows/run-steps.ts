@@ -74,7 +74,7 @@ const blockedOf = (p: ProposalInfo): BlockedCall => ({
 
 /**
  * An activity's promise and what its outcome comes to, handed up to the loop that awaits it
- * once (issue 42): chaining `.then` here would be one more promise per step, and the SDK
+ * once: chaining `.then` here would be one more promise per step, and the SDK
  * captures a stack trace for every promise workflow code makes. `resolved` and `rejected` are
  * what `.then(resolved, rejected)` would have run.
  */
@@ -109,7 +109,7 @@ export class RunSteps {
 
   /**
    * The planner's next turn when it is already known — a scripted run's turn that the last tool
-   * activity planned — without a promise (issue 42: the SDK captures a stack trace for every
+   * activity planned — without a promise (the SDK captures a stack trace for every
    * promise workflow code makes). Null: ask with {@link plan}.
    */
   prefetched(): PlanStep | null {
@@ -155,7 +155,7 @@ export class RunSteps {
     run.memory = planned.memory;
     let turn = planned.turn;
     if (run.input.planner.kind !== 'scripted') {
-      // Every model response counts before any rule decides (issue 30): a final text, a
+      // Every model response counts before any rule decides: a final text, a
       // proposal the step budget or the kill switch refuses. before() then adds nothing.
       run.guard.charge({ steps: 0, tokens: turn.usage.tokens, costUsd: turn.usage.costUsd });
       turn = { ...turn, usage: NO_USAGE };
@@ -253,7 +253,7 @@ export class RunSteps {
     run.executed += 1;
     if (p.rejection) return then({ kind: 'ran', result: p.rejection, progressVersion: current });
     if (this.subAgents?.handles(p.tool, p.fixture, p.rejection)) return this.spawn(x, current).then(then);
-    // An LLM run's model handles the tool errors its tools did not declare (issue 29).
+    // An LLM run's model handles the tool errors its tools did not declare.
     return new Pending(
       this.activities.runTool(p, run.toolErrors),
       (out) => then(this.ran(x, out, current)),
@@ -330,7 +330,7 @@ export class RunSteps {
       result,
       before.decision === 'return_cached_success',
     );
-    // no_progress tells the model before it stops (issue 40): the result with the guard's note.
+    // no_progress tells the model before it stops: the result with the guard's note.
     run.observation = this.step.noted(run.observation, after);
     if (after.decision === 'stop') noteConflict(run, p, this.holder);
     this.holder = null;

@@ -1,5 +1,5 @@
 /**
- * A long script travels by reference (issue 32). A scripted run's `script.calls` is either
+ * A long script travels by reference. A scripted run's `script.calls` is either
  * the calls or a {@link PayloadRef} into the worker's payload store: the client stores a
  * script too large for a payload (client/runs.ts), and a run whose inline calls are longer
  * than {@link SCRIPT_REF_BYTES} stores them at its first continue-as-new, through a local

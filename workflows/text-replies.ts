@@ -1,5 +1,5 @@
 /**
- * What an LLM run does with a reply that has no tool call (issue 30, docs/spec.md §7.7): it is
+ * What an LLM run does with a reply that has no tool call (docs/spec.md §7.7): it is
  * not completion. Only the finishing tool (a tool whose result is `terminal`, the demo's
  * `complete_task`) completes a run. A text reply is answered with a note — what the model
  * said, that nothing ran, how to finish or go on — up to the run's `textReplyLimit` times in a

@@ -28,7 +28,7 @@
  *   The converter spreads it evenly over the model's turns: assistant message i of T ends at
  *   (i + 1) · duration / T, and its calls are proposed then.
  * - **The end**: a final assistant answer becomes a `complete_task` call (terminal SUCCESS) at
- *   `duration`, as an LLM run of this project finishes (issue 30). A run that ended without an
+ *   `duration`, as an LLM run of this project finishes. A run that ended without an
  *   answer (an API error) has none and replays to PARTIAL `planner_exhausted`.
  * - The file says `"profile": "llm"`; `--profile default` on the command line overrides it.
  *

@@ -324,7 +324,7 @@ export function stopCommand(ctx: Ctx): Command {
         if (key) checkActor(key.operator, fields.actor);
         const req = key ? { ...fields, auth: signRequest(key, 'stop', id, fields) } : fields;
         const answer = await sendStop(handle, req, { confirmMs: o.confirmTimeout * 1000 });
-        // `stop_requested` predates the worker's answer (issue 31): kept for scripts that read it,
+        // `stop_requested` predates the worker's answer: kept for scripts that read it,
         // it is true only when the worker took the stop, never for a refused or unconfirmed one.
         if (o.json) ctx.io.out(json({ workflow_id: id, stop_requested: answer.accepted, ...req, ...answer }));
         else

@@ -1,5 +1,5 @@
 /**
- * The files `agentctl init` writes (issue 38 item 4): a working app on the installed package
+ * The files `agentctl init` writes: a working app on the installed package
  * with one read tool and one write tool, a worker written the way docs/own-agent.md shows it,
  * a local stand-in model (no key, no network) or a real one, and a short README. Kept as
  * strings so the packed package carries them (only dist/ is packed).

@@ -1,5 +1,5 @@
 /**
- * `agentctl init [dir]` (issue 38 item 4): writes a working app on the installed package —
+ * `agentctl init [dir]`: writes a working app on the installed package —
  * one read tool, one write tool, a worker, a run starter, a local stand-in model, a test — into `dir`
  * (default the current folder). It never overwrites: a file that already exists stops it
  * (exit 3) before anything is written. docs/own-agent.md walks through what it writes.

@@ -69,7 +69,7 @@ function resumeWhen(r: StopReport): string | null {
 }
 
 /**
- * Who stopped a run, in words (issue 38): an operator's `agentctl stop` is reported as the
+ * Who stopped a run, in words: an operator's `agentctl stop` is reported as the
  * operator's, though its terminal state is STOPPED_LOOP_GUARD (docs/spec.md §4 keeps that).
  */
 export function stoppedBy(

@@ -1,6 +1,6 @@
 /**
  * `agentctl send RUN "text"` and `agentctl replies RUN`: a person's side of a conversation run
- * (issue 33, docs/spec.md §7.16). `send` prints what the run will do with the message, or why
+ * (docs/spec.md §7.16). `send` prints what the run will do with the message, or why
  * it refused it; `replies` prints what the agent said (and can wait for its next word). Neither
  * needs an operator key: a message is text for the model, never an operator action.
  * Exit codes: 0 taken, 1 no such run, 2 bad input, 3 refused by the run.
@@ -13,7 +13,7 @@ import { requireWorker } from '../workers';
 import type { TranscriptEntry } from '../../common/conversation-run';
 import { nonNegativeInt, positiveNumber, type Ctx } from './common';
 
-/** What a person's message line says of its delivery (issue 41): a message never read says so. */
+/** What a person's message line says of its delivery: a message never read says so. */
 const DELIVERY: Record<NonNullable<TranscriptEntry['delivery']>, string> = {
   queued: ' [queued]',
   read: '',

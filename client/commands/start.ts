@@ -62,7 +62,7 @@ interface StartOpts {
 
 /**
  * Runs `start` with the worker's payload store (LEDGER_URL) when a scripted input is above the
- * payload limit (issue 32: its calls go by reference), without one otherwise.
+ * payload limit (its calls go by reference), without one otherwise.
  */
 async function withScriptStore<T>(
   input: RunInput,
@@ -137,7 +137,7 @@ export function buildRunInput(o: StartOpts): RunInput {
         ...(o.maxOutputTokens !== undefined ? { maxTokens: o.maxOutputTokens } : {}),
       },
     };
-    // One request policy (issue 30): the model's time per request, inside the plan activity's.
+    // One request policy: the model's time per request, inside the plan activity's.
     if (o.plannerTimeout !== undefined) input.timeouts = { plannerRequestMs: o.plannerTimeout * 1000 };
     if (o.textReplyLimit !== undefined) input.textReplyLimit = o.textReplyLimit;
   }

@@ -1,6 +1,6 @@
 /**
  * `agentctl trace ID --stored`: the trace records a long run paged out of its checkpoint at
- * each continue-as-new (issue 19), read from the worker's database (`LEDGER_URL`, the way
+ * each continue-as-new, read from the worker's database (`LEDGER_URL`, the way
  * `agentctl conversation` reads the conversation store). A run whose rows the reaper deleted
  * answers "reaped" (exit 3), never an empty page.
  */

@@ -46,7 +46,7 @@ export interface ActionAnswer {
     readonly message: string;
     readonly field?: string;
     /**
-     * For stop, resume and approve: what the worker did (issue 31) — `accepted` only when it
+     * For stop, resume and approve: what the worker did — `accepted` only when it
      * answered so, `refused` with its reason, `unconfirmed` when it did not answer in time.
      */
     readonly outcome?: 'accepted' | 'refused' | 'unconfirmed';
@@ -65,7 +65,7 @@ const runId = text(300);
 const stopRef = text(200);
 const reason = text(2000);
 const budget = z.number().finite().positive();
-/** The digest of the call the page showed: a decision binds exactly that call (issue 31). */
+/** The digest of the call the page showed: a decision binds exactly that call. */
 const digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'must be the call digest shown (sha256:<64 hex>)');
 
 const schemas = {

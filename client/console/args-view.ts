@@ -1,5 +1,5 @@
 /**
- * The blocked call's args as a person must check them (issue 31 item 5): a look-alike payee
+ * The blocked call's args as a person must check them: a look-alike payee
  * must not render as the real one. The args' JSON is cut into segments the page draws as text:
  *
  *  - `x`: an invisible or layout character (zero-width, bidi controls like U+202E, no-break and

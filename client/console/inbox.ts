@@ -87,7 +87,7 @@ export interface WaitingRun {
   /** The budget a resume must raise to lift a budget stop, and its current value. */
   readonly raise: { readonly key: BudgetKey; readonly current: number | null } | null;
   readonly report: StopReport;
-  /** How the run ended, in words (issue 30, common/ending.ts): a waiting run's task is not done. */
+  /** How the run ended, in words (common/ending.ts): a waiting run's task is not done. */
   readonly ended: string;
   /** The model's last words (the StopReport's `final_message`, redacted); null when it gave none. */
   readonly finalMessage: string | null;
@@ -123,7 +123,7 @@ export interface Inbox {
   readonly running: readonly RunningRun[];
   /** How many runs are running in all (with the filters). */
   readonly runningTotal: number;
-  /** Conversations whose agent waits for its person, not an operator (issue 33): the newest page. */
+  /** Conversations whose agent waits for its person, not an operator: the newest page. */
   readonly conversations: readonly RunningRun[];
   readonly conversationsTotal: number;
   /** Listed as waiting, but their queries failed or timed out: shown apart, without actions. */

@@ -5,7 +5,7 @@
  * `innerHTML`: args, reports and traces are untrusted text (a model wrote them) and must show
  * as text. A Content-Security-Policy with a per-page nonce lets only this script and style run.
  *
- * It holds still (issue 31 item 7): cards are keyed by run; a card whose run did not change is
+ * It holds still: cards are keyed by run; a card whose run did not change is
  * not touched, a changed one has its view redrawn but keeps its form (focus, typed text) while
  * the stop it acts on is the same; new runs are appended below, and while the pointer is over
  * the list or a field has focus no card is inserted or removed at all: a fixed badge says

@@ -213,7 +213,7 @@ function openaiReply(
   note: number | null,
   o: Required<Opts>,
 ): Reply {
-  // The last turn finishes the task with the finishing tool: a text reply is not completion (issue 30).
+  // The last turn finishes the task with the finishing tool: a text reply is not completion.
   const toolCalls =
     note === null
       ? [

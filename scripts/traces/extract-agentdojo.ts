@@ -1,5 +1,5 @@
 /**
- * How bench/traces/agentdojo/ was made (issue 29 item 5), kept so anyone can check or redo it.
+ * How bench/traces/agentdojo/ was made, kept so anyone can check or redo it.
  *
  *   tsx scripts/traces/extract-agentdojo.ts --git /path/to/agentdojo/.git [--out DIR]
  *

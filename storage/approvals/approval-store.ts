@@ -198,7 +198,7 @@ export class ApprovalStore {
   /**
    * Audits an operator request a run refused before any approval was read (a resume or stop not
    * authorised, a duplicate, a veto: core/gate.ts), naming the newest open approval of the stop
-   * it was about when there is one, so that approval's record shows the refusal (issue 37).
+   * it was about when there is one, so that approval's record shows the refusal.
    */
   async refuseRequest(runId: string, stopRef: string | null, actor: string, detail: string): Promise<void> {
     await this.db.unit('write', async (tx) => {

@@ -1,5 +1,5 @@
 /**
- * The worker side of the gate's audit (core/gate.ts, issue 37 item 3): every stop, resume or
+ * The worker side of the gate's audit (core/gate.ts): every stop, resume or
  * approval a run refuses leaves one `refused` row in the approval store's audit, with its reason.
  * One function for every engine's worker: an `agentRun` worker registers it as `auditRefusal`
  * (activities/run/verify-activity.ts), an AI SDK worker as `agentLoopGuardAuditRefusal`

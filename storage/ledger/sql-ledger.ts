@@ -360,7 +360,7 @@ export abstract class SqlLedger<C> implements Ledger {
 
   /** The portable {@link LedgerTx} handed to `commitWith`'s work, on the unit's own connection. */
   private tx(c: C): LedgerTx {
-    // One promise per statement, not an async function's two: a step runs four of them (issue 42).
+    // One promise per statement, not an async function's two: a step runs four of them.
     return {
       run: (sql, params) => answered(this.exec(c, sql, params ?? []), (changes) => ({ changes })),
       all: <T>(sql: string, params?: readonly unknown[]) =>

@@ -34,7 +34,7 @@ export type SqlAccess = 'read' | 'write' | 'transaction';
  *   (the WAL is in the OS's hands). PostgreSQL commits it as any unit (a database server can
  *   restart alone, so there a lost claim would make the worker's dispatch fail).
  * - `unflushed`: bookkeeping that guarantees nothing by itself — a read's tool counter and
- *   progress fact (issue 42). Committed, so a process crash loses nothing; not flushed on its
+ *   progress fact. Committed, so a process crash loses nothing; not flushed on its
  *   own (SQLite `synchronous=NORMAL` for the unit): the next flushed commit carries it, and a
  *   power loss before that may take it. What that can cost is a read counted once less and a
  *   progress version that reads lower after the machine restarts — at worst a `no_progress`

@@ -1,7 +1,7 @@
 /**
  * @module payloads
  *
- * Large values out of workflow history (issue 9): the {@link PayloadStore} in the ledger's
+ * Large values out of workflow history: the {@link PayloadStore} in the ledger's
  * database, references in their place, and the size limits of common/payload-limits.ts.
  */
 export {

@@ -1,5 +1,5 @@
 /**
- * The payload store (issue 9, "Large payloads"): values too large for workflow history —
+ * The payload store ("Large payloads"): values too large for workflow history —
  * a tool result's `data` above `AGENT_PAYLOAD_REF_BYTES` (64 KB by default) — are kept in
  * the ledger's database (`agent_payloads`, ledger migration 4) and the workflow carries a
  * small {@link PayloadRef} instead (common/payload-limits.ts). The store runs on the

@@ -1,4 +1,4 @@
-/** The tenant spend limit (issue 18): limits, the store and signed raises. */
+/** The tenant spend limit: limits, the store and signed raises. */
 export * from './errors';
 export * from './limits';
 export * from './spend-store';

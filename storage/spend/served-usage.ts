@@ -1,5 +1,5 @@
 /**
- * Served usage (issue 40): every model request of a run, recorded in the ledger's database
+ * Served usage: every model request of a run, recorded in the ledger's database
  * outside the plan activity's attempt — before it is sent (at its worst case) and as soon as its
  * reply arrives (at what it is counted) — so a reply the server answered is charged to the run
  * whether or not the attempt that asked for it completes (a timeout, a cancellation, a worker

@@ -1,5 +1,5 @@
 /**
- * The tenant spend store (issue 18, docs/spec.md §7.10): before each model call the worst case
+ * The tenant spend store (docs/spec.md §7.10): before each model call the worst case
  * of its price is reserved under the tenant's cap, atomically across every worker sharing the
  * database; after the answer the actual cost settles the reservation. A reservation that
  * would cross the cap is refused (a `refused` row; nothing is sent). It lives in the ledger's

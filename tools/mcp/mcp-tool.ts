@@ -94,7 +94,7 @@ export function createMcpTool(spec: McpToolSpec): AnyTool {
     input: unknown,
     ctx: { heartbeat: () => void; signal: AbortSignal; errorsToModel?: boolean },
   ) {
-    // An LLM run (issue 29): an `isError` the server config does not classify, and an error
+    // An LLM run: an `isError` the server config does not classify, and an error
     // without a class, go back to the model (tools/tool-errors.ts).
     const toModel = ctx.errorsToModel === true;
     const beat = setInterval(ctx.heartbeat, HEARTBEAT_EVERY_MS);

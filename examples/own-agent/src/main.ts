@@ -42,7 +42,7 @@ import { openTicketDesk } from './tickets';
 const ROOT = resolve(__dirname, '..');
 const DATA = join(ROOT, 'data');
 const TASK_QUEUE = 'own-agent';
-/** The package's demo tools: a user's worker must never offer them (issue 16). */
+/** The package's demo tools: a user's worker must never offer them. */
 const DEMO_TOOLS = [
   'search',
   'read_record',

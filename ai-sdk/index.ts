@@ -74,7 +74,7 @@ export function guardAgent<TOOLS extends ToolSet>(
   const wait = options.approvalWaitMs;
   if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
     throw aiSdkGuardError('invalid_option', `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`);
-  const spendProblem = spendOptionProblem(options.spend);
+  const spendProblem = spendOptionProblem(options.spend, options.prices);
   if (spendProblem) throw aiSdkGuardError('invalid_option', spendProblem);
   if (!inWorkflowContext()) {
     throw aiSdkGuardError(

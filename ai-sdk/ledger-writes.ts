@@ -9,20 +9,15 @@
  * Node code (the ledger), never imported by workflow code.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { OperatorRegistry } from '../operators/registry';
+import type { OperatorRegistry } from '../operators/registry';
 import type { ApprovalStore } from '../storage/approvals/approval-store';
-import { canonicalize, normalizeCall } from '../guard';
-import {
-  executeOnce,
-  settleAdvice,
-  sha256ArgsHash,
-  type Ledger,
-  type ReconcileAnswer,
-} from '../storage/ledger';
+import { canonicalize, normalizeCall, type ToolResult } from '../guard';
+import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
 import { assertLeaseMs } from '../storage/ledger/claim-decision';
+import { asActivityFailure, ledgerResult, useApproval } from '../worker/guarded-write';
+import { workerStores } from '../worker/stores';
 import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
-
-import { approvalStoreOf, callDigest } from './worker-verify';
+import { callDigest } from './worker-verify';
 
 /** What a write is given besides its input: forward `operationKey` to a vendor that dedupes on it. */
 export interface WriteContext {
@@ -109,9 +104,15 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
   } catch (err) {
     throw new TypeError(`leaseMs: ${(err as Error).message}`);
   }
-  let approvals: ApprovalStore | null = null;
+  // The approvals as every engine's worker wires them (worker/stores.ts); spend is not a write's.
+  let approvals: ApprovalStore | null | undefined;
   const approvalsOf = () =>
-    (approvals ??= approvalStoreOf(ledger, options.operators ?? OperatorRegistry.fromEnv()));
+    approvals !== undefined
+      ? approvals
+      : (approvals = workerStores(ledger, {
+          ...(options.operators ? { operators: options.operators } : {}),
+          spendLimits: null,
+        }).approvals);
   const out: Record<string, (input: unknown, meta: GuardedWriteMeta) => Promise<GuardedWriteOutput>> = {};
   for (const [name, entry] of Object.entries(writes)) {
     const def = definitionOf(name, entry);
@@ -124,9 +125,24 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
         );
       }
       const info = Context.current().info;
-      // An approval binds the exact call the person saw (its digest over the input as sent).
-      if (meta.requiresApproval || meta.approval)
-        await consumeApproval(approvalsOf, meta, callDigest(meta.tool, input), info);
+      // The approval is used up as an agentRun tool's is (worker/guarded-write.ts): a missing
+      // one is audited, the retry rule is the same. It binds the exact call the person saw (its
+      // digest over the input as sent, as the workflow asked the worker for it).
+      const refused = await useApproval(meta.requiresApproval || meta.approval ? approvalsOf() : null, {
+        tool: meta.tool,
+        runId: meta.runId,
+        required: meta.requiresApproval === true,
+        approvalId: meta.approval?.approvalId ?? null,
+        stopRef: meta.approval?.stopRef ?? null,
+        call: () => ({
+          fingerprint:
+            meta.approval?.fingerprint ?? normalizeCall(meta.tool, meta.canonicalArgs ?? input).fingerprint,
+          argsHash: callDigest(meta.tool, input),
+        }),
+        activityId: info.activityId,
+        attempt: info.attempt,
+      });
+      if (refused) throw asActivityFailure(refused as Exclude<ToolResult, { kind: 'SUCCESS' }>);
       const argsHash = ledgerArgsHash(meta, input);
       // The activity heartbeats while the write runs, so a `heartbeatTimeout` finds a dead
       // worker early; the ledger's own lease is renewed by executeOnce.
@@ -134,6 +150,7 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       beat.unref();
       let outcome;
+      let failure: ToolResult | null = null;
       try {
         outcome = await executeOnce(
           ledger,
@@ -149,43 +166,32 @@ export function ledgerWrites<T extends Record<string, WriteEntry>>(
             ...(def.reconcile ? { reconcile: def.reconcile } : {}),
             onCommitRetry: () => ctx.heartbeat(),
           },
-          (se) => fn(input, { operationKey: se.key, reExecution: se.reExecution, signal: se.signal }),
+          async (se) => {
+            try {
+              return await fn(input, {
+                operationKey: se.key,
+                reExecution: se.reExecution,
+                signal: se.signal,
+              });
+            } catch (err) {
+              // The user's activity threw and the ledger released the key: Temporal's retry
+              // policy runs it again, as it would the unwrapped activity.
+              failure = { kind: 'RETRYABLE', message: `${meta.tool} failed: ${errorText(err)}` };
+              throw err;
+            }
+          },
         );
       } finally {
         clearInterval(beat);
       }
-      switch (outcome.kind) {
-        case 'executed':
-          return { via: 'executed', result: outcome.result ?? null };
-        case 'cached':
-          return {
-            via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger',
-            result: outcome.result ?? null,
-          };
-        case 'in_progress':
-          throw ApplicationFailure.retryable(
-            `${meta.tool} ${meta.operationKey} is running elsewhere; retry in ${outcome.retryAfterMs} ms`,
-            'in_progress',
-          );
-        case 'failed_retryable':
-          throw ApplicationFailure.retryable(
-            `${meta.tool} failed: ${outcome.error.message}`,
-            'failed_retryable',
-          );
-        case 'unknown':
-          throw ApplicationFailure.nonRetryable(
-            `${meta.tool} ${meta.operationKey}: an earlier attempt died after dispatch; whether it happened is unknown` +
-              (def.reconcile
-                ? ' (its reconcile could not tell)'
-                : ' (give the write a `reconcile` probe, or `vendorIdempotent`, to settle this without a person)') +
-              `; ${settleAdvice(meta.operationKey)}`,
-            'outcome_unknown',
-          );
-        case 'failed_final':
-          throw ApplicationFailure.nonRetryable(`${meta.tool} failed: ${outcome.error.message}`, 'fatal');
-        case 'conflict':
-          throw ApplicationFailure.nonRetryable(outcome.error.message, 'idempotency_conflict');
-      }
+      // One mapping of the ledger's answer for every engine (worker/guarded-write.ts).
+      const mapped = ledgerResult(outcome, null, failure);
+      if (mapped.result.kind === 'SUCCESS')
+        return {
+          via: mapped.via === 'not_run' ? 'executed' : mapped.via,
+          result: mapped.result.data ?? null,
+        };
+      throw asActivityFailure(mapped.result, mapped.holder);
     };
     Object.defineProperty(wrapped, LEDGER_WRAPPED, { value: true });
     out[name] = wrapped;
@@ -229,38 +235,7 @@ function definitionOf(name: string, entry: WriteEntry): WriteDefinition {
   return def;
 }
 
-/**
- * Uses the approval a verified resume accepted for this exact call, once, before the write
- * runs: bound to the run, the stop, the call's fingerprint and its digest recomputed here from
- * the input about to be written (a retry of this very activity may use it again). Refused:
- * non-retryable `approval_required` / `approval_invalid`, and nothing runs.
- */
-async function consumeApproval(
-  store: () => ApprovalStore,
-  meta: GuardedWriteMeta,
-  argsHash: string,
-  info: { activityId: string; attempt: number },
-): Promise<void> {
-  const a = meta.approval;
-  if (!a) {
-    throw ApplicationFailure.nonRetryable(
-      `${meta.tool} needs a person's approval of this exact call and none was given: it did not run`,
-      'approval_required',
-    );
-  }
-  const outcome = await store().consume({
-    approvalId: a.approvalId,
-    runId: meta.runId,
-    fingerprint: a.fingerprint,
-    argsHash,
-    stopRef: a.stopRef,
-    by: `${meta.runId}/${info.activityId}`,
-    retry: info.attempt > 1,
-  });
-  if (!outcome.ok) {
-    throw ApplicationFailure.nonRetryable(
-      `approval refused (${outcome.why}): ${outcome.message}; ${meta.tool} did not run`,
-      'approval_invalid',
-    );
-  }
+/** The message of what a write threw. */
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

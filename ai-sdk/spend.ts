@@ -1,23 +1,38 @@
 /**
- * The tenant spend limit of the AI SDK and OpenAI Agents paths (`spend: { tenant }`): each model
- * call is reserved at its worst case in the worker's spend store
- * (storage/spend, the same store and rules as an `agentRun`'s planner: activities/run/spend-access.ts)
- * before it is sent, and settled at its priced usage after. A refusal: the model is not called.
- * Workflow code; the store is reached through `guardActivities` (ai-sdk/worker-verify.ts).
+ * The tenant spend limit of the AI SDK and OpenAI Agents paths (`spend: { tenant }`), the
+ * workflow's side of it: each model call's worst case is priced here (common/price.ts, the
+ * pricing an `agentRun`'s planner uses) and reserved through the worker's spend activities
+ * (worker/spend.ts, the same store and rules as an `agentRun`'s) before it is sent; after it,
+ * the reservation is settled at the call's priced usage, or at its worst case when the
+ * provider reported none. A refusal: the model is not called. Workflow code.
  */
 import { log } from '@temporalio/workflow';
-import type { TokenPrices } from './types';
+import {
+  countedTokens,
+  priceProblem,
+  worstCaseOf,
+  type ModelPrice,
+  type TokenPrices,
+  type WorstCase,
+} from '../common/price';
+import type { SpendActivities, SpendReservation } from '../worker/spend-types';
 
-/** Tokens a provider adds to a request beyond its JSON (planners/call-ceiling.ts). */
-const REQUEST_OVERHEAD_TOKENS = 512;
+export { requestBytesOf } from '../common/price';
+export type { SpendActivities, SpendReservation } from '../worker/spend-types';
 
 /** A tenant name (common/contracts.ts `tenantSchema`, the key of `AGENT_SPEND_LIMITS`). */
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-/** What is wrong with a guard's `spend` option (both adapters refuse it with this), or null. */
+/**
+ * What is wrong with a guard's `spend` option or its `prices` (both adapters refuse them with
+ * this), or null.
+ */
 export function spendOptionProblem(
   spend: { readonly tenant?: unknown; readonly maxOutputTokens?: unknown } | undefined,
+  prices?: ModelPrice | TokenPrices,
 ): string | null {
+  const price = priceProblem(prices, 'prices');
+  if (price) return price;
   if (spend === undefined) return null;
   if (typeof spend?.tenant !== 'string' || !TENANT.test(spend.tenant))
     return `spend.tenant must be 1-64 letters, digits, . _ - (starting with a letter or digit), got ${JSON.stringify(spend?.tenant)}`;
@@ -27,54 +42,26 @@ export function spendOptionProblem(
   return null;
 }
 
-/** The reservation's answer (the worker's `agentLoopGuardReserveSpend`). */
-export type SpendReservation =
-  | { readonly kind: 'reserved'; readonly id: string }
-  /** The worker has no spend limits: nothing is reserved or settled. */
-  | { readonly kind: 'none' }
-  | { readonly kind: 'refused'; readonly detail: string };
+/** A reservation with the worst case it was reserved at (what a call without usage settles at). */
+export type GatedReservation = SpendReservation & { readonly worst: WorstCase };
 
-/** What the spend gate asks of the worker. */
-export interface SpendActivities {
-  agentLoopGuardReserveSpend(input: {
-    tenant: string;
-    runId: string;
-    model: string;
-    worstUsd: number | null;
-  }): Promise<SpendReservation>;
-  agentLoopGuardSettleSpend(input: { id: string; actualUsd: number }): Promise<void>;
-}
-
-/** The UTF-8 size of a request's JSON: what its worst case counts as input tokens. */
-export function requestBytesOf(request: unknown): number {
-  return new TextEncoder().encode(JSON.stringify(request) ?? '').length;
-}
-
-/**
- * The worst case of one request: its UTF-8 size as tokens plus the overhead, and its output
- * bound; null without prices (the store then counts the call, not dollars).
- */
-export function worstUsdOf(
-  requestBytes: number,
-  maxOutputTokens: number,
-  prices: TokenPrices | undefined,
-): number | null {
-  if (!prices) return null;
-  const input = requestBytes + REQUEST_OVERHEAD_TOKENS;
-  return (input * prices.inputPerMillion + maxOutputTokens * prices.outputPerMillion) / 1_000_000;
+/** A call's tokens as a framework reports them; either may be missing. */
+export interface ReportedTokens {
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
 }
 
 /**
  * Reserves before each model call and settles after, for one tenant: framework-neutral (a
  * request's size, a token count), used by the AI SDK path's model wrapper and the OpenAI
- * Agents path's model-input filter (ai-sdk/stops.ts `modelSpend`).
+ * Agents path's model wrapper (ai-sdk/stops.ts `modelSpend`).
  */
 export class SpendGate {
   constructor(
     private readonly acts: SpendActivities,
     private readonly tenant: string,
     private readonly runId: string,
-    private readonly prices: TokenPrices | undefined,
+    private readonly price: ModelPrice | undefined,
     private readonly maxOutputTokens: number,
   ) {}
 
@@ -83,25 +70,26 @@ export class SpendGate {
    * `maxOutputTokens` (the guard's `spend.maxOutputTokens` when the call names none); throws
    * when the store cannot be reached.
    */
-  reserve(model: string, requestBytes: number, maxOutputTokens?: number): Promise<SpendReservation> {
-    return this.acts.agentLoopGuardReserveSpend({
+  async reserve(model: string, requestBytes: number, maxOutputTokens?: number): Promise<GatedReservation> {
+    const worst = worstCaseOf(requestBytes, maxOutputTokens ?? this.maxOutputTokens, this.price);
+    const r = await this.acts.agentLoopGuardReserveSpend({
       tenant: this.tenant,
       runId: this.runId,
       model,
-      worstUsd: worstUsdOf(requestBytes, maxOutputTokens ?? this.maxOutputTokens, this.prices),
+      worstUsd: worst.costUsd,
     });
+    return { ...r, worst };
   }
 
   /**
-   * Settles a reservation at the call's priced usage. A settle that fails is only logged: the
-   * reservation keeps counting at its worst case, on the tenant's side.
+   * Settles a reservation at the call's priced usage; a call whose provider reported no usable
+   * usage settles at its worst case (common/price.ts `countedTokens`), never at $0. A settle
+   * that fails is only logged: the reservation keeps counting at its worst case, on the
+   * tenant's side.
    */
-  async settle(r: SpendReservation, inputTokens: number, outputTokens: number): Promise<void> {
+  async settle(r: GatedReservation, reported: ReportedTokens | null | undefined): Promise<void> {
     if (r.kind !== 'reserved') return;
-    const p = this.prices;
-    const actualUsd = p
-      ? (inputTokens * p.inputPerMillion + outputTokens * p.outputPerMillion) / 1_000_000
-      : 0;
+    const actualUsd = countedTokens(reported, this.price, r.worst).usage.costUsd;
     try {
       await this.acts.agentLoopGuardSettleSpend({ id: r.id, actualUsd });
     } catch (err) {

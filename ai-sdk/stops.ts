@@ -10,23 +10,29 @@ import { GuardReason, TerminalState } from '../guard';
 import type { GuardedRun } from '../core/run';
 import type { GuardActivities } from './control';
 import { errorMessage, type CallHooks } from './model';
-import { requestBytesOf, SpendGate, type SpendReservation } from './spend';
+import { costUsd, modelPriceOf, requestBytesOf, type ModelPrice } from '../common/price';
+import { SpendGate, type GatedReservation, type ReportedTokens } from './spend';
 import { GUARD_ACTIVITY, type GuardAgentOptions } from './types';
 
 /** The tenant spend gate of one run, framework-neutral (see {@link GuardStops.modelSpend}). */
 export interface ModelSpend {
   /** Reserves a request of `requestBytes` bytes; null: the run stopped and the model must not be called. */
-  before(model: string, requestBytes: number, maxOutputTokens?: number): Promise<SpendReservation | null>;
-  /** Settles a reservation at the call's usage. */
-  after(r: SpendReservation, inputTokens: number, outputTokens: number): Promise<void>;
+  before(model: string, requestBytes: number, maxOutputTokens?: number): Promise<GatedReservation | null>;
+  /** Settles a reservation at the call's usage (none reported: at its worst case). */
+  after(r: GatedReservation, usage: ReportedTokens | null | undefined): Promise<void>;
 }
 
 export class GuardStops {
+  /** The `prices` option as the one price type (checked when the guard was built). */
+  private readonly price: ModelPrice | undefined;
+
   constructor(
     private readonly run: GuardedRun,
     private readonly options: GuardAgentOptions,
     private readonly acts: GuardActivities,
-  ) {}
+  ) {
+    this.price = modelPriceOf(options.prices);
+  }
 
   /** The digest an approval of this call binds, computed on the worker from the call's input. */
   digest(tool: string, input: unknown): Promise<string> {
@@ -43,10 +49,10 @@ export class GuardStops {
     const o = this.options.spend;
     if (!o) return undefined;
     const runId = workflowInfo().workflowId;
-    const gate = new SpendGate(this.acts, o.tenant, runId, this.options.prices, o.maxOutputTokens ?? 4096);
+    const gate = new SpendGate(this.acts, o.tenant, runId, this.price, o.maxOutputTokens ?? 4096);
     return {
       before: async (model, requestBytes, maxOutputTokens) => {
-        let r: SpendReservation;
+        let r: GatedReservation;
         try {
           r = await gate.reserve(model, requestBytes, maxOutputTokens);
         } catch (err) {
@@ -60,18 +66,22 @@ export class GuardStops {
         this.stopBeforeModel(GuardReason.SPEND_LIMIT, r.detail);
         return null;
       },
-      after: (r, inputTokens, outputTokens) => gate.settle(r, inputTokens, outputTokens),
+      after: (r, usage) => gate.settle(r, usage),
     };
   }
 
   /** {@link modelSpend} around an AI SDK model's calls (`guard.model(…)`). */
-  spendHooks(): CallHooks<SpendReservation> | undefined {
+  spendHooks(): CallHooks<GatedReservation> | undefined {
     const spend = this.modelSpend();
     if (!spend) return undefined;
     return {
       before: (modelId, call) =>
         spend.before(modelId, requestBytesOf([call.prompt, call.tools ?? []]), call.maxOutputTokens),
-      after: (r, usage) => spend.after(r, usage?.inputTokens.total ?? 0, usage?.outputTokens.total ?? 0),
+      after: (r, usage) =>
+        spend.after(
+          r,
+          usage && { inputTokens: usage.inputTokens.total, outputTokens: usage.outputTokens.total },
+        ),
     };
   }
 
@@ -87,10 +97,10 @@ export class GuardStops {
   }
 
   chargeTokens(input: number, output: number): void {
-    const p = this.options.prices;
+    const p = this.price;
     const guard = this.run.guard;
-    const costUsd = p ? (input * p.inputPerMillion + output * p.outputPerMillion) / 1_000_000 : 0;
-    guard.charge({ steps: 0, tokens: input + output, costUsd });
+    const cost = p ? costUsd(p, { inputTokens: input, outputTokens: output }) : 0;
+    guard.charge({ steps: 0, tokens: input + output, costUsd: cost });
     if (this.run.stopped) return;
     // Rule 3 of the guard itself (guard/budgets.ts), not a copy of it.
     const reason = guard.usageBudgetExceeded();

@@ -7,6 +7,7 @@ import type { ToolSet } from 'ai';
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/workflow';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import type { ArgsSpec, GuardConfigInput, Json, StopReport, TerminalState } from '../guard';
+import type { ModelPrice, TokenPrices } from '../common/price';
 
 /** What the worker's ledger-wrapped write activity is given besides the tool's input. */
 export interface GuardedWriteMeta {
@@ -64,11 +65,8 @@ export interface WriteRule {
   readonly requiresApproval?: boolean;
 }
 
-/** Prices for the cost budget, in USD per million tokens. */
-export interface TokenPrices {
-  readonly inputPerMillion: number;
-  readonly outputPerMillion: number;
-}
+/** Prices for the cost budget (common/price.ts): the one price type, or its old spelling. */
+export type { ModelPrice, TokenPrices } from '../common/price';
 
 /** A step's usage as the AI SDK reports it (`StepResult.usage`). */
 export interface StepUsage {
@@ -88,8 +86,13 @@ export interface GuardAgentOptions {
   readonly args?: Readonly<Record<string, ArgsSpec>>;
   /** Activity options of the write activities (default: 1 minute start-to-close, 5 attempts). */
   readonly writeActivity?: ActivityOptions;
-  /** Token prices, so model usage counts against `maxCostUsd` too. */
-  readonly prices?: TokenPrices;
+  /**
+   * The model's price (`{ inputPerMTok, outputPerMTok, cacheReadPerMTok?, cacheWritePerMTok? }`,
+   * USD per million tokens; the old `{ inputPerMillion, outputPerMillion }` is read as the same
+   * rates), so model usage counts against `maxCostUsd` and the spend limit. Any other shape is
+   * refused when the guard is built, naming it.
+   */
+  readonly prices?: ModelPrice | TokenPrices;
   /**
    * Upsert the search attributes `agentctl list` filters by (AgentState, AgentGuardReason,
    * AgentSteps) at a stop and in `result()`. They must be registered on the namespace

@@ -12,12 +12,11 @@ import type { VerifyInput } from '../activities/types';
 import { sharedLift } from '../activities/lift-rules';
 import { canonicalize, type Json } from '../guard';
 import { createOperatorActivities } from '../operators/activities';
-import { OperatorRegistry } from '../operators/registry';
-import { ApprovalStore } from '../storage/approvals/approval-store';
-import { approvalVerifier } from '../storage/approvals/verify';
+import type { OperatorRegistry } from '../operators/registry';
 import { sha256ArgsHash, type Ledger } from '../storage/ledger';
-import { raiseVerifier, SpendStore, spendLimitsFromEnv, type SpendLimits } from '../storage/spend';
-import type { SpendReservation } from './spend';
+import type { SpendLimits } from '../storage/spend';
+import { spendActivities } from '../worker/spend';
+import { workerStores } from '../worker/stores';
 import type { GuardActivities, GuardVerifyOutput } from './control';
 import { boundedObservation } from '../core/resume-note';
 import { GUARD_ACTIVITY } from './types';
@@ -25,12 +24,6 @@ import { GUARD_ACTIVITY } from './types';
 /** The digest an approval binds: SHA-256 of the tool and its canonical input. */
 export function callDigest(tool: string, input: unknown): string {
   return sha256ArgsHash(tool, canonicalize(input as Json));
-}
-
-/** The approval store beside the ledger, trusting only what the workers' operators signed. */
-export function approvalStoreOf(ledger: Ledger, operators: OperatorRegistry): ApprovalStore {
-  const store = ApprovalStore.over(ledger);
-  return operators.isOpen ? store : store.verifiedBy(approvalVerifier(operators));
 }
 
 /** What a worker's own `verifyPrecondition` answers. */
@@ -60,34 +53,23 @@ export interface GuardActivitiesOptions {
   /**
    * The tenants' spend caps the agents' model calls are charged to (`guardAgent`'s `spend`),
    * in the ledger's database like an `agentRun` worker's (default AGENT_SPEND_LIMITS; none:
-   * nothing is reserved). Raises of a cap count when signed by `operators`.
+   * nothing is reserved). Raises of a cap count when signed by `operators`. Malformed limits
+   * refuse the worker when it is built (worker/stores.ts, as an `agentRun` worker's).
    */
   readonly spendLimits?: SpendLimits | null;
 }
 
-/** The activities the guard's `resume` and `stop` updates call; register them next to `ledgerWrites`. */
+/**
+ * The activities the guard's `resume` and `stop` updates call; register them next to `ledgerWrites`.
+ * @throws {SpendLimitsInvalidError} when `spendLimits` (or `AGENT_SPEND_LIMITS`) is malformed
+ */
 export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions = {}): GuardActivities {
-  const operators = options.operators ?? OperatorRegistry.fromEnv();
+  const { operators, approvals, spend } = workerStores(ledger, {
+    ...(options.operators ? { operators: options.operators } : {}),
+    ...(options.spendLimits !== undefined ? { spendLimits: options.spendLimits } : {}),
+  });
   const { verifyOperator } = createOperatorActivities(operators);
-  let approvals: ReturnType<typeof approvalStoreOf> | null = null;
-  const store = () => (approvals ??= approvalStoreOf(ledger, operators));
-  const limits = options.spendLimits === undefined ? spendLimitsFromEnv() : options.spendLimits;
-  const spend = limits
-    ? operators.isOpen
-      ? SpendStore.over(ledger, limits)
-      : SpendStore.over(ledger, limits).verifiedBy(raiseVerifier(operators))
-    : null;
-
-  async function reserveSpend(i: {
-    tenant: string;
-    runId: string;
-    model: string;
-    worstUsd: number | null;
-  }): Promise<SpendReservation> {
-    if (!spend) return { kind: 'none' };
-    const r = await spend.reserve(i.tenant, i.runId, i.model, i.worstUsd);
-    return r.kind === 'reserved' ? { kind: 'reserved', id: r.id } : { kind: 'refused', detail: r.detail };
-  }
+  const spendActs = spendActivities(spend);
 
   async function verifyResume(input: VerifyInput): Promise<GuardVerifyOutput> {
     const progressVersion = input.checkpointProgressVersion;
@@ -98,10 +80,8 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
       ...(approvalId ? { approvalId } : {}),
     });
     // The rules every engine shares (approval, spend limit, a lost write outcome): one place.
-    const shared = await sharedLift(
-      input,
-      { ledger, approvals: store(), spend, signed: !operators.isOpen },
-      () => callDigest(input.blockedTool ?? '', input.blockedArgs),
+    const shared = await sharedLift(input, { ledger, approvals, spend, signed: !operators.isOpen }, () =>
+      callDigest(input.blockedTool ?? '', input.blockedArgs),
     );
     if (shared) return out(shared.changed, shared.detail, shared.approvalId);
     if (!options.verifyPrecondition)
@@ -120,11 +100,9 @@ export function guardActivities(ledger: Ledger, options: GuardActivitiesOptions 
     [GUARD_ACTIVITY.verifyResume]: verifyResume,
     [GUARD_ACTIVITY.callDigest]: (i: { runId: string; tool: string; input: unknown }) =>
       Promise.resolve(callDigest(i.tool, i.input)),
-    [GUARD_ACTIVITY.reserveSpend]: reserveSpend,
-    [GUARD_ACTIVITY.settleSpend]: async (i: { id: string; actualUsd: number }) => {
-      await spend?.settle(i.id, i.actualUsd);
-    },
+    [GUARD_ACTIVITY.reserveSpend]: spendActs.agentLoopGuardReserveSpend,
+    [GUARD_ACTIVITY.settleSpend]: spendActs.agentLoopGuardSettleSpend,
     // Every refusal the core's gate decides leaves one audit row, as on an agentRun worker.
-    [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(store),
+    [GUARD_ACTIVITY.auditRefusal]: refusalAuditor(() => approvals),
   } as GuardActivities;
 }

@@ -123,7 +123,7 @@ export function guardOpenAIAgent<TAgent extends AnyAgent>(
       'invalid_option',
       `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`,
     );
-  const spendProblem = spendOptionProblem(options.spend);
+  const spendProblem = spendOptionProblem(options.spend, options.prices);
   if (spendProblem) throw openAIGuardError('invalid_option', spendProblem);
   if (!inWorkflowContext())
     throw openAIGuardError(
@@ -422,8 +422,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
         if (ticket === null) return this.refusedResponse();
       }
       const response = await call(request);
-      if (spend && ticket)
-        await spend.after(ticket, response.usage?.inputTokens ?? 0, response.usage?.outputTokens ?? 0);
+      if (spend && ticket) await spend.after(ticket, response.usage);
       return this.callIds.distinct(request, response);
     };
   }

@@ -20,21 +20,20 @@ import {
   UnpricedModelError,
 } from './errors';
 import { FINAL_WORD_MAX_TOKENS, finalWordPrompt, type GatedCall, type RequestGate } from './llm-common';
-import { costUsd, findPrice, type ModelPrice, type PriceTable } from './pricing';
+import {
+  countedUsage,
+  dearestInputPerMTok,
+  REQUEST_OVERHEAD_TOKENS,
+  worstCaseOf as worstCaseOfBytes,
+  type Counted,
+  type ModelPrice,
+  type WorstCase,
+} from '../common/price';
+import { findPrice, type PriceTable } from './pricing';
 
-/**
- * Tokens a provider adds to a request beyond its JSON (message framing, the hidden tool-use
- * system prompt: Anthropic documents 346 tokens for tools with `auto` choice).
- */
-export const REQUEST_OVERHEAD_TOKENS = 512;
-
-/** The worst case of one request. */
-export interface WorstCase {
-  /** Input bound plus the call's `maxTokens`. */
-  readonly tokens: number;
-  /** Their price at the model's dearest input rate and its output rate; null without a price. */
-  readonly costUsd: number | null;
-}
+// The worst case and the count of an answered call are common/price.ts's, shared with the
+// framework guards' spend gate; re-exported where the planners always found them.
+export { countedUsage, REQUEST_OVERHEAD_TOKENS, type Counted, type WorstCase };
 
 /**
  * The worst case of one request. The input bound is the UTF-8 size of everything sent (the
@@ -48,16 +47,7 @@ export function worstCaseOf(
   maxTokens: number,
   price: ModelPrice | undefined,
 ): WorstCase {
-  const input = bytesOf(request) + fixedBytes + REQUEST_OVERHEAD_TOKENS;
-  const tokens = input + maxTokens;
-  if (!price) return { tokens, costUsd: null };
-  // The dearest way the input could be billed (a cache write costs more than plain input).
-  const dearest = Math.max(price.inputPerMTok, price.cacheReadPerMTok ?? 0, price.cacheWritePerMTok ?? 0);
-  const worst = costUsd(
-    { inputPerMTok: dearest, outputPerMTok: price.outputPerMTok },
-    { inputTokens: input, outputTokens: maxTokens },
-  );
-  return { tokens, costUsd: worst };
+  return worstCaseOfBytes(bytesOf(request) + fixedBytes, maxTokens, price);
 }
 
 /**
@@ -107,7 +97,7 @@ export function finalWordRoomChars(
   let room: number | null = null;
   if (left.tokens !== undefined) room = left.tokens - FINAL_WORD_MAX_TOKENS - besides;
   if (left.costUsd !== undefined && price) {
-    const dearest = Math.max(price.inputPerMTok, price.cacheReadPerMTok ?? 0, price.cacheWritePerMTok ?? 0);
+    const dearest = dearestInputPerMTok(price);
     const forInput = left.costUsd - (FINAL_WORD_MAX_TOKENS * price.outputPerMTok) / 1e6;
     const byCost = dearest > 0 ? Math.floor((forInput * 1e6) / dearest) - besides : Infinity;
     room = room === null ? byCost : Math.min(room, byCost);
@@ -195,27 +185,6 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
       },
     };
   };
-}
-
-/** A request's usage as the run and the tenant count it, and why (issue 40, docs/spec.md §7.10). */
-export interface Counted {
-  readonly usage: Usage;
-  readonly basis: 'reported' | 'estimated' | 'above_bound' | 'unanswered' | 'error_answer';
-}
-
-/**
- * What an answered request counts (issue 40): the reply's reported usage; when the server said
- * nothing usable (no usage, zero tokens, a negative or non-finite figure) the request's worst case
- * — a conservative estimate, never zero; a figure above the request's own bound (input bound plus
- * its output limit) counts as reported, since that is what the provider bills (`above_bound`).
- */
-export function countedUsage(reported: Partial<Usage> | null | undefined, worst: WorstCase): Counted {
-  const tokens = reported?.tokens;
-  const cost = reported?.costUsd;
-  const fine = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
-  if (!fine(tokens) || tokens <= 0 || !fine(cost))
-    return { usage: { tokens: worst.tokens, costUsd: worst.costUsd ?? 0 }, basis: 'estimated' };
-  return { usage: { tokens, costUsd: cost }, basis: tokens > worst.tokens ? 'above_bound' : 'reported' };
 }
 
 function answeredWithError(err: unknown): boolean {

@@ -11,20 +11,14 @@
  */
 import { z } from 'zod';
 import type { Usage } from '../guard/schemas';
+import { costUsd, totalTokens, type ModelPrice, type TokenCounts } from '../common/price';
 import { PriceTableError } from './errors';
 
 /** Thrown by {@link parsePriceTable}; defined with the other planner errors. */
 export { PriceTableError };
 
-/** Price of one model, in USD per million tokens. */
-export interface ModelPrice {
-  readonly inputPerMTok: number;
-  readonly outputPerMTok: number;
-  /** Price of input tokens read from a prompt cache; default: `inputPerMTok`. */
-  readonly cacheReadPerMTok?: number;
-  /** Price of input tokens written to a prompt cache; default: `inputPerMTok`. */
-  readonly cacheWritePerMTok?: number;
-}
+// The price type and the cost of usage are common/price.ts's, one for every engine.
+export { costUsd, totalTokens, type ModelPrice, type TokenCounts } from '../common/price';
 
 /** Model id → price. Keys are model ids without a date suffix (`claude-sonnet-4-5`). */
 export type PriceTable = Readonly<Record<string, ModelPrice>>;
@@ -161,34 +155,6 @@ export function findPrice(
     if (price) return price;
   }
   return undefined;
-}
-
-/** Tokens of one model request, split by how they are billed. */
-export interface TokenCounts {
-  /** Uncached input tokens. */
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  /** Input tokens served from a prompt cache. */
-  readonly cacheReadTokens?: number;
-  /** Input tokens written to a prompt cache. */
-  readonly cacheWriteTokens?: number;
-}
-
-/** Total tokens of a request: every input token (cached or not) plus the output. */
-export function totalTokens(counts: TokenCounts): number {
-  return (
-    counts.inputTokens + (counts.cacheReadTokens ?? 0) + (counts.cacheWriteTokens ?? 0) + counts.outputTokens
-  );
-}
-
-/** Cost in USD of a request at the given price, rounded to 1e-10 (no float dust in budgets). */
-export function costUsd(price: ModelPrice, counts: TokenCounts): number {
-  const micro =
-    counts.inputTokens * price.inputPerMTok +
-    (counts.cacheReadTokens ?? 0) * (price.cacheReadPerMTok ?? price.inputPerMTok) +
-    (counts.cacheWriteTokens ?? 0) * (price.cacheWritePerMTok ?? price.inputPerMTok) +
-    counts.outputTokens * price.outputPerMTok;
-  return Math.round((micro / 1_000_000) * 1e10) / 1e10;
 }
 
 const warnedModels = new Set<string>();

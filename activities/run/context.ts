@@ -6,32 +6,21 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConversationAccess } from '../../common/conversation';
 import type { Planner } from '../../common/planner';
-import {
-  ApprovalStore,
-  approvalVerifier,
-  parseApprovalPolicy,
-  type ApprovalPolicy,
-} from '../../storage/approvals';
+import { parseApprovalPolicy, type ApprovalPolicy, type ApprovalStore } from '../../storage/approvals';
 import { SqlLedger, type Ledger, type LedgerDatabase, type LedgerTx } from '../../storage/ledger';
 import type { LlmProvider } from '../../planners/llm-common';
 import { TraceStore } from '../../storage/trace-store';
 import { ConversationStore, storeFaultsTyped } from '../../storage/conversation-store';
 import { createScriptedPlanner } from '../../planners/scripted';
-import { OperatorRegistry } from '../../operators/registry';
+import type { OperatorRegistry } from '../../operators/registry';
 import type { ReaperDeps } from '../reaper';
 import { payloadRefBytesFromEnv, PayloadStore } from '../../storage/payloads';
 import { PLAIN_ROWS, type RowCodec } from '../../storage/row-codec';
 import { factOf, ObservedProgress, ToolCounters, type ProgressEvent, type ProgressSource } from '../progress';
 import type { ToolRegistry } from '../../tools/registry';
 import type { ToolStore } from '../../tools/store';
-import {
-  checkSpendLimits,
-  raiseVerifier,
-  spendLimitsFromEnv,
-  ServedUsageStore,
-  SpendStore,
-  type SpendLimits,
-} from '../../storage/spend';
+import { ServedUsageStore, type SpendLimits, type SpendStore } from '../../storage/spend';
+import { workerStores } from '../../worker/stores';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -154,13 +143,14 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   const leaseMs = deps.leaseMs ?? 30_000;
   const identity = deps.identity ?? `worker-${process.pid}`;
   const scripted = createScriptedPlanner();
-  const operators = deps.operators ?? OperatorRegistry.fromEnv();
-  // Every use of an approval (plan, runTool, verifyPrecondition) trusts only rows whose
-  // signature verifies against this worker's operators (open mode: every row, as stored).
-  const approvals =
-    (deps.approvals !== undefined ? deps.approvals : approvalStoreBeside(ledger))?.verifiedBy(
-      approvalVerifier(operators),
-    ) ?? null;
+  // The operators, the approvals and the spend store, wired as on every engine's worker
+  // (malformed spend limits fail the worker at start, naming the field).
+  const { operators, approvals, spend } = workerStores(ledger, {
+    ...(deps.operators ? { operators: deps.operators } : {}),
+    ...(deps.approvals !== undefined ? { approvals: deps.approvals } : {}),
+    ...(deps.spendLimits !== undefined ? { spendLimits: deps.spendLimits } : {}),
+    ...(deps.spend !== undefined ? { spend: deps.spend } : {}),
+  });
   // LLM planners keep their conversation here, not in workflow history (issue 9).
   const rows = deps.rows ?? PLAIN_ROWS;
   const conversationStore =
@@ -174,14 +164,6 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
   // The paged-out trace of long runs, sealed like the conversation (issue 19).
   const traces = TraceStore.over(ledger, rows);
-  // Malformed limits fail the worker at start, naming the variable and the field.
-  const spendLimits =
-    deps.spendLimits !== undefined
-      ? deps.spendLimits && checkSpendLimits(deps.spendLimits, 'spendLimits')
-      : spendLimitsFromEnv();
-  const spendStore =
-    deps.spend !== undefined ? deps.spend : spendLimits ? SpendStore.over(ledger, spendLimits) : null;
-  const spend = spendStore?.verifiedBy(raiseVerifier(operators)) ?? null;
 
   function plannerFor(kind: string): Planner {
     if (kind === 'scripted') return scripted;
@@ -288,13 +270,4 @@ function memoryObserved(): ProgressSource {
       return facts.get(runId)?.size ?? 0;
     },
   };
-}
-
-/** The approval store in the ledger's database, or null when the ledger has none to share. */
-function approvalStoreBeside(ledger: Ledger): ApprovalStore | null {
-  try {
-    return ApprovalStore.over(ledger);
-  } catch {
-    return null;
-  }
 }

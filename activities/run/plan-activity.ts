@@ -21,7 +21,7 @@ import { refuseForeignTools, scopedRegistry } from '../../tools/spawn-agent';
 import type { PlanInput, PlanOutput, ProposalInfo } from '../types';
 import type { ActivityContext } from './context';
 import { unwrapTerminal } from './tool-call';
-import { spendAccess } from './spend-access';
+import { spendAccess } from '../../worker/spend';
 import { SpendStoreUnavailableError, type TurnUsage } from '../../storage/spend';
 import type { ServedUsageAccess } from '../../common/planner';
 import { DEFAULT_TENANT } from '../../common/contracts';

@@ -14,10 +14,10 @@ import { redactText } from '../../common/redact';
 import { NEEDS_HUMAN_CODES, ResultCode, type ToolResult } from '../../guard';
 import { activityExecution, heartbeat } from '../activity-context';
 import { approvalRequired } from '../../storage/approvals';
+import { ledgerResult, useApproval } from '../../worker/guarded-write';
 import {
   executeOnce,
   executeOnceAtomic,
-  settleAdvice,
   SideEffectErrorClass,
   type ExecuteOutcome,
   type LedgerTx,
@@ -75,99 +75,42 @@ export function createRunToolActivity(
   const { registry, ledger, identity, leaseMs, approvals, approvalPolicy, payloads, payloadRefBytes } = ctx;
 
   /**
-   * Uses up the call's approval before the tool runs (single use, bound to the run and to the
-   * fingerprint of the args that will run — recomputed here, never taken from the caller).
-   * Returns the refusal when the call must not run, null when it may.
+   * Uses up the call's approval before the tool runs (worker/guarded-write.ts, as every
+   * engine's write): bound to the run and to the fingerprint of the args that will run —
+   * recomputed here, never taken from the caller.
    */
-  async function useApproval(tool: AnyTool, input: RunToolInput, args: unknown): Promise<ToolResult | null> {
-    const required = approvalRequired(tool, args, approvalPolicy);
-    const approvalId = input.approvalId ?? null;
+  function approvalOf(tool: AnyTool, input: RunToolInput, args: unknown): Promise<ToolResult | null> {
     const { attempt, activityId } = activityExecution();
-    const by = `${input.runId}/${activityId}`;
-    if (approvalId === null) {
-      if (!required) return null;
-      const fingerprint =
-        input.fingerprint ?? registry.normalize(tool.name, args, input.operationKey).fingerprint;
-      await approvals?.refuse(input.runId, by, `${fingerprint}: ${tool.name} called without an approval`);
-      return {
-        kind: 'FATAL',
-        code: ResultCode.APPROVAL_REQUIRED,
-        message: `${tool.name} needs a person's approval of this exact call and none was given: it did not run`,
-      };
-    }
-    if (!approvals) {
-      return {
-        kind: 'FATAL',
-        code: ResultCode.APPROVAL_INVALID,
-        message: `approval ${approvalId} cannot be checked: this worker has no approval store; ${tool.name} did not run`,
-      };
-    }
-    const n = registry.normalize(tool.name, args, input.operationKey);
-    const outcome = await approvals.consume({
-      approvalId,
+    return useApproval(approvals, {
+      tool: tool.name,
       runId: input.runId,
-      fingerprint: n.fingerprint,
-      argsHash: n.argsHash,
+      required: approvalRequired(tool, args, approvalPolicy),
+      approvalId: input.approvalId ?? null,
       stopRef: input.approvalStopRef ?? null,
-      by,
-      // Only a Temporal retry of this same activity may find it used by itself.
-      retry: attempt > 1 && activityId !== 'direct',
+      call: () => {
+        const n = registry.normalize(tool.name, args, input.operationKey);
+        return {
+          fingerprint: input.approvalId ? n.fingerprint : (input.fingerprint ?? n.fingerprint),
+          argsHash: n.argsHash,
+        };
+      },
+      activityId,
+      attempt,
     });
-    if (outcome.ok) return null;
-    return {
-      kind: 'FATAL',
-      code: ResultCode.APPROVAL_INVALID,
-      message: `approval refused (${outcome.why}): ${outcome.message}; ${tool.name} did not run`,
-    };
   }
 
+  /** The ledger's answer as the call's result (worker/guarded-write.ts); a terminal result keeps its flag. */
   function mapOutcome(
     outcome: ExecuteOutcome<unknown>,
     executed: ToolResult | null,
     failure: ToolResult | null,
   ): { result: ToolResult; via: RunToolOutput['via']; holder?: RunToolOutput['holder'] } {
-    switch (outcome.kind) {
-      case 'executed':
-        return { result: executed ?? { kind: 'SUCCESS', data: outcome.result }, via: 'executed' };
-      case 'cached': {
-        const stored = unwrapTerminal(outcome.result);
-        const result: ToolResult = stored.terminal
-          ? { kind: 'SUCCESS', data: stored.data, terminal: true }
-          : { kind: 'SUCCESS', data: stored.data };
-        return { result, via: outcome.source === 'reconcile' ? 'reconciled' : 'ledger' };
-      }
-      case 'in_progress':
-        return {
-          result: { kind: 'RETRYABLE', code: ResultCode.IN_PROGRESS, retryAfterMs: outcome.retryAfterMs },
-          via: 'not_run',
-        };
-      case 'unknown':
-        return {
-          result: {
-            kind: 'FATAL',
-            code: ResultCode.OUTCOME_UNKNOWN,
-            message: `operation ${outcome.key}: the executor died after dispatch; ${settleAdvice(outcome.key)}`,
-          },
-          via: 'not_run',
-        };
-      case 'failed_final':
-        return {
-          result: {
-            kind: 'FATAL',
-            code: outcome.error.code ?? ResultCode.FAILED_FINAL,
-            message: outcome.error.message,
-          },
-          via: outcome.replayed ? 'ledger' : 'executed',
-        };
-      case 'failed_retryable':
-        return { result: failure ?? classifyError(new Error(outcome.error.message)), via: 'executed' };
-      case 'conflict':
-        return {
-          result: { kind: 'FATAL', code: ResultCode.IDEMPOTENCY_CONFLICT, message: outcome.error.message },
-          via: 'not_run',
-          holder: { runId: outcome.error.storedRunId, tool: outcome.error.storedTool },
-        };
-    }
+    return ledgerResult(outcome, executed, failure, (raw) => {
+      const stored = unwrapTerminal(raw);
+      return stored.terminal
+        ? { kind: 'SUCCESS', data: stored.data, terminal: true }
+        : { kind: 'SUCCESS', data: stored.data };
+    });
   }
 
   /**
@@ -252,7 +195,7 @@ export function createRunToolActivity(
       };
     }
     const args = { ...input, args: parsed.data };
-    const refused = await useApproval(tool, input, parsed.data);
+    const refused = await approvalOf(tool, input, parsed.data);
     if (refused)
       return { result: refused, progressVersion: await versionNow(ctx, input.runId), via: 'not_run' };
 

@@ -89,6 +89,21 @@ describe('guardAgent refuses', () => {
       guardAgent(tools, { reads: ['search'], writes, spend: { tenant: 'acme', maxOutputTokens: 1.5 } }),
     );
     expect(max.message).toMatch(/^spend.maxOutputTokens must be an integer > 0, got 1.5/);
+    // A price of no known type (neither { inputPerMTok, outputPerMTok } nor the old spelling).
+    const price = refusal(() =>
+      guardAgent(tools, {
+        reads: ['search'],
+        writes,
+        spend: { tenant: 'acme' },
+        prices: { perToken: 0.001 } as never,
+      }),
+    );
+    expect(price.type).toBe('invalid_option');
+    expect(price.message).toMatch(/^prices is an unknown price type \(unexpected "perToken"\)/);
+    const negative = refusal(() =>
+      guardAgent(tools, { reads: ['search'], writes, prices: { inputPerMTok: -1, outputPerMTok: 1 } }),
+    );
+    expect(negative.message).toMatch(/^prices.inputPerMTok must be a finite number ≥ 0/);
   });
 
   it('use outside workflow code', () => {
@@ -126,7 +141,9 @@ describe('ledgerWrites', () => {
       .run(writes.transfer, {} as never, meta)
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
-    expect((err as ApplicationFailure).type).toBe('approval_required');
+    // The agentRun tool's result, as the workflow's guard reads it back (worker/guarded-write.ts).
+    expect((err as ApplicationFailure).type).toBe('FATAL');
+    expect((err as ApplicationFailure).details?.[0]).toMatchObject({ code: 'approval_required' });
     expect((err as ApplicationFailure).message).toMatch(
       /transfer needs a person's approval of this exact call/,
     );

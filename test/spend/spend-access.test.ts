@@ -1,11 +1,11 @@
 /**
- * The spend access the `plan` activity hands a planner (activities/run/spend-access.ts): a
+ * The spend access the `plan` activity hands a planner (worker/spend.ts): a
  * refusal is the planner's `SpendLimitError` / `UnpricedModelError` (the run stops
  * `spend_limit`), a database failure is `SpendStoreUnavailableError` (→ `LedgerUnavailable` →
  * `infrastructure_fault`), and a settle that fails leaves the reservation counted, never fails
  * the turn whose model already answered.
  */
-import { spendAccess } from '../../activities/run/spend-access';
+import { spendAccess } from '../../worker/spend';
 import { SpendLimitError, UnpricedModelError } from '../../planners/errors';
 import { SpendStore, SpendStoreUnavailableError } from '../../storage/spend';
 import { createTestDb, type TestDb } from '../ledger/helpers/backends';

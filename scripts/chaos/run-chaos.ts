@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Pool } from 'pg';
 import { openLedger } from '../../storage/ledger';
@@ -319,8 +319,17 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         const h = client().workflow.getHandle(id);
         const d = await retrying(() => h.describe(), deadline, `describe ${id}`);
         const status = d.status.name;
-        if (status !== 'COMPLETED') return { id, status, result: null };
-        const result = (await retrying(() => agentRunResult(h), deadline, `result ${id}`)) as RunResult;
+        if (status !== 'COMPLETED' && status !== 'FAILED') return { id, status, result: null };
+        // A run that did not complete closes FAILED with its RunResult in the failure; a FAILED
+        // workflow without one (a crash of the workflow itself) has no result to read.
+        const result = await retrying(
+          () =>
+            agentRunResult(h).catch((err: unknown) =>
+              status === 'FAILED' && isFailure(err) ? null : Promise.reject(err),
+            ),
+          deadline,
+          `result ${id}`,
+        );
         return { id, status, result };
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return { id, status: 'NOT_FOUND', result: null };
@@ -370,4 +379,9 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     process.off('unhandledRejection', onCrash);
     await runCleanups();
   }
+}
+
+/** A workflow that failed (not a connection or server error, which are retried). */
+function isFailure(err: unknown): boolean {
+  return err instanceof WorkflowFailedError;
 }

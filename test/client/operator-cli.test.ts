@@ -87,7 +87,7 @@ describe('agentctl signs resume and stop', () => {
     // A note for a run that is not stopped any more: refused, naming why.
     const closed = await agentctl(['resume', id, '--key', keyFile, '--note', 'late'], env);
     expect(closed.code).toBe(3);
-    expect(closed.stderr).toMatch(/run is closed \(COMPLETED\)/);
+    expect(closed.stderr).toMatch(/run is closed \(FAILED\)/);
   });
 
   it("agentctl stop reports the worker's answer: unsigned REFUSED (the run goes on), signed ACCEPTED", async () => {

@@ -17,7 +17,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { Pool } from 'pg';
 import { openLedger } from '../../storage/ledger';
 import { dataConverterOf, loadPayloadCodec } from '../../codec';
-import type { RunInput, RunResult } from '../../common/contracts';
+import type { RunInput } from '../../common/contracts';
 import { WORKFLOWS_PATH } from '../../worker/create-worker';
 import { createEffectsTable } from './effects';
 import { Fleet, type WorkerSlot } from './fleet';

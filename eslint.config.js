@@ -38,7 +38,7 @@ const WORKFLOW_PATTERNS = [
   NOT_PRODUCT,
 ];
 
-// How long a file of the product may grow (issue 32): counted as `wc -l` counts (blank lines and
+// How long a file of the product may grow: counted as `wc -l` counts (blank lines and
 // comments included, so the figure is the one a reader sees), 450 lines, and 350 for workflows/
 // (replayed code, read most carefully). A file that reaches the limit is split by concept.
 const MAX_LINES = { skipBlankLines: false, skipComments: false };

@@ -13,7 +13,7 @@ import { checkpointSchema, type Checkpoint } from '../common/contracts';
 import { canonicalJson } from '../guard/canonical';
 
 /**
- * Where workers before issue 16's rooms kept the key, relative to the working directory: still
+ * Where older workers kept the key, relative to the working directory: still
  * used when it exists there, so a deployment keeps its key (and its sealed checkpoints).
  */
 export const LEGACY_CHECKPOINT_KEY_FILE = 'data/checkpoint.key';

@@ -7,7 +7,7 @@
  *   `currentProgress` and `checkPlanner`: run/verify-activity.ts;
  * - `reapLedger` (the ledger reaper's pass): reaper.ts;
  * - `saveTrace` (a long run's paged-out trace, once per continue-as-new): run/trace-activity.ts;
- * - `storeScript` (a long script's calls into the payload store, issue 32): run/script-activity.ts;
+ * - `storeScript` (a long script's calls into the payload store): run/script-activity.ts;
  * - `verifyOperator` (operators/activities.ts) and the checkpoint seal (checkpoint-seal.ts);
  * - `markHistory`: does nothing; a run calls it as a local activity whose summary is a mark in
  *   its history (a refused call, an outcome that is not a plain success: workflows/history-marks.ts).

@@ -35,7 +35,7 @@ export interface ReapLedgerOutput {
   readonly retentionMs: number;
   /** Records deleted. */
   readonly removed: number;
-  /** Rows of the runs' conversations, planner turns and payloads deleted (issue 9). */
+  /** Rows of the runs' conversations, planner turns and payloads deleted. */
   readonly runDataRemoved: number;
   /** Runs whose old records were deleted (their workflows are closed or gone). */
   readonly runsReaped: number;

@@ -15,7 +15,7 @@ export interface PlanInput {
   readonly planner: PlannerSpec;
   readonly memory: unknown;
   readonly observation: unknown;
-  /** What the run knows about itself, for a compacted request's run-state note (issue 9). */
+  /** What the run knows about itself, for a compacted request's run-state note. */
   readonly facts?: RunFacts | null;
   /**
    * The stop the run has just lifted by a resume (its `last_safe_checkpoint`), while the call
@@ -27,22 +27,22 @@ export interface PlanInput {
   readonly tools?: readonly string[] | null;
   /** The run may delegate with `spawn_agent` (RunInput `subAgents`, docs/spec.md §7.14). */
   readonly spawnAgents?: boolean;
-  /** A conversation run (issue 33): `ask_human` is offered. */
+  /** A conversation run: `ask_human` is offered. */
   readonly askHuman?: boolean;
   /** A conversation run: the person's message, the next user turn after the model's text reply. */
   readonly userText?: string;
   /** The tenant the run's model calls bill to (its spend limit); absent: `default`. */
   readonly tenant?: string;
   /**
-   * A scripted run whose `script.calls` is a payload reference (issue 32): the index of the
+   * A scripted run whose `script.calls` is a payload reference: the index of the
    * call this turn proposes; the activity reads that one call from the store.
    */
   readonly scriptAt?: number;
-  /** The model's last reply had no tool call: what the planner tells it (issue 30). */
+  /** The model's last reply had no tool call: what the planner tells it. */
   readonly nudge?: ModelNudge;
-  /** One model request's timeout in ms (issue 30): the SDK's, within the activity's own. */
+  /** One model request's timeout in ms: the SDK's, within the activity's own. */
   readonly requestTimeoutMs?: number;
-  /** The guard stopped the run: the model's final word, no tool runs (issue 30). */
+  /** The guard stopped the run: the model's final word, no tool runs. */
   readonly finalWord?: { readonly reason: string };
   /**
    * A resume was accepted since the model's last turn: what it is told first (who resumed, the
@@ -65,7 +65,7 @@ export interface ProposalInfo extends NormalizedProposal {
     readonly result: unknown;
     /**
      * For a record of another call (an `idempotency_conflict`): the run holding the key and its
-     * tool (issue 30: the StopReport names them). Absent for the same call.
+     * tool (the StopReport names them). Absent for the same call.
      */
     readonly holder?: { readonly runId: string; readonly tool: string };
   } | null;
@@ -91,7 +91,7 @@ export interface PlanOutput {
   /**
    * A conversation run (`askHuman`): the name of the finishing tool this worker offers the run
    * (its registry's `finishing`: `complete_task`, renamed or replaced). The conversation holds
-   * that call back while the person's messages are queued (issue 41). Absent when there is none.
+   * that call back while the person's messages are queued. Absent when there is none.
    */
   readonly finishing?: string;
 }
@@ -103,7 +103,7 @@ export interface RunToolInput {
   readonly args: unknown;
   readonly operationKey: string | null;
   /**
-   * The guard's fingerprint of the call. The workflow no longer sends it (issue 42: only what
+   * The guard's fingerprint of the call. The workflow no longer sends it (only what
    * the workflow decides with crosses history); absent, the activity computes it from the args,
    * as the plan did (the same registry, the same canonical form).
    */
@@ -114,19 +114,19 @@ export interface RunToolInput {
   readonly approvalStopRef?: string | null;
   /**
    * `sha256:<hex>` of the canonical call, the ledger's args hash (docs/spec.md §8). Absent
-   * (the workflow no longer sends it, issue 42): the activity computes it from `args`.
+   * (the workflow no longer sends it): the activity computes it from `args`.
    */
   readonly argsHash?: string;
   /** Script mode: answer with this instead of running a tool. */
   readonly fixture: { readonly result: ToolResult | null; readonly progressVersion: number | null } | null;
   /**
    * A scripted run's next planner turn, planned by this activity once the tool has answered
-   * (issue 19: no plan task of its own per step). Only a scripted planner's input; the answer
+   * (no plan task of its own per step). Only a scripted planner's input; the answer
    * comes back as {@link RunToolOutput.next}.
    */
   readonly prefetch?: PrefetchInput;
   /**
-   * `model` (an LLM run on `llm-profile-v1`, issue 29): a failure the tool did not declare (a
+   * `model` (an LLM run on `llm-profile-v1`): a failure the tool did not declare (a
    * plain Error, an MCP `isError` without `onError`) comes back as PRECONDITION `tool_error`
    * for the model to handle (tools/tool-errors.ts). Absent: FATAL `tool_error`, as before.
    */
@@ -136,7 +136,7 @@ export interface RunToolInput {
 /**
  * The next turn's plan input as `runTool` is sent it: without what is the same for every
  * prefetched turn (the run id is the call's, the goal empty, the memory `{ next: 0 }`, no
- * observation), which the activity fills back in (issue 42: small step payloads). A full
+ * observation), which the activity fills back in (small step payloads). A full
  * {@link PlanInput} (a history recorded before) is taken as it is.
  */
 export type PrefetchInput = Omit<PlanInput, 'runId' | 'goal' | 'memory' | 'observation'> &
@@ -153,13 +153,13 @@ export interface RunToolOutput {
    * `fixture`: script mode.
    */
   readonly via: 'executed' | 'ledger' | 'reconciled' | 'fixture' | 'not_run';
-  /** An `idempotency_conflict` of the ledger (issue 30): the run holding the key and its tool. */
+  /** An `idempotency_conflict` of the ledger: the run holding the key and its tool. */
   readonly holder?: { readonly runId: string | null; readonly tool: string };
   /**
    * The planned next turn asked for by {@link RunToolInput.prefetch}, exactly what the `plan`
    * activity would answer now; absent when it could not be planned here (the ledger unreadable,
    * an approval to ask for, too large): the workflow then asks `plan` as usual. Copies of the
-   * args equal to the proposal's are sent once (common/prefetched-turn.ts, issue 42).
+   * args equal to the proposal's are sent once (common/prefetched-turn.ts).
    */
   readonly next?: PrefetchedTurn;
 }

@@ -1,7 +1,7 @@
 /**
  * Where one step of a run goes, read from its history's event timestamps: a step is one
  * turn of the loop (`plan` activity + `runTool` activity, each followed by a workflow
- * task; a scripted run's `plan` is a local activity since issue 19, inside the workflow task,
+ * task; a scripted run's `plan` is a local activity, inside the workflow task,
  * so it has no plan columns and one workflow task per step). For each activity: schedule→start (dispatch to a poller, or eager), start→complete
  * (the activity itself, reported back), then the workflow task it wakes: schedule→start
  * (dispatch by the server's transfer queue and matching) and start→complete (the worker

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:long`: one long LLM run, end to end (issue 9's benchmark).
+ * `npm run bench:long`: one long LLM run, end to end.
  *
  * Everything is in-process and throwaway, as in bench/run.ts: an in-memory Temporal dev
  * server on a free port with fast workflow-task dispatch (`FAST_DISPATCH_DYNAMIC_CONFIG`),

@@ -41,9 +41,9 @@
  *     repetitions (each pair's ratio and the spread), steps/s, completion time and the
  *     workers' RSS per cached workflow. Given alone it runs only this row.
  *
- * The latency rows compare the scripted plan paths (`--plan-path prefetch,local,activity`, issue
- * 19: the next turn planned by the tool activity before it, the plan as a local activity every
- * turn, and the scheduled activity before issue 19), in the same server and worker process;
+ * The latency rows compare the scripted plan paths (`--plan-path prefetch,local,activity`:
+ * the next turn planned by the tool activity before it, the plan as a local activity every
+ * turn, and the scheduled activity as it once was), in the same server and worker process;
  * every other row runs the first path given.
  *
  * Flags: --steps N  --concurrency 1,100,1000|none  --max-row-steps N  --replay-steps N (0 skips)

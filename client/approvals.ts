@@ -155,8 +155,7 @@ export interface ApproveRunResult {
    * against them; `null` when it has none — the usual deployment, where only the workers hold
    * the operators file — and so cannot tell: the approval is stored and audited `submitted`, and
    * a worker verifies it when it would be used (an unsigned or unauthorised one is refused
-   * there). Before issue 31's fix this was `true` for every approval stored without operators.
-   */
+   * there).   */
   readonly trusted: boolean | null;
   /** Why they will not (it is stored and audited `refused`), or null when trusted or unknown. */
   readonly untrusted: string | null;

@@ -120,7 +120,7 @@ export const runInputSchema = z
      * How a scripted run's plan runs: `prefetch` (the default: each turn after a tool
      * call is planned by that call's `runTool` activity and comes back with its result; any
      * other turn is a local activity), `local` (a local activity inside the workflow task every
-     * turn) or `activity` (a scheduled activity, as before issue 19: benchmarks' baseline).
+     * turn) or `activity` (a scheduled activity: benchmarks' baseline).
      */
     scriptedPlan: z.enum(['prefetch', 'local', 'activity']).default('prefetch'),
     /** Operation keys already completed (as after a resume from another run). */

@@ -1,5 +1,5 @@
 /**
- * Which args of two calls differ (issue 30: an `idempotency_conflict` StopReport says which args
+ * Which args of two calls differ (an `idempotency_conflict` StopReport says which args
  * of the call holding the operation key and of the refused call differ). Pure: plain JSON in,
  * the differing paths out (`text`, `to.account`, `items[2]`), each with both sides' values,
  * bounded in number and size. A side that lacks the path has no value there.

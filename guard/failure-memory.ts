@@ -1,5 +1,5 @@
 /**
- * Loop memory that new reads cannot erase (issue 29, docs/spec.md §3 "Failure memory"). With
+ * Loop memory that new reads cannot erase (docs/spec.md §3 "Failure memory"). With
  * `keepFailures` (the `llm` profile), the guard remembers every call whose latest result in the
  * window was PRECONDITION (a failed call: an unmet precondition, a tool error handed to the
  * model) with its count. A new window opened by a read — fresh read content, which cannot change

@@ -46,14 +46,14 @@ export interface GuardStateJson {
   readonly v: 1;
   /**
    * `steerLimit` only when it is set (states before steering have none); `keepFailures` only
-   * when true (states before issue 29 have none).
+   * when true (older states have none).
    */
   readonly config: {
     [K in Exclude<keyof GuardConfig, 'steerLimit' | 'keepFailures' | 'noProgressGrace'>]: number | null;
   } & {
     readonly steerLimit?: number;
     readonly keepFailures?: boolean;
-    /** Only when above 0 (states before issue 40 have none). */
+    /** Only when above 0 (older states have none). */
     readonly noProgressGrace?: number;
   };
   readonly startMs: number;

@@ -310,7 +310,7 @@ export class LoopGuard {
     }
     const { noProgressLimit, noProgressGrace } = this.config;
     if (this.noProgress >= noProgressLimit + noProgressGrace) return this.stop(GuardReason.NO_PROGRESS);
-    // With a grace, the window's first reach of the limit is a note, not the stop (issue 40):
+    // With a grace, the window's first reach of the limit is a note, not the stop:
     // the count only grows within a window, so it equals the limit once per window.
     const steer = this.noProgress === noProgressLimit && noProgressGrace > 0 ? this.progressNote(fp) : null;
 

@@ -1,5 +1,5 @@
 /**
- * Named sets of guard defaults (issue 29, docs/spec.md §3 "Profiles", evidence in
+ * Named sets of guard defaults (docs/spec.md §3 "Profiles", evidence in
  * docs/real-agents.md). `default` is the guard's own schema defaults (what a scripted run, a
  * replay file and `new LoopGuard()` get); `llm` is what a fresh LLM run of this version decides
  * with: the durable run (on `llm-profile-v1`), `npm run replay -- --profile llm` or a replay
@@ -24,7 +24,7 @@ export const LLM_PROFILE: Readonly<GuardConfigInput> = Object.freeze({
   maxCostUsd: 10,
   /** An identical call runs twice in a window; the third is steered (0 false steers measured). */
   sameCallLimit: 2,
-  /** Three calls in a row without progress are told to the model (issue 40)... */
+  /** Three calls in a row without progress are told to the model... */
   noProgressLimit: 3,
   /** ...and three more stop the run: 0 successful runs stopped `no_progress` (docs/real-agents.md). */
   noProgressGrace: 3,

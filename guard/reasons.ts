@@ -65,28 +65,28 @@ export const GuardReason = {
   /**
    * The run's tenant spend limit (`AGENT_SPEND_LIMITS`) refused the reservation of the next
    * model call's worst-case price, or the model has no price under that cap: the model was
-   * not called and the run stops NEEDS_HUMAN with its checkpoint (issue 18).
+   * not called and the run stops NEEDS_HUMAN with its checkpoint.
    */
   SPEND_LIMIT: 'spend_limit',
   /**
-   * An LLM run's model kept replying without a tool call (issue 30): after the run's
+   * An LLM run's model kept replying without a tool call: after the run's
    * `textReplyLimit` notes it ends PARTIAL with the model's last text as its final message.
    * A reply with no tool call is never completion; only the finishing tool completes a run.
    */
   MODEL_STOPPED: 'model_stopped',
   /**
    * The model's reply was cut off at its output-token limit, also when asked again with twice
-   * the limit (issue 30): nothing of it ran; the run stops NEEDS_HUMAN.
+   * the limit: nothing of it ran; the run stops NEEDS_HUMAN.
    */
   MODEL_OUTPUT_TRUNCATED: 'model_output_truncated',
   /**
    * The model did not answer a request within the run's planner timeout, on every attempt of
-   * the plan activity (issue 30): the run stops NEEDS_HUMAN; the StopReport says how to give
+   * the plan activity: the run stops NEEDS_HUMAN; the StopReport says how to give
    * a slow model more time.
    */
   PLANNER_TIMEOUT: 'planner_timeout',
   /**
-   * A conversation (issue 33) the person closed (the `message` update with `close`): the run
+   * A conversation the person closed (the `message` update with `close`): the run
    * ends PARTIAL. Only the finishing tool completes a conversation, as any run.
    */
   CONVERSATION_CLOSED: 'conversation_closed',

@@ -222,7 +222,7 @@ export function replay(file: ReplayFile, options: ReplayOptions = {}): ReplayOut
     ...(profile === undefined ? {} : { profile: profile as GuardProfileName }),
   });
 
-  // Built once: the next call is O(1), not a walk from the first entry (issue 32).
+  // Built once: the next call is O(1), not a walk from the first entry.
   const script = new ScriptCursor<ReplayCall>(file.calls);
   for (let index = 0; index < script.length; index++) {
     const raw = script.at(index)!;

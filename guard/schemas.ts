@@ -163,10 +163,10 @@ export const stopReportSchema = z.object({
   steers: z
     .array(z.object({ step: z.number().int().positive(), reason: z.string(), fingerprint: z.string() }))
     .optional(),
-  /** An LLM run's last words: the model's text when it stopped talking or was cut off (issue 30). */
+  /** An LLM run's last words: the model's text when it stopped talking or was cut off. */
   final_message: z.string().optional(),
   /**
-   * An `idempotency_conflict` stop of a durable run (issue 30): the key, the run holding it and
+   * An `idempotency_conflict` stop of a durable run: the key, the run holding it and
    * which args differ (redacted as the trace is; null when the holder's args are not known here).
    */
   conflict: z

@@ -67,7 +67,7 @@ function expand<C>(entry: C | RepeatEntry<C>, at: number): C {
  * Random access to an expanded script, built once in one pass over its entries: the index of
  * the call each entry starts at. The next call after the last one read is found in O(1) (the
  * same entry or the one after), any other in O(log entries) — where walking from the first
- * entry for every index made a script of n distinct calls cost O(n²) (issue 32). Pure and
+ * entry for every index made a script of n distinct calls cost O(n²). Pure and
  * deterministic: the workflow keeps one per run (rebuilt after a continue-as-new).
  */
 export class ScriptCursor<C> {

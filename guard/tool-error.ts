@@ -1,5 +1,5 @@
 /**
- * A tool error its tool did not declare, as an LLM run's model receives it (issue 29,
+ * A tool error its tool did not declare, as an LLM run's model receives it (
  * docs/spec.md §2.2 "Tool errors in an LLM run"): FATAL `tool_error` becomes PRECONDITION
  * `tool_error` whose `unmet` is the error's text, redacted (common/redact.ts) and cut to
  * {@link MAX_TOOL_ERROR_CHARS}. Pure: the runtime (tools/tool-errors.ts), the offline replay at

@@ -1,5 +1,5 @@
 /**
- * Money is checked before a model call, not after (issue 18): every request the turn engine
+ * Money is checked before a model call, not after: every request the turn engine
  * is about to send is priced at its worst case — the request's token bound plus its
  * `maxTokens` of output, at the model's price — and refused when that does not fit what the
  * run has left (`facts.budgetsLeft`: the run's `maxTokens` and `maxCostUsd`) or what the
@@ -71,7 +71,7 @@ function bytesOf(request: readonly unknown[] | RequestBytes): number {
 export const FINAL_WORD_PROMPT_BYTES = Buffer.byteLength(finalWordPrompt('x'.repeat(64)));
 
 /**
- * The worst case of the final word that may follow `request` (issue 30): the same conversation
+ * The worst case of the final word that may follow `request`: the same conversation
  * plus the final word's prompt, and {@link FINAL_WORD_MAX_TOKENS} of output. A run that keeps
  * room for it (`facts.reserveFinalWord`) checks each request's worst case plus this one.
  */
@@ -84,7 +84,7 @@ export function finalWordReserve(
 }
 
 /**
- * The characters of conversation a final word may carry within `left` (issue 30): what is left
+ * The characters of conversation a final word may carry within `left`: what is left
  * of the run's tokens and cost after the tools, the system prompt, the prompt, the overhead and
  * its output. Null: no limit (`left` has neither).
  */
@@ -131,7 +131,7 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
     const maxTokens = requestMaxTokens ?? o.maxTokens;
     const sent = requestBytes(request);
     const call = worstCaseOf(sent, o.fixedBytes, maxTokens, price);
-    // Room kept for the final word that follows a money stop (issue 30): checked with the call.
+    // Room kept for the final word that follows a money stop: checked with the call.
     const kept = o.input.facts?.reserveFinalWord ? finalWordReserve(sent, o.fixedBytes, price) : null;
     const worst: WorstCase = kept
       ? {
@@ -154,7 +154,7 @@ export function ceilingGate(o: CeilingOptions): RequestGate<unknown> {
     const spend = o.input.spend;
     const served = o.input.served;
     // The worst case is reserved under the tenant's cap, then recorded for the run, before the
-    // request is sent (issue 40): a worker that dies from here on leaves both at the worst case.
+    // request is sent: a worker that dies from here on leaves both at the worst case.
     const ticket = spend ? await spend.reserve(call.costUsd, o.model) : null;
     const record = served ? await served.sent(call, maxTokens) : null;
     const started = Date.now();

@@ -24,7 +24,7 @@ export interface PendingCall {
 }
 
 /**
- * The planner's memory, version 1 (runs started before issue 9, and planners given no
+ * The planner's memory, version 1 (runs started before conversation stores, and planners given no
  * conversation store): the whole conversation inline, in the provider's message format.
  */
 export interface ConversationMemory<M> {

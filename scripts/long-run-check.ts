@@ -1,5 +1,5 @@
 /**
- * `npm run long-run-check` (`tsx scripts/long-run-check.ts`): issue 9's acceptance check,
+ * `npm run long-run-check` (`tsx scripts/long-run-check.ts`): the long-run acceptance check,
  * run the way a user would, every part a separate process started from this checkout:
  *
  *  1. a throwaway Temporal dev server — `npm run dev:server` (`tsx scripts/dev-server.ts`)

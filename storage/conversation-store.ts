@@ -87,7 +87,7 @@ const HASHES_PER_QUERY = 500;
  * of its text), so what is kept is what the database holds: a turn reads its tail's links and
  * opens only the messages it has not seen — the one or two the last turn added — instead of
  * decrypting and inflating the whole window again (~100 rows of 3 KB at turn 1,000 of
- * issue 9's run). First in, first out: a conversation's oldest messages are the first to leave
+ * a long run). First in, first out: a conversation's oldest messages are the first to leave
  * its window too.
  */
 class OpenedMessages {

@@ -1,5 +1,5 @@
 /**
- * Encryption at rest for what issue 9 moved out of workflow history into the worker's
+ * Encryption at rest for what moved out of workflow history into the worker's
  * database: conversation messages (storage/conversation-store.ts) and large
  * payloads (storage/payloads). In history they were encrypted by the payload codec
  * (codec/); in the database they are encrypted by the very same codec chain — the same

@@ -5,7 +5,7 @@
  *    `agentTelemetry` sink as one call per activation;
  *  - TypeScript sources compiled for ES2022, as the package's own `dist` is (tsconfig.json):
  *    the SDK's bundler compiles `.ts` files for ES2017, which turns every object spread and
- *    rest into helper calls (issue 42: ~10 % of a step's workflow code, only when the
+ *    rest into helper calls (~10 % of a step's workflow code, only when the
  *    workflows are bundled from source — tests, benches, `tsx` workers). Compiled `.js` (the
  *    published package) is not touched.
  */

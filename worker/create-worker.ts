@@ -50,7 +50,7 @@ export interface WorkerDepsOptions {
   /** The MCP config file; null reads none. Default: AGENT_CONFIG, else ./agent.config.json if it exists. */
   readonly configPath?: string | null;
   /**
-   * The tool that finishes a run (issue 38; tools/finish.ts): default the built-in
+   * The tool that finishes a run (tools/finish.ts): default the built-in
    * `complete_task`, offered on every run. `finishingTool({ name: 'done' })` renames it; a
    * tool of your own returning `{ terminal: true }` replaces it; `null` registers none (your
    * tools must then finish the run). A tool in `tools` with the same name replaces it too.

@@ -1,5 +1,5 @@
 /**
- * agent-loop-guard as a Temporal plugin (`@temporalio/plugin`, issue 16 item 4): added to a
+ * agent-loop-guard as a Temporal plugin (`@temporalio/plugin`): added to a
  * user's own `Worker` and `Client`, the way Temporal ships its AI-SDK and OpenAI-Agents
  * integrations. {@link createAgentWorker} stays for those who want the whole worker built.
  *
@@ -17,7 +17,7 @@
  *
  * On a client it sets the same data converter, so the client reads the runs' payloads.
  *
- * A worker of `@temporalio/ai-sdk` agents (docs/ai-sdk.md, issue 37 item 4) takes the same plugin
+ * A worker of `@temporalio/ai-sdk` agents (docs/ai-sdk.md) takes the same plugin
  * with `aiSdk` instead of (or beside) `deps`: the same data converter — so `agentctl stop`,
  * `resume` and `approve` reach such a worker decoded, as they reach an agentRun worker — plus
  * the ledger-wrapped writes (`ledgerWrites`) and the guard's activities (`guardActivities`). The

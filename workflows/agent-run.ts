@@ -243,7 +243,7 @@ function proposeAndRun(l: Loop, planned: PlanStep): Turn | Promise<Turn> {
   conv?.planned(planned.finishing ?? null);
   const { turn: t, proposal: p } = planned;
   if (t.type === 'finish') {
-    // In a conversation, a text reply is a message to the person (issue 33).
+    // In a conversation, a text reply is a message to the person.
     if (conv?.onText(t)) {
       replies.onCall();
       return NEXT;

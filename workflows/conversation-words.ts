@@ -1,5 +1,5 @@
 /**
- * What a conversation tells its person, as pure functions (issue 41; docs/spec.md
+ * What a conversation tells its person, as pure functions (docs/spec.md
  * §7.16): the answer to each message (never a read the run cannot give), the finishing call held
  * back for the person's messages, the run's ending in its own words and the `conversation`
  * view with each message's delivery. Workflow code (no I/O); workflows/conversation.ts holds

@@ -193,7 +193,7 @@ export class Conversation {
         // summary made a burst of messages 4× slower (150 messages: 24 s against 6 s).
         this.settings.idleTimeoutMs,
       );
-      // Waiting for a person is not the agent's time (issue 33).
+      // Waiting for a person is not the agent's time.
       run.guard.discountWait(Date.now() - start);
       upsertSearchAttributes([{ key: AGENT_STATE, value: 'RUNNING' }]);
       if (!got) {

@@ -234,7 +234,7 @@ export class RunSteps {
    * anything else runs as the tool activity. Hands `then` the result and the progress version
    * read from external state (the script's, in fixture mode), or `stopped` on a fault, and
    * answers what `then` answers: at once when nothing runs, else as the activity's own promise
-   * with `then` to apply once it settles ({@link Pending}; issue 42: each promise costs the SDK
+   * with `then` to apply once it settles ({@link Pending}: each promise costs the SDK
    * a stack trace).
    */
   execute<R>(

@@ -103,7 +103,7 @@ export class ObservedProgress implements ProgressSource {
   /**
    * {@link observe} inside a unit of the ledger's database (a ledger commit that carries it): a
    * new fact bumps the run's version in the same transaction (`agent_progress_versions`,
-   * migration 12), so reading it costs one row however many facts the run has (issue 42).
+   * migration 12), so reading it costs one row however many facts the run has.
    * Answers the run's version as of this unit — what {@link version} reads once it commits, so
    * the caller need not read it again — or null when the event adds no fact (nothing read).
    */

@@ -59,7 +59,7 @@ export interface ActivityDeps {
   /**
    * Where LLM planners keep their conversations (storage/conversation-store.ts).
    * By default beside the ledger, in its database; null: none (the conversation then travels
-   * in the planner's memory, through workflow history, as before issue 9).
+   * in the planner's memory, through workflow history, as planners once kept it all).
    */
   readonly conversations?: ConversationAccess | null;
   /**
@@ -124,11 +124,11 @@ export interface ActivityContext {
   readonly conversations: ConversationAccess | null;
   readonly payloads: PayloadStore | null;
   readonly payloadRefBytes: number;
-  /** Where trace records that left a long run's checkpoint are kept (issue 19); null: nowhere. */
+  /** Where trace records that left a long run's checkpoint are kept; null: nowhere. */
   readonly traces: TraceStore | null;
   /** Tenant spend limits' store, trusting only raises the worker's operators signed; null: no limits. */
   readonly spend: SpendStore | null;
-  /** Every model request of a run, recorded outside the plan attempt (issue 40); null: no SQL ledger. */
+  /** Every model request of a run, recorded outside the plan attempt; null: no SQL ledger. */
   readonly served: ServedUsageStore | null;
   /** The planner of a kind; a kind this worker does not have fails non-retryable `PlannerNotConfigured`. */
   plannerFor(kind: string): Planner;
@@ -151,7 +151,7 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
     ...(deps.spendLimits !== undefined ? { spendLimits: deps.spendLimits } : {}),
     ...(deps.spend !== undefined ? { spend: deps.spend } : {}),
   });
-  // LLM planners keep their conversation here, not in workflow history (issue 9).
+  // LLM planners keep their conversation here, not in workflow history.
   const rows = deps.rows ?? PLAIN_ROWS;
   const conversationStore =
     deps.conversations !== undefined ? deps.conversations : ConversationStore.over(ledger, rows);
@@ -159,10 +159,10 @@ export function createActivityContext(deps: ActivityDeps): ActivityContext {
   const conversations = conversationStore ? storeFaultsTyped(conversationStore) : null;
   // A bad policy fails the worker at start, naming the variable, instead of at the first call.
   const approvalPolicy = deps.approvalPolicy ?? parseApprovalPolicy(process.env.AGENT_APPROVAL_POLICY);
-  // Large results go to the payload store; the workflow gets a reference (issue 9).
+  // Large results go to the payload store; the workflow gets a reference.
   const payloads = deps.payloads !== undefined ? deps.payloads : payloadStoreBeside(ledger, rows);
   const payloadRefBytes = deps.payloadRefBytes ?? payloadRefBytesFromEnv();
-  // The paged-out trace of long runs, sealed like the conversation (issue 19).
+  // The paged-out trace of long runs, sealed like the conversation.
   const traces = TraceStore.over(ledger, rows);
 
   function plannerFor(kind: string): Planner {

@@ -29,7 +29,7 @@ import { ScriptCalls } from './script-activity';
 
 /**
  * The plan failure `err` as the workflow sees it, carrying the turn's claimed usage in its
- * details (issue 40): the workflow charges it before the stop (workflows/plan-failure.ts). Its
+ * details: the workflow charges it before the stop (workflows/plan-failure.ts). Its
  * type and retryability are kept.
  */
 function withUsage(err: unknown, usage: { tokens: number; costUsd: number }): unknown {
@@ -47,7 +47,7 @@ function withUsage(err: unknown, usage: { tokens: number; costUsd: number }): un
   return err;
 }
 
-/** The largest planned turn `runTool` hands back with a tool's result (issue 19); above it `plan` runs. */
+/** The largest planned turn `runTool` hands back with a tool's result; above it `plan` runs. */
 const PREFETCH_MAX_BYTES = 64 * 1024;
 
 /** The `plan` activity over the worker's context. */
@@ -88,7 +88,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
     served: TurnUsage | null,
   ): Promise<PlannerOutput> {
     if (!served) return askPlanner(planner, plannerInput, store);
-    // Served usage (issue 40): this attempt's outcome carries every request of the turn (every
+    // Served usage: this attempt's outcome carries every request of the turn (every
     // attempt's) and any this run's killed attempts left behind, each counted once.
     await dbCall(() => served.begin());
     let out: PlannerOutput;
@@ -121,7 +121,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       return (await store.saveTurn(key, plannerInput.runId, out)) as PlannerOutput;
     } catch (err) {
       if (err instanceof UnreadableReplyError)
-        // The provider billed the reply: its usage rides to the workflow, which charges it (issue 30).
+        // The provider billed the reply: its usage rides to the workflow, which charges it.
         throw ApplicationFailure.create({
           type: UNREADABLE_REPLY_ERROR,
           message: err.message,
@@ -251,7 +251,7 @@ export function createPlanActivity(ctx: ActivityContext, scripts = new ScriptCal
       served,
     );
     const turn = out.turn;
-    // A conversation learns which call finishes the run from the worker (issue 41).
+    // A conversation learns which call finishes the run from the worker.
     const finishing = input.askHuman && tools.finishing ? { finishing: tools.finishing } : {};
     if (turn.type !== 'call') return { turn, memory: out.memory, proposal: null, ...finishing };
 

@@ -121,7 +121,7 @@ export function createRunToolActivity(
     const { prefetch, ...call } = raw;
     const out = await runOne(call);
     if (!prefetch) return out;
-    // The scripted run's next turn, planned now that the tool has answered (issue 19); what
+    // The scripted run's next turn, planned now that the tool has answered; what
     // every prefetched turn has in common did not cross history (PrefetchInput).
     const next = await prefetchPlan({
       runId: call.runId,
@@ -131,7 +131,7 @@ export function createRunToolActivity(
       ...prefetch,
     });
     if (!next) return out;
-    // The args once, not three times (issue 42): the workflow puts the copies back.
+    // The args once, not three times: the workflow puts the copies back.
     const both = { ...out, next: leanPrefetchedTurn(next) };
     return jsonBytes(both) <= MAX_PAYLOAD_BYTES ? both : out;
   }
@@ -214,7 +214,7 @@ export function createRunToolActivity(
     }
     const { attempt, activityId } = activityExecution();
     const toModel = input.toolErrors === 'model';
-    // The workflow sends neither hash (issue 42): the same normalisation the plan made, on the
+    // The workflow sends neither hash: the same normalisation the plan made, on the
     // args parsed above.
     const hashes =
       input.argsHash !== undefined && input.fingerprint !== undefined
@@ -243,7 +243,7 @@ export function createRunToolActivity(
         }
         const classified = tool.classify?.(err) ?? classifyError(err);
         const inWorld = tool.usesWorldTransaction !== false;
-        // An LLM run's model gets an undeclared failure to handle (issue 29); the ledger
+        // An LLM run's model gets an undeclared failure to handle; the ledger
         // releases the claim when the world transaction rolled the write back, and keeps the
         // failure final otherwise (the side effect may have happened).
         lastFailure = toModel ? undeclaredToModel(classified, err) : classified;
@@ -270,7 +270,7 @@ export function createRunToolActivity(
     });
     // The counter and progress fact of an executed write ride in the ledger's commit.
     const book = ctx.bookkeeping;
-    // The run's version as the commit left it: not read again after it (issue 42).
+    // The run's version as the commit left it: not read again after it.
     let committedVersion: number | null = null;
     const inCommit = book
       ? async (tx: LedgerTx) => {

@@ -1,5 +1,5 @@
 /**
- * A long script by reference (issue 32): a scripted run's `script.calls` may be a
+ * A long script by reference: a scripted run's `script.calls` may be a
  * {@link PayloadRef} into the payload store (storage/payloads) instead of the calls
  * themselves — stored by the client when the run input would not fit a payload, or by the
  * workflow at its first continue-as-new (`storeScript`, a local activity: the calls never

@@ -58,7 +58,7 @@ export async function runRead(
     result = await inStore(ctx.store, tool, (tx) => execute(tool, input, tx));
   } catch (err) {
     result = tool.classify?.(err) ?? classifyError(err);
-    // An LLM run's model gets an undeclared failure to handle (issue 29).
+    // An LLM run's model gets an undeclared failure to handle.
     if (input.toolErrors === 'model') result = undeclaredToModel(result, err);
   }
   const event = readEvent(input.runId, tool.name, result);
@@ -121,7 +121,7 @@ export async function progressAfter(
   /** The source was told already (its fact rode in the ledger's commit). */
   observed = false,
   /**
-   * The source's version as the unit that told it answered it (issue 42: not read a second
+   * The source's version as the unit that told it answered it (not read a second
    * time); null reads it.
    */
   known: number | null = null,

@@ -1,5 +1,5 @@
 /**
- * The `saveTrace` activity (issue 19): keeps the trace records that leave a long run's
+ * The `saveTrace` activity: keeps the trace records that leave a long run's
  * checkpoint at a continue-as-new in the worker's database (storage/trace-store.ts), once per
  * continue-as-new, never per step. Idempotent: a retried save writes nothing twice.
  */

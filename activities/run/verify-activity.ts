@@ -39,7 +39,7 @@ export function createVerifyActivity(ctx: ActivityContext) {
     const tool = input.blockedTool ? registry.get(input.blockedTool) : undefined;
     if (input.blockedTool && unknownToolOf(input.unmet) === input.blockedTool) {
       // The run stopped on a tool this worker did not have: a change of the worker lifts it,
-      // and this worker's tool set is what is checked (issue 38).
+      // and this worker's tool set is what is checked.
       return {
         changed: tool !== undefined,
         progressVersion: version,

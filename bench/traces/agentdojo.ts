@@ -1,5 +1,5 @@
 /**
- * The converter of issue 29 item 5: recorded AgentDojo runs of real models
+ * The converter of recorded AgentDojo runs of real models
  * (bench/traces/agentdojo/, see its SOURCE.md) into replay files (docs/spec.md §6) and their
  * labels. Pure and deterministic: the same run gives the same file, byte for byte.
  *

@@ -1,8 +1,7 @@
 /**
- * `agentctl conversation <workflowId>`: what an LLM run's planner said and was told. Since
- * issue 9 the conversation lives in the worker's database (the ledger's, `LEDGER_URL`), not in
- * workflow history, so the Temporal UI shows only references; this prints the messages,
- * newest last. Exit codes: 0 ok, 1 error (unreachable database), 3 no conversation stored for the run.
+ * `agentctl conversation <workflowId>`: what an LLM run's planner said and was told. The
+ * conversation lives in the worker's database (the ledger's, `LEDGER_URL`), not in workflow
+ * history, so the Temporal UI shows only references; this prints the messages, newest last. Exit codes: 0 ok, 1 error (unreachable database), 3 no conversation stored for the run.
  */
 import { Command } from 'commander';
 import { DEFAULT_LEDGER_URL, ledgerUrlFromEnv, openLedger, type Ledger } from '../../storage/ledger';

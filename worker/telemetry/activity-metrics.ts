@@ -82,7 +82,7 @@ export class ActivityMetricsInterceptor implements ActivityInboundCallsIntercept
       const call = input.args[0] as RunToolInput;
       const done = out as RunToolOutput;
       this.tool(call, done);
-      // A scripted run's next turn, planned inside this runTool (issue 19 prefetch), is a
+      // A scripted run's next turn, planned inside this runTool (the prefetch), is a
       // planner turn like a `plan` activity's (one the run then discards is counted too).
       if (call.prefetch && done.next) this.plan(call.prefetch, done.next);
     } else if (type === 'plan') this.plan(input.args[0] as PlanInput, out as PlanOutput);

@@ -9,7 +9,7 @@ export const SpanNames = {
   DECISION: 'guard.decision',
   /** A run stopped (waits for a resume) or closed. */
   RUN_END: 'agent.run.end',
-  /** A conversation's turn (issue 33): from the agent handing it to the person until it came back. */
+  /** A conversation's turn: from the agent handing it to the person until it came back. */
   TURN: 'conversation.turn',
 } as const;
 

@@ -1,6 +1,6 @@
 /**
  * `npx agentctl console` as an operator starts it — here carol's, with her key (view only) and
- * no operators file, the setting in which issue 31 found the console answering 200 "stop
+ * no operators file, the setting in which an audit found the console answering 200 "stop
  * requested" for a stop the worker refused. Its HTTP API for scripts: `Authorization: Bearer
  * TOKEN` (the token of the URL it prints), `POST /api/stop {runId, reason}`.
  */

@@ -1,5 +1,5 @@
 /**
- * approval-twin: issue 31's held-out attack on approvals, rerun from outside as a user runs it,
+ * approval-twin: a held-out attack on approvals, rerun from outside as a user runs it,
  * with the package's public exports and its `agentctl` bin only.
  *
  * A worker of this app hosts one money-moving tool, `wire {cents, ref}` (requiresApproval; it
@@ -153,7 +153,7 @@ async function main(): Promise<boolean> {
     }),
   );
   const keyOf = (id: keyof typeof keys) => join(DATA, `${id}.key.json`);
-  // carol's console, as issue 31 found it: her key (view only), no operators file.
+  // carol's console, as an audit found it: her key (view only), no operators file.
   const consoleStarted =
     FULL_ROUNDS > 0
       ? startConsole(ROOT, operatorEnv, ['--key', keyOf('carol'), '--task-queue', TASK_QUEUE, '--quiet'])

@@ -3,7 +3,7 @@
  * on 127.0.0.1 and a free port, plain node:http. The worker reaches it through a named
  * endpoint of its own configuration (`AGENT_MODEL_ENDPOINTS`), as it would reach vLLM.
  *
- * Its "model" is the attacker of issue 31 (a model, or a prompt injection steering one): in
+ * Its "model" is the attacker (a model, or a prompt injection steering one): in
  * each conversation (told apart by the goal, the first user message) the first reply proposes
  * the transfer a person will approve, and every later reply proposes that transfer's
  * fingerprint twin. A reply can be held back (`hold`) so that a run is busy — its plan activity

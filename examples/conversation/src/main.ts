@@ -1,5 +1,5 @@
 /**
- * conversation: issue 33 from outside, as a user of the packed package. The app's own worker
+ * conversation: a conversation run from outside, as a user of the packed package. The app's own worker
  * (its own SQLite address book, `update_address` and `complete_task`) and a local Chat
  * Completions server (src/model-server.ts) hold one conversation, driven the way a person and an
  * operator drive it:

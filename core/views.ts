@@ -80,6 +80,8 @@ export interface CheckpointBounds {
   readonly requestIds: number;
   /** The most bytes of JSON its trace carries (core/checkpoint-bounds.ts; default 64 KB). */
   readonly traceBytes?: number;
+  /** The records to carry instead of the newest 200: bounded in bytes all the same. */
+  readonly trace?: Checkpoint['trace'];
 }
 
 /** A checkpoint's bounds on every engine unless it says otherwise (an agentRun's lean checkpoint does). */
@@ -106,7 +108,7 @@ export function checkpointOf(
     decisions: run.decisions.slice(-bounds.decisions),
     // The newest records within the byte bound, long args as previews: the copy that travels.
     trace: boundTrace(
-      run.trace.newest(CHECKPOINT_TRACE_RECORDS),
+      bounds.trace ?? run.trace.newest(CHECKPOINT_TRACE_RECORDS),
       bounds.traceBytes ?? CHECKPOINT_TRACE_BYTES,
     ),
     traceTotal: run.trace.total,

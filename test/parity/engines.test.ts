@@ -25,7 +25,6 @@ import { guardActivities } from '../../ai-sdk/worker';
 import { OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import { OperatorRegistry } from '../../operators/registry';
 import type { Ledger } from '../../storage/ledger';
-import { startOpenAIServer } from '../../testing/openai-server';
 import { defineTool } from '../../tools/define-tool';
 import { agentSinks } from '../../worker/create-worker';
 import { alice } from '../approvals/signing';

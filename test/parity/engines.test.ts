@@ -16,7 +16,7 @@ import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { resumeAgentRun } from '../../client/api';
+import { resumeAgentRun, stopAgentRun } from '../../client/api';
 import { statusQuery, type RunResult } from '../../common/contracts';
 import { jsonBytes } from '../../common/payload-limits';
 import { AGENT_STATE } from '../../common/search-attributes';
@@ -61,6 +61,8 @@ interface Scenario {
    * itself after a resume, where a framework's model is scripted to send it again.
    */
   readonly agentRunReads?: readonly string[];
+  /** While the `HOLD` read runs, an operator stops the run (`agentctl stop`), then it is released. */
+  readonly operatorStop?: boolean;
   /** The run's token budget (each model reply uses 100 in + 10 out). */
   readonly tokenBudget?: number;
 }
@@ -90,6 +92,21 @@ const operators = () =>
 /** AgentState as the UI and `agentctl list` read it. */
 async function agentState(h: WorkflowHandle): Promise<string | undefined> {
   return (await h.describe()).typedSearchAttributes.get(AGENT_STATE);
+}
+
+/** Waits for the held read, stops the run as `agentctl stop` does, then releases the read. */
+async function stopWhileHeld(client: Client, h: WorkflowHandle, signed: boolean): Promise<void> {
+  await waitFor(
+    async () => holding.waiters.length,
+    (n) => n > 0,
+  );
+  const answer = await stopAgentRun(client, h.workflowId, {
+    actor: 'alice',
+    reason: 'runaway',
+    ...(signed ? { key: alice.keyFile } : {}),
+  });
+  expect(answer).toMatchObject({ accepted: true });
+  release();
 }
 
 /** Waits for the run's stop, resumes it, waits until the resumed run holds its read, reads AgentState. */
@@ -171,6 +188,7 @@ describe('one situation, one answer, on every engine', () => {
     const stateWhileResumed = s.resume
       ? await resumeAndRead(harness.env.client, run.handle, false)
       : undefined;
+    if (s.operatorStop) await stopWhileHeld(harness.env.client, run.handle, false);
     const result = await runResult(run);
     return {
       run: result,
@@ -225,6 +243,7 @@ describe('one situation, one answer, on every engine', () => {
         ],
       });
       const stateWhileResumed = s.resume ? await resumeAndRead(aiSdk.env.client, handle, false) : undefined;
+      if (s.operatorStop) await stopWhileHeld(aiSdk.env.client, handle, false);
       const out = (await handle.result()) as { run: RunResult };
       return {
         run: out.run,
@@ -274,6 +293,7 @@ describe('one situation, one answer, on every engine', () => {
           ],
         });
         const stateWhileResumed = s.resume ? await resumeAndRead(aiSdk.env.client, handle, true) : undefined;
+        if (s.operatorStop) await stopWhileHeld(aiSdk.env.client, handle, true);
         const out = (await handle.result()) as { run: RunResult };
         return {
           run: out.run,
@@ -385,6 +405,14 @@ describe('one situation, one answer, on every engine', () => {
     expect(out.agentRun.run.decisions.at(-1)?.tool).toBe('complete_task');
     expect(counters[1]).toEqual(counters[0]);
     expect(counters[2]).toEqual(counters[0]);
+  });
+
+  it('an operator stop while a read runs: the same StopReport and counters on every engine', async () => {
+    const out = await onEvery({ reads: [HOLD, 'b', 'c'], operatorStop: true });
+    const shapes = ENGINES.map((e) => stopShape(out[e]));
+    expect(shapes[0]).toMatchObject({ reason: 'operator_stop', executions: 1 });
+    expect(shapes[1]).toEqual(shapes[0]);
+    expect(shapes[2]).toEqual(shapes[0]);
   });
 
   it('a run at its token budget sends no further model request (the framework engines)', async () => {

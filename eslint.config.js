@@ -7,7 +7,7 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 // entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
 const PRODUCT = [
   'index.ts',
-  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk}/**/*.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,core-neutral,openai-agents}/**/*.ts',
 ];
 const NOT_PRODUCT = {
   group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],
@@ -19,6 +19,15 @@ const NOT_WORKER = {
   group: ['**/worker/**', '**/worker'],
   message: 'client/ imports no worker internals: what both need lives in connection/ or storage/.',
 };
+// Replayed code: what runs inside the workflow sandbox, on every engine.
+const WORKFLOW_SIDE = [
+  'workflows/**/*.ts',
+  'common/**/*.ts',
+  'core/**/*.ts',
+  'core-neutral/**/*.ts',
+  'openai-agents/{index,model-responses,types}.ts',
+  'ai-sdk/{agent-guard,control,index,model,spend,stops,tool-output,types}.ts',
+];
 const WORKFLOW_PATTERNS = [
   {
     group: [
@@ -92,8 +101,9 @@ module.exports = tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PRODUCT, NOT_WORKER] }] },
   },
   {
-    // Workflow code is replayed: it may not touch Node, the network, the file system or activity code.
-    files: ['workflows/**/*.ts', 'common/**/*.ts'],
+    // Workflow code is replayed: it may not touch Node, the network, the file system or activity
+    // code. The core and the framework adapters' workflow side are replayed as workflows/ is.
+    files: WORKFLOW_SIDE,
     rules: {
       'no-restricted-imports': [
         'error',

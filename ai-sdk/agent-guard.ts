@@ -9,7 +9,6 @@
 import type { ToolExecutionOptions, ToolSet } from 'ai';
 import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { checkpointSchema, type Checkpoint, type RunResult, type RunStatus } from '../common/contracts';
-import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import {
   LEDGER_NEEDS_HUMAN_CODES,
   LoopGuard,
@@ -24,7 +23,8 @@ import { installRunHandlers } from '../core/handlers';
 import type { GateActivities } from '../core/resume-check';
 import { GuardedRun } from '../core/run';
 import { classify, GuardedStep, type StepCall } from '../core/step';
-import { checkpointOf, resultOf, statusOf } from '../core/views';
+import { mayCallModel } from '../core/model-gate';
+import { checkpointOf, resultOf, searchAttributesOf, statusOf } from '../core/views';
 import { guardActivityProxy, type GuardActivities } from './control';
 import { chargingModel, withResumeNotes } from './model';
 import { withGuardNote } from './tool-output';
@@ -44,10 +44,6 @@ import { endWith } from '../common/run-ended';
 
 /** How long a gated call waits for its approval, and `untilResumed` for a resume, by default. */
 const WAIT_MS = 24 * 3_600_000;
-/** The decisions and trace records the checkpoint carries across continue-as-new. */
-const CHECKPOINT_DECISIONS = 1000;
-const CHECKPOINT_TRACE = 200;
-const CHECKPOINT_REQUEST_IDS = 1000;
 /** A PENDING result without a server-given time: re-poll after this long. */
 const DEFAULT_PENDING_MS = 1000;
 
@@ -82,14 +78,9 @@ class AiSdkRun extends GuardedRun {
     this.publish();
   }
 
-  override publish(upsert = true): void {
-    if (!upsert || !this.searchAttributes) return;
-    const s = this.stopInForce;
-    upsertSearchAttributes([
-      { key: AGENT_STATE, value: s ? s.terminalState : TerminalState.COMPLETED },
-      { key: AGENT_GUARD_REASON, value: s?.reason ?? '' },
-      { key: AGENT_STEPS, value: this.guard.stepCount },
-    ]);
+  /** Upserts the core's search attributes: RUNNING while it runs (a resumed run too), then how it ended. */
+  override publish(upsert = true, _summary: string | null = null, ended: TerminalState | null = null): void {
+    if (upsert && this.searchAttributes) upsertSearchAttributes(searchAttributesOf(this, ended));
   }
 }
 
@@ -149,6 +140,14 @@ export class AgentGuard<TOOLS extends ToolSet> {
    */
   stopWith(reason: string, terminalState: TerminalState, unmet: string): void {
     if (!this.run.stopped) this.run.runtimeStop(reason, terminalState, undefined, unmet);
+  }
+
+  /**
+   * Whether the framework may send its next model request (core/model-gate.ts): not once the
+   * run stopped or its token or cost budget has nothing left (then it stops here first).
+   */
+  mayCallModel(): boolean {
+    return mayCallModel(this.run);
   }
 
   /**
@@ -216,6 +215,7 @@ export class AgentGuard<TOOLS extends ToolSet> {
           (u) => self.stops.charge(u),
           self.stops.spendHooks(),
           withResumeNotes(run.resumeNotes),
+          () => self.mayCallModel(),
         );
         self.modelWrapped = true;
         return wrapped;
@@ -423,20 +423,16 @@ export class AgentGuard<TOOLS extends ToolSet> {
     return statusOf(this.run);
   }
 
-  /** What the next run of a continue-as-new gives `guardAgent({ checkpoint })` (bounded). */
+  /** What the next run of a continue-as-new gives `guardAgent({ checkpoint })`: bounded in bytes, as an agentRun's. */
   private checkpoint(): Checkpoint {
-    return checkpointOf(this.run, {
-      decisions: CHECKPOINT_DECISIONS,
-      requestIds: CHECKPOINT_REQUEST_IDS,
-      trace: this.run.trace.newest(CHECKPOINT_TRACE),
-    });
+    return checkpointOf(this.run);
   }
 
   private result(summary: string | null): RunResult {
     // A stop accepted after the loop's last tool call still ends the run as stopped.
     this.gate.applyHeldStop();
     const s = this.run.stopInForce;
-    if (!s) this.run.publish();
+    if (!s) this.run.publish(true, null, TerminalState.COMPLETED);
     const state = s?.terminalState ?? TerminalState.COMPLETED;
     return {
       ...resultOf(this.run, state, summary, s ? this.checkpoint() : null),

@@ -18,6 +18,7 @@
  */
 import type { ToolSet } from 'ai';
 import { inWorkflowContext } from '@temporalio/workflow';
+import { guardOptionProblem } from '../core/guard-options';
 import { AgentGuard } from './agent-guard';
 import { spendOptionProblem } from './spend';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
@@ -41,9 +42,6 @@ export function guardAgent<TOOLS extends ToolSet>(
     );
   }
   const reads = new Set(options.reads ?? []);
-  const limit = options.traceLimit;
-  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
-    throw aiSdkGuardError('invalid_option', `traceLimit must be an integer > 0, got ${String(limit)}`);
   const writes = options.writes ?? {};
   for (const name of [...reads, ...Object.keys(writes)]) {
     if (!(name in tools))
@@ -71,11 +69,8 @@ export function guardAgent<TOOLS extends ToolSet>(
       );
     }
   }
-  const wait = options.approvalWaitMs;
-  if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
-    throw aiSdkGuardError('invalid_option', `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`);
-  const spendProblem = spendOptionProblem(options.spend, options.prices);
-  if (spendProblem) throw aiSdkGuardError('invalid_option', spendProblem);
+  const problem = guardOptionProblem(options) ?? spendOptionProblem(options.spend, options.prices);
+  if (problem) throw aiSdkGuardError('invalid_option', problem);
   if (!inWorkflowContext()) {
     throw aiSdkGuardError(
       'not_in_workflow',

@@ -34,13 +34,15 @@ const NOT_CALLED = { unified: 'other', raw: 'agent-loop-guard: not called' } as 
 /**
  * `model`, charging each response's usage (`doGenerate`, and `doStream` at its `finish` part).
  * `prepare` may change each call's options first (the guard weaves a resume's note into the
- * prompt: core/resume-note.ts).
+ * prompt: core/resume-note.ts). `mayCall` is asked before each call (the run's budgets:
+ * core/model-gate.ts); false: the model is not called and the call answers nothing.
  */
 export function chargingModel<T>(
   model: LanguageModelV4,
   charge: (usage: LanguageModelV4Usage | undefined) => void,
   hooks?: CallHooks<T>,
   prepare: (o: LanguageModelV4CallOptions) => LanguageModelV4CallOptions = (o) => o,
+  mayCall: () => boolean = () => true,
 ): LanguageModelV4 {
   if ((model as unknown as Record<symbol, unknown>)[GUARDED] === true) {
     throw aiSdkGuardError('already_guarded', 'this model is already wrapped by guard.model');
@@ -50,6 +52,7 @@ export function chargingModel<T>(
   Object.assign(wrapped, {
     doGenerate: async (given: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> => {
       const o = prepare(given);
+      if (!mayCall()) return { content: [], finishReason: NOT_CALLED, usage: NO_USAGE, warnings: [] };
       const ticket = hooks ? await hooks.before(model.modelId, o) : null;
       if (hooks && ticket === null)
         return { content: [], finishReason: NOT_CALLED, usage: NO_USAGE, warnings: [] };
@@ -60,8 +63,9 @@ export function chargingModel<T>(
     },
     doStream: async (given: LanguageModelV4CallOptions) => {
       const o = prepare(given);
-      const ticket = hooks ? await hooks.before(model.modelId, o) : null;
-      if (hooks && ticket === null) {
+      const allowed = mayCall();
+      const ticket = allowed && hooks ? await hooks.before(model.modelId, o) : null;
+      if (!allowed || (hooks && ticket === null)) {
         const parts: LanguageModelV4StreamPart[] = [
           { type: 'stream-start', warnings: [] },
           { type: 'finish', usage: NO_USAGE, finishReason: NOT_CALLED },

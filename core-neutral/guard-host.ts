@@ -32,6 +32,11 @@ export interface GuardHost {
    * each, settle after; absent without `spend`. A refusal stops the run (ai-sdk/stops.ts).
    */
   readonly spend: ModelSpend | undefined;
+  /**
+   * Whether the framework may send its next model request (core/model-gate.ts): false once the
+   * run stopped or its token or cost budget has nothing left (the run stops first).
+   */
+  mayCallModel(): boolean;
   /** One model request's items with the accepted resumes' notes woven in (core/resume-note.ts). */
   weaveResumeNotes<T>(items: readonly T[], asMessage: (text: string) => T): T[];
 }
@@ -52,6 +57,7 @@ export function hostGuard(
     agent: guard.api(),
     stopWith: (reason, terminalState, unmet) => guard.stopWith(reason, terminalState, unmet),
     spend: guard.modelSpend(),
+    mayCallModel: () => guard.mayCallModel(),
     weaveResumeNotes: (items, asMessage) => guard.weaveResumeNotes(items, asMessage),
   };
 }

@@ -10,7 +10,10 @@
  * - {@link RunGate} (core/gate.ts): the stop / resume / veto gate (the kill switch, verified
  *   resumes, the wait for one), every refusal noted and audited once.
  * - {@link installRunHandlers} (core/handlers.ts) and the views (core/views.ts): the queries and
- *   updates `agentctl` uses (status, report, trace, checkpoint, resume, stop).
+ *   updates `agentctl` uses (status, report, trace, checkpoint, resume, stop), the search
+ *   attributes ({@link searchAttributesOf}) and the checkpoint bounded in bytes.
+ * - {@link mayCallModel} (core/model-gate.ts): the run's budgets before a framework's model call;
+ *   {@link guardOptionProblem} (core/guard-options.ts): the options every adapter checks alike.
  *
  * An adapter keeps only its own loop: see ai-sdk/agent-guard.ts (the AI SDK drives the loop, each
  * tool call is one step) and workflows/agent-run.ts (a planner activity drives it).
@@ -37,4 +40,15 @@ export {
 export { RecentCalls, steerObservation } from './steer-note';
 export { approvalStopOf, type ApprovalStop, type BlockedCall, type Stop } from './stop';
 export { RunTrace, type NumberedRecord, type TraceFields, type TraceStamp } from './trace';
-export { checkpointOf, reportOf, resultOf, statusOf, traceOf, type CheckpointBounds } from './views';
+export { guardOptionProblem, type SharedGuardOptions } from './guard-options';
+export { mayCallModel } from './model-gate';
+export {
+  agentStateOf,
+  checkpointOf,
+  reportOf,
+  resultOf,
+  searchAttributesOf,
+  statusOf,
+  traceOf,
+  type CheckpointBounds,
+} from './views';

@@ -4,11 +4,42 @@
  * An engine adds only its own parts (an `agentRun`'s goal, planner memory, sub-agents and
  * conversation: workflows/run-views.ts). Views only read the run; none changes it. Workflow code.
  */
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { redactText } from '../common/redact';
+import { AGENT_GUARD_REASON, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
 import { stoppedAt, TerminalState, type StopReport, type TracePage, type TracePageArgs } from '../guard';
+import { boundTrace, CHECKPOINT_TRACE_BYTES } from './checkpoint-bounds';
 import { isTerminal } from './phase';
 import type { GuardedRun } from './run';
+
+/** The newest trace records a checkpoint carries at most (then bounded in bytes). */
+export const CHECKPOINT_TRACE_RECORDS = 200;
+/** The decisions and operator request ids a checkpoint carries. */
+export const CHECKPOINT_DECISIONS = 1000;
+export const CHECKPOINT_REQUEST_IDS = 1000;
+
+/**
+ * The `AgentState` a run shows: the state it ended in (`ended`, or its phase once terminal),
+ * else its stop's terminal state while one is in force, else RUNNING (a resumed run included).
+ */
+export function agentStateOf(run: GuardedRun, ended: TerminalState | null = null): string {
+  if (ended) return ended;
+  if (isTerminal(run.phase)) return run.phase;
+  return run.stopInForce?.terminalState ?? 'RUNNING';
+}
+
+/** The search attributes every engine upserts: `AgentState`, `AgentGuardReason`, `AgentSteps`. */
+export function searchAttributesOf(
+  run: GuardedRun,
+  ended: TerminalState | null = null,
+): SearchAttributeUpdatePair[] {
+  return [
+    { key: AGENT_STATE, value: agentStateOf(run, ended) },
+    { key: AGENT_GUARD_REASON, value: run.stopInForce?.reason ?? '' },
+    { key: AGENT_STEPS, value: run.guard.stepCount },
+  ];
+}
 
 /** The `status` query's fields every engine has. */
 export function statusOf(run: GuardedRun, goal = ''): RunStatus {
@@ -47,12 +78,23 @@ export function traceOf(run: GuardedRun, args: TracePageArgs = {}): TracePage {
 export interface CheckpointBounds {
   readonly decisions: number;
   readonly requestIds: number;
-  /** The trace records that travel (already bounded by the engine). */
-  readonly trace: Checkpoint['trace'];
+  /** The most bytes of JSON its trace carries (core/checkpoint-bounds.ts; default 64 KB). */
+  readonly traceBytes?: number;
+  /** The records to carry instead of the newest 200: bounded in bytes all the same. */
+  readonly trace?: Checkpoint['trace'];
 }
 
+/** A checkpoint's bounds on every engine unless it says otherwise (an agentRun's lean checkpoint does). */
+export const DEFAULT_CHECKPOINT_BOUNDS: CheckpointBounds = {
+  decisions: CHECKPOINT_DECISIONS,
+  requestIds: CHECKPOINT_REQUEST_IDS,
+};
+
 /** The checkpoint's fields every engine has; an engine spreads its own parts over it. */
-export function checkpointOf(run: GuardedRun, bounds: CheckpointBounds): Checkpoint {
+export function checkpointOf(
+  run: GuardedRun,
+  bounds: CheckpointBounds = DEFAULT_CHECKPOINT_BOUNDS,
+): Checkpoint {
   const stop = run.stopInForce;
   return {
     v: 1,
@@ -64,7 +106,11 @@ export function checkpointOf(run: GuardedRun, bounds: CheckpointBounds): Checkpo
     cached: run.cached,
     ...(run.reconciled ? { reconciled: run.reconciled } : {}),
     decisions: run.decisions.slice(-bounds.decisions),
-    trace: bounds.trace,
+    // The newest records within the byte bound, long args as previews: the copy that travels.
+    trace: boundTrace(
+      bounds.trace ?? run.trace.newest(CHECKPOINT_TRACE_RECORDS),
+      bounds.traceBytes ?? CHECKPOINT_TRACE_BYTES,
+    ),
     traceTotal: run.trace.total,
     seenRequestIds: [...run.seenRequestIds].slice(-bounds.requestIds),
     stop: stop

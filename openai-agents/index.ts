@@ -47,6 +47,7 @@ import { GUARDED, type StepUsage, type WriteRule } from '../ai-sdk/types';
 import { hostGuard, type GuardHost } from '../core-neutral/guard-host';
 import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
 import { endWith } from '../common/run-ended';
+import { guardOptionProblem } from '../core/guard-options';
 
 export * from './types';
 
@@ -117,14 +118,8 @@ export function guardOpenAIAgent<TAgent extends AnyAgent>(
         'undeclared_tool',
         `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
       );
-  const wait = options.approvalWaitMs;
-  if (wait !== undefined && !(typeof wait === 'number' && Number.isFinite(wait) && wait > 0))
-    throw openAIGuardError(
-      'invalid_option',
-      `approvalWaitMs must be a number of ms > 0, got ${String(wait)}`,
-    );
-  const spendProblem = spendOptionProblem(options.spend, options.prices);
-  if (spendProblem) throw openAIGuardError('invalid_option', spendProblem);
+  const problem = guardOptionProblem(options) ?? spendOptionProblem(options.spend, options.prices);
+  if (problem) throw openAIGuardError('invalid_option', problem);
   if (!inWorkflowContext())
     throw openAIGuardError(
       'not_in_workflow',
@@ -408,6 +403,8 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     const call = model.getResponse.bind(model);
     const spend = this.host.spend;
     model.getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
+      // The run's budgets first: a stopped run, or one with nothing left, sends no request.
+      if (!this.host.mayCallModel()) return this.refusedResponse();
       let ticket: Awaited<ReturnType<ModelSpend['before']>> | undefined;
       if (spend) {
         const bytes = requestBytesOf([
@@ -416,9 +413,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
           request.tools ?? [],
           request.handoffs ?? [],
         ]);
-        ticket = this.host.agent.stopped
-          ? null
-          : await spend.before(modelName, bytes, request.modelSettings?.maxTokens ?? undefined);
+        ticket = await spend.before(modelName, bytes, request.modelSettings?.maxTokens ?? undefined);
         if (ticket === null) return this.refusedResponse();
       }
       const response = await call(request);

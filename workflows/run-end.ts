@@ -10,7 +10,7 @@ import { allHandlersFinished, CancellationScope, condition } from '@temporalio/w
 import type { RunResult } from '../common/contracts';
 import { runNotCompleted } from '../common/run-ended';
 import { TerminalState } from '../guard';
-import { fitResult } from './checkpoint-bounds';
+import { fitResult } from '../core/checkpoint-bounds';
 import { sealCheckpoint } from './run-seal';
 import type { RunState } from './run-state';
 import { resultOf } from './run-views';

@@ -8,7 +8,7 @@ import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import type { Checkpoint } from '../common/contracts';
 import { PAYLOAD_TOO_LARGE } from '../common/payload-limits';
 import { GuardReason, TerminalState } from '../guard';
-import { boundedRecord, checkpointTooLarge } from './checkpoint-bounds';
+import { boundedRecord, checkpointTooLarge } from '../core/checkpoint-bounds';
 import type { RunState } from './run-state';
 import { checkpointOf } from './run-views';
 

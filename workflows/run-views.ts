@@ -9,22 +9,21 @@ import type { Checkpoint, RunResult, RunStatus } from '../common/contracts';
 import { howItEnded } from '../common/ending';
 import { redact, redactText } from '../common/redact';
 import { wayOnCommand } from '../core/way-on';
-import { AGENT_GUARD_REASON, AGENT_ROOT_RUN, AGENT_STATE, AGENT_STEPS } from '../common/search-attributes';
+import { AGENT_ROOT_RUN } from '../common/search-attributes';
 import { TerminalState } from '../guard';
 import {
+  agentStateOf,
   checkpointOf as coreCheckpointOf,
+  DEFAULT_CHECKPOINT_BOUNDS,
   resultOf as coreResultOf,
+  searchAttributesOf,
   statusOf as coreStatusOf,
 } from '../core/views';
-import { boundObservation, boundTrace, LEAN_CHECKPOINT_TRACE_BYTES } from './checkpoint-bounds';
+import { boundObservation, LEAN_CHECKPOINT_TRACE_BYTES } from '../core/checkpoint-bounds';
 import { conversationOf } from './conversation';
 import { isTerminal } from '../core/phase';
 import type { RunState } from './run-state';
 
-/** What a checkpoint carries of the trace and decisions: it travels in continue-as-new input. */
-const CHECKPOINT_TRACE = 200;
-const CHECKPOINT_DECISIONS = 1000;
-const CHECKPOINT_REQUEST_IDS = 1000;
 /**
  * A lean checkpoint's (docs/spec.md §7.10): newest 100 decisions and operator request ids.
  * An operator request older than the newest 100 cannot be replayed in practice: a signed one
@@ -46,7 +45,7 @@ const clipped = (text: string) =>
  */
 export function publish(run: RunState, upsert = true, summary: string | null = null): void {
   const stop = run.stopInForce;
-  const state = isTerminal(run.phase) ? run.phase : stop ? stop.terminalState : 'RUNNING';
+  const state = agentStateOf(run);
   // How it ended, as agentctl says it, once it has: not a command, so no patch
   // (details are not history).
   const ending = isTerminal(run.phase) ? howItEnded(state, stop?.reason ?? null) : null;
@@ -54,9 +53,7 @@ export function publish(run: RunState, upsert = true, summary: string | null = n
   const rootId = run.input.tree?.rootId ?? (run.input.subAgents ? run.runId : null);
   if (upsert)
     upsertSearchAttributes([
-      { key: AGENT_STATE, value: state },
-      { key: AGENT_GUARD_REASON, value: stop?.reason ?? '' },
-      { key: AGENT_STEPS, value: run.guard.stepCount },
+      ...searchAttributesOf(run),
       // Only tree runs carry it (runs before sub-agents upsert exactly what they did).
       ...(rootId ? [{ key: AGENT_ROOT_RUN, value: rootId }] : []),
     ]);
@@ -150,15 +147,14 @@ export { reportOf, traceOf } from '../core/views';
 /** Everything the run needs to continue: kept on stop, carried across continue-as-new. */
 export function checkpointOf(run: RunState): Checkpoint {
   return {
-    ...coreCheckpointOf(run, {
-      decisions: run.lean ? LEAN_DECISIONS : CHECKPOINT_DECISIONS,
-      requestIds: run.lean ? LEAN_REQUEST_IDS : CHECKPOINT_REQUEST_IDS,
-      trace: run.lean
-        ? boundTrace(run.trace.newest(CHECKPOINT_TRACE), LEAN_CHECKPOINT_TRACE_BYTES)
-        : boundTrace(run.trace.newest(CHECKPOINT_TRACE)),
-    }),
+    ...coreCheckpointOf(
+      run,
+      run.lean
+        ? { decisions: LEAN_DECISIONS, requestIds: LEAN_REQUEST_IDS, traceBytes: LEAN_CHECKPOINT_TRACE_BYTES }
+        : DEFAULT_CHECKPOINT_BOUNDS,
+    ),
     plannerMemory: run.memory,
-    // The copy that travels is bounded (workflows/checkpoint-bounds.ts); the live state is not.
+    // The copy that travels is bounded (core/checkpoint-bounds.ts); the live state is not.
     observation: boundObservation(run.observation),
     ...(run.children.length > 0 ? { children: run.children.map((c) => ({ ...c })) } : {}),
     ...conversationPart(run),

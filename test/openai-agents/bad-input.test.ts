@@ -100,6 +100,19 @@ describe('guardOpenAIAgent refuses', () => {
     expect(max.message).toMatch(/^spend.maxOutputTokens must be an integer > 0, got 0/);
   });
 
+  it('a traceLimit or approvalWaitMs out of range, refused as the AI SDK path refuses it', () => {
+    for (const [options, message] of [
+      [{ traceLimit: 0 }, 'traceLimit must be an integer > 0, got 0'],
+      [{ traceLimit: 1.5 }, 'traceLimit must be an integer > 0, got 1.5'],
+      [{ approvalWaitMs: -1 }, 'approvalWaitMs must be a number of ms > 0, got -1'],
+    ] as const) {
+      const err = refusal(() =>
+        guardOpenAIAgent(agentWith(lookup()), { reads: ['lookup_order'], ...options }),
+      );
+      expect({ type: err.type, message: err.message }).toEqual({ type: 'invalid_option', message });
+    }
+  });
+
   it('the API used outside workflow code', () => {
     const t = tool({
       name: 'lookup_order',

@@ -30,7 +30,7 @@ import {
 } from '../../common/contracts';
 import type { Observation } from '../../common/planner';
 import { isPayloadRef, jsonBytes, MAX_PAYLOAD_BYTES, type PayloadRef } from '../../common/payload-limits';
-import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../workflows/checkpoint-bounds';
+import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../core/checkpoint-bounds';
 import { startHarness, type Harness } from '../helpers/run-harness';
 import { fixture, live, waitFor } from '../helpers/run-inputs';
 import { createTestDb, type TestDb } from '../ledger/helpers/backends';

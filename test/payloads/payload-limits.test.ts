@@ -1,6 +1,6 @@
 /**
  * The sandbox-safe size functions (common/payload-limits.ts) and the checkpoint bounds
- * (workflows/checkpoint-bounds.ts) of issue 9: exact UTF-8 sizes, the PayloadTooLarge
+ * (core/checkpoint-bounds.ts) of issue 9: exact UTF-8 sizes, the PayloadTooLarge
  * failure and its detection, the reference threshold's env variable, and a checkpoint
  * whose trace carries 200 records of 3 KB args staying within its byte bound.
  */
@@ -26,7 +26,7 @@ import {
   CHECKPOINT_TRACE_BYTES,
   checkpointTooLarge,
   fitResult,
-} from '../../workflows/checkpoint-bounds';
+} from '../../core/checkpoint-bounds';
 
 const SAMPLES = [
   '',

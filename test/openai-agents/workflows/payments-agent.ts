@@ -40,6 +40,8 @@ export interface PaymentsAgentInput {
   readonly continueAtInterruption?: boolean;
   /** Set by that continue-as-new: the SDK's run state, the guard's checkpoint, the approvals. */
   readonly carried?: { state: string; checkpoint: Checkpoint; sdkApprovals: string[] };
+  /** Upsert AgentState / AgentGuardReason / AgentSteps. */
+  readonly searchAttributes?: boolean;
 }
 
 const { transfer } = proxyActivities<{ transfer(i: { to: string; amount: number }): Promise<string> }>({
@@ -125,6 +127,7 @@ export async function paymentsAgent(input: PaymentsAgentInput): Promise<unknown>
     },
     guard: { noProgressLimit: 6, ...(input.tokenBudget ? { maxTokens: input.tokenBudget } : {}) },
     ...(input.approvalWaitMs ? { approvalWaitMs: input.approvalWaitMs } : {}),
+    ...(input.searchAttributes ? { searchAttributes: true } : {}),
     ...(input.carried ? { checkpoint: input.carried.checkpoint } : {}),
     ...(input.spendTenant
       ? {

@@ -1,7 +1,8 @@
 /**
- * Size bounds of what a run hands to Temporal as one payload: the checkpoint it
- * carries across continue-as-new and keeps in a stop's result. The live state in workflow
- * memory is never changed here; only the copy that travels is bounded.
+ * Size bounds of what a run hands to Temporal as one payload, on every engine: the checkpoint
+ * it carries across continue-as-new and keeps in a stop's result (core/views.ts `checkpointOf`
+ * bounds its trace here for an agentRun, an AI SDK agent and an OpenAI Agents agent alike).
+ * The live state in workflow memory is never changed here; only the copy that travels is bounded.
  *
  * - The checkpoint's trace: the newest records while their JSON stays within
  *   {@link CHECKPOINT_TRACE_BYTES}, each record's `args` cut to a short preview above

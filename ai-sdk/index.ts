@@ -1,5 +1,5 @@
 /**
- * `agent-loop-guard/ai-sdk` (issue 34): the loop guard for an agent written on Temporal's own AI
+ * `agent-loop-guard/ai-sdk`: the loop guard for an agent written on Temporal's own AI
  * SDK integration (`@temporalio/ai-sdk`, ai 7), added inside the user's workflow with a few lines:
  *
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * `ledgerWrites` (exported by `agent-loop-guard/ai-sdk/worker`, issue 34): `ledgerWrites`
+ * `ledgerWrites` (exported by `agent-loop-guard/ai-sdk/worker`): `ledgerWrites`
  * wraps the user's write activities so each runs through the idempotency ledger under the
  * operation key the workflow's guard computed (ai-sdk/index.ts): at most once per key, across
  * activity retries, worker crashes and re-sent calls; a duplicate gets the stored result and

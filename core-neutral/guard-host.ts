@@ -1,5 +1,5 @@
 /**
- * The guard of one agent loop for a framework other than the AI SDK (issue 39): the AI SDK
+ * The guard of one agent loop for a framework other than the AI SDK: the AI SDK
  * path's {@link AgentGuard} (ai-sdk/agent-guard.ts: the guarded step, the stop/resume gate, the
  * kill switch, the views) driven through its public API over a tool set of plain `execute`
  * functions, plus the one thing a framework adapter needs that the AI-SDK-typed API does not

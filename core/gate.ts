@@ -3,7 +3,7 @@
  * engine (an `agentRun`, an AI SDK agent), and the loop's two points that take what they
  * decided (the kill-switch check and the wait for a resume), in one section with explicit
  * states. Message handlers only delegate here (core/handlers.ts). Every refusal it decides is
- * noted in the trace and audited once (issue 37 item 3).
+ * noted in the trace and audited once.
  *
  * Serialised by its states, not by a lock. What the sample's `Mutex.runExclusive` gives
  * (one resume verification at a time) is the `verification` state: both ways in (the
@@ -356,7 +356,7 @@ export class RunGate {
 
   /**
    * The kill switch, for the signal and the `stop` update alike: the same states and trace
-   * notes either way; the update also answers what the worker did (issue 31), so a caller
+   * notes either way; the update also answers what the worker did, so a caller
    * never reports a stop the worker refused.
    */
   async stop(raw: StopRequest): Promise<StopAnswer> {

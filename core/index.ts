@@ -1,5 +1,5 @@
 /**
- * The guarded core (issue 37): what every engine and framework adapter of agent-loop-guard calls,
+ * The guarded core: what every engine and framework adapter of agent-loop-guard calls,
  * once, framework-neutral and workflow-safe (deterministic, no I/O of its own):
  *
  * - {@link GuardedRun} (core/run.ts): the guard, counters, capped decisions, trace, the stop in

@@ -26,7 +26,7 @@ export interface GateActivities {
   checkPlanner(): Promise<{ ok: boolean; detail: string }>;
   /**
    * Audits a refusal the gate decided itself (core/gate.ts) in the approval store's append-only
-   * audit: one row per refused stop, resume or approval, with its reason (issue 37 item 3).
+   * audit: one row per refused stop, resume or approval, with its reason.
    */
   auditRefusal(input: RefusalAudit): Promise<void>;
 }

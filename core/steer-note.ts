@@ -129,7 +129,7 @@ export interface ProgressEvidence {
 }
 
 /**
- * The call's own observation with the `no_progress` note (docs/spec.md §3 "Steering", issue 40):
+ * The call's own observation with the `no_progress` note (docs/spec.md §3 "Steering"):
  * the call ran and its result is the model's; the note says what has not changed and what would
  * count as progress, before the stop that comes after `callsLeft` more calls without progress.
  */

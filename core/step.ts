@@ -230,7 +230,7 @@ export class GuardedStep {
 
   /**
    * The observation the model reads after {@link after}: with the guard's `no_progress` note
-   * when `after` gave one (the model is told before the stop, issue 40), else unchanged.
+   * when `after` gave one (the model is told before the stop), else unchanged.
    */
   noted(observation: Observation, after: AfterResult): Observation {
     const note = after.decision === 'stop' ? null : (after.steer ?? null);

@@ -1,6 +1,6 @@
 /**
  * The workflow side of the `agentTelemetry` sink (common/telemetry.ts), one sink call per
- * activation instead of one per decision (issue 42).
+ * activation instead of one per decision.
  *
  * Why: every sink call is cloned where it is made, and the worker then copies and clones the
  * workflow's info once per call to ship it out of the workflow thread — about as much CPU as

@@ -28,7 +28,7 @@ export class RunTrace {
   private written: number;
   /** Records past the limit not yet paged out (only while {@link keepLeaving} is on). */
   private leaving: NumberedRecord[] = [];
-  /** Keep records that pass the limit until {@link leave} pages them out (a lean run, issue 19). */
+  /** Keep records that pass the limit until {@link leave} pages them out (a lean run). */
   keepLeaving = false;
   /** The last decision, as the UI's details and `status` show it. */
   lastDecision: string | null = null;
@@ -71,7 +71,7 @@ export class RunTrace {
 
   /**
    * `args` redacted; the same args object as the last record's (a step's before and after) is
-   * redacted once and shared — records are never changed once written (issue 42: per-step CPU).
+   * redacted once and shared — records are never changed once written (per-step CPU).
    */
   private redacted(args: unknown): unknown {
     const last = this.lastArgs;

@@ -93,20 +93,20 @@ listed="$(cd "$EXAMPLE" && TEMPORAL_ADDRESS="$ADDRESS" "$EXAMPLE/node_modules/.b
 echo "$listed"
 grep -q "^$RUN_ID " <<< "$listed" || { echo "agentctl list did not show $RUN_ID" >&2; exit 1; }
 
-step "run examples/own-agent: own store and tools, no demo parts (issue 16)"
+step "run examples/own-agent: own store and tools, no demo parts"
 (cd "$OWN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 120 "$TSX" src/main.ts)
 
-step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed mid-write settled by its probe, npx agentctl stop and resume (issues 34, 37)"
+step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added, a worker killed mid-write settled by its probe, npx agentctl stop and resume"
 (cd "$AISDK" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$AISDK/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
 
-step "run examples/openai-agents: a @temporalio/openai-agents agent with the guard added, a worker killed after its payment, approval twins (issue 39)"
+step "run examples/openai-agents: a @temporalio/openai-agents agent with the guard added, a worker killed after its payment, approval twins"
 (cd "$OPENAI_AGENTS" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$OPENAI_AGENTS/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
 
-step "run examples/approval-twin: issue 31's twin attack through npx agentctl, 10 rounds"
+step "run examples/approval-twin: the approval twin attack through npx agentctl, 10 rounds"
 # Its agentctl calls are `npx --no-install agentctl …` processes, as a user types them.
 (cd "$TWIN" && TEMPORAL_ADDRESS="$ADDRESS" timeout 240 "$TSX" src/main.ts)
 
-step "run examples/conversation: issue 33's conversation run through npx agentctl start --conversation, status, send, replies"
+step "run examples/conversation: a conversation run through npx agentctl start --conversation, status, send, replies"
 (cd "$CONV" && TEMPORAL_ADDRESS="$ADDRESS" timeout 90 "$TSX" src/main.ts)
 
 step "agentctl init: a new app from the packed agentctl, its own two tools, its own test, an LLM run that finishes with the built-in complete_task"

@@ -1,5 +1,5 @@
 /**
- * `agent-loop-guard/openai-agents` (issue 39): the loop guard for an agent on Temporal's OpenAI
+ * `agent-loop-guard/openai-agents`: the loop guard for an agent on Temporal's OpenAI
  * Agents SDK integration (`@temporalio/openai-agents`, `@openai/agents-core`), added inside the
  * user's workflow with a few lines and no rewrite:
  *

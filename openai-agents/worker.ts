@@ -1,5 +1,5 @@
 /**
- * `agent-loop-guard/openai-agents/worker` (issue 39): the worker side of the OpenAI Agents
+ * `agent-loop-guard/openai-agents/worker`: the worker side of the OpenAI Agents
  * guard, as one Temporal plugin beside `@temporalio/openai-agents`'s own: the user's write
  * activities wrapped by the ledger (`ledgerWrites`, the AI SDK path's, ai-sdk/worker.ts), the
  * activities a resume, a stop and an approval are verified by (`guardActivities`), and the

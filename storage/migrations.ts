@@ -12,7 +12,7 @@ import {
   SQLITE_SPEND_STATEMENTS,
 } from './spend/schema';
 
-/** Migration 8's name (issue 19). */
+/** Migration 8's name (recorded in every database it ran on: never changed). */
 export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs (issue 19)';
 
 /**
@@ -41,7 +41,7 @@ const STATES = `'CLAIMED','DISPATCHED','SUCCEEDED','FAILED_FINAL','UNKNOWN'`;
 const AUDIT_ACTIONS = `'requested','approved','denied','consumed','refused'`;
 
 /**
- * Migration 10's audit actions: `submitted` joins them (issue 31): an approval stored by a
+ * Migration 10's audit actions: `submitted` joins them: an approval stored by a
  * client that could not verify it is audited as submitted, never as approved.
  */
 const AUDIT_ACTIONS_10 = `'requested','submitted','approved','denied','consumed','refused'`;
@@ -49,7 +49,7 @@ const AUDIT_MIGRATION_NAME = "the approval audit's submitted action (issue 31)";
 
 /** SQLite: the table that records which migrations ran (created before the first one). */
 /**
- * Migration 12 (issue 42): a run's progress version kept as a number, bumped in the transaction
+ * Migration 12: a run's progress version kept as a number, bumped in the transaction
  * that adds a new fact, instead of counted over all its facts at every step (O(steps) per step:
  * ~0.34 ms at 10,000 facts). Filled from the facts already there.
  */

@@ -62,7 +62,7 @@ export const POSTGRES_SPEND_STATEMENTS: readonly string[] = common({
 export const SPEND_MIGRATION_NAME = 'tenant spend reservations and raised caps (issue 18)';
 
 /**
- * Ledger migration 11 (issue 40): `agent_served_usage`, one row per model request of a run,
+ * Ledger migration 11: `agent_served_usage`, one row per model request of a run,
  * written before it is sent (`sent`, at its worst case) and when it ends (`answered`: what it
  * is counted at; `failed`: 0 for an error answer, the worst case for a request without one).
  * `delivered_to` names the plan activity (its turn key) whose outcome carried the row to the

@@ -66,6 +66,7 @@ module.exports = tseslint.config(
       '.pack/**',
       'examples/*/node_modules/**',
       'examples/*/data/**',
+      'bench/peers/**',
     ],
   },
   ...tseslint.configs.recommended,

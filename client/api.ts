@@ -312,14 +312,6 @@ export type {
   SendMessageOptions,
   WaitForReplyOptions,
 } from './conversation';
-export type {
-  ConversationEnding,
-  ConversationStatus,
-  ConversationView,
-  MessageAnswer,
-  MessageDelivery,
-  TranscriptEntry,
-} from '../common/conversation-run';
 // One connection for a person's client: the workers' payload codec (AGENT_CODEC*)
 // and the Temporal connection settings, so `sendMessage` speaks to an encrypted worker with
 // this import alone. The same function as the root package's `connectClient`.
@@ -327,20 +319,22 @@ export { connect as connectClient } from './connect';
 export type { Connected } from './connect';
 
 // What a client-only process needs next to these functions, so `agent-loop-guard/client`
-// is the one import it makes (the root barrel exports the same names).
+// is the one import it makes (the root entry has the most used of these names too).
 export { CliError, Exit } from './format';
 export { PayloadCodecMismatchError } from '../codec/mismatch';
 export { NotAGuardedRunError } from './engine';
 export { getAgentRunTree, formatTree } from './tree';
 export type { AgentTreeNode } from './tree';
-export type { ChildSummary } from '../common/sub-agents';
 export type { ExitCode } from './format';
 export type { FollowOptions, ResumeOutcome, RunOutcome } from './runs';
 export type { StopOutcome, StopState } from './stop';
-export { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE } from '../common/contracts';
+export { outcomeOfResult } from './runs';
+export { loadReplayFile } from './replay';
+export { readOperatorKey } from '../operators/sign';
 export { RUN_NOT_COMPLETED, runResultOf } from '../common/run-ended';
-export type { RunInput, RunResult, RunStatus, TracePage, TracePageArgs } from '../common/contracts';
 export type { StopReport } from '../guard';
+// The workflow's contract: its input and result, messages, schemas and ids (client/contracts.ts).
+export * from './contracts';
 // The guard profiles: what a fresh LLM run decides with (`guard` overrides it key by
 // key), for a client that shows, checks or replays a run at the same defaults.
 export {

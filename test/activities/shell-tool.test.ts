@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { shellTool, toResult, type ToolContext } from '../../index';
+import type { ToolContext } from '../../index';
+import { shellTool, toResult } from '../../worker/api';
 
 const ctx: ToolContext = {
   runId: 'r',

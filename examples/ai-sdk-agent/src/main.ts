@@ -19,7 +19,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
-import { AgentLoopGuardPlugin, loadPayloadCodec, runResultOf } from 'agent-loop-guard';
+import { AgentLoopGuardPlugin, runResultOf } from 'agent-loop-guard';
+import { loadPayloadCodec } from 'agent-loop-guard/worker';
 import { startModelServer } from './model-server';
 
 const ROOT = resolve(__dirname, '..');

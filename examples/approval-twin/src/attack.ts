@@ -3,7 +3,8 @@
  * the whole story). Each check is a column of the table main prints.
  */
 import type { Client } from '@temporalio/client';
-import { getAgentRunTrace, getApprovalAudit, waitForAgentRun, type AuditEntry } from 'agent-loop-guard';
+import { getAgentRunTrace, waitForAgentRun } from 'agent-loop-guard';
+import { getApprovalAudit, type AuditEntry } from 'agent-loop-guard/client';
 import type { CtlResult } from './agentctl';
 import type { Bank } from './bank';
 import type { ConsoleProcess } from './console';

@@ -38,15 +38,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
-import {
-  connectClient,
-  createAgentWorker,
-  fingerprintCall,
-  loadConnectionOptions,
-  normalizeCall,
-  openWorkerDeps,
-} from 'agent-loop-guard';
-import { canonicalJson } from 'agent-loop-guard/guard';
+import { connectClient, createAgentWorker, loadConnectionOptions, openWorkerDeps } from 'agent-loop-guard';
+import { canonicalJson, fingerprintCall, normalizeCall } from 'agent-loop-guard/guard';
 import { agentctl } from './agentctl';
 import { attack, type Pair, type Round } from './attack';
 import { openBank } from './bank';

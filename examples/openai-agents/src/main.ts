@@ -20,7 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { dataConverterOf, loadPayloadCodec, runResultOf } from 'agent-loop-guard';
+import { runResultOf } from 'agent-loop-guard';
+import { dataConverterOf, loadPayloadCodec } from 'agent-loop-guard/worker';
 import { startModelServer } from './model-server';
 
 const ROOT = resolve(__dirname, '..');

@@ -26,9 +26,7 @@ import { NativeConnection } from '@temporalio/worker';
 import {
   approveRun,
   connectClient,
-  getAgentRunTree,
   createAgentWorker,
-  FINISHING_TOOL,
   loadConnectionOptions,
   openWorkerDeps,
   resumeAgentRun,
@@ -36,6 +34,8 @@ import {
   waitForAgentRun,
   type RunInput,
 } from 'agent-loop-guard';
+import { getAgentRunTree } from 'agent-loop-guard/client';
+import { FINISHING_TOOL } from 'agent-loop-guard/worker';
 import { startModelServer, triageSummary } from './model-server';
 import { openTicketDesk } from './tickets';
 

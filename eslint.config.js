@@ -7,7 +7,7 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 // entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
 const PRODUCT = [
   'index.ts',
-  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,core-neutral,openai-agents}/**/*.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,openai-agents}/**/*.ts',
 ];
 const NOT_PRODUCT = {
   group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],
@@ -24,9 +24,8 @@ const WORKFLOW_SIDE = [
   'workflows/**/*.ts',
   'common/**/*.ts',
   'core/**/*.ts',
-  'core-neutral/**/*.ts',
   'openai-agents/{index,model-responses,types}.ts',
-  'ai-sdk/{agent-guard,control,index,model,spend,stops,tool-output,types}.ts',
+  'ai-sdk/{agent-guard,index,model,types}.ts',
 ];
 const WORKFLOW_PATTERNS = [
   {

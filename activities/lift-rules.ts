@@ -2,7 +2,7 @@
  * The lift rules every engine's worker shares (docs/spec.md §4, "resume"): what re-verifies,
  * from external state, that an approval stop, a tenant spend-limit stop or a lost write outcome
  * no longer holds. The agentRun worker (activities/run/verify-activity.ts) and an AI SDK or
- * OpenAI Agents worker (ai-sdk/worker-verify.ts `guardActivities`) both call
+ * OpenAI Agents worker (worker/guard-activities.ts `guardActivities`) both call
  * {@link sharedLift} first; only the rules that differ by engine (a tool's own precondition,
  * the progress version, the user's `verifyPrecondition`) stay with each. Worker code.
  */

@@ -19,8 +19,9 @@
 import type { ToolSet } from 'ai';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { guardOptionProblem } from '../core/guard-options';
-import { AgentGuard } from './agent-guard';
-import { spendOptionProblem } from './spend';
+import { FrameworkGuard } from '../core/framework-guard';
+import { spendOptionProblem } from '../core/spend-gate';
+import { aiSdkAgent } from './agent-guard';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
 
 export * from './types';
@@ -77,5 +78,5 @@ export function guardAgent<TOOLS extends ToolSet>(
       'guardAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
     );
   }
-  return new AgentGuard(tools, writes, options).api();
+  return aiSdkAgent(new FrameworkGuard(writes, options), tools);
 }

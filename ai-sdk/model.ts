@@ -1,7 +1,6 @@
 /**
  * The model wrapper of the AI SDK guard (`guard.model(…)`, ai-sdk/agent-guard.ts): each
- * response's usage is charged as it arrives, before its tool calls are decided; and the
- * helpers that read an activity failure. Workflow code.
+ * response's usage is charged as it arrives, before its tool calls are decided. Workflow code.
  */
 import type {
   LanguageModelV4,
@@ -11,7 +10,6 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider';
-import { ActivityFailure } from '@temporalio/workflow';
 import type { ResumeNotes } from '../core/resume-note';
 import { aiSdkGuardError, GUARDED } from './types';
 
@@ -116,9 +114,3 @@ const userText = (text: string): LanguageModelV4Prompt[number] => ({
   role: 'user',
   content: [{ type: 'text', text }],
 });
-
-/** The innermost message of a failure. */
-export function errorMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}

@@ -15,8 +15,12 @@ export {
   type WriteContext,
   type WriteDefinition,
   type WriteEntry,
-} from './ledger-writes';
-export { guardActivities, type GuardActivitiesOptions, type PreconditionCheck } from './worker-verify';
+} from '../worker/ledger-writes';
+export {
+  guardActivities,
+  type GuardActivitiesOptions,
+  type PreconditionCheck,
+} from '../worker/guard-activities';
 export {
   AgentLoopGuardPlugin,
   type AgentLoopGuardPluginOptions,

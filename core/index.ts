@@ -14,6 +14,9 @@
  *   attributes ({@link searchAttributesOf}) and the checkpoint bounded in bytes.
  * - {@link mayCallModel} (core/model-gate.ts): the run's budgets before a framework's model call;
  *   {@link guardOptionProblem} (core/guard-options.ts): the options every adapter checks alike.
+ * - {@link FrameworkGuard} (core/framework-guard.ts): one framework loop's guard without any
+ *   framework's types (each tool call one step, the approval wait, the budget and spend stops
+ *   of core/budget-stops.ts, the views), which the AI SDK and OpenAI Agents adapters drive.
  *
  * An adapter keeps only its own loop: see ai-sdk/agent-guard.ts (the AI SDK drives the loop, each
  * tool call is one step) and workflows/agent-run.ts (a planner activity drives it).
@@ -52,3 +55,20 @@ export {
   traceOf,
   type CheckpointBounds,
 } from './views';
+export { FrameworkGuard } from './framework-guard';
+export { FrameworkRun } from './framework-run';
+export {
+  GUARD_ACTIVITY,
+  GUARDED,
+  guardRefusal,
+  type FrameworkGuardOptions,
+  type GuardedLoop,
+  type GuardedWriteMeta,
+  type GuardedWriteOutput,
+  type GuardStopOutput,
+  type WriteRule,
+} from './framework-types';
+export { BudgetStops, errorMessage, type ModelSpend } from './budget-stops';
+export { SpendGate, spendOptionProblem, type GatedReservation, type ReportedTokens } from './spend-gate';
+export { guardActivityProxy, type GuardActivities, type GuardVerifyOutput } from './guard-activities';
+export { withGuardNote } from './tool-output';

@@ -15,7 +15,7 @@ import type { Stop } from './stop';
 
 /**
  * What the checks ask the worker, on any engine: an `agentRun` worker's activities
- * (workflows/run-activities.ts) or the AI SDK worker's `guardActivities` (ai-sdk/control.ts).
+ * (workflows/run-activities.ts) or a framework worker's `guardActivities` (core/guard-activities.ts).
  */
 export interface GateActivities {
   /** Re-checks, from external state, that what stopped the run has changed. */

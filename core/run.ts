@@ -2,8 +2,8 @@
  * The state every guarded run has, whatever drives its loop (docs/spec.md §7): the guard, the
  * counters, the decisions, the trace, the operator request ids seen, the stop in force, and the
  * transitions of the phase diagram (core/phase.ts). An `agentRun` (workflows/run-state.ts adds
- * its planner memory, sub-agents and checkpoint sealing) and an AI SDK agent (ai-sdk/agent-guard.ts)
- * both hold one; the gate (core/gate.ts), the step (core/step.ts) and the views (core/views.ts)
+ * its planner memory, sub-agents and checkpoint sealing) and a framework agent
+ * (core/framework-guard.ts) both hold one; the gate (core/gate.ts), the step (core/step.ts) and the views (core/views.ts)
  * read and change a run only through it. Workflow code: deterministic, no I/O of its own.
  */
 import type { Checkpoint, RunDecision, RunPhase } from '../common/contracts';
@@ -200,7 +200,7 @@ export class GuardedRun {
 
   /**
    * → a terminal state: the run ends (its stop's state, when no other is given). The engine
-   * then builds its result (workflows/run-end.ts, ai-sdk/agent-guard.ts).
+   * then builds its result (workflows/run-end.ts, core/framework-guard.ts).
    */
   close(state?: TerminalState): TerminalState {
     const final = state ?? this.stop_?.terminalState ?? TerminalState.PARTIAL;

@@ -3,9 +3,9 @@
  * cached answer → the approval policy → (the engine runs the tool) → {@link classify} into the
  * five result kinds → `guard.after` → record, or stop. Each part records its trace record and
  * decision on the {@link GuardedRun}, and a stop is applied there, in one place, with the
- * StopReport built from the guard. An `agentRun` (workflows/run-steps.ts) and an AI SDK agent
- * (ai-sdk/agent-guard.ts) call it; each engine only proposes calls and runs tools its own way.
- * Workflow code: deterministic, no I/O.
+ * StopReport built from the guard. An `agentRun` (workflows/run-steps.ts) and a framework agent
+ * (core/framework-guard.ts, under the AI SDK and OpenAI Agents adapters) call it; each engine
+ * only proposes calls and runs tools its own way. Workflow code: deterministic, no I/O.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
 import type { Observation } from '../common/planner';

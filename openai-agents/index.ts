@@ -11,8 +11,7 @@
  * ```
  *
  * Every function tool of the agent and of its handoffs' agents (`tool()`, `activityAsTool`)
- * passes the same guard as an `agentRun` and an AI SDK agent (core-neutral/guard-host.ts over
- * ai-sdk/agent-guard.ts): the same rules, reasons, steering notes, StopReport, approvals and
+ * passes the same guard as an `agentRun` and an AI SDK agent (core/framework-guard.ts): the same rules, reasons, steering notes, StopReport, approvals and
  * handlers. A write runs as the user's activity wrapped by `ledgerWrites` on the worker, under
  * its operation key. The SDK's extension points carry it: each tool's `invoke` and
  * `needsApproval` are wrapped, the agent's `toolUseBehavior` ends the loop at a stop, the run
@@ -41,12 +40,12 @@ import type {
 import { CallIds, refusedResponse } from './model-responses';
 import { inWorkflowContext } from '@temporalio/workflow';
 import { canonicalJson, GuardReason, TerminalState } from '../guard';
-import { requestBytesOf, spendOptionProblem } from '../ai-sdk/spend';
-import type { ModelSpend } from '../ai-sdk/stops';
-import { GUARDED, type StepUsage, type WriteRule } from '../ai-sdk/types';
-import { hostGuard, type GuardHost } from '../core-neutral/guard-host';
+import { requestBytesOf } from '../common/price';
+import { spendOptionProblem } from '../core/spend-gate';
+import type { ModelSpend } from '../core/budget-stops';
+import { FrameworkGuard } from '../core/framework-guard';
+import { GUARDED, type WriteRule } from '../core/framework-types';
 import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
-import { endWith } from '../common/run-ended';
 import { guardOptionProblem } from '../core/guard-options';
 
 export * from './types';
@@ -54,12 +53,6 @@ export * from './types';
 /** Any agent (the SDK's own generic bound for agents of any context and output). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyAgent = Agent<any, any>;
-
-/** What a guarded call carries through the guard to the original tool. */
-interface CallContext {
-  readonly toolCallId: string;
-  readonly invoke: () => Promise<unknown>;
-}
 
 /**
  * Wraps every function tool of `agent` (and of its handoffs' agents, which share the run's
@@ -155,9 +148,9 @@ const isRunState = (s: unknown): s is RunState<unknown, AnyAgent> =>
 const key = (tool: string, callId: string) => `${tool}\u0000${callId}`;
 
 class OpenAIAgentGuard<TAgent extends AnyAgent> {
-  private readonly host: GuardHost;
-  /** Usage deltas charged so far, one per observation (the guard's `stopWhen` charges new ones). */
-  private readonly steps: { usage: StepUsage }[] = [];
+  private readonly host: FrameworkGuard;
+  /** The tenant spend gate of the model calls (absent without `spend`). */
+  private readonly spend: ModelSpend | undefined;
   private readonly charged = new WeakMap<object, { input: number; output: number }>();
   /**
    * SDK approvals (by tool name and call id) bound here to the arguments the person saw: the
@@ -180,10 +173,8 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     writes: Record<string, WriteRule>,
     options: OpenAIGuardOptions,
   ) {
-    const execute = (_input: unknown, call: { readonly toolCallId: string }) =>
-      (call as CallContext).invoke();
-    const set = Object.fromEntries([...tools.keys()].map((n) => [n, execute]));
-    this.host = hostGuard(set, writes, { ...options, writes });
+    this.host = new FrameworkGuard(writes, { ...options, writes });
+    this.spend = this.host.modelSpend();
     // Each agent cloned once, its tools wrapped, its handoffs pointing at the clones.
     const clones = new Map<AnyAgent, AnyAgent>();
     for (const a of agents)
@@ -202,26 +193,12 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
   }
 
   api(): GuardedOpenAIAgent<TAgent> {
-    const g = this.host.agent;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the API object's getters read this guard
-    const self = this;
-    return {
+    const own: Pick<GuardedOpenAIAgent<TAgent>, 'agent' | 'run'> = {
       agent: this.guarded,
-      get stopped() {
-        return g.stopped;
-      },
-      report: () => g.report(),
-      status: () => g.status(),
-      get executions() {
-        return g.executions;
-      },
-      installHandlers: () => g.installHandlers(),
-      untilResumed: (ms) => g.untilResumed(ms),
-      checkpoint: () => g.checkpoint(),
-      result: (summary) => g.result(summary ?? null),
-      end: (summary) => endWith(g.result(summary ?? null)),
-      run: (runner, input, options) => self.run(runner, input, options),
+      run: (runner, input, options) => this.run(runner, input, options),
     };
+    // The core's views keep their getters (`stopped`, `executions`): the SDK's own go beside them.
+    return Object.assign(this.host.loop(), own);
   }
 
   private wrap(t: FunctionTool): FunctionTool {
@@ -248,12 +225,10 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     } catch {
       return t.invoke(ctx, raw, details); // the tool says how its input is malformed; nothing runs
     }
-    const call: CallContext = {
-      toolCallId: details?.toolCall?.callId ?? '',
-      invoke: () => t.invoke(ctx, raw, details),
-    };
     try {
-      const out = await this.host.agent.tools[t.name]!.execute!(input, call as never);
+      const out = await this.host.call(t.name, input, details?.toolCall?.callId ?? '', () =>
+        t.invoke(ctx, raw, details),
+      );
       return typeof out === 'string' ? out : JSON.stringify(out ?? null);
     } catch (err) {
       // A failed call is the model's to read (the SDK's `tool()` convention), not a failed run;
@@ -293,7 +268,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
   private behaviour(original: ToolUseBehavior): ToolUseBehavior {
     return async (ctx: RunContext, results: FunctionToolResult[]): Promise<ToolsToFinalOutputResult> => {
       this.charge(ctx);
-      const stop = this.host.agent.stopped;
+      const stop = this.host.stopped;
       if (stop)
         return {
           isFinalOutput: true,
@@ -325,9 +300,9 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     const input = usage.inputTokens - seen.input;
     const output = usage.outputTokens - seen.output;
     this.charged.set(usage, { input: usage.inputTokens, output: usage.outputTokens });
-    if (input > 0 || output > 0) this.steps.push({ usage: { inputTokens: input, outputTokens: output } });
+    if (input > 0 || output > 0) this.host.chargeTokens(input, output);
     // Also applies an operator's stop accepted since the last call.
-    this.host.agent.stopWhen({ steps: this.steps });
+    this.host.applyHeldStop();
   }
 
   private async run(
@@ -386,7 +361,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
    *   (its instructions, input, tools and handoffs as UTF-8 JSON, plus its `maxTokens` or
    *   `spend.maxOutputTokens`) and settled at its usage after. A refused call (or one after the
    *   run stopped) does not reach the model: it answers the guard's note, so the SDK's loop ends
-   *   with the run's history, and the StopReport says NEEDS_HUMAN `spend_limit` (ai-sdk/stops.ts).
+   *   with the run's history, and the StopReport says NEEDS_HUMAN `spend_limit` (core/budget-stops.ts).
    */
   private attend(agent: AnyAgent): void {
     const model = agent.model as Model | string | undefined;
@@ -401,7 +376,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
     const name = (model as { modelName?: unknown }).modelName;
     const modelName = typeof name === 'string' && name ? name : agent.name;
     const call = model.getResponse.bind(model);
-    const spend = this.host.spend;
+    const spend = this.spend;
     model.getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
       // The run's budgets first: a stopped run, or one with nothing left, sends no request.
       if (!this.host.mayCallModel()) return this.refusedResponse();
@@ -425,7 +400,7 @@ class OpenAIAgentGuard<TAgent extends AnyAgent> {
   /** What a model call the guard did not let through answers (the run stopped): the guard's note. */
   private refusedResponse(): ModelResponse {
     this.refused = true;
-    return refusedResponse(this.host.agent.stopped?.reason ?? GuardReason.SPEND_LIMIT);
+    return refusedResponse(this.host.stopped?.reason ?? GuardReason.SPEND_LIMIT);
   }
 
   private bind(raw: unknown): void {

@@ -4,8 +4,8 @@
  */
 import type { AgentInputItem, RunResult, RunState } from '@openai/agents-core';
 import type { TemporalOpenAIRunner, TemporalRunOptions } from '@temporalio/openai-agents/workflow';
-import { ApplicationFailure } from '@temporalio/workflow';
-import type { GuardAgentOptions, GuardedAgent } from '../ai-sdk/types';
+import type { ApplicationFailure } from '@temporalio/workflow';
+import { guardRefusal, type FrameworkGuardOptions, type GuardedLoop } from '../core/framework-types';
 
 /** The versions the adapter is tested with (docs/openai-agents.md); the worker plugin checks them. */
 export const TESTED_VERSIONS = {
@@ -33,8 +33,8 @@ export interface OpenAIWriteRule {
   readonly requiresApproval?: boolean;
 }
 
-/** Options of {@link guardOpenAIAgent}: those of the AI SDK path's `guardAgent`, writes keyed as above. */
-export interface OpenAIGuardOptions extends Omit<GuardAgentOptions, 'writes' | 'spend'> {
+/** Options of {@link guardOpenAIAgent}: a framework guard's (those of the AI SDK path's `guardAgent`), writes keyed as above. */
+export interface OpenAIGuardOptions extends Omit<FrameworkGuardOptions, 'writes' | 'spend'> {
   /** Tools that write, each with its operation-key rule (and activity when not the tool's name). */
   readonly writes?: Readonly<Record<string, OpenAIWriteRule>>;
   /**
@@ -47,7 +47,7 @@ export interface OpenAIGuardOptions extends Omit<GuardAgentOptions, 'writes' | '
    * (`OpenAIAgentsGuardPlugin` registers them) and `TemporalOpenAIRunner`. Absent: the spend
    * store is not consulted.
    */
-  readonly spend?: GuardAgentOptions['spend'];
+  readonly spend?: FrameworkGuardOptions['spend'];
 }
 
 /** The codes of {@link guardOpenAIAgent}'s refusals (the failure's `type`). */
@@ -64,14 +64,11 @@ export type OpenAIGuardErrorCode =
 
 /** A wrong use of the API, said before anything runs: non-retryable, its `type` the code. */
 export function openAIGuardError(code: OpenAIGuardErrorCode, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+  return guardRefusal(code, message);
 }
 
 /** The guard of one OpenAI Agents SDK agent, in the user's workflow. */
-export interface GuardedOpenAIAgent<TAgent> extends Omit<
-  GuardedAgent<never>,
-  'tools' | 'stopWhen' | 'model'
-> {
+export interface GuardedOpenAIAgent<TAgent> extends GuardedLoop {
   /** The user's agent (and its handoffs' agents) with every function tool guarded. */
   readonly agent: TAgent;
   /**

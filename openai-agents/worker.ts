@@ -1,7 +1,7 @@
 /**
  * `agent-loop-guard/openai-agents/worker`: the worker side of the OpenAI Agents
  * guard, as one Temporal plugin beside `@temporalio/openai-agents`'s own: the user's write
- * activities wrapped by the ledger (`ledgerWrites`, the AI SDK path's, ai-sdk/worker.ts), the
+ * activities wrapped by the ledger (`ledgerWrites`, worker/ledger-writes.ts, the AI SDK path's too), the
  * activities a resume, a stop and an approval are verified by (`guardActivities`), and the
  * payload codec agentctl encrypts with (codec/load-codec.ts, as worker/plugin.ts sets it). It
  * refuses SDK versions the adapter is not tested with. Node code, never imported by workflows.
@@ -25,17 +25,12 @@ import type { AgentSinks } from '../common/telemetry';
 import { agentSinks, type AgentTelemetry } from '../worker/create-worker';
 import { withOutbox } from '../worker/bundle-options';
 import type { Ledger } from '../storage/ledger';
-import {
-  guardActivities,
-  ledgerWrites,
-  type GuardActivitiesOptions,
-  type LedgerWritesOptions,
-  type WriteActivity,
-} from '../ai-sdk/worker';
+import { ledgerWrites, type LedgerWritesOptions, type WriteActivity } from '../worker/ledger-writes';
+import { guardActivities, type GuardActivitiesOptions } from '../worker/guard-activities';
 import { openAIGuardError, TESTED_VERSIONS } from './types';
 
-export { guardActivities, ledgerWrites } from '../ai-sdk/worker';
-export type { GuardActivitiesOptions, LedgerWritesOptions, WriteActivity } from '../ai-sdk/worker';
+export { guardActivities, ledgerWrites };
+export type { GuardActivitiesOptions, LedgerWritesOptions, WriteActivity };
 
 /** Options of {@link OpenAIAgentsGuardPlugin}. */
 export interface OpenAIAgentsGuardPluginOptions extends GuardActivitiesOptions {

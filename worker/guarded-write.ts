@@ -3,7 +3,7 @@
  * uses up before it runs ({@link useApproval}), and what the ledger's answer to `executeOnce`
  * means as a tool result ({@link ledgerResult}). An `agentRun` tool
  * (activities/run/run-tool-activity.ts) returns that result to its workflow; an AI SDK or
- * OpenAI Agents write (ai-sdk/ledger-writes.ts) throws it as the activity failure
+ * OpenAI Agents write (worker/ledger-writes.ts) throws it as the activity failure
  * ({@link asActivityFailure}) the workflow's guard reads back into the same result
  * (core/step.ts `classify`). So the same situation gives the same code, message, retry hint
  * and holder on every engine. Worker code.

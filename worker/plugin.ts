@@ -56,8 +56,8 @@ import { RowCodec } from '../storage/row-codec';
 import { withOutbox } from './bundle-options';
 import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
-import { isLedgerWrite, ledgerWrites, type WriteEntry } from '../ai-sdk/ledger-writes';
-import { guardActivities, type GuardActivitiesOptions } from '../ai-sdk/worker-verify';
+import { isLedgerWrite, ledgerWrites, type WriteEntry } from './ledger-writes';
+import { guardActivities, type GuardActivitiesOptions } from './guard-activities';
 import type { Ledger } from '../storage/ledger';
 import { OperatorRegistry } from '../operators/registry';
 

@@ -1,6 +1,6 @@
 /**
  * The contract of the worker's spend activities (worker/spend.ts) as the framework guards'
- * workflow code calls them (ai-sdk/spend.ts): types only, so workflow code can import them.
+ * workflow code calls them (core/spend-gate.ts): types only, so workflow code can import them.
  */
 
 /** The reservation's answer (the worker's `agentLoopGuardReserveSpend`). */

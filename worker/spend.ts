@@ -69,7 +69,7 @@ export function spendAccess(store: SpendStore, tenant: string, runId: string): S
 }
 
 /**
- * The spend activities of the framework guards (ai-sdk/spend.ts `SpendGate`) over `store`
+ * The spend activities of the framework guards (core/spend-gate.ts `SpendGate`) over `store`
  * (null: the worker has no spend limits, nothing is reserved). A refusal is answered, not
  * thrown: the workflow stops the run `spend_limit` itself.
  */

@@ -3,7 +3,7 @@
  * trusts, the approvals (beside the ledger, trusting only rows those operators signed) and the
  * tenant spend store (beside the ledger when there are limits, trusting only raises those
  * operators signed). An `agentRun` worker (activities/run/context.ts) and the framework
- * guards' activities (ai-sdk/worker-verify.ts `guardActivities`, ai-sdk/ledger-writes.ts
+ * guards' activities (worker/guard-activities.ts `guardActivities`, worker/ledger-writes.ts
  * `ledgerWrites`) all take them from here, so a store is verified, and its limits checked, the
  * same way on every engine. Worker code.
  */

@@ -3,7 +3,7 @@
  * approval a run refuses leaves one `refused` row in the approval store's audit, with its reason.
  * One function for every engine's worker: an `agentRun` worker registers it as `auditRefusal`
  * (activities/run/verify-activity.ts), an AI SDK worker as `agentLoopGuardAuditRefusal`
- * (ai-sdk/types.ts GUARD_ACTIVITY). Node code.
+ * (core/framework-types.ts GUARD_ACTIVITY). Node code.
  */
 import type { RefusalAudit } from '../../core/resume-check';
 import type { ApprovalStore } from './approval-store';

@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { guardActivities, ledgerWrites } from '../../ai-sdk/worker';
-import { SpendGate } from '../../ai-sdk/spend';
+import { SpendGate } from '../../core/spend-gate';
 import { canonicalize } from '../../guard';
 import { OperatorRegistry } from '../../operators/registry';
 import { worstCaseOf } from '../../planners/call-ceiling';

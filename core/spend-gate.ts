@@ -54,7 +54,7 @@ export interface ReportedTokens {
 /**
  * Reserves before each model call and settles after, for one tenant: framework-neutral (a
  * request's size, a token count), used by the AI SDK path's model wrapper and the OpenAI
- * Agents path's model wrapper (ai-sdk/stops.ts `modelSpend`).
+ * Agents path's model wrapper (core/budget-stops.ts `modelSpend`).
  */
 export class SpendGate {
   constructor(

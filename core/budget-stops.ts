@@ -1,20 +1,19 @@
 /**
- * What stops an AI SDK agent outside its tool calls, over the core's run (core/run.ts): the
+ * What stops a framework's agent outside its tool calls, over the core's run (core/run.ts): the
  * model's usage past a token or cost budget, and the tenant spend gate before each model call
- * (ai-sdk/spend.ts). Both stop through the core (`runtimeStop`), with its StopReport and trace.
- * Workflow code.
+ * (core/spend-gate.ts). Both stop through the core (`runtimeStop`), with its StopReport and
+ * trace. In terms any framework has (token counts, a request's size): each adapter feeds its own
+ * model's usage in (ai-sdk/model.ts, openai-agents/index.ts). Workflow code.
  */
-import type { LanguageModelV4Usage } from '@ai-sdk/provider';
-import { workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, workflowInfo } from '@temporalio/workflow';
 import { GuardReason, TerminalState } from '../guard';
-import type { GuardedRun } from '../core/run';
-import type { GuardActivities } from './control';
-import { errorMessage, type CallHooks } from './model';
-import { costUsd, modelPriceOf, requestBytesOf, type ModelPrice } from '../common/price';
-import { SpendGate, type GatedReservation, type ReportedTokens } from './spend';
-import { GUARD_ACTIVITY, type GuardAgentOptions } from './types';
+import type { GuardedRun } from './run';
+import type { GuardActivities } from './guard-activities';
+import { costUsd, modelPriceOf, type ModelPrice } from '../common/price';
+import { SpendGate, type GatedReservation, type ReportedTokens } from './spend-gate';
+import { GUARD_ACTIVITY, type FrameworkGuardOptions } from './framework-types';
 
-/** The tenant spend gate of one run, framework-neutral (see {@link GuardStops.modelSpend}). */
+/** The tenant spend gate of one run, framework-neutral (see {@link BudgetStops.modelSpend}). */
 export interface ModelSpend {
   /** Reserves a request of `requestBytes` bytes; null: the run stopped and the model must not be called. */
   before(model: string, requestBytes: number, maxOutputTokens?: number): Promise<GatedReservation | null>;
@@ -22,13 +21,19 @@ export interface ModelSpend {
   after(r: GatedReservation, usage: ReportedTokens | null | undefined): Promise<void>;
 }
 
-export class GuardStops {
+/** The innermost message of a failure. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class BudgetStops {
   /** The `prices` option as the one price type (checked when the guard was built). */
   private readonly price: ModelPrice | undefined;
 
   constructor(
     private readonly run: GuardedRun,
-    private readonly options: GuardAgentOptions,
+    private readonly options: FrameworkGuardOptions,
     private readonly acts: GuardActivities,
   ) {
     this.price = modelPriceOf(options.prices);
@@ -70,32 +75,13 @@ export class GuardStops {
     };
   }
 
-  /** {@link modelSpend} around an AI SDK model's calls (`guard.model(…)`). */
-  spendHooks(): CallHooks<GatedReservation> | undefined {
-    const spend = this.modelSpend();
-    if (!spend) return undefined;
-    return {
-      before: (modelId, call) =>
-        spend.before(modelId, requestBytesOf([call.prompt, call.tools ?? []]), call.maxOutputTokens),
-      after: (r, usage) =>
-        spend.after(
-          r,
-          usage && { inputTokens: usage.inputTokens.total, outputTokens: usage.outputTokens.total },
-        ),
-    };
-  }
-
   /** A stop before a model call (the model is not called): NEEDS_HUMAN, the detail as unmet. */
   private stopBeforeModel(reason: string, detail: string): void {
     if (this.run.stopped) return;
     this.run.runtimeStop(reason, TerminalState.NEEDS_HUMAN, undefined, detail);
   }
 
-  /** Charges a model response's usage; past a budget the run stops at once. */
-  charge(usage: LanguageModelV4Usage | undefined): void {
-    if (usage) this.chargeTokens(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0);
-  }
-
+  /** Charges a model response's tokens (priced by `prices`); past a budget the run stops at once. */
   chargeTokens(input: number, output: number): void {
     const p = this.price;
     const guard = this.run.guard;

@@ -1,6 +1,6 @@
 /**
- * `guardActivities` (exported by `agent-loop-guard/ai-sdk/worker`): the worker side of an AI
- * SDK agent's `resume` update (ai-sdk/control.ts). The operator's signature and role are checked
+ * `guardActivities` (exported by `agent-loop-guard/ai-sdk/worker` and `/openai-agents/worker`):
+ * the worker side of a framework guard's `resume` update (core/guard-activities.ts). The operator's signature and role are checked
  * by the same registry as an `agentRun` worker's; a stop is lifted by its reason's rule
  * (docs/spec.md §7.4): an approval stop by a valid approval of exactly the blocked call (its
  * digest recomputed here from the blocked input), `outcome_unknown` when its ledger record is
@@ -15,11 +15,11 @@ import { createOperatorActivities } from '../operators/activities';
 import type { OperatorRegistry } from '../operators/registry';
 import { sha256ArgsHash, type Ledger } from '../storage/ledger';
 import type { SpendLimits } from '../storage/spend';
-import { spendActivities } from '../worker/spend';
-import { workerStores } from '../worker/stores';
-import type { GuardActivities, GuardVerifyOutput } from './control';
+import { spendActivities } from './spend';
+import { workerStores } from './stores';
+import type { GuardActivities, GuardVerifyOutput } from '../core/guard-activities';
 import { boundedObservation } from '../core/resume-note';
-import { GUARD_ACTIVITY } from './types';
+import { GUARD_ACTIVITY } from '../core/framework-types';
 
 /** The digest an approval binds: SHA-256 of the tool and its canonical input. */
 export function callDigest(tool: string, input: unknown): string {

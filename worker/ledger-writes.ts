@@ -1,7 +1,7 @@
 /**
- * `ledgerWrites` (exported by `agent-loop-guard/ai-sdk/worker`): `ledgerWrites`
+ * `ledgerWrites` (exported by `agent-loop-guard/ai-sdk/worker` and `/openai-agents/worker`): it
  * wraps the user's write activities so each runs through the idempotency ledger under the
- * operation key the workflow's guard computed (ai-sdk/index.ts): at most once per key, across
+ * operation key the workflow's guard computed (core/framework-guard.ts): at most once per key, across
  * activity retries, worker crashes and re-sent calls; a duplicate gets the stored result and
  * nothing runs. A write that can be probed (`reconcile`) or that forwards its key to an
  * idempotent vendor (`vendorIdempotent`) is settled after a worker died mid-write by the same
@@ -14,10 +14,10 @@ import type { ApprovalStore } from '../storage/approvals/approval-store';
 import { canonicalize, normalizeCall, type ToolResult } from '../guard';
 import { executeOnce, sha256ArgsHash, type Ledger, type ReconcileAnswer } from '../storage/ledger';
 import { assertLeaseMs } from '../storage/ledger/claim-decision';
-import { asActivityFailure, ledgerResult, useApproval } from '../worker/guarded-write';
-import { workerStores } from '../worker/stores';
-import type { GuardedWriteMeta, GuardedWriteOutput } from './types';
-import { callDigest } from './worker-verify';
+import { asActivityFailure, ledgerResult, useApproval } from './guarded-write';
+import { workerStores } from './stores';
+import type { GuardedWriteMeta, GuardedWriteOutput } from '../core/framework-types';
+import { callDigest } from './guard-activities';
 
 /** What a write is given besides its input: forward `operationKey` to a vendor that dedupes on it. */
 export interface WriteContext {

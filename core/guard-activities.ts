@@ -1,14 +1,14 @@
 /**
- * The worker-side activities an AI SDK agent's guard calls (ai-sdk/worker-verify.ts
+ * The worker-side activities a framework guard calls (worker/guard-activities.ts
  * `guardActivities` registers them): the operator check, the resume verification, the call
  * digest an approval binds, the spend gate and the gate's refusal audit. The gate itself is the
  * core's (core/gate.ts), the same as an `agentRun`'s. Workflow code.
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { VerifyInput, VerifyOutput } from '../activities/types';
-import type { RefusalAudit } from '../core/resume-check';
+import type { RefusalAudit } from './resume-check';
 import type { VerifyOperatorInput } from '../operators/activities';
-import type { SpendActivities } from './spend';
+import type { SpendActivities } from '../worker/spend-types';
 
 /** What the worker's `agentLoopGuardVerifyResume` answers: the agentRun verdict, and the approval it found. */
 export interface GuardVerifyOutput extends VerifyOutput {
@@ -16,7 +16,7 @@ export interface GuardVerifyOutput extends VerifyOutput {
   readonly approvalId?: string | null;
 }
 
-/** The guard's worker-side activities (ai-sdk/worker.ts `guardActivities`). */
+/** The guard's worker-side activities (worker/guard-activities.ts `guardActivities`). */
 export interface GuardActivities extends SpendActivities {
   agentLoopGuardVerifyOperator(input: VerifyOperatorInput): Promise<{ ok: boolean; detail: string }>;
   agentLoopGuardVerifyResume(input: VerifyInput): Promise<GuardVerifyOutput>;

@@ -162,16 +162,13 @@ export async function agentRunResult(handle: WorkflowHandle): Promise<RunResult>
 }
 
 /**
- * The result of a closed run: returned by a COMPLETED run, carried by the typed failure of a run
- * that ended in any other state (common/run-ended.ts). Any other failed or terminated execution
- * is exit 1 with its cause.
+ * The result of a closed run, as {@link agentRunResult} reads it; any other failed or terminated
+ * execution is exit 1 with its cause.
  */
 export async function closedResult(handle: WorkflowHandle): Promise<RunResult> {
   try {
-    return (await handle.result()) as RunResult;
+    return await agentRunResult(handle);
   } catch (err) {
-    const ended = runResultOf(err);
-    if (ended) return ended;
     if (err instanceof WorkflowFailedError) {
       const cause = err.cause?.message ?? err.message;
       throw new CliError(Exit.ERROR, `run ${handle.workflowId} did not return a result: ${cause}`);

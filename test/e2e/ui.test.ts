@@ -16,7 +16,8 @@
  *    --no-codec`): the raw history (a client without the keys) and the page carry no trace of
  *    the marker.
  *  - the `temporal` CLI shows the marker only with `--codec-endpoint` and the bearer token.
- * Screenshots temporal-ui.png, ui-decoded.png, ui-list.png (A) and ui-encrypted.png (B) go to
+ * Screenshots temporal-ui.png, ui-decoded.png, ui-list.png, ui-waiting.png, ui-marks.png,
+ * ui-list-ended.png (A) and ui-encrypted.png (B) go to
  * test-results/screenshots/, or to docs/ with UPDATE_SCREENSHOTS=1 (test/helpers/screenshots.ts).
  *
  * Needs /usr/bin/chromium (`apt-get install -y chromium`); skipped with a message when absent.

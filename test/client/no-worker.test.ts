@@ -4,6 +4,7 @@
  * resume, send), sends nothing, and `start --wait` keeps waiting until a worker appears. And a
  * worker started before its server waits for it (AGENT_TEMPORAL_WAIT) instead of exiting.
  */
+import { createServer } from 'node:net';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -193,12 +194,29 @@ describe('agentctl with no worker on the run’s task queue', () => {
 
 describe('a worker started before its Temporal server', () => {
   let server: DevServerHandle | undefined;
+  /**
+   * A free port outside the kernel's ephemeral range (32768–60999): the port stays unused for the
+   * seconds the worker waits, where one from `freePort()` may be handed to another process (a
+   * parallel test's dev server took one once).
+   */
+  async function quietPort(): Promise<number> {
+    for (let i = 0; i < 50; i++) {
+      const port = 20_000 + Math.floor(Math.random() * 10_000);
+      const free = await new Promise<boolean>((res) => {
+        const srv = createServer();
+        srv.once('error', () => res(false));
+        srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+      });
+      if (free) return port;
+    }
+    return freePort();
+  }
   afterEach(async () => {
     await server?.stop();
   });
 
   it('waits for it (saying for what), then serves: npm run worker with the server up 3 s later', async () => {
-    const port = await freePort();
+    const port = await quietPort();
     const address = `127.0.0.1:${port}`;
     const dir = mkdtempSync(join(tmpdir(), 'nw-late-'));
     const child = spawn(TSX, ['demo/worker.ts'], {

@@ -12,8 +12,8 @@ import {
   SQLITE_SPEND_STATEMENTS,
 } from './spend/schema';
 
-/** Migration 8's name (recorded in every database it ran on: never changed). */
-export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs (issue 19)';
+/** Migration 8's name (a description stored beside its version; migrations are applied by version). */
+export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and the reaped runs';
 
 /**
  * Migration 9 (both dialects): one run's ledger records, newest first, without a scan of the
@@ -22,7 +22,7 @@ export const TRACE_MIGRATION_NAME = 'paged-out trace records of long runs and th
  */
 const RUN_INDEX_MIGRATION: Migration = {
   version: 9,
-  name: "an index on the ledger records' run (issue 19)",
+  name: "an index on the ledger records' run",
   statements: ['CREATE INDEX ledger_records_run ON ledger_records (run_id, updated_at)'],
 };
 
@@ -45,7 +45,7 @@ const AUDIT_ACTIONS = `'requested','approved','denied','consumed','refused'`;
  * client that could not verify it is audited as submitted, never as approved.
  */
 const AUDIT_ACTIONS_10 = `'requested','submitted','approved','denied','consumed','refused'`;
-const AUDIT_MIGRATION_NAME = "the approval audit's submitted action (issue 31)";
+const AUDIT_MIGRATION_NAME = "the approval audit's submitted action";
 
 /** SQLite: the table that records which migrations ran (created before the first one). */
 /**
@@ -53,8 +53,7 @@ const AUDIT_MIGRATION_NAME = "the approval audit's submitted action (issue 31)";
  * that adds a new fact, instead of counted over all its facts at every step (O(steps) per step:
  * ~0.34 ms at 10,000 facts). Filled from the facts already there.
  */
-export const PROGRESS_VERSION_MIGRATION_NAME =
-  'progress versions kept per run, not counted per step (issue 42)';
+export const PROGRESS_VERSION_MIGRATION_NAME = 'progress versions kept per run, not counted per step';
 const PROGRESS_VERSION_STATEMENTS = (text: string, integer: string): string[] => [
   `CREATE TABLE agent_progress_versions (
     run_id ${text} PRIMARY KEY,
@@ -185,7 +184,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 4,
-    name: 'conversation store, idempotent planner turns and the payload store (issue 9)',
+    name: 'conversation store, idempotent planner turns and the payload store',
     statements: [
       // The planner's conversation, out of workflow history: content-addressed, append-only.
       // `hash` is the chain hash of the conversation up to and including this message, so a
@@ -224,7 +223,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    name: 'approval uses are rows of their own, append-only; approvals are never deleted (issue 21)',
+    name: 'approval uses are rows of their own, append-only; approvals are never deleted',
     statements: [
       // One row per use: an approval is used at most once, and a stop's call at most once,
       // whatever happens to its approvals row (docs/security.md "Append-only in fact").
@@ -250,7 +249,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 6,
-    name: 'progress facts and tool execution counters of any tool (issue 16)',
+    name: 'progress facts and tool execution counters of any tool',
     statements: [
       // What a run has learned (a read result not seen before, a committed write): the default
       // progress source for workers without a world of their own (activities/progress).
@@ -448,7 +447,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 4,
-    name: 'conversation store, idempotent planner turns and the payload store (issue 9)',
+    name: 'conversation store, idempotent planner turns and the payload store',
     statements: [
       `CREATE TABLE agent_conversation (
         conversation_id text NOT NULL,
@@ -480,7 +479,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    name: 'approval uses are rows of their own, append-only; approvals are never deleted (issue 21)',
+    name: 'approval uses are rows of their own, append-only; approvals are never deleted',
     statements: [
       `CREATE TABLE approval_uses (
         approval_id text PRIMARY KEY,
@@ -510,7 +509,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 6,
-    name: 'progress facts and tool execution counters of any tool (issue 16)',
+    name: 'progress facts and tool execution counters of any tool',
     statements: [
       `CREATE TABLE agent_progress_facts (
         run_id text NOT NULL,

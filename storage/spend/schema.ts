@@ -59,7 +59,7 @@ export const POSTGRES_SPEND_STATEMENTS: readonly string[] = common({
 });
 
 /** Migration 7's name in `ledger_migrations`. */
-export const SPEND_MIGRATION_NAME = 'tenant spend reservations and raised caps (issue 18)';
+export const SPEND_MIGRATION_NAME = 'tenant spend reservations and raised caps';
 
 /**
  * Ledger migration 11: `agent_served_usage`, one row per model request of a run,
@@ -106,4 +106,4 @@ export const POSTGRES_SERVED_STATEMENTS: readonly string[] = served({
 });
 
 /** Migration 11's name in `ledger_migrations`. */
-export const SERVED_MIGRATION_NAME = 'served model usage per request, across plan attempts (issue 40)';
+export const SERVED_MIGRATION_NAME = 'served model usage per request, across plan attempts';

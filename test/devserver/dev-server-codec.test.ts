@@ -7,7 +7,8 @@
 import { createServer, type Server } from 'node:net';
 import type { Payload } from '@temporalio/common';
 import { loadPayloadCodec } from '../../codec';
-import { DEV_SERVER_USAGE, freePort, parseDevServerArgs, startDevServer } from '../../devserver/dev-server';
+import { freePort, startDevServer } from '../../devserver/dev-server';
+import { DEV_SERVER_USAGE, parseDevServerArgs } from '../../devserver/dev-server-cli';
 import { ownerText, portOwner } from '../../devserver/port-owner';
 import '../helpers/temporal-env'; // the test key ring
 

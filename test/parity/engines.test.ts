@@ -6,6 +6,7 @@
  * operator reads: the StopReport's fields, the counters, the checkpoint, the search attributes.
  * Where an engine cannot give the same answer, the row says why.
  */
+import { bundleLedger } from '../helpers/bundle-ledger';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,6 @@ import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../core/checkp
 import { guardActivities } from '../../ai-sdk/worker';
 import { OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import { OperatorRegistry } from '../../operators/registry';
-import type { Ledger } from '../../storage/ledger';
 import { defineTool } from '../../tools/define-tool';
 import { agentSinks } from '../../worker/create-worker';
 import { alice } from '../approvals/signing';
@@ -160,7 +160,7 @@ describe('one situation, one answer, on every engine', () => {
       workflowsPath: require.resolve('../openai-agents/workflows/payments-agent'),
       plugins: [
         pluginOf('http://127.0.0.1:1/v1'),
-        new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, operators: operators() }),
+        new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, operators: operators() }),
       ],
       logger: new DefaultLogger('WARN'),
     });

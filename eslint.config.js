@@ -7,7 +7,7 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 // entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
 const PRODUCT = [
   'index.ts',
-  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,openai-agents}/**/*.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,openai-agents,strands-agents}/**/*.ts',
 ];
 const NOT_PRODUCT = {
   group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],
@@ -25,6 +25,7 @@ const WORKFLOW_SIDE = [
   'common/**/*.ts',
   'core/**/*.ts',
   'openai-agents/{index,model-responses,types}.ts',
+  'strands-agents/{index,model,types}.ts',
   'ai-sdk/{agent-guard,index,model,types}.ts',
 ];
 const WORKFLOW_PATTERNS = [

@@ -59,6 +59,8 @@ export function gateModel(model: Model, modelName: string, guard: FrameworkGuard
     messages: Message[],
     options?: StreamOptions,
   ): AsyncGenerator<ModelStreamEvent, void, undefined> {
+    // An operator's stop accepted since the last call stops the run before this one.
+    guard.applyHeldStop();
     if (!guard.mayCallModel()) return yield* refused();
     const given: Record<string, unknown> = { ...(options ?? {}) };
     delete given.cancelSignal;

@@ -193,4 +193,157 @@ describe('guardStrandsAgent on @temporalio/strands-agents', () => {
     expect(report).toEqual(result.run.report);
     await replays(history);
   });
+
+  it('agentctl stop (the same handlers): the next tool call does not run, the run ends operator_stop', async () => {
+    let release = () => undefined as void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { result, counts } = await run(
+      [lookup('S-1'), lookup('S-2'), lookup('S-3'), { text: 'done' }],
+      {},
+      async (h, counts) => {
+        await waitFor(
+          async () => counts.lookup_order,
+          (n) => n === 1,
+        );
+        const answer = await stopAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          reason: 'runaway',
+        });
+        expect(answer).toMatchObject({ accepted: true });
+        release();
+      },
+      'ok',
+      gate,
+    );
+    expect(counts.lookup_order).toBe(1);
+    expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'operator_stop' });
+  });
+
+  it('agentctl resume after a token-budget stop (a raise): the loop goes on with the conversation so far', async () => {
+    const { result, counts, server } = await run(
+      [lookup('R-1'), lookup('R-2'), lookup('R-3'), { text: 'found them' }],
+      { tokenBudget: 200, resumeAfterStop: true },
+      async (h, counts) => {
+        await waitFor(
+          () => h.query(statusQuery),
+          (s) => s.waitingForResume,
+        );
+        expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'token_budget' });
+        expect(counts.lookup_order).toBe(1);
+        const bare = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+        expect(bare).toMatchObject({ accepted: false });
+        const raised = await resumeAgentRun(env.client, h.workflowId, {
+          actor: 'alice',
+          key: alice.keyFile,
+          raise: { maxTokens: 5000 },
+        });
+        expect(raised).toMatchObject({ accepted: true });
+      },
+    );
+    // R-2 was refused at the stop; after the resume the model went on: R-3 ran, then its answer.
+    expect(counts.lookup_order).toBe(2);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'found them' });
+    // The resume's note reached the model (a user message after the stop).
+    expect(JSON.stringify(server.requests().at(-2))).toMatch(/resum/i);
+  });
+
+  it('a payment runs once across a timeout after its side effect and a re-plan with a new request id (counter 1)', async () => {
+    const { result, counts } = await run(
+      [pay('A-1', 'acme', 100, 'req-1'), pay('A-1', 'acme', 100, 'req-2'), { text: 'paid' }],
+      {},
+      undefined,
+      'hang_first',
+    );
+    expect(counts.pay).toBe(1);
+    expect(counts.payVia).toEqual(['executed', 'ledger']);
+    expect(result.executions).toEqual({ pay: 1 });
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid', cached: 1 });
+  });
+
+  it('every attempt timing out: the error goes to the model, which re-plans; the ledger answers it, the payment ran once', async () => {
+    const { result, counts, server } = await run(
+      [pay('A-2', 'globex', 100, 'req-1'), pay('A-2', 'globex', 100, 'req-2'), { text: 'paid' }],
+      { payAttempts: 3 },
+      undefined,
+      'hang_always',
+    );
+    expect(counts.pay).toBe(1);
+    expect(counts.paidTo).toEqual(['globex:100']);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid' });
+    // The model read the failure as the call's error result (not a failed workflow).
+    const outputs = server.requests()[1]!.filter((i) => i.type === 'function_call_output');
+    expect(JSON.stringify(outputs)).toMatch(/timed out|timeout|fail/i);
+    // The first attempt ran the payment; every later one, the re-planned call's included, got the ledger's result.
+    expect(counts.payVia).toEqual(['executed', 'ledger', 'ledger', 'ledger', 'ledger', 'ledger']);
+  });
+
+  it('a twin under the approved tool-use id in the same model response waits for its own approval (twin counter 0)', async () => {
+    const { result, counts } = await run(
+      [
+        [pay('T-1', 'alice', 1000, 'req-1', 'call_pay'), pay('T-1', 'mallory', 500000, 'req-2', 'call_pay')],
+        { text: 'paid' },
+      ],
+      { approval: true },
+      async (h, counts) => {
+        const first = await waitFor(
+          () => getPendingApproval(env.client, h.workflowId).catch(() => null),
+          (p) => p !== null,
+        );
+        expect(first).toMatchObject({ tool: 'pay', args: { to: 'alice', amount: 1000 } });
+        expect(counts.pay).toBe(0);
+        const ok = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'invoice checked',
+          resume: true,
+        });
+        expect(ok.resume).toMatchObject({ accepted: true });
+        const twin = await waitFor(
+          () => getPendingApproval(env.client, h.workflowId).catch(() => null),
+          (p) => p !== null && p.stopRef !== first!.stopRef,
+        );
+        expect(twin).toMatchObject({ tool: 'pay', args: { to: 'mallory', amount: 500000 } });
+        expect(twin!.argsDigest).not.toBe(first!.argsDigest);
+        // The twin has not run on alice's approval.
+        expect(counts.paidTo).toEqual(['alice:1000']);
+        const own = await approveRun(env.client, h.workflowId, {
+          ...store,
+          key: alice.keyFile,
+          reason: 'mallory checked too',
+          resume: true,
+        });
+        expect(own.resume).toMatchObject({ accepted: true });
+      },
+    );
+    // Its own approval ran it, once.
+    expect(counts.paidTo).toEqual(['alice:1000', 'mallory:500000']);
+    expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'paid' });
+  });
+
+  it("the SDK's own turn limit (limits.turns) ends the run with a step_budget StopReport", async () => {
+    const { result, counts } = await run([lookup('L-1'), lookup('L-2'), lookup('L-3'), lookup('L-4')], {
+      turns: 2,
+    });
+    expect(counts.lookup_order).toBe(2);
+    expect(result.stopReason).toBe('limitTurns');
+    expect(result.run).toMatchObject({
+      terminal_state: 'STOPPED_LOOP_GUARD',
+      reason: 'step_budget',
+      report: { guard_reason: 'step_budget' },
+    });
+  });
+
+  it('model usage past the token budget stops the run before the next model call', async () => {
+    const { result, counts, server } = await run(
+      [lookup('B-1'), lookup('B-2'), lookup('B-3'), { text: 'x' }],
+      {
+        tokenBudget: 200,
+      },
+    );
+    // 110 tokens, then 220 > 200: the second lookup did not run, no third request was sent.
+    expect(counts.lookup_order).toBe(1);
+    expect(server.requests()).toHaveLength(2);
+    expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
+  });
 });

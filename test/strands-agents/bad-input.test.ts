@@ -14,11 +14,8 @@ import { checkStrandsVersions, StrandsGuardPlugin } from '../../strands-agents/w
 import { GUARDED } from '../../core/framework-types';
 import type { Ledger } from '../../storage/ledger';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { OpenAIModel } from './openai-model';
 import { startModelServer } from './model-server';
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { OpenAIModel } =
-  require('@strands-agents/sdk/models/openai') as typeof import('@strands-agents/sdk/dist/src/models/openai/index.js');
 
 const lookup = () =>
   strands.activityAsTool('lookup_order', {

@@ -29,13 +29,9 @@ import { OperatorRegistry } from '../../operators/registry';
 import { alice } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
+import { OpenAIModel } from './openai-model';
 import { startModelServer, type ModelServer, type Step } from './model-server';
 import type { StrandsAgentInput } from './workflows/strands-agent';
-
-// The SDK's OpenAI provider (an ESM subpath export; this repository resolves types the node10 way).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { OpenAIModel } =
-  require('@strands-agents/sdk/models/openai') as typeof import('@strands-agents/sdk/dist/src/models/openai/index.js');
 
 const operatorsOf = () =>
   OperatorRegistry.fromFile({

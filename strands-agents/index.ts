@@ -89,6 +89,12 @@ export function guardStrandsAgent<TAgent extends object>(
       'already_guarded',
       `agent "${agent.name}" is already guarded by agent-loop-guard: call guardStrandsAgent once per agent`,
     );
+  const mcp = (agent as { _mcpClients?: unknown[] })._mcpClients;
+  if (Array.isArray(mcp) && mcp.length > 0)
+    throw strandsGuardError(
+      'unsupported_tool',
+      `agent "${agent.name}" has MCP clients: their tools join the agent at its first invoke, after the guard, where no wrapper sees their calls; give those tools as activityAsTool tools instead`,
+    );
   const tools = new Map<string, Tool>();
   for (const t of agent.toolRegistry.list()) {
     if (marked(t))

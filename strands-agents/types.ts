@@ -53,6 +53,7 @@ export type StrandsGuardErrorCode =
   | 'not_in_workflow'
   | 'already_guarded'
   | 'no_input_schema'
+  | 'unsupported_tool'
   | 'undeclared_tool'
   | 'write_without_operation_key'
   | 'unknown_tool'

@@ -79,6 +79,13 @@ describe('guardStrandsAgent refuses', () => {
     expect(refusal(() => guardStrandsAgent({}, {})).type).toBe('invalid_option');
   });
 
+  it('an agent with MCP clients (their tools join it after the guard, unwrapped)', () => {
+    const agent = Object.assign(agentWith(lookup()), { _mcpClients: [{}] });
+    const err = refusal(() => guardStrandsAgent(agent, { reads: ['lookup_order'] }));
+    expect(err.type).toBe('unsupported_tool');
+    expect(err.message).toMatch(/has MCP clients: .* give those tools as activityAsTool tools instead/);
+  });
+
   it('a malformed spend option, before anything runs', () => {
     const tenant = refusal(() =>
       guardStrandsAgent(agentWith(lookup()), { reads: ['lookup_order'], spend: { tenant: 'a b' } }),

@@ -25,6 +25,8 @@ import {
 import { ledgerWrites, StrandsGuardPlugin } from '../../strands-agents/worker';
 import type { GuardedWriteMeta } from '../../core/framework-types';
 import { openLedger, type Ledger } from '../../storage/ledger';
+import { SpendStore, type SpendLimits } from '../../storage/spend';
+import { signedSpendRaise } from '../approvals/signing';
 import { OperatorRegistry } from '../../operators/registry';
 import { alice } from '../approvals/signing';
 import { waitFor } from '../helpers/run-inputs';
@@ -96,6 +98,8 @@ describe('guardStrandsAgent on @temporalio/strands-agents', () => {
     drive: (h: WorkflowHandle, counts: Counts) => Promise<void> = async () => undefined,
     payBehaviour: 'hang_first' | 'hang_always' | 'ok' = 'ok',
     lookupGate: Promise<void> = Promise.resolve(),
+    /** The worker's spend caps (default: none). */
+    spendLimits: SpendLimits | null = null,
   ) {
     const server = await startModelServer(script);
     servers.push(server);
@@ -140,7 +144,7 @@ describe('guardStrandsAgent on @temporalio/strands-agents', () => {
         new StrandsGuardPlugin({
           ledger,
           operators,
-          spendLimits: null,
+          spendLimits,
           dataConverter: testDataConverter(),
           verifyPrecondition: () => Promise.resolve({ changed: true, detail: 'new rows arrived' }),
         }),
@@ -341,5 +345,63 @@ describe('guardStrandsAgent on @temporalio/strands-agents', () => {
     expect(counts.lookup_order).toBe(1);
     expect(server.requests()).toHaveLength(2);
     expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
+  });
+
+  describe("the tenant's spend limit (spend: { tenant })", () => {
+    /** $10 per million tokens: a reply's 110 tokens cost $0.0011. */
+    const REPLY_USD = 0.0011;
+    const limitsOf = (tenant: string, maxUsd: number): SpendLimits => ({
+      [tenant]: { maxUsd, windowMs: 3_600_000 },
+    });
+
+    it('reserves each model call before it is sent and settles it at its usage', async () => {
+      const tenant = uniqueId('tenant').slice(0, 40);
+      const limits = limitsOf(tenant, 1);
+      const { result, counts, server } = await run(
+        [lookup('P-1'), { text: 'looked it up' }],
+        { spendTenant: tenant },
+        undefined,
+        'ok',
+        Promise.resolve(),
+        limits,
+      );
+      expect(result.run.terminal_state).toBe('COMPLETED');
+      expect(counts.lookup_order).toBe(1);
+      expect(server.requests()).toHaveLength(2);
+      const st = await SpendStore.over(ledger, limits).status(tenant);
+      expect(st.calls).toEqual({ settled: 2, inFlight: 0, refused: 0 });
+      expect(st.settledUsd).toBeCloseTo(2 * REPLY_USD, 9);
+    });
+
+    it('a call over the cap is not sent: NEEDS_HUMAN spend_limit; after a signed raise, a verified resume runs on', async () => {
+      const tenant = uniqueId('tenant').slice(0, 40);
+      const limits = limitsOf(tenant, 0.001);
+      const spend = SpendStore.over(ledger, limits);
+      let requestsAtStop = -1;
+      const { result, counts, server } = await run(
+        [lookup('P-2'), { text: 'looked it up' }],
+        { spendTenant: tenant, resumeAfterStop: true },
+        async (h) => {
+          await waitFor(
+            async () => (await h.query(statusQuery)).terminalState,
+            (t) => t === 'NEEDS_HUMAN',
+          );
+          requestsAtStop = servers[servers.length - 1]!.requests().length;
+          expect(await h.query(statusQuery)).toMatchObject({ guardReason: 'spend_limit' });
+          await spend.raise(signedSpendRaise(alice.keyFile, tenant, 1));
+          const ok = await resumeAgentRun(env.client, h.workflowId, { actor: 'alice', key: alice.keyFile });
+          expect(ok).toMatchObject({ accepted: true });
+        },
+        'ok',
+        Promise.resolve(),
+        limits,
+      );
+      // The refused call never reached the model; after the raise: the lookup and the answer.
+      expect(requestsAtStop).toBe(0);
+      expect(server.requests()).toHaveLength(2);
+      expect(counts.lookup_order).toBe(1);
+      expect(result.run).toMatchObject({ terminal_state: 'COMPLETED', summary: 'looked it up' });
+      expect((await spend.status(tenant)).calls).toEqual({ settled: 2, inFlight: 0, refused: 1 });
+    });
   });
 });

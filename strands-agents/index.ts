@@ -229,9 +229,24 @@ class StrandsAgentGuard {
     return wrapped as unknown as Tool;
   }
 
-  private async run(input: InvokeArgs, options?: InvokeOptions): Promise<AgentResult> {
+  private async run(input: InvokeArgs, options?: InvokeOptions): Promise<AgentResult | null> {
     this.host.applyHeldStop();
-    const result = await this.agent.invoke(input, options);
+    let result: AgentResult;
+    try {
+      result = await this.agent.invoke(input, options);
+    } catch (err) {
+      // The model activity failed for good (its retries used up): the SDK rethrows it as a plain
+      // error, which would fail the workflow task and retry it forever. It is a stop instead,
+      // NEEDS_HUMAN `planner_failed` as an agentRun's, resumable once the model answers again.
+      const failure = activityFailureIn(err);
+      if (failure === null) throw err;
+      this.host.stopWith(
+        GuardReason.PLANNER_FAILED,
+        TerminalState.NEEDS_HUMAN,
+        `the model call failed after its activity's retries: ${failure}`,
+      );
+      return null;
+    }
     const limits = options?.limits;
     if (result.stopReason === 'limitTurns')
       this.host.stopWith(
@@ -247,6 +262,16 @@ class StrandsAgentGuard {
       );
     return result;
   }
+}
+
+/** The message of the Temporal activity failure `err` carries (a model activity's), or null. */
+function activityFailureIn(err: unknown): string | null {
+  for (let e = err, i = 0; e && i < 6; e = (e as { cause?: unknown }).cause, i++)
+    if ((e as Error).name === 'ActivityFailure') {
+      const cause = (e as { cause?: { message?: string } }).cause;
+      return cause?.message ?? (e as Error).message;
+    }
+  return null;
 }
 
 /**

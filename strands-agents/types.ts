@@ -73,8 +73,9 @@ export interface GuardedStrandsAgent<TAgent> extends GuardedLoop {
    * `agent.invoke(input, options)` that ends on a StopReport instead of running on: the SDK's
    * own stop (`limits.turns`, `stopReason: 'limitTurns'`) becomes a `step_budget` stop, its
    * token limits a `token_budget` stop; a guard stop ends the SDK's loop before its next model
-   * call (the result's text is the guard's note). Interrupts the agent's own hooks raise are
-   * returned as the SDK returns them.
+   * call (the result's text is the guard's note); a model activity that failed for good (its
+   * retries used up) is a NEEDS_HUMAN `planner_failed` stop (null then), not a workflow task
+   * retried forever. Interrupts the agent's own hooks raise are returned as the SDK returns them.
    */
-  run(input: InvokeArgs, options?: InvokeOptions): Promise<AgentResult>;
+  run(input: InvokeArgs, options?: InvokeOptions): Promise<AgentResult | null>;
 }

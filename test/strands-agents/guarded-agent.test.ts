@@ -347,6 +347,19 @@ describe('guardStrandsAgent on @temporalio/strands-agents', () => {
     expect(result.run).toMatchObject({ terminal_state: 'STOPPED_LOOP_GUARD', reason: 'token_budget' });
   });
 
+  it('a model that fails for good is a NEEDS_HUMAN planner_failed stop, not a workflow task retried forever', async () => {
+    const { result, counts, server } = await run([lookup('F-1'), { error: 400 }], { modelAttempts: 2 });
+    expect(counts.lookup_order).toBe(1);
+    // The first reply, then the failing call's two attempts.
+    expect(server.requests()).toHaveLength(3);
+    expect(result.stopReason).toBeNull();
+    expect(result.run).toMatchObject({
+      terminal_state: 'NEEDS_HUMAN',
+      reason: 'planner_failed',
+      report: { guard_reason: 'planner_failed' },
+    });
+  });
+
   describe("the tenant's spend limit (spend: { tenant })", () => {
     /** $10 per million tokens: a reply's 110 tokens cost $0.0011. */
     const REPLY_USD = 0.0011;

@@ -10,7 +10,9 @@ import { createServer, type Server } from 'node:http';
 /** One scripted function call (its call id default `call_<n>`), or a final text. */
 export type Item =
   | { readonly call: string; readonly args: Record<string, unknown>; readonly callId?: string }
-  | { readonly text: string };
+  | { readonly text: string }
+  /** An HTTP error the model answers instead (400: the client does not retry it). */
+  | { readonly error: number };
 /** One scripted reply: an item, or several (a response with parallel calls). */
 export type Step = Item | readonly Item[];
 
@@ -50,7 +52,15 @@ export async function startModelServer(script: readonly Step[]): Promise<ModelSe
       requests.push(input);
       const calls = input.filter((i) => i.type === 'function_call').length;
       const n = requests.length;
-      const output = stepAt(script, calls).map((it, k) =>
+      const items = stepAt(script, calls);
+      const failing = items.find((i): i is { error: number } => 'error' in i);
+      if (failing) {
+        res
+          .writeHead(failing.error, { 'content-type': 'application/json' })
+          .end('{"error":{"message":"scripted failure","type":"invalid_request_error"}}');
+        return;
+      }
+      const output = (items as Array<Exclude<Item, { error: number }>>).map((it, k) =>
         'call' in it
           ? {
               type: 'function_call',

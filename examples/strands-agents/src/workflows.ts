@@ -53,5 +53,5 @@ export async function paymentsAgent(input: { prompt: string; model: string }): P
     result = await guard.run([]);
   // guard: a COMPLETED run returns its result; any other end closes the workflow FAILED with the
   // RunResult in its failure (the Temporal UI's list shows no stopped run as a success).
-  return { run: guard.end(String(result)), executions: guard.executions };
+  return { run: guard.end(result ? String(result) : null), executions: guard.executions };
 }

@@ -23,6 +23,8 @@ export interface StrandsAgentInput {
   readonly resumeAfterStop?: boolean;
   /** The tenant whose spend limit each model call is charged to ($10 per million tokens). */
   readonly spendTenant?: string;
+  /** The model activity's attempts (default 3). */
+  readonly modelAttempts?: number;
   /** Bad input: declare a tool the agent does not have / guard twice / a write without a key / a tool without a schema. */
   readonly bad?: 'unknown' | 'twice' | 'no_key' | 'no_schema';
 }
@@ -32,7 +34,10 @@ type PayInput = { orderId: string; to: string; amount: number; requestId: string
 export async function strandsAgent(input: StrandsAgentInput): Promise<unknown> {
   const agent = new TemporalAgent({
     model: 'openai',
-    activityOptions: { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 3 } },
+    activityOptions: {
+      startToCloseTimeout: '30 seconds',
+      retry: { maximumAttempts: input.modelAttempts ?? 3, initialInterval: '100 milliseconds' },
+    },
     printer: false,
     tools: [
       strands.activityAsTool('lookup_order', {
@@ -88,5 +93,9 @@ export async function strandsAgent(input: StrandsAgentInput): Promise<unknown> {
   // After a guard stop: wait for a verified resume, then run on with the conversation so far.
   if (input.resumeAfterStop && guard.stopped && (await guard.untilResumed(60_000)))
     result = await guard.run([]);
-  return { run: guard.result(String(result)), executions: guard.executions, stopReason: result.stopReason };
+  return {
+    run: guard.result(result ? String(result) : null),
+    executions: guard.executions,
+    stopReason: result?.stopReason ?? null,
+  };
 }

@@ -15,9 +15,7 @@
  *     ],
  *   });
  */
-import type { DataConverter } from '@temporalio/common';
 import type { BundleOptions } from '@temporalio/worker';
-import type { Ledger } from '../storage/ledger';
 import {
   ledgerWrites,
   type LedgerWritesOptions,
@@ -26,33 +24,25 @@ import {
 } from '../worker/ledger-writes';
 import { guardActivities, type GuardActivitiesOptions } from '../worker/guard-activities';
 import { AgentLoopGuardPlugin } from '../worker/plugin';
-import type { SearchAttributesMode } from '../worker/search-attributes';
-import type { AgentTelemetry } from '../worker/create-worker';
-import { checkTestedVersions, installedVersion, withModuleAlias } from '../worker/framework-plugin';
-import { openAIGuardError, TESTED_VERSIONS } from './types';
+import {
+  agentsPluginOptions,
+  checkTestedVersions,
+  installedVersion,
+  withModuleAlias,
+  type FrameworkPluginOptions,
+} from '../worker/framework-plugin';
+import { TESTED_VERSIONS } from './types';
 
 export { guardActivities, ledgerWrites };
 export type { GuardActivitiesOptions, LedgerWritesOptions, WriteActivity, WriteEntry };
 
-/** Options of {@link OpenAIAgentsGuardPlugin}. */
-export interface OpenAIAgentsGuardPluginOptions extends GuardActivitiesOptions {
-  /** The idempotency ledger (`openLedger`) the writes and approvals live in. */
-  readonly ledger: Ledger;
-  /**
-   * The write activities, each registered under its name wrapped by `ledgerWrites` (name them
-   * in `guardOpenAIAgent`'s `writes`): the function, or `{ execute, reconcile?, vendorIdempotent? }`
-   * (a write that can be probed is settled without a person after its worker died mid-write).
-   */
-  readonly writes?: Readonly<Record<string, WriteEntry>>;
-  /** The ledger lease of one write (default 30 s). */
-  readonly leaseMs?: LedgerWritesOptions['leaseMs'];
-  /** The payload codec of the runs (default: codec/load-codec.ts's policy from the environment, agentctl's). */
-  readonly dataConverter?: DataConverter;
-  /** Where the runs' decisions and ends go (the `agentTelemetry` sink; default: nowhere). */
-  readonly telemetry?: AgentTelemetry;
-  /** The namespace's search attributes at worker creation (default `register`, as every agent worker). */
-  readonly searchAttributes?: SearchAttributesMode;
-}
+/**
+ * Options of {@link OpenAIAgentsGuardPlugin}: every framework plugin's (worker/framework-plugin.ts):
+ * `ledger`, `writes` (the function, or `{ execute, reconcile?, vendorIdempotent? }`: a write that
+ * can be probed is settled without a person after its worker died mid-write), `leaseMs`,
+ * `operators`, `verifyPrecondition`, `spendLimits`, `dataConverter`, `telemetry`, `searchAttributes`.
+ */
+export type OpenAIAgentsGuardPluginOptions = FrameworkPluginOptions;
 
 /** The plugin's name, as Temporal lists it. */
 export const OPENAI_AGENTS_GUARD_PLUGIN_NAME = 'AgentLoopGuardOpenAIAgentsPlugin';
@@ -67,13 +57,7 @@ export class OpenAIAgentsGuardPlugin extends AgentLoopGuardPlugin {
 
   constructor(o: OpenAIAgentsGuardPluginOptions) {
     checkOpenAIAgentsVersions();
-    const { dataConverter, telemetry, searchAttributes, ...agents } = o;
-    super({
-      agents,
-      ...(dataConverter ? { dataConverter } : {}),
-      ...(telemetry ? { telemetry } : {}),
-      ...(searchAttributes ? { searchAttributes } : {}),
-    });
+    super(agentsPluginOptions(o));
   }
 
   /**
@@ -95,7 +79,5 @@ export class OpenAIAgentsGuardPlugin extends AgentLoopGuardPlugin {
  * @throws ApplicationFailure `unsupported_version`, naming the package, its version and the tested one
  */
 export function checkOpenAIAgentsVersions(version: (name: string) => string | null = installedVersion): void {
-  checkTestedVersions('agent-loop-guard/openai-agents', TESTED_VERSIONS, version, (m) =>
-    openAIGuardError('unsupported_version', m),
-  );
+  checkTestedVersions('agent-loop-guard/openai-agents', TESTED_VERSIONS, version);
 }

@@ -23,7 +23,7 @@ import type { BundleOptions, InjectedSinks, ReplayWorkerOptions, WorkerOptions }
 import { dataConverterOf, loadPayloadCodec } from '../codec';
 import type { AgentSinks } from '../common/telemetry';
 import { agentSinks, type AgentTelemetry } from '../worker/create-worker';
-import { withOutbox } from '../worker/bundle-options';
+import { silencedUnlessListening, withOutbox } from '../worker/bundle-options';
 import type { Ledger } from '../storage/ledger';
 import { ledgerWrites, type LedgerWritesOptions, type WriteActivity } from '../worker/ledger-writes';
 import { guardActivities, type GuardActivitiesOptions } from '../worker/guard-activities';
@@ -57,6 +57,8 @@ export const OPENAI_AGENTS_GUARD_PLUGIN_NAME = 'AgentLoopGuardOpenAIAgentsPlugin
 export class OpenAIAgentsGuardPlugin extends SimplePlugin {
   /** The `agentTelemetry` sink the guarded workflows report to (without it the SDK logs an error per call). */
   private readonly sinks: InjectedSinks<AgentSinks>;
+  /** Whether `telemetry` was given (else a worker that bundles makes no sink call). */
+  private readonly listening: boolean;
 
   constructor(o: OpenAIAgentsGuardPluginOptions) {
     checkOpenAIAgentsVersions();
@@ -71,15 +73,17 @@ export class OpenAIAgentsGuardPlugin extends SimplePlugin {
         ...guardActivities(ledger, verify),
       },
       dataConverter: dataConverter ?? dataConverterOf(loadPayloadCodec(process.env)),
-      // The decisions' one sink call per activation (core/telemetry-outbox.ts), as every agent bundle.
+      // The decisions' batches (core/telemetry-outbox.ts) in every bundle; a worker that
+      // bundles without `telemetry` gets the module that sends nothing (configureWorker).
       workerInterceptors: withOutbox(),
     });
     this.sinks = agentSinks(telemetry);
+    this.listening = telemetry !== undefined;
   }
 
   /** The worker: the activities, the codec, the outbox interceptor and the `agentTelemetry` sink. */
   override configureWorker(options: WorkerOptions): WorkerOptions {
-    const configured = super.configureWorker(options);
+    const configured = silencedUnlessListening(super.configureWorker(options), this.listening);
     return { ...configured, sinks: { ...configured.sinks, ...this.sinks } };
   }
 

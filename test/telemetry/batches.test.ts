@@ -7,7 +7,9 @@
  *  - a worker whose telemetry listens to nothing (its bundle built with
  *    `agentBundleOptions({ telemetry: false })`, as createAgentWorker and the plugins bundle it
  *    without `telemetry`) makes no `agentTelemetry` sink call at all; a bundle built beforehand
- *    keeps the outbox (the worker that runs it may listen).
+ *    keeps the outbox (the worker that runs it may listen);
+ *  - a batch pending when its worker stops gracefully is sent, once, by the worker that takes
+ *    the run next (it rebuilds the batch on replay).
  * The sink calls are read where the worker processes them (the SDK's `processSinkCalls`).
  */
 import { Worker } from '@temporalio/worker';
@@ -22,8 +24,9 @@ import {
   withOutbox,
 } from '../../worker/bundle-options';
 import { MAX_BATCH_DECISIONS } from '../../core/telemetry-outbox';
-import { live, search } from '../helpers/run-inputs';
-import { startHarness, type Harness } from '../helpers/run-harness';
+import { fixture, live, search, waitFor } from '../helpers/run-inputs';
+import { startHarness, workflowBundle, type Harness } from '../helpers/run-harness';
+import { createAgentWorker, type AgentTelemetry } from '../../worker/create-worker';
 import { runResult } from '../helpers/run-result';
 
 interface SinkCall {
@@ -169,5 +172,83 @@ describe('a worker whose telemetry listens to nothing', () => {
     const r = await runResult(run);
     expect(r.reason).toBe('same_call_repeat');
     expect(callsOf(run.workflowId)).toEqual([]);
+  });
+});
+
+describe('a worker that stops gracefully with a batch pending', () => {
+  let h: Harness;
+  const heardA: DecisionEvent[] = [];
+  const heardB: DecisionEvent[] = [];
+  const ends: RunEndEvent[] = [];
+  const listener = (into: DecisionEvent[]): AgentTelemetry => ({
+    decision: (e) => void into.push(e),
+    runEnd: (e) => void ends.push(e),
+    turn: () => undefined,
+  });
+  beforeAll(async () => {
+    h = await startHarness({ worker: () => ({ telemetry: listener(heardA) }) });
+  });
+  afterAll(async () => {
+    // Worker A was shut down already: only the deps are left to close.
+    await h?.close().catch(() => h.deps.close());
+  });
+
+  it('leaves it to the next worker, which rebuilds it on replay and sends it once', async () => {
+    // A 429 waited out on a timer: worker A stops while the run waits, worker B goes on.
+    const fetch = { tool: 'fetch_report', args: { id: 'q3' } };
+    const run = await h.start(
+      fixture([
+        { ...fetch, atMs: 0, result: { kind: 'RETRYABLE', code: 'rate_limited', retryAfterMs: 3000 } },
+        { ...fetch, atMs: 3000, result: { kind: 'SUCCESS', data: { rows: 3 } }, progressVersion: 1 },
+        {
+          tool: 'publish_summary',
+          args: { id: 'q3' },
+          operationKey: 'q3:summary',
+          atMs: 3100,
+          result: { kind: 'SUCCESS', terminal: true },
+          progressVersion: 2,
+        },
+      ]),
+    );
+    await waitFor(
+      () => run.handle.fetchHistory(),
+      (hist) => (hist.events ?? []).some((e) => e.timerStartedEventAttributes),
+    );
+    h.worker.shutdown();
+    await waitFor(
+      async () => h.worker.getState(),
+      (s) => s === 'STOPPED',
+    );
+    // A never sent the decisions before the wait: fewer than a batch, less than 1 s apart.
+    expect(heardA.filter((e) => e.runId === run.workflowId)).toEqual([]);
+
+    const b = await createAgentWorker({
+      connection: h.env.nativeConnection,
+      namespace: 'default',
+      taskQueue: h.taskQueue,
+      deps: h.deps,
+      dataConverter: h.dataConverter,
+      workflowBundle: await workflowBundle(),
+      searchAttributes: 'skip',
+      telemetry: listener(heardB),
+    });
+    const { result, trace } = await b.runUntil(async () => ({
+      result: await runResult(run),
+      trace: await run.handle.query(traceQuery, { limit: 1000 }),
+    }));
+    expect(result.terminal_state).toBe('COMPLETED');
+    const heard = [...heardA, ...heardB].filter((e) => e.runId === run.workflowId);
+    const fields = (d: {
+      phase: string;
+      decision: string;
+      reason: string | null;
+      tool: string | null;
+      step: number;
+    }) => [d.phase, d.decision, d.reason, d.tool, d.step].join(' ');
+    expect(heard.map(fields)).toEqual(trace.records.map(fields));
+    // Every decision once, the ones made on A among them (B sent them), and the end last.
+    expect(heard[0]).toMatchObject({ phase: 'before', tool: 'fetch_report' });
+    expect(heard.filter((d) => d.tool === 'fetch_report' && d.phase === 'after')).toHaveLength(2);
+    expect(ends.filter((e) => e.runId === run.workflowId).at(-1)).toMatchObject({ closed: true });
   });
 });

@@ -7,7 +7,7 @@ const nodeBuiltins = require('module').builtinModules.flatMap((m) => [m, `node:$
 // entry points (bin/, scripts/) or of the dev tooling (devserver/); entry points compose them.
 const PRODUCT = [
   'index.ts',
-  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,openai-agents}/**/*.ts',
+  '{activities,storage,tools,planners,operators,connection,codec,client,worker,ai-sdk,core,openai-agents,strands-agents}/**/*.ts',
 ];
 const NOT_PRODUCT = {
   group: ['**/demo/**', '**/demo', '**/scripts/**', '**/devserver/**', '**/bin/**'],
@@ -19,14 +19,16 @@ const NOT_WORKER = {
   group: ['**/worker/**', '**/worker'],
   message: 'client/ imports no worker internals: what both need lives in connection/ or storage/.',
 };
-// Replayed code: what runs inside the workflow sandbox, on every engine.
+// Replayed code: what runs inside the workflow sandbox, on every engine. A framework adapter's
+// folder is workflow code but for its `worker.ts` (the worker half's wiring, Node code).
+const ADAPTERS = ['ai-sdk', 'openai-agents', 'strands-agents'];
 const WORKFLOW_SIDE = [
   'workflows/**/*.ts',
   'common/**/*.ts',
   'core/**/*.ts',
-  'openai-agents/{index,model-responses,types}.ts',
-  'ai-sdk/{agent-guard,index,model,types}.ts',
+  ...ADAPTERS.map((a) => `${a}/**/*.ts`),
 ];
+const ADAPTER_WORKER_SIDE = ADAPTERS.map((a) => `${a}/worker.ts`);
 const WORKFLOW_PATTERNS = [
   {
     group: [
@@ -36,11 +38,15 @@ const WORKFLOW_PATTERNS = [
       '**/tools/**',
       '**/planners/**',
       '**/operators/**',
+      '**/worker/**',
+      '**/worker',
+      '**/client/**',
       '@temporalio/activity',
       '@temporalio/worker',
       '@temporalio/client',
     ],
-    message: 'Workflows import activities as types only (import type).',
+    message:
+      'Workflow code imports activity, worker and client code as types only (import type): it is replayed in the sandbox.',
     allowTypeImports: true,
   },
   NOT_PRODUCT,
@@ -104,6 +110,7 @@ module.exports = tseslint.config(
     // Workflow code is replayed: it may not touch Node, the network, the file system or activity
     // code. The core and the framework adapters' workflow side are replayed as workflows/ is.
     files: WORKFLOW_SIDE,
+    ignores: ADAPTER_WORKER_SIDE,
     rules: {
       'no-restricted-imports': [
         'error',

@@ -6,9 +6,9 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.tsx?$': ['@swc/jest', { jsc: { target: 'es2022' } }],
-    // ai 7 and its providers are ESM only (`"type": "module"`). Node 22 `require`s them, but
+    // ai 7 and its providers, and the Strands Agents SDK, are ESM only (`"type": "module"`). Node 22 `require`s them, but
     // jest's module system does not, so under jest they are compiled to CommonJS.
-    '/node_modules/(ai|@ai-sdk/[^/]+|@workflow/[^/]+)/.+\\.m?js$': [
+    '/node_modules/(ai|@ai-sdk/[^/]+|@workflow/[^/]+|@strands-agents/sdk|uuid)/.+\\.m?js$': [
       '@swc/jest',
       { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },
     ],
@@ -16,7 +16,7 @@ module.exports = {
   // The one ESM file of zod they name by path (`zod/v4/locales/en.js`): its CommonJS twin, so
   // zod stays as it is (compiling all of zod broke test/client/operator-cli.test.ts's stop test).
   moduleNameMapper: { '^zod/v4/locales/en\\.js$': 'zod/v4/locales/en.cjs' },
-  transformIgnorePatterns: ['/node_modules/(?!(ai|@ai-sdk/[^/]+|@workflow/[^/]+)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(ai|@ai-sdk/[^/]+|@workflow/[^/]+|@strands-agents/sdk|uuid)/)'],
   testTimeout: 120000,
   // Most tests wait on the Temporal server, not the CPU: two files at a time on 2 cores.
   // Every file uses its own task queues, ids, databases and namespaces, so they never collide.

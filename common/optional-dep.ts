@@ -22,6 +22,9 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@openai/agents-core': '~0.11.6',
   '@openai/agents-openai': '~0.11.6',
   '@modelcontextprotocol/sdk': '^1.32.2',
+  // The user's own `@temporalio/strands-agents` agent guarded by `agent-loop-guard/strands-agents`
+  // (docs/strands-agents.md): the versions the adapter is tested with.
+  '@strands-agents/sdk': '1.19.0',
   '@opentelemetry/core': '^1.30.1',
   '@opentelemetry/exporter-metrics-otlp-http': '^0.57.2',
   '@opentelemetry/exporter-trace-otlp-http': '^0.57.2',
@@ -32,6 +35,7 @@ export const OPTIONAL_PEERS = Object.freeze({
   '@temporalio/ai-sdk': '^1.23.0',
   '@temporalio/interceptors-opentelemetry': '^1.24.0',
   '@temporalio/openai-agents': '1.23.0',
+  '@temporalio/strands-agents': '1.23.0',
   // Temporal's test environment, for `agent-loop-guard/testing` (docs/testing.md): an app's devDependency.
   '@temporalio/testing': '^1.24.0',
   ai: '^7.0.173',

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and packs agent-loop-guard, installs the tarball into examples/first-agent,
-# examples/own-agent, examples/ai-sdk-agent, examples/openai-agents, examples/approval-twin and
-# examples/conversation, starts a throwaway Temporal dev server on free ports, runs the examples
+# examples/own-agent, examples/ai-sdk-agent, examples/openai-agents, examples/strands-agents,
+# examples/approval-twin and examples/conversation, starts a throwaway Temporal dev server on free ports, runs the examples
 # against it, reads a run back with the packaged agentctl, writes a new app with the packaged
 # `agentctl init` (.pack/init-app), runs its own test and runs it to COMPLETED, and stops
 # everything. Exits non-zero when any step fails or when a run did not end as its example
@@ -35,9 +35,10 @@ echo "$tarball ($(du -k "$PACK_DIR/agent-loop-guard.tgz" | cut -f1) kB)"
 OWN="$ROOT/examples/own-agent"
 AISDK="$ROOT/examples/ai-sdk-agent"
 OPENAI_AGENTS="$ROOT/examples/openai-agents"
+STRANDS_AGENTS="$ROOT/examples/strands-agents"
 TWIN="$ROOT/examples/approval-twin"
 CONV="$ROOT/examples/conversation"
-for app in "$EXAMPLE" "$OWN" "$AISDK" "$OPENAI_AGENTS" "$TWIN" "$CONV"; do
+for app in "$EXAMPLE" "$OWN" "$AISDK" "$OPENAI_AGENTS" "$STRANDS_AGENTS" "$TWIN" "$CONV"; do
   step "install the tarball into ${app#"$ROOT/"}"
   if [ "${EXAMPLE_NPM_INSTALL:-}" = 1 ]; then
     (cd "$app" && npm install --no-audit --no-fund --no-package-lock < /dev/null)
@@ -57,6 +58,7 @@ step "typecheck the examples against the package's types"
 "$TSC" -p "$OWN"
 "$TSC" -p "$AISDK"
 "$TSC" -p "$OPENAI_AGENTS"
+"$TSC" -p "$STRANDS_AGENTS"
 "$TSC" -p "$TWIN"
 "$TSC" -p "$CONV"
 
@@ -101,6 +103,9 @@ step "run examples/ai-sdk-agent: a @temporalio/ai-sdk agent with the guard added
 
 step "run examples/openai-agents: a @temporalio/openai-agents agent with the guard added, a worker killed after its payment, approval twins"
 (cd "$OPENAI_AGENTS" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$OPENAI_AGENTS/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
+
+step "run examples/strands-agents: a @temporalio/strands-agents agent with the guard added, a worker killed after its payment, timeouts and a re-plan, an approval twin, agentctl stop and resume"
+(cd "$STRANDS_AGENTS" && TEMPORAL_ADDRESS="$ADDRESS" TSX="$TSX" AGENTCTL="$STRANDS_AGENTS/node_modules/.bin/agentctl" timeout 240 "$TSX" src/main.ts)
 
 step "run examples/approval-twin: the approval twin attack through npx agentctl, 10 rounds"
 # Its agentctl calls are `npx --no-install agentctl …` processes, as a user types them.

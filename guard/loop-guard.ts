@@ -7,31 +7,28 @@
  * replay CLI and in unit tests, and a state restored from {@link LoopGuard.toJSON}
  * makes exactly the decisions the original would have made.
  *
- * The rules live here; the state they read is kept in three parts of its own:
+ * The rules live here; the state they read is kept in parts of its own:
  *  - guard/budgets.ts: steps, tokens, cost and the wall clock (rules 1–4, what is left);
  *  - guard/repeat-window.ts: the calls since the last progress (the repeat rules), with the
  *    failure memory of guard/failure-memory.ts;
  *  - guard/completed-ledger.ts: the completed operation keys (rule 8), exact or windowed;
- *  - guard/reapplied.ts: the calls whose workspace reports only grew (the re-applied edit rule).
+ *  - guard/reapplied.ts: the calls whose workspace reports only grew (the re-applied edit rule);
+ *  - guard/poll-memory.ts: the waits the latest executions asked for (the honoured re-poll);
+ *  - guard/steer-log.ts: the steers and `no_progress` notes given instead of a stop.
  *
  * Cost: every decision is O(1) amortised in the window length. The window is kept as
  * counts per fingerprint, the latest result kind per fingerprint and the last three
  * fingerprints — never as a list that is rescanned.
  */
 import { TerminalState, type ResultKind } from './constants';
-import {
-  configFromJson,
-  configToJson,
-  type GuardStateJson,
-  type InFlight,
-  type LastExecution,
-  type Steer,
-} from './guard-state';
+import { configFromJson, configToJson, type GuardStateJson, type InFlight, type Steer } from './guard-state';
 import { BudgetMeter } from './budgets';
 import { afterDecision } from './after-decision';
 import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
 import { ReappliedEdits } from './reapplied';
+import { PollMemory } from './poll-memory';
+import { SteerLog } from './steer-log';
 import { CACHED, CACHED_HONOURED, COMPLETE, EXECUTE, EXECUTE_HONOURED } from './shared-decisions';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
 import {
@@ -69,8 +66,8 @@ export class LoopGuard {
   private noProgress = 0;
   /** The calls since the last progress, with the failure memory (guard/repeat-window.ts). */
   private window: RepeatWindow;
-  /** Fingerprints whose latest execution asked to be polled again after a wait. */
-  private lastExecutions = new Map<string, LastExecution>();
+  /** Fingerprints whose latest execution asked to be polled again after a wait (guard/poll-memory.ts). */
+  private polls = new PollMemory();
   /** The completed ledger, exact or with a ledger window (guard/completed-ledger.ts). */
   private completed: CompletedLedger;
   /** Calls that changed the workspace and how often in a row they grew it (guard/reapplied.ts). */
@@ -78,9 +75,8 @@ export class LoopGuard {
   private lastUnmet: string | null = null;
   private lastFatal: string | null = null;
   private inFlight: InFlight | null = null;
-  private steerLog: Steer[] = [];
-  /** The repeat rules' steers in {@link steerLog} (what `steerLimit` bounds; notes of `no_progress` are not). */
-  private repeatSteers = 0;
+  /** The steers and `no_progress` notes given instead of a stop (guard/steer-log.ts). */
+  private steerLog = new SteerLog();
   private stopState: { reason: string; terminalState: TerminalState } | null = null;
   private readonly needsHuman: ReadonlySet<string>;
 
@@ -188,7 +184,7 @@ export class LoopGuard {
 
   /** The refusals that went back to the planner instead of stopping the run, oldest first. */
   get steers(): readonly Steer[] {
-    return this.steerLog;
+    return this.steerLog.entries;
   }
   /** The message of the FATAL result that stopped the run, if it gave one (for the StopReport). */
   get lastFatalMessage(): string | null {
@@ -213,8 +209,7 @@ export class LoopGuard {
     // The repeat rules count by the near-repeat key when the tool declares one; polls and the
     // completed ledger stay exact.
     const windowKey = call.similarKey ?? fp;
-    const last = this.lastExecutions.size > 0 ? this.lastExecutions.get(fp) : undefined;
-    const honouredPoll = last !== undefined && nowMs - last.atMs >= last.retryAfterMs;
+    const honouredPoll = this.polls.honoured(fp, nowMs);
     const entry = this.window.get(windowKey);
     if (honouredPoll) {
       if (this.window.polls(fp) >= config.maxWaitPolls) return this.stop(GuardReason.WAIT_BUDGET);
@@ -284,10 +279,7 @@ export class LoopGuard {
     this.window.enter(call.similarKey ?? fp, kind, call.similarKey ? fp : undefined);
 
     if (!flight.cached) {
-      const wait = result.kind === 'PENDING' || result.kind === 'RETRYABLE' ? result.retryAfterMs : undefined;
-      if (wait !== undefined)
-        this.lastExecutions.set(fp, { kind: result.kind, retryAfterMs: wait, atMs: nowMs });
-      else this.lastExecutions.delete(fp);
+      this.polls.record(fp, result, nowMs);
       if (result.kind === 'PRECONDITION')
         this.lastUnmet = result.unmet ?? result.message ?? result.code ?? null;
     }
@@ -349,7 +341,7 @@ export class LoopGuard {
       if (v !== undefined && v > cfg[k]) cfg[k] = v;
     }
     this.openWindow('resume');
-    this.lastExecutions.clear();
+    this.polls.clear();
     this.reapplied = new ReappliedEdits();
   }
 
@@ -374,12 +366,12 @@ export class LoopGuard {
       lastProgressVersion: this.lastProgressVersion,
       noProgress: this.noProgress,
       ...this.window.toJSON(),
-      lastExecutions: [...this.lastExecutions].map(([k, v]) => [k, { ...v }] as const),
+      lastExecutions: this.polls.toJSON(),
       ...this.completed.toJSON(),
       lastUnmet: this.lastUnmet,
       lastFatal: this.lastFatal,
       inFlight: this.inFlight ? { ...this.inFlight } : null,
-      ...(this.steerLog.length > 0 ? { steers: this.steerLog.map((s) => ({ ...s })) } : {}),
+      ...this.steerLog.toStateJson(),
       ...this.reapplied.toStateJson(),
       ...(failures ? { failures } : {}),
       stop: this.stopState ? { ...this.stopState } : null,
@@ -397,14 +389,13 @@ export class LoopGuard {
     guard.lastProgressVersion = state.lastProgressVersion;
     guard.noProgress = state.noProgress;
     guard.window = RepeatWindow.fromJSON(guard.config, state);
-    guard.lastExecutions = new Map(state.lastExecutions.map(([k, v]) => [k, { ...v }]));
+    guard.polls = PollMemory.fromJSON(state.lastExecutions);
     guard.completed = CompletedLedger.fromJSON(state);
     guard.reapplied = ReappliedEdits.fromJSON(state.reapplied);
     guard.lastUnmet = state.lastUnmet;
     guard.lastFatal = state.lastFatal ?? null;
     guard.inFlight = state.inFlight ? { ...state.inFlight } : null;
-    guard.steerLog = (state.steers ?? []).map((s) => ({ ...s }));
-    guard.repeatSteers = guard.steerLog.filter((s) => s.reason !== GuardReason.NO_PROGRESS).length;
+    guard.steerLog = SteerLog.fromJSON(state.steers);
     guard.stopState = state.stop ? { ...state.stop } : null;
     return guard;
   }
@@ -420,11 +411,10 @@ export class LoopGuard {
    * stays out of the window, since it did not run), else the stop it always was.
    */
   private refuse(reason: GuardReason, fingerprint: string, count: number): SteerDecision | StopDecision {
-    if (this.repeatSteers >= this.config.steerLimit) return this.stop(reason);
+    if (this.steerLog.repeats >= this.config.steerLimit) return this.stop(reason);
     this.budget.steps += 1;
-    this.repeatSteers += 1;
-    this.steerLog.push({ reason, fingerprint, step: this.budget.steps });
-    return { decision: 'steer', reason, count, steers: this.repeatSteers };
+    const steers = this.steerLog.repeat(reason, fingerprint, this.budget.steps);
+    return { decision: 'steer', reason, count, steers };
   }
 
   /**
@@ -432,7 +422,7 @@ export class LoopGuard {
    * call that ran; it costs no step of its own and does not use `steerLimit`.
    */
   private progressNote(fingerprint: string): ProgressSteer {
-    this.steerLog.push({ reason: GuardReason.NO_PROGRESS, fingerprint, step: this.budget.steps });
+    this.steerLog.note(fingerprint, this.budget.steps);
     return {
       reason: GuardReason.NO_PROGRESS,
       count: this.noProgress,

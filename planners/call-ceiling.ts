@@ -19,7 +19,8 @@ import {
   TokenCeilingError,
   UnpricedModelError,
 } from './errors';
-import { FINAL_WORD_MAX_TOKENS, finalWordPrompt, type GatedCall, type RequestGate } from './llm-common';
+import { FINAL_WORD_MAX_TOKENS, finalWordPrompt } from './final-word';
+import type { GatedCall, RequestGate } from './request-gate';
 import {
   countedUsage,
   dearestInputPerMTok,

@@ -5,6 +5,8 @@
  * request within the model's context window (compaction.ts), and one model request once
  * every call of the last reply has its result (both APIs reject a request before that). A
  * provider supplies only a {@link ProviderAdapter}: its message format and its request.
+ * Every request passes the request gate (request-gate.ts); the final word after a stop is
+ * final-word.ts.
  */
 import type { Observation, PlannerInput, PlannerOutput, ToolDescriptor } from '../common/planner';
 import { NO_USAGE } from '../common/planner';
@@ -22,8 +24,9 @@ import { assertRequestRoom, assertTimeForLarger, turnStart } from './turn-policy
 import { NOT_EXECUTED_CONTENT, observationContent } from './observation-text';
 import type { ReplyFinish } from './model-nudge';
 import { appendUserTurn, dropStaleQueue } from './user-turn';
+import { finalWord } from './final-word';
+import { gatedRequest, type RequestGate } from './request-gate';
 import {
-  type Loaded,
   loadMemory,
   saveConversation,
   type ConversationRefMemory,
@@ -38,6 +41,8 @@ export { FINISHING_TOOL, finishOf, nudgeText, type ReplyFinish } from './model-n
 
 export { LLM_PROVIDERS, type LlmProvider } from './llm-memory';
 export { CONTINUE_PROMPT } from './user-turn';
+export { FINAL_WORD_MAX_TOKENS, finalWordPrompt } from './final-word';
+export type { GatedCall, RequestGate } from './request-gate';
 
 // ---------------------------------------------------------------------------------
 // Tool schemas.
@@ -79,17 +84,6 @@ export interface RequestOptions {
   readonly toolChoice?: 'none';
 }
 
-/** The output limit of a final word: a few sentences. */
-export const FINAL_WORD_MAX_TOKENS = 256;
-
-/** What the model is asked for its final word. */
-export function finalWordPrompt(reason: string): string {
-  return (
-    `The run has been stopped by its loop guard (${reason}); no more tools will run. In a few ` +
-    `sentences, tell the user what you did, what you found, and what is left to do.`
-  );
-}
-
 /** The provider-specific half of a planner: its message format and its request. */
 export interface ProviderAdapter<M> {
   readonly provider: LlmProvider;
@@ -128,23 +122,6 @@ export interface TurnOptions {
    */
   readonly finalWordChars?: number;
 }
-
-/** What a {@link RequestGate} is told about the call it let through. */
-export interface GatedCall {
-  /**
-   * The model answered with this usage, its reply ending `finish` (`done`, `truncated`, `other`,
-   * `unreadable`); answers the usage the request counts (an estimate where the server said nothing).
-   */
-  answered(usage: Usage, finish?: string): Promise<Usage>;
-  /** The request failed with `err` (the model may or may not have billed it). */
-  failed(err: unknown): Promise<void>;
-}
-
-/**
- * Checks one request before it is sent (its output limit `maxTokens` when it is not the
- * spec's); throws to refuse it (see {@link TurnOptions.gate}).
- */
-export type RequestGate<M> = (request: readonly M[], maxTokens?: number) => Promise<GatedCall>;
 
 /**
  * How often a reply cut off by its output-token limit is asked again in the same turn, each
@@ -245,35 +222,6 @@ async function askWithin<M>(
       budget = tighter;
     }
   }
-}
-
-/** Sends one request through the gate: refused before it is sent, or told how it ended. */
-async function gatedRequest<M>(
-  adapter: ProviderAdapter<M>,
-  request: readonly M[],
-  gate: RequestGate<M> | undefined,
-  maxTokens?: number,
-  toolChoice?: 'none',
-): Promise<ModelReply<M>> {
-  const options =
-    maxTokens === undefined && toolChoice === undefined
-      ? undefined
-      : { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(toolChoice ? { toolChoice } : {}) };
-  if (!gate) return adapter.request(request, options);
-  const call = await gate(request, maxTokens);
-  let reply: ModelReply<M>;
-  try {
-    reply = await adapter.request(request, options);
-  } catch (err) {
-    // A reply that answered but could not be read was billed: settled at what it cost.
-    if (err instanceof UnreadableReplyError)
-      throw err.withUsage(await call.answered(err.usage, 'unreadable'));
-    await call.failed(err);
-    throw err;
-  }
-  // Recorded the moment it arrives, outside the attempt; counted as the gate says.
-  const usage = await call.answered(reply.usage, reply.finish ?? 'done');
-  return usage === reply.usage ? reply : { ...reply, usage };
 }
 
 /**
@@ -393,46 +341,6 @@ function truncatedTurn(usage: Usage, memory: unknown, summary = '', finishReason
   return {
     turn: { type: 'finish', summary, usage, ended: 'truncated', ...(finishReason ? { finishReason } : {}) },
     memory,
-  };
-}
-
-/**
- * The final word: every call still queued is answered NOT_EXECUTED, the model is
- * asked, with tool use off and {@link FINAL_WORD_MAX_TOKENS}, to tell its user what it did; any
- * call in its reply is ignored (nothing runs after a stop).
- */
-async function finalWord<M>(
-  input: PlannerInput,
-  adapter: ProviderAdapter<M>,
-  options: TurnOptions,
-  messages: M[],
-  loaded: Loaded<M>,
-  remember: (awaiting: PendingCall | null, queue: PendingCall[]) => Promise<unknown>,
-): Promise<PlannerOutput> {
-  for (const call of loaded.queue) adapter.appendToolResult(messages, call, NOT_EXECUTED_CONTENT, true);
-  const prompt = finalWordPrompt(input.finalWord?.reason ?? 'stopped');
-  if (adapter.appendUserText) adapter.appendUserText(messages, prompt);
-  else messages.push(adapter.userMessage(prompt));
-  const room = options.finalWordChars;
-  const request = compactMessages(
-    messages,
-    loaded.hidden,
-    room === undefined ? options.budgetChars : Math.min(options.budgetChars, room),
-    (m) => adapter.isAssistant(m),
-    (omitted) => adapter.userMessage(`${input.goal}\n\n${runStateNote(input.facts, omitted)}`),
-  );
-  if (request === null)
-    throw new ContextExhaustedError(
-      room === undefined || room >= options.budgetChars
-        ? 'the final word does not fit the context window'
-        : `the final word does not fit the ${room} characters the run's budget left it`,
-    );
-  const gate = options.gate as RequestGate<M> | undefined;
-  const reply = await gatedRequest(adapter, request, gate, FINAL_WORD_MAX_TOKENS, 'none');
-  messages.push(reply.message);
-  return {
-    turn: { type: 'finish', summary: reply.text, usage: reply.usage, ended: 'text' },
-    memory: await remember(null, []),
   };
 }
 

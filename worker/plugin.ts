@@ -17,11 +17,14 @@
  *
  * On a client it sets the same data converter, so the client reads the runs' payloads.
  *
- * A worker of `@temporalio/ai-sdk` agents (docs/ai-sdk.md) takes the same plugin
- * with `aiSdk` instead of (or beside) `deps`: the same data converter — so `agentctl stop`,
- * `resume` and `approve` reach such a worker decoded, as they reach an agentRun worker — plus
- * the ledger-wrapped writes (`ledgerWrites`) and the guard's activities (`guardActivities`). The
- * worker's own workflows are kept (no agentRun is added without `deps`).
+ * A worker of framework agents (`@temporalio/ai-sdk`, docs/ai-sdk.md; the OpenAI Agents and
+ * Strands plugins are this plugin with their framework's version check and bundler settings)
+ * takes the same plugin with `aiSdk` (or its generic name `agents`) instead of (or beside)
+ * `deps`: the same data converter — so `agentctl stop`, `resume` and `approve` reach such a
+ * worker decoded, as they reach an agentRun worker — plus the ledger-wrapped writes
+ * (`ledgerWrites`) and the guard's activities (`guardActivities`), built when the plugin is
+ * (a malformed lease or spend limit refuses the plugin). The worker's own workflows are kept
+ * (no agentRun is added without `deps`).
  *
  * @example
  *   const deps = await openWorkerDeps({ tools });
@@ -62,10 +65,11 @@ import type { Ledger } from '../storage/ledger';
 import { OperatorRegistry } from '../operators/registry';
 
 /**
- * The worker side of `@temporalio/ai-sdk` agents guarded by `agent-loop-guard/ai-sdk`: what
- * {@link AgentLoopGuardPlugin} registers for them (`ledgerWrites` and `guardActivities` over one ledger).
+ * The worker side of framework agents (AI SDK, OpenAI Agents, Strands) guarded by
+ * `agent-loop-guard`: what {@link AgentLoopGuardPlugin} registers for them (`ledgerWrites` and
+ * `guardActivities` over one ledger and one operator registry).
  */
-export interface AiSdkWorkerOptions extends GuardActivitiesOptions {
+export interface AgentsWorkerOptions extends GuardActivitiesOptions {
   /** The ledger (and approval and spend stores) of the writes: `await openLedger(url)`; the caller closes it. */
   readonly ledger: Ledger;
   /**
@@ -78,16 +82,21 @@ export interface AiSdkWorkerOptions extends GuardActivitiesOptions {
   readonly leaseMs?: number;
 }
 
+/** The AI SDK's name of {@link AgentsWorkerOptions}. */
+export type AiSdkWorkerOptions = AgentsWorkerOptions;
+
 /** Options of {@link AgentLoopGuardPlugin}. */
 export interface AgentLoopGuardPluginOptions {
   /**
    * What the agentRun activities need (`openWorkerDeps`): with it the worker runs `agentRun`.
-   * A plugin with neither `deps` nor `aiSdk` configures clients only. The plugin does not close
+   * A plugin with neither `deps` nor `aiSdk`/`agents` configures clients only. The plugin does not close
    * them: the caller does, after the worker.
    */
   readonly deps?: ActivityDeps;
-  /** A worker of `@temporalio/ai-sdk` agents (see {@link AiSdkWorkerOptions}); the caller closes its ledger. */
-  readonly aiSdk?: AiSdkWorkerOptions;
+  /** A worker of `@temporalio/ai-sdk` agents (see {@link AgentsWorkerOptions}); the caller closes its ledger. */
+  readonly aiSdk?: AgentsWorkerOptions;
+  /** The same for any framework's agents (`aiSdk` is its AI SDK name; give one of the two). */
+  readonly agents?: AgentsWorkerOptions;
   /**
    * The data converter (payload codec) of the runs, for workers and clients alike; its
    * fields replace the Worker's or Client's own (the SDK's plugin merge). Default: the codec
@@ -116,6 +125,7 @@ export interface AgentLoopGuardPluginOptions {
 const PLUGIN_OPTIONS: ReadonlySet<string> = new Set([
   'deps',
   'aiSdk',
+  'agents',
   'dataConverter',
   'searchAttributes',
   'telemetry',
@@ -139,12 +149,16 @@ export const AGENT_LOOP_GUARD_PLUGIN_NAME = 'AgentLoopGuardPlugin';
  * @throws {TypeError} on an unknown option
  */
 export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, BundlerPlugin {
-  readonly name = AGENT_LOOP_GUARD_PLUGIN_NAME;
+  /** The plugin's name, as Temporal lists it (a framework's plugin names itself). */
+  readonly name: string = AGENT_LOOP_GUARD_PLUGIN_NAME;
   /** The data converter the plugin gives workers and clients. */
   readonly dataConverter: DataConverter;
   private readonly simple: SimplePlugin;
   private readonly deps: ActivityDeps | undefined;
-  private readonly aiSdk: AiSdkWorkerOptions | undefined;
+  /** The framework agents' activities (writes and guard), built with the plugin; null without `aiSdk`/`agents`. */
+  private readonly agentActivities: Record<string, unknown> | null;
+  /** The names of the framework agents' writes (to name a write wrapped twice). */
+  private readonly agentWrites: ReadonlySet<string>;
   private readonly searchAttributes: SearchAttributesMode;
   private readonly telemetry: AgentTelemetry | undefined;
   private readonly extraSinks: InjectedSinks<Sinks> | undefined;
@@ -166,11 +180,16 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
       workerInterceptors: withOutbox(o.interceptors),
     });
     this.deps = o.deps;
-    if (o.aiSdk !== undefined && (o.aiSdk === null || typeof o.aiSdk.ledger?.claim !== 'function'))
+    if (o.aiSdk !== undefined && o.agents !== undefined)
+      throw new TypeError('AgentLoopGuardPlugin: give `aiSdk` or `agents` (the same option), not both');
+    const agentsKey = o.agents !== undefined ? 'agents' : 'aiSdk';
+    const agents = o.agents ?? o.aiSdk;
+    if (agents !== undefined && (agents === null || typeof agents.ledger?.claim !== 'function'))
       throw new TypeError(
-        'AgentLoopGuardPlugin: aiSdk.ledger must be an open ledger (aiSdk: { ledger: await openLedger(url), writes: { … } })',
+        `AgentLoopGuardPlugin: ${agentsKey}.ledger must be an open ledger (${agentsKey}: { ledger: await openLedger(url), writes: { … } })`,
       );
-    this.aiSdk = o.aiSdk;
+    this.agentActivities = agents ? agentActivitiesOf(agents) : null;
+    this.agentWrites = new Set(Object.keys(agents?.writes ?? {}));
     this.searchAttributes = o.searchAttributes ?? 'register';
     this.telemetry = o.telemetry;
     this.extraSinks = o.sinks;
@@ -185,18 +204,19 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
    * A worker: the search attributes checked (when it has a connection), then the workflow,
    * activities, data converter, interceptors and sinks.
    *
-   * @throws {TypeError} when the plugin has neither `deps` nor `aiSdk`, or an AI SDK activity
+   * @throws {TypeError} when the plugin has neither `deps` nor `aiSdk`/`agents`, or a framework agents' activity
    *   is also among the worker's own (a write wrapped twice)
    * @throws {SearchAttributesError} when the namespace lacks them and may not (or cannot) register them
    */
   async configureWorker(options: WorkerOptions): Promise<WorkerOptions> {
     const deps = this.deps;
-    if (!deps && !this.aiSdk)
+    if (!deps && !this.agentActivities)
       throw new TypeError(
         'AgentLoopGuardPlugin: a worker needs `deps` (agentRun: new AgentLoopGuardPlugin({ deps: await openWorkerDeps({ tools }) })) ' +
           'or `aiSdk` (@temporalio/ai-sdk agents: new AgentLoopGuardPlugin({ aiSdk: { ledger, writes } })); without them the plugin configures clients only',
       );
-    const aiSdkActivities = this.aiSdk ? aiSdkActivitiesOf(this.aiSdk, options.activities) : {};
+    const agentActivities = this.agentActivities ?? {};
+    refuseTwice(agentActivities, this.agentWrites, options.activities);
     if (options.connection) await this.ensureSearchAttributes(options.connection, options.namespace);
     // Without deps the worker runs its own workflows only (an AI SDK agent's).
     const configured = silencedUnlessListening(
@@ -210,7 +230,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
       ...configured,
       activities: {
         ...configured.activities,
-        ...aiSdkActivities,
+        ...agentActivities,
         ...(deps ? createActivities({ rows, ...deps }) : {}),
       },
       sinks: this.sinksOver(configured.sinks),
@@ -220,7 +240,7 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
   /** A replay worker: the workflow, data converter, interceptors and sinks. */
   configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
     const configured = this.simple.configureReplayWorker(
-      this.deps || !this.aiSdk ? withWorkflows(options) : options,
+      this.deps || !this.agentActivities ? withWorkflows(options) : options,
     );
     return { ...configured, sinks: this.sinksOver(configured.sinks) };
   }
@@ -252,28 +272,37 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
 }
 
 /**
- * The activities of AI SDK agents: the ledger-wrapped writes and the guard's. One the worker
- * registers itself too would be wrapped twice or shadowed: refused, naming it.
+ * The activities of framework agents: the ledger-wrapped writes and the guard's, over one
+ * operator registry (the writes' approvals and the resumes' operators).
+ *
+ * @throws {TypeError} on a malformed lease ({@link ledgerWrites})
+ * @throws {SpendLimitsInvalidError} on malformed spend limits ({@link guardActivities})
  */
-function aiSdkActivitiesOf(o: AiSdkWorkerOptions, own: WorkerOptions['activities']): Record<string, unknown> {
+function agentActivitiesOf(o: AgentsWorkerOptions): Record<string, unknown> {
   const { ledger, writes = {}, leaseMs, ...verify } = o;
-  // One registry for the writes' approvals and the resumes' operators.
   const operators = verify.operators ?? OperatorRegistry.fromEnv();
-  const activities: Record<string, unknown> = {
+  return {
     ...ledgerWrites(ledger, writes, { operators, ...(leaseMs !== undefined ? { leaseMs } : {}) }),
     ...guardActivities(ledger, { ...verify, operators }),
   };
+}
+
+/** One the worker registers itself too would be wrapped twice or shadowed: refused, naming it. */
+function refuseTwice(
+  activities: Record<string, unknown>,
+  writes: ReadonlySet<string>,
+  own: WorkerOptions['activities'],
+): void {
   const ownActivities = (own ?? {}) as Record<string, unknown>;
   for (const name of Object.keys(activities)) {
     if (!(name in ownActivities)) continue;
     const why = isLedgerWrite(ownActivities[name])
-      ? `it is wrapped by ledgerWrites there and by the plugin's aiSdk.writes: wrap each write once`
-      : `the plugin registers it (aiSdk${name in writes ? '.writes' : ''})`;
+      ? `it is wrapped by ledgerWrites there and by the plugin's writes: wrap each write once`
+      : `the plugin registers it (${writes.has(name) ? 'one of its writes' : 'a guard activity'})`;
     throw new TypeError(
       `AgentLoopGuardPlugin: activity ${name} is also in the worker's own activities — ${why}; remove it from activities`,
     );
   }
-  return activities;
 }
 
 /**

@@ -8,8 +8,8 @@
  */
 import { allHandlersFinished, CancellationScope, condition } from '@temporalio/workflow';
 import type { RunResult } from '../common/contracts';
-import { runNotCompleted } from '../common/run-ended';
-import { TerminalState } from '../guard';
+import { endWith } from '../common/run-ended';
+import type { TerminalState } from '../guard';
 import { fitResult } from '../core/checkpoint-bounds';
 import { sealCheckpoint } from './run-seal';
 import type { RunState } from './run-state';
@@ -24,9 +24,7 @@ export async function finishRun(
   state?: TerminalState,
   summary: string | null = null,
 ): Promise<RunResult> {
-  const result = await finalResult(run, state, summary);
-  if (result.terminal_state === TerminalState.COMPLETED) return result;
-  throw runNotCompleted(result);
+  return endWith(await finalResult(run, state, summary));
 }
 
 async function finalResult(

@@ -18,27 +18,29 @@
  * A row may carry its approver's signature (migration 3). The store keeps it as given; a
  * store made {@link ApprovalStore.verifiedBy} a verifier (the worker's, over its operators)
  * trusts a row to authorise a call only when the verifier accepts it as stored.
+ *
+ * Two parts live in files of their own: the use of an approval (consume.ts, the at-most-once
+ * transaction) and the audit's one INSERT and one read (audit-log.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { SqlLedger, type Ledger, type LedgerDatabase, type LedgerTx } from '../ledger';
+import { SqlLedger, type Ledger, type LedgerDatabase } from '../ledger';
 import { ApprovalInputError, ApprovalStoreUnavailableError } from './errors';
 import { APPROVAL_ID_PREFIX, DENIAL_ID_PREFIX } from './verify';
+import { appendAudit, readAudit } from './audit-log';
+import { consumeApproval } from './consume';
 import {
   absoluteTime,
+  approvalById,
   decodeApproval,
-  decodeAudit,
   decider,
   decisionColumns,
-  explain,
   selectApprovals,
   stopVerdict,
   signatureColumns,
   signedDecision,
   target,
-  text,
   UNUSED_AT_STOP,
   type ApprovalRow,
-  type AuditRow,
 } from './rows';
 import type {
   ApprovalRecord,
@@ -46,7 +48,6 @@ import type {
   ListApprovalsOptions,
   UsableQuery,
   ApprovalVerifier,
-  AuditAction,
   AuditEntry,
   ConsumeInput,
   ConsumeOutcome,
@@ -60,17 +61,6 @@ import type {
 export const MAX_APPROVAL_TTL_MS = 7 * 24 * 3_600_000;
 /** The TTL `agentctl approvals approve` uses without `--ttl`. */
 export const DEFAULT_APPROVAL_TTL_MS = 15 * 60_000;
-
-/** Thrown inside a consume to roll its use back: the use is refused, with why. */
-class Refused extends Error {
-  constructor(
-    readonly why: RefusalWhy,
-    readonly detail: string,
-  ) {
-    super(detail);
-    this.name = 'Refused';
-  }
-}
 
 /** The approval store over a ledger's database. */
 export class ApprovalStore {
@@ -130,12 +120,13 @@ export class ApprovalStore {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${now}, ${expires}, ?, ?, ?)`,
         [...decisionColumns(id, t, d), until, ...signatureColumns(signed?.auth)],
       );
-      const record = (await this.byId(tx, id)) as ApprovalRecord;
+      const record = (await approvalById(this.db, tx, id)) as ApprovalRecord;
       // Stored either way (the row is evidence), but audited for what it is: a store that can
       // tell (it has the operators) records an approval it would not trust as refused, and one
       // it accepts as approved; a store that cannot tell records it as submitted only.
       const problem = this.problemOf(record);
-      await this.append(
+      await appendAudit(
+        this.db,
         tx,
         problem !== null ? 'refused' : this.verify ? 'approved' : 'submitted',
         t.runId,
@@ -173,7 +164,8 @@ export class ApprovalStore {
       );
       const ids = withdrawn.map((r) => r.id);
       const extra = ids.length > 0 ? ` (withdrew ${ids.join(', ')})` : '';
-      await this.append(
+      await appendAudit(
+        this.db,
         tx,
         'denied',
         t.runId,
@@ -181,18 +173,18 @@ export class ApprovalStore {
         d.actor,
         `${t.tool} ${t.argsHash} at ${t.stopRef}: ${d.reason}${extra}`,
       );
-      return { denial: (await this.byId(tx, id)) as ApprovalRecord, withdrawn: ids };
+      return { denial: (await approvalById(this.db, tx, id)) as ApprovalRecord, withdrawn: ids };
     });
   }
 
   /** Audits that a run asks for an approval of a call (the plan activity found none usable). */
   async request(runId: string, actor: string, detail: string): Promise<void> {
-    await this.db.unit('write', (tx) => this.append(tx, 'requested', runId, null, actor, detail));
+    await this.db.unit('write', (tx) => appendAudit(this.db, tx, 'requested', runId, null, actor, detail));
   }
 
   /** Audits a refusal that names no approval (a call of an approval-gated tool without one). */
   async refuse(runId: string, actor: string, detail: string): Promise<void> {
-    await this.db.unit('write', (tx) => this.append(tx, 'refused', runId, null, actor, detail));
+    await this.db.unit('write', (tx) => appendAudit(this.db, tx, 'refused', runId, null, actor, detail));
   }
 
   /**
@@ -210,7 +202,7 @@ export class ApprovalStore {
                ORDER BY created_at DESC, id LIMIT 1`,
               [runId, stopRef],
             );
-      await this.append(tx, 'refused', runId, open?.id ?? null, actor, detail);
+      await appendAudit(this.db, tx, 'refused', runId, open?.id ?? null, actor, detail);
     });
   }
 
@@ -237,7 +229,7 @@ export class ApprovalStore {
     const passed = usable ? rows.slice(0, rows.indexOf(usable)) : rows;
     for (const a of passed) {
       await this.db.unit('write', (tx) =>
-        this.append(tx, 'refused', q.runId, a.id, q.by, `unverified: ${this.problemOf(a)}`),
+        appendAudit(this.db, tx, 'refused', q.runId, a.id, q.by, `unverified: ${this.problemOf(a)}`),
       );
     }
     return usable;
@@ -251,95 +243,8 @@ export class ApprovalStore {
    * refusal rolls the use back. Audits `consumed` (and each other approval of that stop and
    * call as `refused`: it expires unused) or, with the reason, `refused`.
    */
-  async consume(input: ConsumeInput): Promise<ConsumeOutcome> {
-    try {
-      return await this.consumeUnit(input);
-    } catch (err) {
-      if (!(err instanceof Refused)) throw err;
-      const message =
-        err.why === 'unverified' ? `approval ${input.approvalId} does not verify: ${err.detail}` : err.detail;
-      await this.db.unit('write', (tx) =>
-        this.append(tx, 'refused', input.runId, input.approvalId, input.by, `${err.why}: ${message}`),
-      );
-      return { ok: false, why: err.why, message };
-    }
-  }
-
-  private async consumeUnit(input: ConsumeInput): Promise<ConsumeOutcome> {
-    const id = text(input.approvalId, 'approval id', 200);
-    const by = text(input.by, 'consumer', 500);
-    const stopRef = input.stopRef ?? null;
-    const argsHash = input.argsHash;
-    const now = this.db.now;
-    // A retry of the very activity that used it may use it again (nothing else may).
-    const unused = input.retry ? '(used_at IS NULL OR used_by_activity = ?)' : 'used_at IS NULL';
-    return this.db.unit('transaction', async (tx) => {
-      if (stopRef === null) {
-        throw new Refused(
-          'other_stop',
-          `approval ${id} may be used only while its stop is lifted; no stop is`,
-        );
-      }
-      const used = await tx.all<{ id: string }>(
-        `UPDATE approvals SET used_at = COALESCE(used_at, ${now}), used_by_activity = ?
-         WHERE id = ? AND run_id = ? AND stop_ref = ? AND fingerprint = ? AND args_hash = ?
-         AND ${unused} AND denied_at IS NULL AND expires_at > ${now} RETURNING id`,
-        [by, id, input.runId, stopRef, input.fingerprint, argsHash, ...(input.retry ? [by] : [])],
-      );
-      if (used.length === 0) {
-        const refusal = explain(await this.byId(tx, id), { ...input, stopRef });
-        throw new Refused(refusal.why, refusal.message);
-      }
-      const recorded = await tx.all<{ approval_id: string }>(
-        `INSERT INTO approval_uses (approval_id, run_id, stop_ref, fingerprint, used_by_activity, used_at)
-         VALUES (?, ?, ?, ?, ?, ${now}) ON CONFLICT DO NOTHING RETURNING approval_id`,
-        [id, input.runId, stopRef, input.fingerprint, by],
-      );
-      if (recorded.length === 0) {
-        const prior = await tx.get<{ approval_id: string; used_by_activity: string }>(
-          `SELECT approval_id, used_by_activity FROM approval_uses
-           WHERE approval_id = ? OR (run_id = ? AND stop_ref = ? AND fingerprint = ?) ORDER BY approval_id = ? DESC`,
-          [id, input.runId, stopRef, input.fingerprint, id],
-        );
-        const mine = prior?.approval_id === id && input.retry === true && prior.used_by_activity === by;
-        if (!mine) {
-          throw new Refused(
-            'used',
-            prior?.approval_id === id
-              ? `approval ${id} was used by ${prior.used_by_activity}`
-              : `approval ${prior?.approval_id ?? '?'} was already used for ${input.fingerprint} at ${stopRef}; ${id} expires unused`,
-          );
-        }
-      }
-      const approval = (await this.byId(tx, id)) as ApprovalRecord;
-      const problem = this.problemOf(approval);
-      if (problem !== null) throw new Refused('unverified', problem);
-      await this.append(
-        tx,
-        'consumed',
-        input.runId,
-        id,
-        by,
-        `${input.argsHash} (${input.fingerprint}) at ${stopRef}${input.retry ? ' (activity retry)' : ''}`,
-      );
-      // The other approvals of this stop and call can never be used now: say so.
-      const others = await tx.all<{ id: string }>(
-        `SELECT id FROM approvals WHERE run_id = ? AND stop_ref = ? AND fingerprint = ? AND id <> ?
-         AND used_at IS NULL AND denied_at IS NULL ORDER BY created_at, id`,
-        [input.runId, stopRef, input.fingerprint, id],
-      );
-      for (const o of others) {
-        await this.append(
-          tx,
-          'refused',
-          input.runId,
-          o.id,
-          by,
-          `superseded: approval ${id} was used for ${input.fingerprint} at ${stopRef}; ${o.id} expires unused`,
-        );
-      }
-      return { ok: true, approval };
-    });
+  consume(input: ConsumeInput): Promise<ConsumeOutcome> {
+    return consumeApproval(this.db, input, (a) => this.problemOf(a));
   }
 
   /**
@@ -358,7 +263,15 @@ export class ApprovalStore {
       // A refused resume is part of the record: which approval (if any) and why.
       const named = 'approvalId' in check ? (check.approvalId ?? null) : null;
       await this.db.unit('write', (tx) =>
-        this.append(tx, 'refused', runId, named, by, `resume refused (${check.why}): ${check.message}`),
+        appendAudit(
+          this.db,
+          tx,
+          'refused',
+          runId,
+          named,
+          by,
+          `resume refused (${check.why}): ${check.message}`,
+        ),
       );
     }
     if (check.ok) return check;
@@ -384,7 +297,7 @@ export class ApprovalStore {
 
   /** One approval (or denial) by id, or null. */
   get(id: string): Promise<ApprovalRecord | null> {
-    return this.db.unit('read', (tx) => this.byId(tx, id));
+    return this.db.unit('read', (tx) => approvalById(this.db, tx, id));
   }
 
   /** Approvals and denials, newest first. */
@@ -403,47 +316,11 @@ export class ApprovalStore {
 
   /** Audit rows in the order they were appended. */
   audit(options: AuditOptions = {}): Promise<AuditEntry[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (options.runId !== undefined) {
-      where.push('run_id = ?');
-      params.push(options.runId);
-    }
-    if (options.approvalId !== undefined) {
-      where.push('approval_id = ?');
-      params.push(options.approvalId);
-    }
-    const limit = Math.max(1, Math.floor(options.limit ?? 1000));
-    const sql = `SELECT * FROM approval_audit${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
-    return this.db.unit('read', async (tx) =>
-      (await tx.all<AuditRow>(sql, [...params, limit])).map((r) => decodeAudit(this.db, r)),
-    );
-  }
-
-  // ---- Inside units ------------------------------------------------------------------
-
-  /** The only way an audit row is written: an INSERT (there is no UPDATE or DELETE path). */
-  private async append(
-    tx: LedgerTx,
-    action: AuditAction,
-    runId: string,
-    approvalId: string | null,
-    actor: string,
-    detail: string | null,
-  ): Promise<void> {
-    await tx.run(
-      `INSERT INTO approval_audit (at, action, run_id, approval_id, actor, detail) VALUES (${this.db.now}, ?, ?, ?, ?, ?)`,
-      [action, runId, approvalId, actor, detail],
-    );
+    return readAudit(this.db, options);
   }
 
   /** Null when the row may authorise a call (no verifier, or the verifier accepts it), else why not. */
   problemOf(a: ApprovalRecord): string | null {
     return this.verify ? this.verify(a) : null;
-  }
-
-  private async byId(tx: LedgerTx, id: string): Promise<ApprovalRecord | null> {
-    const row = await tx.get<ApprovalRow>(`${selectApprovals(this.db)} WHERE id = ?`, [id]);
-    return row ? decodeApproval(this.db, row) : null;
   }
 }

@@ -4,7 +4,7 @@
  * for SQLite and PostgreSQL over {@link LedgerDatabase} (storage/approvals/approval-store.ts).
  */
 import { operatorAuthSchema, type OperatorAuth } from '../../common/operator-auth';
-import type { LedgerDatabase } from '../ledger';
+import type { LedgerDatabase, LedgerTx } from '../ledger';
 import { ApprovalInputError } from './errors';
 import type {
   ApprovalRecord,
@@ -87,6 +87,16 @@ export function selectApprovals(db: LedgerDatabase): string {
     (SELECT u.used_by_activity FROM approval_uses u WHERE u.approval_id = approvals.id) AS use_by,
     CASE WHEN ${UNUSED_AT_STOP} THEN 0 ELSE 1 END AS superseded
     FROM approvals`;
+}
+
+/** One approval (or denial) by id inside the unit `tx`, decoded, or null. */
+export async function approvalById(
+  db: LedgerDatabase,
+  tx: LedgerTx,
+  id: string,
+): Promise<ApprovalRecord | null> {
+  const row = await tx.get<ApprovalRow>(`${selectApprovals(db)} WHERE id = ?`, [id]);
+  return row ? decodeApproval(db, row) : null;
 }
 
 /** An approvals row as the store answers it (times ISO 8601, its state derived). */

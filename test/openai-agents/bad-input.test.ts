@@ -3,6 +3,7 @@
  * runs, with a message naming the cause (a non-retryable failure, so a workflow fails with it
  * instead of retrying its task). In a workflow on the dev server, the model is never called.
  */
+import { bundleLedger } from '../helpers/bundle-ledger';
 import { Agent, tool, type FunctionTool } from '@openai/agents-core';
 import { OpenAIProvider } from '@openai/agents-openai';
 import { OpenAIAgentsPlugin } from '@temporalio/openai-agents';
@@ -10,11 +11,10 @@ import { activityAsTool } from '@temporalio/openai-agents/workflow';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker, type WorkerOptions } from '@temporalio/worker';
 import { guardOpenAIAgent } from '../../openai-agents';
-import { checkOpenAIAgentsVersions, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
+import { checkOpenAIAgentsVersions, ledgerWrites, OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import { GUARDED } from '../../ai-sdk/types';
-import type { Ledger } from '../../storage/ledger';
 import { createTestEnv, testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { startResponsesServer } from './responses-server';
 
@@ -141,17 +141,39 @@ describe('guardOpenAIAgent refuses', () => {
     );
     // The installed ones are the tested ones.
     expect(() => checkOpenAIAgentsVersions()).not.toThrow();
-    expect(() => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null })).not.toThrow();
+    expect(() => new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null })).not.toThrow();
   });
 
   it("a write's ledger lease (leaseMs) that is not a positive number of ms: the worker plugin is not created", () => {
     for (const leaseMs of [0, -5, Number.NaN, Infinity])
-      expect(() => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, leaseMs })).toThrow(
-        `leaseMs: ledger lease must be a positive number of milliseconds, got ${leaseMs}`,
-      );
+      expect(
+        () => new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, leaseMs }),
+      ).toThrow(`leaseMs: ledger lease must be a positive number of milliseconds, got ${leaseMs}`);
     expect(
-      () => new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, leaseMs: 60_000 }),
+      () => new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, leaseMs: 60_000 }),
     ).not.toThrow();
+  });
+  it("a write wrapped twice (by the plugin and in the worker's own activities): the worker is not configured", async () => {
+    let paid = 0;
+    const pay = async () => (paid += 1);
+    const ledger = bundleLedger();
+    const plugin = new OpenAIAgentsGuardPlugin({ ledger, spendLimits: null, writes: { pay } });
+    const own = ledgerWrites(ledger, { pay });
+    await expect(
+      plugin.configureWorker({ taskQueue: 'never-polled', activities: own } as WorkerOptions),
+    ).rejects.toThrow(
+      /activity pay is also in the worker's own activities — it is wrapped by ledgerWrites there and by the plugin's writes: wrap each write once/,
+    );
+    // A guard activity shadowed by one of the worker's own is refused the same way.
+    await expect(
+      plugin.configureWorker({
+        taskQueue: 'never-polled',
+        activities: { agentLoopGuardVerifyResume: pay },
+      } as WorkerOptions),
+    ).rejects.toThrow(
+      /activity agentLoopGuardVerifyResume is also in the worker's own activities — the plugin registers it/,
+    );
+    expect(paid).toBe(0);
   });
 });
 
@@ -162,7 +184,7 @@ describe('in a workflow on the dev server', () => {
     new OpenAIAgentsPlugin({
       modelProvider: new OpenAIProvider({ baseURL: 'http://127.0.0.1:1/v1', apiKey: 'k' }),
     }),
-    new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null }),
+    new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null }),
   ];
   beforeAll(async () => {
     env = await createTestEnv();
@@ -185,7 +207,7 @@ describe('in a workflow on the dev server', () => {
     const plugins = [
       new OpenAIAgentsPlugin({ modelProvider: new OpenAIProvider({ baseURL: server.baseURL, apiKey: 'k' }) }),
       new OpenAIAgentsGuardPlugin({
-        ledger: {} as Ledger,
+        ledger: bundleLedger(),
         spendLimits: null,
         dataConverter: testDataConverter(),
       }),

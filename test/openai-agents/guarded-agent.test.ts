@@ -5,6 +5,7 @@
  * added by `guardOpenAIAgent`, on the real dev server and a SQLite ledger. The counters are the
  * tools' own.
  */
+import { bundleLedger } from '../helpers/bundle-ledger';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +49,7 @@ const operatorsOf = () =>
 
 /** The guard's plugin as the bundle sees it (its webpack settings; no activities run). */
 const guardBundlePlugin = () =>
-  new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, operators: operatorsOf() });
+  new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, operators: operatorsOf() });
 
 const pluginOf = (baseURL: string) =>
   new OpenAIAgentsPlugin({ modelProvider: new OpenAIProvider({ baseURL, apiKey: 'test-key' }) });

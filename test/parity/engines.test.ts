@@ -1,11 +1,13 @@
 /**
  * One situation, one answer, on every engine: the same scenarios run against an `agentRun`
  * (a live scripted planner), an AI SDK agent (`guardAgent`, `generateText` against a local
- * Chat Completions server) and an OpenAI Agents agent (`guardOpenAIAgent`, `TemporalOpenAIRunner`
- * against a local Responses server), each on the real dev server. Each row compares what an
+ * Chat Completions server), an OpenAI Agents agent (`guardOpenAIAgent`, `TemporalOpenAIRunner`
+ * against a local Responses server) and a Strands agent (`guardStrandsAgent`, a `TemporalAgent`
+ * whose `OpenAIModel` streams from a local Responses server), each on the real dev server. Each row compares what an
  * operator reads: the StopReport's fields, the counters, the checkpoint, the search attributes.
  * Where an engine cannot give the same answer, the row says why.
  */
+import { bundleLedger } from '../helpers/bundle-ledger';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +26,6 @@ import { CHECKPOINT_ARGS_BYTES, CHECKPOINT_TRACE_BYTES } from '../../core/checkp
 import { guardActivities } from '../../ai-sdk/worker';
 import { OpenAIAgentsGuardPlugin } from '../../openai-agents/worker';
 import { OperatorRegistry } from '../../operators/registry';
-import type { Ledger } from '../../storage/ledger';
 import { defineTool } from '../../tools/define-tool';
 import { agentSinks } from '../../worker/create-worker';
 import { alice } from '../approvals/signing';
@@ -34,9 +35,13 @@ import { live, waitFor } from '../helpers/run-inputs';
 import { runResult } from '../helpers/run-result';
 import { testDataConverter, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
 import { startResponsesServer, type ResponsesStep } from '../openai-agents/responses-server';
+import { StrandsPlugin } from '@temporalio/strands-agents';
+import { StrandsGuardPlugin } from '../../strands-agents/worker';
+import { OpenAIModel } from '../strands-agents/openai-model';
+import { startModelServer, type Step } from '../strands-agents/model-server';
 
-type Engine = 'agentRun' | 'aiSdk' | 'openAI';
-const ENGINES: readonly Engine[] = ['agentRun', 'aiSdk', 'openAI'];
+type Engine = 'agentRun' | 'aiSdk' | 'openAI' | 'strands';
+const ENGINES: readonly Engine[] = ['agentRun', 'aiSdk', 'openAI', 'strands'];
 
 /** What one engine's run gave: its result, its tool's executions, its model requests, the AgentState seen. */
 interface Outcome {
@@ -138,9 +143,17 @@ describe('one situation, one answer, on every engine', () => {
   const aiSdk = aiSdkTestBed('parity-ai-sdk-', require.resolve('../ai-sdk/workflows/approval-agent'));
   let harness: Harness;
   let openAIBundle: { code: string };
+  let strandsBundle: { code: string };
   let dir: string;
   const pluginOf = (baseURL: string) =>
     new OpenAIAgentsPlugin({ modelProvider: new OpenAIProvider({ baseURL, apiKey: 'test-key' }) });
+  const strandsPluginOf = (baseURL: string) =>
+    new StrandsPlugin({
+      models: {
+        openai: () =>
+          new OpenAIModel({ modelId: 'gpt-scripted', apiKey: 'test-key', clientConfig: { baseURL } }),
+      },
+    });
 
   beforeAll(async () => {
     const lookup = defineTool({
@@ -160,7 +173,15 @@ describe('one situation, one answer, on every engine', () => {
       workflowsPath: require.resolve('../openai-agents/workflows/payments-agent'),
       plugins: [
         pluginOf('http://127.0.0.1:1/v1'),
-        new OpenAIAgentsGuardPlugin({ ledger: {} as Ledger, spendLimits: null, operators: operators() }),
+        new OpenAIAgentsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, operators: operators() }),
+      ],
+      logger: new DefaultLogger('WARN'),
+    });
+    strandsBundle = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../strands-agents/workflows/strands-agent'),
+      plugins: [
+        strandsPluginOf('http://127.0.0.1:1/v1'),
+        new StrandsGuardPlugin({ ledger: bundleLedger(), spendLimits: null, operators: operators() }),
       ],
       logger: new DefaultLogger('WARN'),
     });
@@ -308,6 +329,59 @@ describe('one situation, one answer, on every engine', () => {
     }
   }
 
+  async function onStrands(s: Scenario): Promise<Outcome> {
+    const server = await startModelServer([
+      ...s.reads.map((orderId): Step => ({ call: 'lookup_order', args: { orderId } })),
+      { text: DONE },
+    ]);
+    try {
+      const taskQueue = uniqueTaskQueue('parity-strands');
+      const worker = await Worker.create({
+        connection: aiSdk.env.nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        workflowBundle: strandsBundle,
+        activities: { lookup_order: async (i: { orderId: string }) => read(i.orderId) },
+        plugins: [
+          strandsPluginOf(server.baseURL),
+          new StrandsGuardPlugin({
+            ledger: aiSdk.ledger,
+            operators: operators(),
+            spendLimits: null,
+            verifyPrecondition: () => Promise.resolve({ changed: true, detail: 'new rows arrived' }),
+            dataConverter: testDataConverter(),
+          }),
+        ],
+      });
+      return await worker.runUntil(async () => {
+        const handle = await aiSdk.env.client.workflow.start('strandsAgent', {
+          taskQueue,
+          workflowId: uniqueId('parity-strands'),
+          args: [
+            {
+              prompt: 'Look the rows up.',
+              searchAttributes: true,
+              ...(s.resume ? { resumeAfterStop: true } : {}),
+              ...(s.tokenBudget ? { tokenBudget: s.tokenBudget } : {}),
+            },
+          ],
+        });
+        const stateWhileResumed = s.resume ? await resumeAndRead(aiSdk.env.client, handle, true) : undefined;
+        if (s.operatorStop) await stopWhileHeld(aiSdk.env.client, handle, true);
+        const out = (await handle.result()) as { run: RunResult };
+        return {
+          run: out.run,
+          stateAtEnd: await agentState(handle),
+          executions: holding.executions,
+          modelRequests: server.requests().length,
+          ...(s.resume ? { stateWhileResumed } : {}),
+        };
+      });
+    } finally {
+      await server.close();
+    }
+  }
+
   /** The scenario on every engine, one after the other (they share the read's counter). */
   async function onEvery(
     s: Scenario,
@@ -318,7 +392,14 @@ describe('one situation, one answer, on every engine', () => {
       holding.open = false;
       holding.waiters = [];
       holding.executions = 0;
-      out[e] = e === 'agentRun' ? await onAgentRun(s) : e === 'aiSdk' ? await onAiSdk(s) : await onOpenAI(s);
+      out[e] =
+        e === 'agentRun'
+          ? await onAgentRun(s)
+          : e === 'aiSdk'
+            ? await onAiSdk(s)
+            : e === 'openAI'
+              ? await onOpenAI(s)
+              : await onStrands(s);
     }
     return out;
   }
@@ -354,6 +435,7 @@ describe('one situation, one answer, on every engine', () => {
     });
     expect(shapes[1]).toEqual(shapes[0]);
     expect(shapes[2]).toEqual(shapes[0]);
+    expect(shapes[3]).toEqual(shapes[0]);
   });
 
   it('a checkpoint past its bytes: every engine carries long args as previews within 64 KB', async () => {
@@ -405,6 +487,7 @@ describe('one situation, one answer, on every engine', () => {
     expect(out.agentRun.run.decisions.at(-1)?.tool).toBe('complete_task');
     expect(counters[1]).toEqual(counters[0]);
     expect(counters[2]).toEqual(counters[0]);
+    expect(counters[3]).toEqual(counters[0]);
   });
 
   it('an operator stop while a read runs: the same StopReport and counters on every engine', async () => {
@@ -413,14 +496,15 @@ describe('one situation, one answer, on every engine', () => {
     expect(shapes[0]).toMatchObject({ reason: 'operator_stop', executions: 1 });
     expect(shapes[1]).toEqual(shapes[0]);
     expect(shapes[2]).toEqual(shapes[0]);
+    expect(shapes[3]).toEqual(shapes[0]);
   });
 
   it('a run at its token budget sends no further model request (the framework engines)', async () => {
     // Each reply uses 110 tokens: after the first the run sits exactly at its budget. The
     // scripted agentRun sends no model request at all; its LLM planner's requests pass the
     // ceiling gate, which reserves each request's worst case (test/planners/call-ceiling.test.ts).
-    const out = await onEvery({ reads: ['a', 'b'], tokenBudget: 110 }, ['aiSdk', 'openAI']);
-    for (const e of ['aiSdk', 'openAI'] as const) {
+    const out = await onEvery({ reads: ['a', 'b'], tokenBudget: 110 }, ['aiSdk', 'openAI', 'strands']);
+    for (const e of ['aiSdk', 'openAI', 'strands'] as const) {
       expect({ e, requests: out[e].modelRequests }).toEqual({ e, requests: 1 });
       expect({ e, end: out[e].run.terminal_state, reason: out[e].run.reason }).toEqual({
         e,
@@ -430,5 +514,6 @@ describe('one situation, one answer, on every engine', () => {
       expect({ e, executions: out[e].executions }).toEqual({ e, executions: 1 });
     }
     expect(stopShape(out.openAI)).toEqual(stopShape(out.aiSdk));
+    expect(stopShape(out.strands)).toEqual(stopShape(out.aiSdk));
   });
 });

@@ -388,7 +388,8 @@ async function main(): Promise<void> {
   log('bundling the workflows…');
   const noop = (): void => undefined;
   const [productBundle, bareBundle] = [
-    await quietWorkflowBundle(),
+    // The product's worker has no telemetry: its bundle is the one createAgentWorker builds then.
+    await quietWorkflowBundle({ telemetry: false }),
     await bundleWorkflowCode({
       workflowsPath: require.resolve('./floor-workflow'),
       logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },

@@ -2,7 +2,8 @@
  * What the workflow tells the worker's telemetry about each decision, through a Temporal
  * sink: sinks are not part of history and are not called on replay, so telemetry can
  * never change what a run decides. The worker registers `agentTelemetry` always (a no-op
- * when OpenTelemetry is off; worker/telemetry when it is on).
+ * when OpenTelemetry is off; worker/telemetry when it is on); a worker whose telemetry
+ * listens to nothing bundles core/telemetry-off.ts, and its runs make no call at all.
  */
 import type { Sinks } from '@temporalio/workflow';
 
@@ -20,6 +21,8 @@ export interface DecisionEvent {
   readonly errorCode: string | null;
   readonly step: number;
   readonly progressVersion: number;
+  /** Workflow time of the decision (ms since the epoch): its span's time, however late its batch is sent. */
+  readonly atMs: number;
 }
 
 /** A run that stopped or finished. */
@@ -52,8 +55,8 @@ export interface AgentSinks extends Sinks {
   agentTelemetry: {
     decision(event: DecisionEvent): void;
     /**
-     * The decisions of one activation, in order (core/telemetry-outbox.ts): what a worker
-     * whose bundle has the outbox interceptor is sent instead of one `decision` call each.
+     * A batch of decisions, in order (core/telemetry-outbox.ts): what a worker whose bundle
+     * has the outbox interceptor is sent instead of one `decision` call each.
      */
     decisions(events: readonly DecisionEvent[]): void;
     runEnd(event: RunEndEvent): void;

@@ -239,6 +239,7 @@ export class GuardedRun {
       errorCode: rec.error_code,
       step: at.step,
       progressVersion: at.progressVersion,
+      atMs: Date.now(),
     });
   }
 

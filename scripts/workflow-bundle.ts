@@ -3,15 +3,18 @@
  * chatter silenced (only its errors are printed).
  */
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { AGENT_BUNDLE_OPTIONS } from '../worker/bundle-options';
+import { agentBundleOptions } from '../worker/bundle-options';
 import { WORKFLOWS_PATH } from '../worker/create-worker';
 
-/** Bundles workflows/ for an in-process worker, printing only errors. */
-export function quietWorkflowBundle(): Promise<{ code: string }> {
+/**
+ * Bundles workflows/ for an in-process worker, printing only errors. `telemetry: false`: the
+ * bundle of a worker whose telemetry listens to nothing (its runs make no sink call).
+ */
+export function quietWorkflowBundle(o: { telemetry?: boolean } = {}): Promise<{ code: string }> {
   const noop = (): void => undefined;
   return bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    ...AGENT_BUNDLE_OPTIONS,
+    ...agentBundleOptions(o),
     logger: { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop },
   });
 }

@@ -63,7 +63,8 @@ export type {
 } from '../tools/mcp';
 
 // ── Hosting ──
-export { agentSinks, TELEMETRY_OUTBOX_MODULE, WORKFLOWS_PATH } from './create-worker';
+export { agentSinks, TELEMETRY_OFF_MODULE, TELEMETRY_OUTBOX_MODULE, WORKFLOWS_PATH } from './create-worker';
+export { agentBundleOptions } from './bundle-options';
 export type { AgentTelemetry } from './create-worker';
 export type { AgentSinks, DecisionEvent, RunEndEvent } from '../common/telemetry';
 export { AGENT_LOOP_GUARD_PLUGIN_NAME } from './plugin';

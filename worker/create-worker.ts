@@ -158,7 +158,10 @@ export interface AgentWorkerOptions {
    * On a namespace that has them all it costs one ListSearchAttributes call.
    */
   readonly searchAttributes?: SearchAttributesMode;
-  /** Where the run's telemetry sink goes (common/telemetry.ts); a no-op when not given. */
+  /**
+   * Where the run's telemetry sink goes (common/telemetry.ts). Not given: nothing listens, and
+   * a bundle the worker builds makes no sink call at all.
+   */
   readonly telemetry?: AgentTelemetry;
   /**
    * Worker interceptors (worker/telemetry.ts: OpenTelemetry activity interceptors and the
@@ -180,7 +183,7 @@ export interface AgentWorkerOptions {
 
 /**
  * The worker side of the `agentTelemetry` sink: one call per decision, however the workflow
- * sent them (a `decisions` batch per activation is unpacked here).
+ * sent them (a `decisions` batch is unpacked here).
  */
 export type AgentTelemetry = Omit<AgentSinks['agentTelemetry'], 'decisions'>;
 
@@ -209,7 +212,7 @@ export function agentSinks(telemetry: AgentTelemetry = NO_TELEMETRY): InjectedSi
 /** The path of the workflows module the worker bundles. */
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
-export { TELEMETRY_OUTBOX_MODULE } from './bundle-options';
+export { TELEMETRY_OFF_MODULE, TELEMETRY_OUTBOX_MODULE } from './bundle-options';
 
 /** Whether the environment's Temporal connection settings name a local dev server. */
 function localServerByEnv(): boolean {
@@ -238,14 +241,15 @@ export async function createAgentWorker(o: AgentWorkerOptions): Promise<Worker> 
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
-    // A bundle the worker builds gets the outbox; a prebuilt one has it when built with
-    // AGENT_BUNDLE_OPTIONS (worker/bundle-options.ts), and reports every decision either way.
+    // A bundle the worker builds gets the outbox when `telemetry` is given, else the module
+    // that sends nothing (worker/bundle-options.ts); a prebuilt one has what it was built with
+    // (agentBundleOptions).
     ...(o.workflowBundle
       ? { workflowBundle: o.workflowBundle, ...(o.interceptors ? { interceptors: o.interceptors } : {}) }
       : {
           workflowsPath: WORKFLOWS_PATH,
           bundlerOptions: { webpackConfigHook: es2022Sources },
-          interceptors: withOutbox(o.interceptors),
+          interceptors: withOutbox(o.interceptors, o.telemetry !== undefined),
         }),
     activities: createActivities({ rows, ...o.deps }),
     sinks: { ...o.sinks, ...agentSinks(o.telemetry) },

@@ -56,7 +56,7 @@ import { dataConverterOf, isLocalDevServer, loadPayloadCodec } from '../codec';
 import { loadConnectionOptions } from '../connection/env';
 import { createActivities, type ActivityDeps } from '../activities/create-activities';
 import { RowCodec } from '../storage/row-codec';
-import { withOutbox } from './bundle-options';
+import { silencedUnlessListening, withOutbox } from './bundle-options';
 import { agentSinks, WORKFLOWS_PATH, type AgentTelemetry } from './create-worker';
 import { ensureSearchAttributes, type SearchAttributesMode } from './search-attributes';
 import { isLedgerWrite, ledgerWrites, type WriteEntry } from './ledger-writes';
@@ -110,7 +110,7 @@ export interface AgentLoopGuardPluginOptions {
    * naming them, `skip` does nothing.
    */
   readonly searchAttributes?: SearchAttributesMode;
-  /** Where the run's telemetry sink goes (common/telemetry.ts); a no-op when not given. */
+  /** Where the run's telemetry sink goes (common/telemetry.ts); not given, the runs make no sink call. */
   readonly telemetry?: AgentTelemetry;
   /**
    * Worker interceptors, appended to the worker's (worker/telemetry.ts). Their
@@ -175,7 +175,8 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
     this.simple = new SimplePlugin({
       name: AGENT_LOOP_GUARD_PLUGIN_NAME,
       dataConverter: this.dataConverter,
-      // The decisions' one sink call per activation (core/telemetry-outbox.ts) in every bundle.
+      // The decisions' batches (core/telemetry-outbox.ts) in every bundle; a worker that
+      // bundles without `telemetry` gets the module that sends nothing (configureWorker).
       workerInterceptors: withOutbox(o.interceptors),
     });
     this.deps = o.deps;
@@ -218,7 +219,10 @@ export class AgentLoopGuardPlugin implements WorkerPlugin, ClientPlugin, Bundler
     refuseTwice(agentActivities, this.agentWrites, options.activities);
     if (options.connection) await this.ensureSearchAttributes(options.connection, options.namespace);
     // Without deps the worker runs its own workflows only (an AI SDK agent's).
-    const configured = this.simple.configureWorker(deps ? withWorkflows(options) : options);
+    const configured = silencedUnlessListening(
+      this.simple.configureWorker(deps ? withWorkflows(options) : options),
+      this.telemetry !== undefined,
+    );
     // What moves out of history into the database (conversations, large payloads) is sealed
     // with the same codecs as history (storage/row-codec.ts), i.e. the merged converter's.
     const rows = new RowCodec(configured.dataConverter?.payloadCodecs ?? []);

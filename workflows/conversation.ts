@@ -7,9 +7,9 @@
  * the reason. The pending turn, the queue, the answers by message id and the transcript's tail
  * travel in the checkpoint (continue-as-new loses none, applies none twice). Workflow code.
  */
-import { condition, proxySinks, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, upsertSearchAttributes } from '@temporalio/workflow';
 import { AGENT_STATE } from '../common/search-attributes';
-import type { AgentSinks } from '../common/telemetry';
+import { tellTurn } from '../core/telemetry-outbox';
 import type { ProposalInfo } from '../activities/types';
 import {
   ASK_HUMAN_TOOL,
@@ -52,9 +52,6 @@ const TEXT_KEPT = 8000;
 const TEXT_CARRIED = 2000;
 /** Answers by message id kept (a retried update is answered as before, applied once). */
 const ANSWERS_KEPT = 100;
-
-/** Telemetry: not in history, not called on replay (common/telemetry.ts). */
-const { agentTelemetry } = proxySinks<AgentSinks>();
 
 /** Each run's conversation, for the views (workflows/run-views.ts) that only get the RunState. */
 const BY_RUN = new WeakMap<RunState, Conversation>();
@@ -234,7 +231,7 @@ export class Conversation {
   /** The turn's OpenTelemetry span (worker/telemetry/agent-sink.ts: `conversation.turn`). */
   private turnSpan(p: PendingTurn, outcome: 'answered' | 'closed' | 'idle', messages: number): void {
     const at = { startedAtMs: p.sinceMs, endedAtMs: Date.now() };
-    agentTelemetry.turn({ runId: this.run.runId, turn: this.turns, kind: p.kind, ...at, outcome, messages });
+    tellTurn({ runId: this.run.runId, turn: this.turns, kind: p.kind, ...at, outcome, messages });
   }
 
   /** The person's message for the next plan after a text reply (null: none). */

@@ -305,8 +305,12 @@ export function runActivities(input: ResolvedRunInput, runId: string): RunActivi
       const prefetch = upcoming;
       upcoming = null;
       inFlight = prefetch;
-      // The activity's own promise, no wrapper: the caller hands its answer to `tookTool`.
-      return runTool.executeWithOptions({ summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` }, [
+      // The activity's own promise, no wrapper: the caller hands its answer to `tookTool`. A
+      // write's row in the UI says which call it is (tool and fingerprint); a read's says
+      // nothing: a summary is one more encrypted payload per step, and a read that was refused
+      // or did not succeed has its own mark (workflows/history-marks.ts).
+      const options = p.effect === 'write' ? { summary: `${p.tool} · ${p.fingerprint.slice(-16, -8)}` } : {};
+      return runTool.executeWithOptions(options, [
         {
           runId,
           tool: p.tool,

@@ -1,8 +1,9 @@
 /**
  * The telemetry outbox (core/telemetry-outbox.ts, issue 42): with the outbox interceptor in
  * the bundle (every agent worker's, and the tests' shared one), a run's decisions reach the
- * `agentTelemetry` sink as one `decisions` call per activation — every decision the run's
- * trace holds, in order, and a run's end after the decisions that led there. The sinks are
+ * `agentTelemetry` sink in `decisions` batches (at most MAX_BATCH_DECISIONS each) — every
+ * decision the run's trace holds, in order, and a run's end after the decisions that led there
+ * (test/telemetry/batches.test.ts checks the same on a live worker). The sinks are
  * counted by replaying the run's history with sinks that are called during replay (a live
  * worker's `agentTelemetry` is the package's own). A bundle without the outbox sends one
  * `decision` call each: test/telemetry/otel-run.test.ts runs on such a bundle.
@@ -27,7 +28,7 @@ type Call =
   | { fn: 'decisions'; events: DecisionEvent[] }
   | { fn: 'runEnd'; event: RunEndEvent };
 
-it('sends an activation’s decisions as one sink call: all of them, in order, the run’s end last', async () => {
+it('sends the decisions in batches: all of them, in order, the run’s end last', async () => {
   const run = await h.start(
     live([search('outbox one'), search('outbox two'), { tool: 'complete_task', args: { summary: 'done' } }]),
   );

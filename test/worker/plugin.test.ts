@@ -17,7 +17,13 @@ import { defineTool } from '../../tools/define-tool';
 import { type RunInput, type RunResult } from '../../common/contracts';
 import { startAgentRun } from '../../client/api';
 import { TerminalState } from '../../guard';
-import { openWorkerDeps, WORKFLOWS_PATH, type WorkerDeps } from '../../worker/create-worker';
+import {
+  openWorkerDeps,
+  TELEMETRY_OFF_MODULE,
+  TELEMETRY_OUTBOX_MODULE,
+  WORKFLOWS_PATH,
+  type WorkerDeps,
+} from '../../worker/create-worker';
 import { AgentLoopGuardPlugin } from '../../worker/plugin';
 import { SearchAttributesError } from '../../worker/search-attributes';
 import { createTestEnv, uniqueId, uniqueTaskQueue } from '../helpers/temporal-env';
@@ -140,7 +146,14 @@ describe('AgentLoopGuardPlugin on a plain Worker and Client', () => {
     expect(bundled.activities).toMatchObject({ myActivity: mine.myActivity });
     expect(Object.keys(bundled.activities ?? {})).toEqual(expect.arrayContaining(['plan', 'runTool']));
     expect(Object.keys(bundled.sinks ?? {})).toContain('agentTelemetry');
-    expect((await skip.configureWorker(base)).workflowsPath).toBe(WORKFLOWS_PATH);
+    const selfBundled = await skip.configureWorker(base);
+    expect(selfBundled.workflowsPath).toBe(WORKFLOWS_PATH);
+    // Bundled by the worker without telemetry: the module that sends nothing (a bundle built
+    // with the plugin's `configureBundler` has the outbox).
+    expect(selfBundled.interceptors?.workflowModules).toEqual([TELEMETRY_OFF_MODULE]);
+    expect(skip.configureBundler({ workflowsPath: WORKFLOWS_PATH }).workflowInterceptorModules).toEqual([
+      TELEMETRY_OUTBOX_MODULE,
+    ]);
     expect((await skip.configureWorker({ ...base, workflowsPath: '/mine' })).workflowsPath).toBe('/mine');
 
     // `check` on a namespace with none of them: configureWorker, which Worker.create awaits before

@@ -98,4 +98,21 @@ describe("an agentRun's handlers and timers in the UI's metadata", () => {
     expect(staticDetails).toContain('**budgets** maxSteps 40');
     await handle.terminate('test done');
   });
+  it("a write's tool row says which call it is; a read's has no summary (one payload less per step)", async () => {
+    const write = { tool: 'write_record', args: { id: 'ui-row-1', body: 'v1' } };
+    const run = await h.start(
+      live([search('ui row'), write, { tool: 'complete_task', args: { summary: 'ok' } }]),
+    );
+    await run.result();
+    const events = (await run.handle.fetchHistory()).events ?? [];
+    const rows = await Promise.all(
+      events
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool')
+        .map((e) => decoded(e.userMetadata?.summary ?? null)),
+    );
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toBeNull();
+    expect(rows[1]).toMatch(/^write_record · [0-9a-f]{8}$/);
+    expect(rows[2]).toBeNull();
+  });
 });

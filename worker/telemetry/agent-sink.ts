@@ -100,7 +100,15 @@ export function createAgentSinkTelemetry(t: AgentSinkTargets): AgentTelemetry {
         [Attr.STEP]: e.step,
         [Attr.PROGRESS_VERSION]: e.progressVersion,
       });
-      span(SpanNames.DECISION, e.runId, e.decision === 'steer' ? EventNames.STEER : EventNames.DECISION, a);
+      // The decision's own time: it may reach the sink in a batch, later (core/telemetry-outbox.ts).
+      const at = typeof e.atMs === 'number' ? { startMs: e.atMs, endMs: e.atMs } : undefined;
+      span(
+        SpanNames.DECISION,
+        e.runId,
+        e.decision === 'steer' ? EventNames.STEER : EventNames.DECISION,
+        a,
+        at,
+      );
       decisions?.add(1, {
         [MetricAttr.PHASE]: e.phase,
         [MetricAttr.RULE]: e.rule,

@@ -25,7 +25,16 @@
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, closeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -86,9 +95,16 @@ function compileAppFile(src: string, out: string, packageFrom: 'dist' | 'source'
   writeFileSync(out, code);
 }
 
-/** Builds, packs and installs the package into the bench's app; compiles the app's files. */
-function prepareApp(o: PackedOptions, log: (m: string) => void): string {
-  const app = join(ROOT, '.bench-app', 'floor');
+/**
+ * Builds, packs and installs the package into the bench's app `.bench-app/NAME`; compiles the
+ * app's files (bench/floor-app/, bench/floor-workflow.ts) into it. Returns the app's folder.
+ */
+export function prepareApp(
+  name: string,
+  o: Pick<PackedOptions, 'packageFrom' | 'build'>,
+  log: (m: string) => void,
+): string {
+  const app = join(ROOT, '.bench-app', name);
   mkdirSync(app, { recursive: true });
   const sh = (cmd: string, args: string[], cwd = ROOT): string => {
     const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -108,16 +124,15 @@ function prepareApp(o: PackedOptions, log: (m: string) => void): string {
     sh('tar', ['-xzf', join(app, tarball), '-C', pkg, '--strip-components=1']);
     rmSync(join(app, tarball));
   }
-  const here = join(ROOT, 'bench');
-  compileAppFile(join(here, 'floor-app', 'ipc.ts'), join(app, 'ipc.js'), o.packageFrom);
-  compileAppFile(join(here, 'floor-app', 'product-worker.ts'), join(app, 'product-worker.js'), o.packageFrom);
-  compileAppFile(join(here, 'floor-app', 'bare-worker.ts'), join(app, 'bare-worker.js'), o.packageFrom);
-  compileAppFile(join(here, 'floor-workflow.ts'), join(app, 'floor-workflow.js'), o.packageFrom);
+  const files = join(ROOT, 'bench', 'floor-app');
+  for (const f of readdirSync(files).filter((f) => f.endsWith('.ts')))
+    compileAppFile(join(files, f), join(app, f.replace(/\.ts$/, '.js')), o.packageFrom);
+  compileAppFile(join(ROOT, 'bench', 'floor-workflow.ts'), join(app, 'floor-workflow.js'), o.packageFrom);
   return app;
 }
 
 /** A worker process of the app and its IPC channel. */
-class AppWorker {
+export class AppWorker {
   private constructor(
     readonly child: ChildProcess,
     private readonly exited: Promise<void>,
@@ -176,7 +191,7 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const wall0 = performance.now();
   const load0 = loadavg();
-  const app = prepareApp(o, log);
+  const app = prepareApp('floor', o, log);
   const dir = mkdtempSync(join(tmpdir(), 'alg-bench-floor-packed-'));
   const cliPath = await cliWithDynamicConfig(dir, FAST_DISPATCH_DYNAMIC_CONFIG);
   const server = await startThrowawayDevServer({ cliPath });

@@ -2,6 +2,19 @@
  * `npm run bench:floor`: how close a guarded step comes to the floor — the same
  * step in a bare Temporal program a careful user would write by hand.
  *
+ * By default it measures the product as packed (bench/floor-packed.ts): the tarball built by
+ * `npm run build` + `npm pack`, installed in an app, its guarded worker set up as
+ * docs/using.md shows and a hand-written twin in the same app, each a separate `node` process;
+ * each mode's CPU is its worker process's own. Modes there: bare, bare-once, read, write,
+ * write-own (the write tool's own SQLite file). Flags of that measurement: --package dist|source
+ * (the tarball, or the repository's sources through tsx), --no-build (reuse the app's installed
+ * tarball), --baseline-codec on|off (the hand-written worker's payloads encrypted like the
+ * guarded one's, or Temporal's default converter); --rounds, --steps, --fsync-steps, --modes,
+ * --json as below (fsyncs counted on the worker process).
+ *
+ * `--in-repo` (implied by --in-place, --dump, --replay and --long) is the measurement below, in
+ * this process, over the repository's TypeScript sources:
+ *
  * One throwaway dev server (fast dispatch), one process hosting two workers: the product's
  * (the real workflow and activities, a SQLite ledger, the default progress source and tool
  * counters, payloads encrypted) and a bare one (bench/floor-workflow.ts: a loop of activity
@@ -16,7 +29,7 @@
  *  - `write-ext`: the same writes with an external effect (a table in another SQLite file,
  *    its own transaction: the ledger's claim before it and its commit after it);
  *  - `write-wait`: `write`, waited for with `waitForAgentRun` instead of `handle.result()`.
- * Printed per mode (medians over the rounds): ms/step (start to result), worker CPU/step
+ * Printed per mode (medians over the rounds): ms/step (start to result), CPU/step
  * (this process: both workers and the client; the dev server is another process),
  * history events/step, history bytes/step, the tool activity's scheduled and completed event
  * bytes, CPU/step by thread (main, workflow, SDK core; from /proc on Linux), and fsyncs/step (`strace -c -f -p` attached to this process for one extra run per

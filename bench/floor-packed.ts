@@ -17,8 +17,10 @@
  *
  * Modes, interleaved over the rounds (the order rotates each round): `bare`, `bare-once`,
  * `read`, `write` (atomicWithLedger: the insert in the ledger's transaction) and `write-own`
- * (the tool's own SQLite file, as examples/own-agent's store). Each ratio is reported as the
- * min / median / max over the rounds' paired ratios.
+ * (the tool's own SQLite file, as examples/own-agent's store); asked for by name, `bare-plain`
+ * and `bare-once-plain` (the hand-written worker without the codec, a third process: the
+ * codec's share, paired in the same rounds). Each ratio is reported as the min / median / max
+ * over the rounds' paired ratios.
  *
  * `--package source` runs the same app files against the repository's TypeScript sources
  * through tsx instead of the tarball (no build): the difference is what `dist` changes.
@@ -50,8 +52,28 @@ import type { FloorRunInput } from './floor-workflow';
 
 const ROOT = resolve(__dirname, '..');
 
-export const PACKED_MODES = ['bare', 'bare-once', 'read', 'write', 'write-own'] as const;
+export const PACKED_MODES = [
+  'bare',
+  'bare-once',
+  'read',
+  'write',
+  'write-own',
+  'bare-plain',
+  'bare-once-plain',
+] as const;
 export type PackedMode = (typeof PACKED_MODES)[number];
+/** The modes measured without --modes: `bare-plain` and `bare-once-plain` are asked for by name. */
+export const DEFAULT_PACKED_MODES: readonly PackedMode[] = [
+  'bare',
+  'bare-once',
+  'read',
+  'write',
+  'write-own',
+];
+
+const BARE_MODES: readonly PackedMode[] = ['bare', 'bare-once', 'bare-plain', 'bare-once-plain'];
+/** The `-plain` modes: the hand-written worker without the codec, in a third process. */
+const isPlain = (m: PackedMode): boolean => m.endsWith('-plain');
 
 /** Options of the packed measurement (bench/floor.ts parses them). */
 export interface PackedOptions {
@@ -201,10 +223,13 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
   const common = { TEMPORAL_ADDRESS: server.address, FLOOR_DIR: dir };
   let product: AppWorker | undefined;
   let bare: AppWorker | undefined;
+  let plain: AppWorker | undefined;
   const connection = await Connection.connect({ address: server.address });
   const codecConverter = dataConverterOf(loadPayloadCodec({ AGENT_CODEC_KEYS: codecKeys }));
   const productClient = new Client({ connection, namespace: 'default', dataConverter: codecConverter });
-  const bareClient = o.baselineCodec ? productClient : new Client({ connection, namespace: 'default' });
+  const plainClient = new Client({ connection, namespace: 'default' });
+  const bareClient = o.baselineCodec ? productClient : plainClient;
+  const plainQueue = `floor-plain-${randomUUID()}`;
   const samples = new Map<PackedMode, Sample[]>(o.modes.map((m) => [m, []]));
   const fsyncs = new Map<PackedMode, number>();
   let rss: { product: number; bare: number } | null = null;
@@ -224,15 +249,25 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
         join(dir, 'bare-worker.log'),
       ),
     ]);
-    const workerOf = (m: PackedMode): AppWorker => (m === 'bare' || m === 'bare-once' ? bare! : product!);
+    if (o.modes.some(isPlain)) {
+      mkdirSync(join(dir, 'plain'));
+      plain = await AppWorker.start(
+        join(app, 'bare-worker.js'),
+        { ...common, FLOOR_DIR: join(dir, 'plain'), FLOOR_TASK_QUEUE: plainQueue, AGENT_CODEC_KEYS: '' },
+        o.packageFrom,
+        join(dir, 'plain-worker.log'),
+      );
+    }
+    const workerOf = (m: PackedMode): AppWorker =>
+      isPlain(m) ? plain! : BARE_MODES.includes(m) ? bare! : product!;
 
     const runOnce = async (mode: PackedMode, steps: number): Promise<WorkflowHandle> => {
       const tag = randomUUID().slice(0, 8);
       const workflowId = `floor-${mode}-${tag}`;
-      if (mode === 'bare' || mode === 'bare-once') {
-        const input: FloorRunInput = { tag, steps, once: mode === 'bare-once' };
-        const h = await bareClient.workflow.start('floorRun', {
-          taskQueue: bareQueue,
+      if (BARE_MODES.includes(mode)) {
+        const input: FloorRunInput = { tag, steps, once: mode.startsWith('bare-once') };
+        const h = await (isPlain(mode) ? plainClient : bareClient).workflow.start('floorRun', {
+          taskQueue: isPlain(mode) ? plainQueue : bareQueue,
           workflowId,
           args: [input],
         });
@@ -308,7 +343,7 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
     }
     rss = { product: (await product.usage()).rss, bare: (await bare.usage()).rss };
   } finally {
-    await Promise.allSettled([product?.stop(), bare?.stop()]);
+    await Promise.allSettled([product?.stop(), bare?.stop(), plain?.stop()]);
     await connection.close();
     await server.stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -348,6 +383,23 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
     ['guarded read / bare call, worker CPU', 'read', 'bare', 'cpuMs', 1.2],
     ['history bytes/step, write / hand-written exactly-once', 'write', 'bare-once', 'bytes', 1.5],
     ['history bytes/step, read / bare call', 'read', 'bare', 'bytes', null],
+    [
+      'guarded write / hand-written exactly-once without codec, worker CPU',
+      'write',
+      'bare-once-plain',
+      'cpuMs',
+      null,
+    ],
+    ['guarded read / bare call without codec, worker CPU', 'read', 'bare-plain', 'cpuMs', null],
+    ['hand-written exactly-once, codec / none, worker CPU', 'bare-once', 'bare-once-plain', 'cpuMs', null],
+    ['bare call, codec / none, worker CPU', 'bare', 'bare-plain', 'cpuMs', null],
+    [
+      'history bytes/step, write / hand-written exactly-once without codec',
+      'write',
+      'bare-once-plain',
+      'bytes',
+      null,
+    ],
   ];
   const ratios = pairs
     .map(([name, a, b, k, target]) => ({ name, target, value: spread(a, b, k) }))
@@ -363,11 +415,11 @@ export async function packedFloor(o: PackedOptions): Promise<void> {
     `bench:floor (packed: ${o.packageFrom === 'dist' ? 'the npm-packed tarball in an app, plain node' : 'the TypeScript sources through tsx'}; baseline codec ${o.baselineCodec ? 'on' : 'off'}) — ${o.rounds} interleaved rounds of ${o.steps} steps; load ${load.start.join('/')} → ${load.end.join('/')}; wall ${wallS.toFixed(0)} s; worker RSS at the end: guarded ${f((rss?.product ?? NaN) / 2 ** 20, 0)} MiB, hand-written ${f((rss?.bare ?? NaN) / 2 ** 20, 0)} MiB`,
   );
   out.push('');
-  out.push('| mode      | ms/step | worker CPU ms/step | events/step | bytes/step | fsyncs/step |');
-  out.push('| --------- | ------: | -----------------: | ----------: | ---------: | ----------: |');
+  out.push('| mode            | ms/step | worker CPU ms/step | events/step | bytes/step | fsyncs/step |');
+  out.push('| --------------- | ------: | -----------------: | ----------: | ---------: | ----------: |');
   for (const r of rows)
     out.push(
-      `| ${r.mode.padEnd(9)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.fsyncsPerStep)} |`,
+      `| ${r.mode.padEnd(15)} | ${f(r.msPerStep)} | ${f(r.cpuMsPerStep)} | ${f(r.eventsPerStep)} | ${f(r.bytesPerStep, 0)} | ${f(r.fsyncsPerStep)} |`,
     );
   out.push('');
   out.push('| ratio (paired rounds) | min | median | max | target |');

@@ -6,8 +6,9 @@
  * `npm run build` + `npm pack`, installed in an app, its guarded worker set up as
  * docs/using.md shows and a hand-written twin in the same app, each a separate `node` process;
  * each mode's CPU is its worker process's own. Modes there: bare, bare-once, read, write,
- * write-own (the write tool's own SQLite file). Flags of that measurement: --package dist|source
- * (the tarball, or the repository's sources through tsx), --no-build (reuse the app's installed
+ * write-own (the write tool's own SQLite file), and by name bare-plain, bare-once-plain (the
+ * hand-written worker without the codec, a third process). Flags of that measurement:
+ * --package dist|source (the tarball, or the repository's sources through tsx), --no-build (reuse the app's installed
  * tarball), --baseline-codec on|off (the hand-written worker's payloads encrypted like the
  * guarded one's, or Temporal's default converter); --rounds, --steps, --fsync-steps, --modes,
  * --json as below (fsyncs counted on the worker process).
@@ -77,7 +78,7 @@ import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-
 import { runBench } from './bench-worker';
 import { installInPlace } from './floor-in-place';
 import { createFloorActivities } from './floor-activities';
-import { PACKED_MODES, packedFloor, type PackedMode } from './floor-packed';
+import { DEFAULT_PACKED_MODES, PACKED_MODES, packedFloor, type PackedMode } from './floor-packed';
 import type { FloorRunInput } from './floor-workflow';
 import { agentRunResult } from '../client/runs';
 
@@ -301,7 +302,7 @@ async function main(): Promise<void> {
       rounds: o.rounds,
       steps: o.steps,
       fsyncSteps: o.fsyncSteps,
-      modes: (o.modeList as PackedMode[] | null) ?? [...PACKED_MODES],
+      modes: (o.modeList as PackedMode[] | null) ?? [...DEFAULT_PACKED_MODES],
       json: o.json,
       packageFrom: o.packageFrom,
       build: o.build,

@@ -304,11 +304,16 @@ async function main(): Promise<void> {
       await Promise.all(handles.map((h) => awaitRun(side, h, steps)));
       return handles;
     };
-    /** The side's database's committed transactions, once the backends have flushed them. */
+    /**
+     * The side's database's committed transactions, once the backends have flushed them: a
+     * backend that flushed its counters less than a second ago keeps the next ones until it has
+     * been idle 10 s (PostgreSQL 15's PGSTAT_IDLE_INTERVAL), so this waits 11 s, then reads
+     * until two reads a second apart agree. Autovacuum's transactions on the database count too.
+     */
     const xacts = async (side: Side): Promise<number> => {
+      await sleep(11_000);
       let last = -1;
       for (let i = 0; i < 15; i++) {
-        await sleep(1000);
         // Read from the admin connection: a query on the side's own database would count too.
         const r = await admin.query<{ n: string }>(
           'SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1',
@@ -317,6 +322,7 @@ async function main(): Promise<void> {
         const n = Number(r.rows[0]!.n);
         if (n === last) return n;
         last = n;
+        await sleep(1000);
       }
       return last;
     };

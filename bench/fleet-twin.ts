@@ -24,6 +24,8 @@
  * Flags: --runs N (1000)  --steps N (20)  --workers N (2)  --rounds N (1)
  *        --pg URL (PG_URL, else postgres://postgres@127.0.0.1:5432/test: where the databases are made)
  *        --package dist|source (dist)  --no-build  --baseline-codec on|off (on)  --json
+ *        --ledger-pool N (the guarded workers' ledger `pool_max`; default the ledger's 10)
+ *        --twin-pool N (the hand-written workers' pool; 10)
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,6 +58,10 @@ interface Options {
   packageFrom: 'dist' | 'source';
   build: boolean;
   baselineCodec: boolean;
+  /** The guarded workers' ledger pool (`pool_max`; null: the ledger's default, 10). */
+  ledgerPool: number | null;
+  /** The hand-written workers' pool (10, as the ledger's default). */
+  twinPool: number;
   json: boolean;
 }
 
@@ -69,6 +75,8 @@ function parseArgs(argv: string[]): Options {
     packageFrom: 'dist',
     build: true,
     baselineCodec: true,
+    ledgerPool: null,
+    twinPool: 10,
     json: false,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
@@ -112,6 +120,12 @@ function parseArgs(argv: string[]): Options {
         o.baselineCodec = v === 'on';
         break;
       }
+      case '--ledger-pool':
+        o.ledgerPool = int(flag, value(), 1);
+        break;
+      case '--twin-pool':
+        o.twinPool = int(flag, value(), 1);
+        break;
       case '--json':
         o.json = true;
         break;
@@ -235,7 +249,7 @@ async function main(): Promise<void> {
           {
             TEMPORAL_ADDRESS: server.address,
             FLOOR_TASK_QUEUE: queues.guarded,
-            LEDGER_URL: urlOf(dbs.guarded),
+            LEDGER_URL: o.ledgerPool ? `${urlOf(dbs.guarded)}?pool_max=${o.ledgerPool}` : urlOf(dbs.guarded),
             FLEET_EFFECTS_URL: urlOf(dbs.guarded),
             AGENT_CODEC_KEYS: codecKeys,
           },
@@ -248,6 +262,7 @@ async function main(): Promise<void> {
             TEMPORAL_ADDRESS: server.address,
             FLOOR_TASK_QUEUE: queues['hand-written'],
             FLEET_DB_URL: urlOf(dbs['hand-written']),
+            FLEET_POOL: String(o.twinPool),
             AGENT_CODEC_KEYS: o.baselineCodec ? codecKeys : '',
           },
           o.packageFrom,
@@ -431,7 +446,7 @@ async function main(): Promise<void> {
   }
   const out: string[] = [];
   out.push(
-    `bench:fleet — ${o.runs} concurrent runs × ${o.steps} write steps, ${o.workers} worker processes per side, PostgreSQL; ${o.rounds} round(s), medians; package ${o.packageFrom}; baseline codec ${o.baselineCodec ? 'on' : 'off'}; load ${load.start.join('/')} → ${load.end.join('/')}; wall ${wallS.toFixed(0)} s`,
+    `bench:fleet — ${o.runs} concurrent runs × ${o.steps} write steps, ${o.workers} worker processes per side, PostgreSQL; ${o.rounds} round(s), medians; package ${o.packageFrom}; pools: ledger ${o.ledgerPool ?? 10}, twin ${o.twinPool}; baseline codec ${o.baselineCodec ? 'on' : 'off'}; load ${load.start.join('/')} → ${load.end.join('/')}; wall ${wallS.toFixed(0)} s`,
   );
   out.push('');
   out.push('| figure | guarded | hand-written | guarded / hand-written | target |');

@@ -6,7 +6,8 @@
  * record. Payloads through the package's codec when AGENT_CODEC_KEYS is set. Compiled into the
  * bench's app; run with plain `node`.
  *
- * Environment: TEMPORAL_ADDRESS, FLOOR_TASK_QUEUE, FLEET_DB_URL, AGENT_CODEC_KEYS (optional).
+ * Environment: TEMPORAL_ADDRESS, FLOOR_TASK_QUEUE, FLEET_DB_URL, FLEET_POOL (connections, 10),
+ * AGENT_CODEC_KEYS (optional).
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Pool } from 'pg';
@@ -19,7 +20,10 @@ interface FloorStep {
 }
 
 async function main(): Promise<void> {
-  const pool = new Pool({ connectionString: process.env.FLEET_DB_URL!, max: 10 });
+  const pool = new Pool({
+    connectionString: process.env.FLEET_DB_URL!,
+    max: Number(process.env.FLEET_POOL ?? 10),
+  });
   const once = async (key: string, n: number): Promise<{ n: number }> => {
     const c = await pool.connect();
     try {

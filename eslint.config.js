@@ -69,6 +69,7 @@ module.exports = tseslint.config(
       'jest.config.js',
       'dist/**',
       '.pack/**',
+      '.bench-app/**',
       'examples/*/node_modules/**',
       'examples/*/data/**',
       'bench/peers/**',

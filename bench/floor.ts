@@ -2,6 +2,20 @@
  * `npm run bench:floor`: how close a guarded step comes to the floor — the same
  * step in a bare Temporal program a careful user would write by hand.
  *
+ * By default it measures the product as packed (bench/floor-packed.ts): the tarball built by
+ * `npm run build` + `npm pack`, installed in an app, its guarded worker set up as
+ * docs/using.md shows and a hand-written twin in the same app, each a separate `node` process;
+ * each mode's CPU is its worker process's own. Modes there: bare, bare-once, read, write,
+ * write-own (the write tool's own SQLite file), and by name bare-plain, bare-once-plain (the
+ * hand-written worker without the codec, a third process). Flags of that measurement:
+ * --package dist|source (the tarball, or the repository's sources through tsx), --no-build (reuse the app's installed
+ * tarball), --baseline-codec on|off (the hand-written worker's payloads encrypted like the
+ * guarded one's, or Temporal's default converter); --rounds, --steps, --fsync-steps, --modes,
+ * --json as below (fsyncs counted on the worker process).
+ *
+ * `--in-repo` (implied by --in-place, --dump, --replay and --long) is the measurement below, in
+ * this process, over the repository's TypeScript sources:
+ *
  * One throwaway dev server (fast dispatch), one process hosting two workers: the product's
  * (the real workflow and activities, a SQLite ledger, the default progress source and tool
  * counters, payloads encrypted) and a bare one (bench/floor-workflow.ts: a loop of activity
@@ -16,7 +30,7 @@
  *  - `write-ext`: the same writes with an external effect (a table in another SQLite file,
  *    its own transaction: the ledger's claim before it and its commit after it);
  *  - `write-wait`: `write`, waited for with `waitForAgentRun` instead of `handle.result()`.
- * Printed per mode (medians over the rounds): ms/step (start to result), worker CPU/step
+ * Printed per mode (medians over the rounds): ms/step (start to result), CPU/step
  * (this process: both workers and the client; the dev server is another process),
  * history events/step, history bytes/step, the tool activity's scheduled and completed event
  * bytes, CPU/step by thread (main, workflow, SDK core; from /proc on Linux), and fsyncs/step (`strace -c -f -p` attached to this process for one extra run per
@@ -42,9 +56,9 @@
  *          the payloads' decoding), without the server, the activities or the machine's load
  *          between rounds moving it — the figure to compare two trees' workflow code with.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { countFsyncs, enc, historyFigures, median } from './floor-common';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -64,6 +78,7 @@ import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-
 import { runBench } from './bench-worker';
 import { installInPlace } from './floor-in-place';
 import { createFloorActivities } from './floor-activities';
+import { DEFAULT_PACKED_MODES, PACKED_MODES, packedFloor, type PackedMode } from './floor-packed';
 import type { FloorRunInput } from './floor-workflow';
 import { agentRunResult } from '../client/runs';
 
@@ -86,6 +101,14 @@ interface Options {
   replay: number;
   /** Main-thread CPU of the SDK's and our pieces, measured in place (bench/floor-in-place.ts). */
   inPlace: boolean;
+  /** The in-process measurement over the repository's sources (this file) instead of the packed one. */
+  inRepo: boolean;
+  /** The packed measurement's options (bench/floor-packed.ts). */
+  packageFrom: 'dist' | 'source';
+  build: boolean;
+  baselineCodec: boolean;
+  /** --modes as given (checked against the measurement's own list). */
+  modeList: string[] | null;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -99,6 +122,11 @@ function parseArgs(argv: string[]): Options {
     dump: false,
     replay: 0,
     inPlace: false,
+    inRepo: false,
+    packageFrom: 'dist',
+    build: true,
+    baselineCodec: true,
+    modeList: null,
   };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
@@ -121,12 +149,26 @@ function parseArgs(argv: string[]): Options {
         o.fsyncSteps = int(flag, value(), 0);
         break;
       case '--modes':
-        o.modes = (value() ?? '').split(',').map((m) => {
-          if (!(MODES as readonly string[]).includes(m))
-            throw new Error(`--modes: expected some of ${MODES.join(',')}, got ${m}`);
-          return m as Mode;
-        });
+        o.modeList = (value() ?? '').split(',');
         break;
+      case '--in-repo':
+        o.inRepo = true;
+        break;
+      case '--package': {
+        const v = value();
+        if (v !== 'dist' && v !== 'source') throw new Error(`--package: expected dist or source, got ${v}`);
+        o.packageFrom = v;
+        break;
+      }
+      case '--no-build':
+        o.build = false;
+        break;
+      case '--baseline-codec': {
+        const v = value();
+        if (v !== 'on' && v !== 'off') throw new Error(`--baseline-codec: expected on or off, got ${v}`);
+        o.baselineCodec = v === 'on';
+        break;
+      }
       case '--replay':
         o.replay = int(flag, value(), 0);
         break;
@@ -146,6 +188,12 @@ function parseArgs(argv: string[]): Options {
         throw new Error(`unknown flag ${a} (see the header of bench/floor.ts)`);
     }
   }
+  // What only runs in this process: measured in the repository's sources.
+  if (o.inPlace || o.dump || o.replay > 0 || o.long.length > 0) o.inRepo = true;
+  const known: readonly string[] = o.inRepo ? MODES : PACKED_MODES;
+  for (const m of o.modeList ?? [])
+    if (!known.includes(m)) throw new Error(`--modes: expected some of ${known.join(',')}, got ${m}`);
+  if (o.inRepo && o.modeList) o.modes = o.modeList as Mode[];
   return o;
 }
 
@@ -162,65 +210,6 @@ interface Sample {
   /** The tool activity's ActivityTaskScheduled / ActivityTaskCompleted event, bytes (mean). */
   scheduledBytes: number;
   completedBytes: number;
-}
-
-const enc = (e: temporal.api.history.v1.IHistoryEvent): number =>
-  temporal.api.history.v1.HistoryEvent.encode(e as temporal.api.history.v1.HistoryEvent).finish().length;
-
-/** Events, bytes and the activity events' mean sizes of one history. */
-function historyFigures(h: History): { events: number; bytes: number; scheduled: number; completed: number } {
-  const events = h.events ?? [];
-  const EventType = temporal.api.enums.v1.EventType;
-  let bytes = 0;
-  const sched: number[] = [];
-  const done: number[] = [];
-  for (const e of events) {
-    const b = enc(e);
-    bytes += b;
-    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) sched.push(b);
-    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) done.push(b);
-  }
-  return { events: events.length, bytes, scheduled: mean(sched), completed: mean(done) };
-}
-
-const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-/** Counts fsync/fdatasync calls of this process (all threads) while `fn` runs. */
-async function countFsyncs(dir: string, fn: () => Promise<void>): Promise<number> {
-  const out = join(dir, `strace-${randomUUID()}.txt`);
-  const st = spawn(
-    'strace',
-    ['-c', '-f', '-p', String(process.pid), '-e', 'trace=fsync,fdatasync', '-o', out],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const exited = new Promise<number | null>((r) => st.on('exit', (code) => r(code)));
-  await new Promise<void>((resolve, reject) => {
-    let err = '';
-    st.on('error', reject);
-    st.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (/attached/.test(err)) resolve();
-    });
-    void exited.then(() => reject(new Error(`strace exited: ${err.trim()}`)));
-  });
-  try {
-    await fn();
-  } finally {
-    st.kill('SIGINT');
-    await exited;
-  }
-  let n = 0;
-  for (const line of readFileSync(out, 'utf8').split('\n')) {
-    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync)\s*$/.exec(line);
-    if (m) n += Number(m[1]);
-  }
-  return n;
 }
 
 type ThreadGroup = 'main' | 'workflow' | 'core';
@@ -308,6 +297,19 @@ async function toolTimes(
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (!o.inRepo) {
+    await packedFloor({
+      rounds: o.rounds,
+      steps: o.steps,
+      fsyncSteps: o.fsyncSteps,
+      modes: (o.modeList as PackedMode[] | null) ?? [...DEFAULT_PACKED_MODES],
+      json: o.json,
+      packageFrom: o.packageFrom,
+      build: o.build,
+      baselineCodec: o.baselineCodec,
+    });
+    return;
+  }
   const log = (m: string) => process.stderr.write(`${m}\n`);
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const load0 = loadavg();

@@ -17,10 +17,8 @@
  * but types from `ai` (the user's bundle has it).
  */
 import type { ToolSet } from 'ai';
-import { inWorkflowContext } from '@temporalio/workflow';
-import { guardOptionProblem } from '../core/guard-options';
+import { setupRefusal } from '../core/guard-options';
 import { FrameworkGuard } from '../core/framework-guard';
-import { spendOptionProblem } from '../core/spend-gate';
 import { aiSdkAgent } from './agent-guard';
 import { aiSdkGuardError, isGuarded, type GuardAgentOptions, type GuardedAgent } from './types';
 
@@ -70,13 +68,7 @@ export function guardAgent<TOOLS extends ToolSet>(
       );
     }
   }
-  const problem = guardOptionProblem(options) ?? spendOptionProblem(options.spend, options.prices);
-  if (problem) throw aiSdkGuardError('invalid_option', problem);
-  if (!inWorkflowContext()) {
-    throw aiSdkGuardError(
-      'not_in_workflow',
-      'guardAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
-    );
-  }
+  const refusal = setupRefusal('guardAgent', options);
+  if (refusal) throw aiSdkGuardError(refusal.code, refusal.message);
   return aiSdkAgent(new FrameworkGuard(writes, options), tools);
 }

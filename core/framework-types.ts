@@ -66,6 +66,15 @@ export interface WriteRule {
   readonly requiresApproval?: boolean;
 }
 
+/**
+ * A write rule as the OpenAI Agents and Strands adapters take it: {@link WriteRule} whose activity
+ * may be left out (the adapter's default: the activity the tool dispatches, else its name).
+ */
+export interface DefaultedWriteRule extends Omit<WriteRule, 'activity'> {
+  /** The activity's name on the worker (a function given to `ledgerWrites`); default: the tool's activity, else its name. */
+  readonly activity?: string;
+}
+
 /** Options of a framework guard (the AI SDK's `guardAgent`, and the base of `guardOpenAIAgent`'s). */
 export interface FrameworkGuardOptions {
   /** The guard's settings (e.g. `guardProfile('llm')` plus overrides); the spec's defaults otherwise. */

@@ -38,15 +38,13 @@ import type {
   ToolUseBehavior,
 } from '@openai/agents-core';
 import { CallIds, refusedResponse } from './model-responses';
-import { inWorkflowContext } from '@temporalio/workflow';
 import { canonicalJson, GuardReason, TerminalState } from '../guard';
 import { requestBytesOf } from '../common/price';
-import { spendOptionProblem } from '../core/spend-gate';
 import type { ModelSpend } from '../core/budget-stops';
 import { FrameworkGuard } from '../core/framework-guard';
 import { GUARDED, type WriteRule } from '../core/framework-types';
 import { openAIGuardError, type GuardedOpenAIAgent, type OpenAIGuardOptions } from './types';
-import { guardOptionProblem } from '../core/guard-options';
+import { declarationRefusal, setupRefusal } from '../core/guard-options';
 
 export * from './types';
 
@@ -99,25 +97,10 @@ export function guardOpenAIAgent<TAgent extends AnyAgent>(
       );
     writes[name] = { ...rule, activity: rule.activity ?? name };
   }
-  for (const name of [...reads, ...Object.keys(writes)])
-    if (!tools.has(name))
-      throw openAIGuardError(
-        'unknown_tool',
-        `guardOpenAIAgent: "${name}" is declared but no agent has that tool`,
-      );
-  for (const name of tools.keys())
-    if (!reads.has(name) && !(name in writes))
-      throw openAIGuardError(
-        'undeclared_tool',
-        `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
-      );
-  const problem = guardOptionProblem(options) ?? spendOptionProblem(options.spend, options.prices);
-  if (problem) throw openAIGuardError('invalid_option', problem);
-  if (!inWorkflowContext())
-    throw openAIGuardError(
-      'not_in_workflow',
-      'guardOpenAIAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
-    );
+  const refusal =
+    declarationRefusal('guardOpenAIAgent', tools.keys(), reads, writes) ??
+    setupRefusal('guardOpenAIAgent', options);
+  if (refusal) throw openAIGuardError(refusal.code, refusal.message);
   return new OpenAIAgentGuard(agent, agents, tools, reads, writes, options).api();
 }
 

@@ -5,7 +5,12 @@
 import type { AgentInputItem, RunResult, RunState } from '@openai/agents-core';
 import type { TemporalOpenAIRunner, TemporalRunOptions } from '@temporalio/openai-agents/workflow';
 import type { ApplicationFailure } from '@temporalio/workflow';
-import { guardRefusal, type FrameworkGuardOptions, type GuardedLoop } from '../core/framework-types';
+import {
+  guardRefusal,
+  type DefaultedWriteRule,
+  type FrameworkGuardOptions,
+  type GuardedLoop,
+} from '../core/framework-types';
 
 /** The versions the adapter is tested with (docs/openai-agents.md); the worker plugin checks them. */
 export const TESTED_VERSIONS = {
@@ -13,25 +18,12 @@ export const TESTED_VERSIONS = {
   '@openai/agents-core': '0.11.',
 } as const;
 
-/** How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker) and its key. */
-export interface OpenAIWriteRule {
-  /**
-   * The activity's name on the worker (a function given to `ledgerWrites`); default the tool's
-   * name, which is the activity's name for an `activityAsTool` tool.
-   */
-  readonly activity?: string;
-  /**
-   * The operation key of a call: the same business operation gives the same key (never a
-   * request id the model makes up), so a retried, re-sent or re-planned call runs once.
-   */
-  readonly operationKey: (input: never) => string;
-  /**
-   * Each call waits for a person's signed approval of that exact call (the digest of its
-   * args), `agentctl approvals approve <run> --resume`, whatever its call id: a twin under the
-   * approved call id waits for its own.
-   */
-  readonly requiresApproval?: boolean;
-}
+/**
+ * How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker), its operation
+ * key, and whether each call waits for a signed approval of its exact args (a twin under the
+ * approved call id waits for its own). The one rule of every framework adapter.
+ */
+export type OpenAIWriteRule = DefaultedWriteRule;
 
 /** Options of {@link guardOpenAIAgent}: a framework guard's (those of the AI SDK path's `guardAgent`), writes keyed as above. */
 export interface OpenAIGuardOptions extends Omit<FrameworkGuardOptions, 'writes' | 'spend'> {

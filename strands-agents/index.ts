@@ -30,12 +30,10 @@ import type {
   ToolResultBlock,
   ToolStreamGenerator,
 } from '@strands-agents/sdk';
-import { inWorkflowContext } from '@temporalio/workflow';
 import { GuardReason, TerminalState } from '../guard';
-import { spendOptionProblem } from '../core/spend-gate';
 import { FrameworkGuard } from '../core/framework-guard';
 import { GUARDED, type WriteRule } from '../core/framework-types';
-import { guardOptionProblem } from '../core/guard-options';
+import { declarationRefusal, setupRefusal } from '../core/guard-options';
 import { gateModel, messageClassOf } from './model';
 import { strandsGuardError, type GuardedStrandsAgent, type StrandsGuardOptions } from './types';
 
@@ -123,25 +121,10 @@ export function guardStrandsAgent<TAgent extends object>(
       activity: rule.activity ?? (typeof dispatched === 'string' ? dispatched : name),
     };
   }
-  for (const name of [...reads, ...Object.keys(writes)])
-    if (!tools.has(name))
-      throw strandsGuardError(
-        'unknown_tool',
-        `guardStrandsAgent: "${name}" is declared but the agent has no such tool`,
-      );
-  for (const name of tools.keys())
-    if (!reads.has(name) && !(name in writes))
-      throw strandsGuardError(
-        'undeclared_tool',
-        `tool "${name}" is neither in reads nor in writes: declare it (a write needs an operation-key rule)`,
-      );
-  const problem = guardOptionProblem(options) ?? spendOptionProblem(options.spend, options.prices);
-  if (problem) throw strandsGuardError('invalid_option', problem);
-  if (!inWorkflowContext())
-    throw strandsGuardError(
-      'not_in_workflow',
-      'guardStrandsAgent runs in workflow code (the guard decides inside the workflow, writes run as activities); call it in your workflow function, not in the worker or a client',
-    );
+  const refusal =
+    declarationRefusal('guardStrandsAgent', tools.keys(), reads, writes) ??
+    setupRefusal('guardStrandsAgent', options);
+  if (refusal) throw strandsGuardError(refusal.code, refusal.message);
   return new StrandsAgentGuard(agent, tools, writes, options).api() as GuardedStrandsAgent<TAgent>;
 }
 

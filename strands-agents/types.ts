@@ -4,7 +4,12 @@
  */
 import type { AgentResult, InvokeArgs, InvokeOptions } from '@strands-agents/sdk';
 import type { ApplicationFailure } from '@temporalio/workflow';
-import { guardRefusal, type FrameworkGuardOptions, type GuardedLoop } from '../core/framework-types';
+import {
+  guardRefusal,
+  type DefaultedWriteRule,
+  type FrameworkGuardOptions,
+  type GuardedLoop,
+} from '../core/framework-types';
 
 /** The versions the adapter is tested with (docs/strands-agents.md); the worker plugin checks them. */
 export const TESTED_VERSIONS = {
@@ -12,25 +17,12 @@ export const TESTED_VERSIONS = {
   '@strands-agents/sdk': '1.19.',
 } as const;
 
-/** How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker) and its key. */
-export interface StrandsWriteRule {
-  /**
-   * The activity's name on the worker (a function given to `ledgerWrites`); default the
-   * activity an `activityAsTool` tool dispatches, else the tool's name.
-   */
-  readonly activity?: string;
-  /**
-   * The operation key of a call: the same business operation gives the same key (never a
-   * request id the model makes up), so a retried, re-sent or re-planned call runs once.
-   */
-  readonly operationKey: (input: never) => string;
-  /**
-   * Each call waits for a person's signed approval of that exact call (the digest of its
-   * args), `agentctl approvals approve <run> --resume`, whatever its tool-use id: a twin under
-   * the approved id waits for its own.
-   */
-  readonly requiresApproval?: boolean;
-}
+/**
+ * How a write tool runs: its activity (wrapped by `ledgerWrites` on the worker), its operation
+ * key, and whether each call waits for a signed approval of its exact args (a twin under the
+ * approved call id waits for its own). The one rule of every framework adapter.
+ */
+export type StrandsWriteRule = DefaultedWriteRule;
 
 /** Options of {@link guardStrandsAgent}: a framework guard's, writes keyed as above. */
 export interface StrandsGuardOptions extends Omit<FrameworkGuardOptions, 'writes' | 'spend'> {

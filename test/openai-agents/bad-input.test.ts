@@ -69,7 +69,7 @@ describe('guardOpenAIAgent refuses', () => {
     ).toBe('undeclared_tool');
     expect(
       refusal(() => guardOpenAIAgent(agentWith(lookup()), { reads: ['lookup_order', 'refund'] })).message,
-    ).toMatch(/"refund" is declared but no agent has that tool/);
+    ).toMatch(/"refund" is declared but the agent has no such tool/);
     // A handoff's agent shares the run's guard: its tools must be declared too.
     const child = new Agent({ name: 'Billing', model: 'm', tools: [pay()] });
     const parent = new Agent({ name: 'Front', model: 'm', tools: [lookup()], handoffs: [child] });

@@ -56,16 +56,22 @@ const isAgent = (a: unknown): a is StrandsAgent =>
 
 const marked = (o: unknown): boolean => (o as Record<symbol, unknown> | null)?.[GUARDED] === true;
 
-/** A tool's input schema when it names what the call takes (an object schema with properties). */
+/**
+ * Whether a tool was given an input schema. The SDK gives a tool without one exactly
+ * `{ type: 'object', properties: {} }`; a schema the user wrote says more (its properties, or for
+ * a tool without arguments `z.object({})`'s `additionalProperties: false`), so only that bare
+ * default is refused.
+ */
 function hasInputSchema(t: Tool): boolean {
-  const schema = t.toolSpec?.inputSchema as { properties?: unknown } | undefined;
-  return (
-    typeof schema === 'object' &&
-    schema !== null &&
-    typeof schema.properties === 'object' &&
-    schema.properties !== null &&
-    Object.keys(schema.properties).length > 0
-  );
+  const schema = t.toolSpec?.inputSchema as Record<string, unknown> | undefined;
+  if (typeof schema !== 'object' || schema === null) return false;
+  const properties = schema.properties;
+  const bareDefault =
+    Object.keys(schema).every((k) => k === 'type' || k === 'properties') &&
+    typeof properties === 'object' &&
+    properties !== null &&
+    Object.keys(properties).length === 0;
+  return !bareDefault;
 }
 
 /**
@@ -103,7 +109,7 @@ export function guardStrandsAgent<TAgent extends object>(
     if (!hasInputSchema(t))
       throw strandsGuardError(
         'no_input_schema',
-        `tool "${t.name}" has no input schema: give it one (activityAsTool(name, { inputSchema: z.object({...}) })); the guard fingerprints a call by its arguments`,
+        `tool "${t.name}" has no input schema: give it one (activityAsTool(name, { inputSchema: z.object({...}) }), z.object({}) for a tool without arguments); the guard fingerprints a call by its arguments`,
       );
     tools.set(t.name, t);
   }

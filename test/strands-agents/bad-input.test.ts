@@ -61,6 +61,12 @@ describe('guardStrandsAgent refuses', () => {
     );
   });
 
+  it('a tool without arguments (inputSchema z.object({})) is not taken for a tool without a schema', () => {
+    const now = strands.activityAsTool('now', { description: 'The time.', inputSchema: z.object({}) });
+    // Outside a workflow the last check refuses it: every check before, the schema's included, passed.
+    expect(refusal(() => guardStrandsAgent(agentWith(now), { reads: ['now'] })).type).toBe('not_in_workflow');
+  });
+
   it('a tool already guarded (by this adapter or another)', () => {
     const wrapped = lookup();
     Object.defineProperty(wrapped, GUARDED, { value: true });

@@ -42,7 +42,7 @@ import { startThrowawayDevServer } from '../devserver/dev-server';
 import { cliWithDynamicConfig, FAST_DISPATCH_DYNAMIC_CONFIG } from '../scripts/chaos/temporal';
 import { runBench } from './bench-worker';
 import { enc } from './floor-common';
-import { AppWorker, prepareApp } from './floor-packed';
+import { AppWorker, appFlag, prepareApp } from './floor-packed';
 import { percentile } from './fleet-profile';
 import type { FloorRunInput } from './floor-workflow';
 
@@ -105,21 +105,11 @@ function parseArgs(argv: string[]): Options {
       case '--pg':
         o.pg = value() ?? '';
         break;
-      case '--package': {
-        const v = value();
-        if (v !== 'dist' && v !== 'source') throw new Error(`--package: expected dist or source, got ${v}`);
-        o.packageFrom = v;
-        break;
-      }
+      case '--package':
       case '--no-build':
-        o.build = false;
+      case '--baseline-codec':
+        appFlag(o, flag, value);
         break;
-      case '--baseline-codec': {
-        const v = value();
-        if (v !== 'on' && v !== 'off') throw new Error(`--baseline-codec: expected on or off, got ${v}`);
-        o.baselineCodec = v === 'on';
-        break;
-      }
       case '--ledger-pool':
         o.ledgerPool = int(flag, value(), 1);
         break;

@@ -100,6 +100,26 @@ interface Sample {
   bytes: number;
 }
 
+/** The packed app's flags both benches take: `--package dist|source`, `--no-build`, `--baseline-codec on|off`. */
+export function appFlag(
+  o: { packageFrom: 'dist' | 'source'; build: boolean; baselineCodec: boolean },
+  flag: '--package' | '--no-build' | '--baseline-codec',
+  value: () => string | undefined,
+): void {
+  if (flag === '--no-build') {
+    o.build = false;
+    return;
+  }
+  const v = value();
+  if (flag === '--package') {
+    if (v !== 'dist' && v !== 'source') throw new Error(`--package: expected dist or source, got ${v}`);
+    o.packageFrom = v;
+    return;
+  }
+  if (v !== 'on' && v !== 'off') throw new Error(`--baseline-codec: expected on or off, got ${v}`);
+  o.baselineCodec = v === 'on';
+}
+
 /** Compiles one app file to CommonJS, pointing the package imports where `packageFrom` says. */
 function compileAppFile(src: string, out: string, packageFrom: 'dist' | 'source'): void {
   let code = transformSync(readFileSync(src, 'utf8'), {

@@ -78,7 +78,7 @@ import { agentSinks, createAgentWorker, openWorkerDeps } from '../worker/create-
 import { runBench } from './bench-worker';
 import { installInPlace } from './floor-in-place';
 import { createFloorActivities } from './floor-activities';
-import { DEFAULT_PACKED_MODES, PACKED_MODES, packedFloor, type PackedMode } from './floor-packed';
+import { appFlag, DEFAULT_PACKED_MODES, PACKED_MODES, packedFloor, type PackedMode } from './floor-packed';
 import type { FloorRunInput } from './floor-workflow';
 import { agentRunResult } from '../client/runs';
 
@@ -154,21 +154,11 @@ function parseArgs(argv: string[]): Options {
       case '--in-repo':
         o.inRepo = true;
         break;
-      case '--package': {
-        const v = value();
-        if (v !== 'dist' && v !== 'source') throw new Error(`--package: expected dist or source, got ${v}`);
-        o.packageFrom = v;
-        break;
-      }
+      case '--package':
       case '--no-build':
-        o.build = false;
+      case '--baseline-codec':
+        appFlag(o, flag, value);
         break;
-      case '--baseline-codec': {
-        const v = value();
-        if (v !== 'on' && v !== 'off') throw new Error(`--baseline-codec: expected on or off, got ${v}`);
-        o.baselineCodec = v === 'on';
-        break;
-      }
       case '--replay':
         o.replay = int(flag, value(), 0);
         break;

@@ -28,6 +28,7 @@ import { CompletedLedger } from './completed-ledger';
 import { RepeatWindow } from './repeat-window';
 import { ReappliedEdits } from './reapplied';
 import { PollMemory } from './poll-memory';
+import { ProgressMeter } from './progress-meter';
 import { SteerLog } from './steer-log';
 import { CACHED, CACHED_HONOURED, COMPLETE, EXECUTE, EXECUTE_HONOURED } from './shared-decisions';
 import { GuardReason, NEEDS_HUMAN_CODES, ResultCode } from './reasons';
@@ -62,8 +63,8 @@ export class LoopGuard {
   readonly config: GuardConfig;
   /** Steps, tokens, cost and the wall clock (guard/budgets.ts). */
   private budget: BudgetMeter;
-  private lastProgressVersion: number;
-  private noProgress = 0;
+  /** The highest progress version and the calls since it (guard/progress-meter.ts). */
+  private progress: ProgressMeter;
   /** The calls since the last progress, with the failure memory (guard/repeat-window.ts). */
   private window: RepeatWindow;
   /** Fingerprints whose latest execution asked to be polled again after a wait (guard/poll-memory.ts). */
@@ -84,7 +85,7 @@ export class LoopGuard {
     this.config = guardConfigSchema.parse(config);
     this.budget = new BudgetMeter(options.startMs ?? 0);
     this.window = new RepeatWindow(this.config);
-    this.lastProgressVersion = options.initialProgressVersion ?? 0;
+    this.progress = new ProgressMeter(options.initialProgressVersion ?? 0);
     this.needsHuman = options.needsHumanCodes
       ? new Set([...NEEDS_HUMAN_CODES, ...options.needsHumanCodes])
       : NEEDS_HUMAN_CODES;
@@ -97,11 +98,11 @@ export class LoopGuard {
   }
   /** The highest progress version seen. */
   get progressVersion(): number {
-    return this.lastProgressVersion;
+    return this.progress.version;
   }
   /** Consecutive decisions without progress. */
   get noProgressCount(): number {
-    return this.noProgress;
+    return this.progress.count;
   }
   /** Entries in the current window. */
   get windowSize(): number {
@@ -269,12 +270,11 @@ export class LoopGuard {
       this.lastFatal = changed;
       return this.stop(GuardReason.WORKSPACE_UNKNOWN, TerminalState.NEEDS_HUMAN);
     }
-    const advanced = !flight.cached && progressVersion > this.lastProgressVersion;
+    const advanced = !flight.cached && this.progress.advance(progressVersion);
     if (advanced || changed) {
-      if (advanced) this.lastProgressVersion = progressVersion;
       this.openWindow(call.effect === 'read' && !changed ? 'read' : 'write');
     } else if (flight.cached || !flight.honouredPoll) {
-      this.noProgress += 1;
+      this.progress.miss();
     }
     this.window.enter(call.similarKey ?? fp, kind, call.similarKey ? fp : undefined);
 
@@ -300,11 +300,9 @@ export class LoopGuard {
         return COMPLETE;
       }
     }
-    const { noProgressLimit, noProgressGrace } = this.config;
-    if (this.noProgress >= noProgressLimit + noProgressGrace) return this.stop(GuardReason.NO_PROGRESS);
-    // With a grace, the window's first reach of the limit is a note, not the stop:
-    // the count only grows within a window, so it equals the limit once per window.
-    const steer = this.noProgress === noProgressLimit && noProgressGrace > 0 ? this.progressNote(fp) : null;
+    const verdict = this.progress.verdict(this.config.noProgressLimit, this.config.noProgressGrace);
+    if (verdict === 'stop') return this.stop(GuardReason.NO_PROGRESS);
+    const steer = verdict === 'note' ? this.progressNote(fp) : null;
 
     const decided = afterDecision(kind, result);
     return steer === null ? decided : { ...decided, steer };
@@ -363,8 +361,8 @@ export class LoopGuard {
       steps: this.budget.steps,
       tokens: this.budget.tokens,
       costUsd: this.budget.costUsd,
-      lastProgressVersion: this.lastProgressVersion,
-      noProgress: this.noProgress,
+      lastProgressVersion: this.progress.version,
+      noProgress: this.progress.count,
       ...this.window.toJSON(),
       lastExecutions: this.polls.toJSON(),
       ...this.completed.toJSON(),
@@ -386,8 +384,8 @@ export class LoopGuard {
     guard.budget.steps = state.steps;
     guard.budget.tokens = state.tokens;
     guard.budget.costUsd = state.costUsd;
-    guard.lastProgressVersion = state.lastProgressVersion;
-    guard.noProgress = state.noProgress;
+    guard.progress.version = state.lastProgressVersion;
+    guard.progress.count = state.noProgress;
     guard.window = RepeatWindow.fromJSON(guard.config, state);
     guard.polls = PollMemory.fromJSON(state.lastExecutions);
     guard.completed = CompletedLedger.fromJSON(state);
@@ -401,7 +399,7 @@ export class LoopGuard {
   }
 
   private openWindow(cause: 'read' | 'write' | 'resume'): void {
-    this.noProgress = 0;
+    this.progress.reset();
     // With `keepFailures`, a read's window starts with the failed calls (guard/failure-memory.ts).
     this.window.open(cause);
   }
@@ -425,7 +423,7 @@ export class LoopGuard {
     this.steerLog.note(fingerprint, this.budget.steps);
     return {
       reason: GuardReason.NO_PROGRESS,
-      count: this.noProgress,
+      count: this.progress.count,
       callsLeft: this.config.noProgressGrace,
     };
   }
